@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import fnmatch
 import hashlib
+import heapq
 import html
 import http.client
 import json
@@ -76,7 +77,7 @@ RRF_K = 60
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -274,7 +275,21 @@ def parse_document(path: str, data: bytes) -> tuple[list[Line], str | None]:
     warning = "invalid UTF-8 bytes were replaced" if bad else None
     ext = os.path.splitext(path)[1].lower()
     lines = html_lines(text) if ext in HTML_EXTENSIONS else text_lines(text)
+    if ext == ".txt":
+        lines = title_as_heading(lines)
     return lines, warning
+
+
+def title_as_heading(lines: list[Line]) -> list[Line]:
+    """Mark a plain-text title (a short first line, then a blank line) as a heading.
+
+    >>> [l.text for l in title_as_heading(text_lines("Warranty\\n\\nTwo years."))]
+    ['# Warranty', '', 'Two years.']
+    """
+    if (len(lines) > 2 and 0 < len(lines[0].text.strip()) <= 200 and not lines[1].text.strip()
+            and not lines[0].text.startswith("#") and any(l.text.strip() for l in lines[2:])):
+        return [Line(lines[0].no, "# " + lines[0].text.strip())] + lines[1:]
+    return lines
 
 
 def supported(path: str) -> bool:
@@ -719,7 +734,8 @@ CREATE TABLE chunks (
     id INTEGER PRIMARY KEY,
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL);
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL,
+    sig BLOB);
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, heading, content='chunks', content_rowid='id', tokenize='porter unicode61');
@@ -740,7 +756,19 @@ CREATE TABLE asks (
     completion_tokens INTEGER, latency_ms REAL NOT NULL);
 """
 
-MIGRATIONS: list[str] = [SCHEMA]  # MIGRATIONS[i] upgrades user_version i to i+1
+
+
+def add_signatures(conn: sqlite3.Connection) -> None:
+    """Migration 1 -> 2: compute the sign-bit signature of every stored vector."""
+    if "sig" not in [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]:
+        conn.execute("ALTER TABLE chunks ADD COLUMN sig BLOB")
+    rows = conn.execute("SELECT id, vector FROM chunks WHERE sig IS NULL").fetchall()
+    conn.executemany("UPDATE chunks SET sig = ? WHERE id = ?",
+                     [(signature(json.loads(v)), cid) for cid, v in rows])
+
+
+# MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
+MIGRATIONS: list = [SCHEMA, add_signatures]
 
 
 def vector_json(vec: list[float]) -> str:
@@ -750,6 +778,19 @@ def vector_json(vec: list[float]) -> str:
     '[0.5,-0.25,0.3333333]'
     """
     return "[" + ",".join(["%.7g"] * len(vec)) % tuple(vec) + "]"
+
+
+def signature(vec: list[float]) -> bytes:
+    """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
+
+    >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
+    '6901'
+    """
+    bits = 0
+    for i, x in enumerate(vec):
+        if x > 0:
+            bits |= 1 << i
+    return bits.to_bytes((len(vec) + 7) // 8, "little")
 
 
 def now_iso() -> str:
@@ -801,8 +842,12 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         conn.execute("BEGIN IMMEDIATE")
         try:
             if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
-                for statement in sql_statements(MIGRATIONS[i]):
-                    conn.execute(statement)
+                step = MIGRATIONS[i]
+                if callable(step):
+                    step(conn)
+                else:
+                    for statement in sql_statements(step):
+                        conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {i + 1}")
             conn.execute("COMMIT")
         except BaseException:
@@ -861,7 +906,7 @@ class PendingDoc:
     chunks: tuple
 
 
-def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, str],
+def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes]],
                new_cache: dict[str, str], model: str, dim: int) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction."""
     conn.execute("BEGIN IMMEDIATE")
@@ -879,10 +924,10 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, str],
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
             conn.executemany(
-                "INSERT INTO chunks(doc_id, ordinal, text, heading, start_line, end_line, vector) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line,
-                  vectors[text_key(embed_text(c))]) for c in doc.chunks])
+                "INSERT INTO chunks(doc_id, ordinal, text, heading, start_line, end_line, vector, sig) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line)
+                 + vectors[text_key(embed_text(c))] for c in doc.chunks])
         set_meta(conn, "last_indexed", stamp)
         conn.execute("COMMIT")
     except BaseException:
@@ -999,8 +1044,10 @@ def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) 
         raw = embedder.embed([texts[k] for k in missing])
         new_cache = {k: vector_json(normalize(v)) for k, v in zip(missing, raw)}
         vectors.update(new_cache)
-    dim = len(json.loads(next(iter(vectors.values())))) if vectors else 0
-    write_docs(conn, pending, vectors, new_cache, embedder.model, dim)
+    parsed = {k: json.loads(v) for k, v in vectors.items()}
+    dim = len(next(iter(parsed.values()))) if parsed else 0
+    rows = {k: (vectors[k], signature(v)) for k, v in parsed.items()}
+    write_docs(conn, pending, rows, new_cache, embedder.model, dim)
     n = sum(len(d.chunks) for d in pending)
     stats.chunks += n
     stats.embedded += len(missing)
@@ -1108,21 +1155,69 @@ def source_filter(source: str | None) -> tuple[str, list]:
     return "(d.path GLOB ? OR d.rel GLOB ?)", [source, source]
 
 
+def query_masks(qvec: list[float], buckets: int = 4) -> list[tuple[int, int]]:
+    """(integer weight, bit mask) for the question's dimensions in magnitude bands.
+
+    A signature mismatch on a dimension where the question is large costs more
+    than on one where it is small, and a zero dimension costs nothing: the
+    weighted count estimates how far sign(chunk) is from the question.
+
+    >>> query_masks([0.9, -0.1, 0.0, 0.5], buckets=2)
+    [(70, 9), (10, 2)]
+    """
+    order = sorted((i for i, x in enumerate(qvec) if x), key=lambda i: -abs(qvec[i]))
+    size = max(1, -(-len(order) // buckets))
+    out = []
+    for b in range(buckets):
+        band = order[b * size:(b + 1) * size]
+        mask = sum(1 << i for i in band)
+        weight = round(100 * sum(abs(qvec[i]) for i in band) / len(band)) if band else 0
+        out.append((weight, mask))
+    return out
+
+
+def candidate_count(n: int, depth: int) -> int:
+    """How many signature neighbours get an exact dot product.
+
+    >>> candidate_count(10_000, 100), candidate_count(1_000_000, 10)
+    (1000, 10000)
+    """
+    return min(n, max(1000, 10 * depth, n // 100))
+
+
 class Retriever:
-    """Ranks chunks for questions; loads the vectors once per instance."""
+    """Ranks chunks for questions; caches what it loads for the next question."""
 
-    def __init__(self, conn, embedder, source: str | None = None):
-        self.conn, self.embedder, self.source = conn, embedder, source
-        self._vectors: dict[int, list[float]] | None = None
+    def __init__(self, conn, embedder, source: str | None = None, exact: bool = False):
+        self.conn, self.embedder, self.source, self.exact = conn, embedder, source, exact
+        self._sigs: tuple[list[int], list[int]] | None = None
+        self._vectors: dict[int, list[float]] = {}
 
-    def vectors(self) -> dict[int, list[float]]:
-        if self._vectors is None:
-            cond, args = source_filter(self.source)
-            rows = self.conn.execute(
-                f"SELECT c.id, c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}",
-                args)
-            self._vectors = {cid: json.loads(vec) for cid, vec in rows}
-        return self._vectors
+    def _filtered(self, columns: str):
+        cond, args = source_filter(self.source)
+        return self.conn.execute(f"SELECT {columns} FROM chunks c JOIN documents d "
+                                 f"ON d.id = c.doc_id WHERE {cond}", args)
+
+    def signatures(self) -> tuple[list[int], list[int]]:
+        """(chunk ids, signatures as ints) of every searchable chunk."""
+        if self._sigs is None:
+            ids, sigs = [], []
+            for cid, sig in self._filtered("c.id, c.sig"):
+                ids.append(cid)
+                sigs.append(int.from_bytes(sig, "little"))
+            self._sigs = (ids, sigs)
+        return self._sigs
+
+    def vectors(self, ids: list[int]) -> list[list[float]]:
+        """Parsed vectors of chunks, read from the database once."""
+        need = [c for c in ids if c not in self._vectors]
+        for i in range(0, len(need), 900):
+            part = need[i:i + 900]
+            marks = ",".join("?" * len(part))
+            for cid, vec in self.conn.execute(
+                    f"SELECT id, vector FROM chunks WHERE id IN ({marks})", part):
+                self._vectors[cid] = json.loads(vec)
+        return [self._vectors[c] for c in ids]
 
     def embed_question(self, question: str) -> list[float]:
         vec = normalize(self.embedder.embed([question])[0])
@@ -1130,8 +1225,21 @@ class Retriever:
         return vec
 
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
-        scored = [(dot(qvec, v), cid) for cid, v in self.vectors().items()]
-        scored.sort(key=lambda p: (-p[0], p[1]))
+        """Top chunks by dot product: exact over the signature's nearest candidates."""
+        if self.exact:
+            ids = [cid for (cid,) in self._filtered("c.id")]
+        else:
+            all_ids, sigs = self.signatures()
+            q = int.from_bytes(signature(qvec), "little")
+            (w1, m1), (w2, m2), (w3, m3), (w4, m4) = query_masks(qvec)
+            dist = [w1 * (x & m1).bit_count() + w2 * (x & m2).bit_count()
+                    + w3 * (x & m3).bit_count() + w4 * (x & m4).bit_count()
+                    for x in [q ^ s for s in sigs]]
+            n = candidate_count(len(all_ids), depth)
+            best = heapq.nsmallest(n, range(len(dist)), key=dist.__getitem__)
+            ids = [all_ids[i] for i in best]
+        scored = sorted(zip(map(lambda v: dot(qvec, v), self.vectors(ids)), ids),
+                        key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
@@ -1174,7 +1282,7 @@ class Retriever:
         out = []
         for cid, score in ranked:
             r = rows[cid]
-            vec = self._vectors[cid] if self._vectors else json.loads(r[7])
+            vec = self._vectors.get(cid) or json.loads(r[7])
             out.append(Hit(cid, r[1], r[2], r[3], r[4], r[5], r[6], score, dot(qvec, vec)))
         return out
 
@@ -1625,7 +1733,7 @@ def open_for_query(cfg: Config, args, closer):
         raise RagError(f"the index {cfg.db} is empty: run 'python rag.py index DIR' first")
     embedder = make_embedder(cfg)
     check_model(conn, embedder.model)
-    return conn, Retriever(conn, embedder, args.source)
+    return conn, Retriever(conn, embedder, args.source, args.exact)
 
 
 def check_question(q: str) -> str:
@@ -1776,6 +1884,9 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--mode", choices=("hybrid", "dense", "keyword"), default="hybrid",
                            help="dense vectors, FTS5 keywords, or both fused (default: hybrid)")
     retrieval.add_argument("--source", metavar="GLOB", help="only search documents whose path matches GLOB")
+    retrieval.add_argument("--exact", action="store_true",
+                           help="score every chunk's vector (slow); default: exact scores on "
+                                "the nearest candidates by sign-bit signature")
     retrieval.add_argument("--min-score", type=float, help="relevance floor: best passage's cosine "
                            f"similarity needed to answer (default: {FLOORS[BUILTIN_MODEL]} for "
                            f"{BUILTIN_MODEL}, {DEFAULT_FLOOR} for other models)")

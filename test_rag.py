@@ -613,6 +613,37 @@ class RetrieveTests(RagTestCase):
         self.assertIn("[Billing > Refunds]", out)
         self.assertIn("## Refunds", out.splitlines()[1])
 
+    def test_dense_default_agrees_with_exact(self):
+        docs = {f"d{i}.md": f"Topic {w} number {i}: the {w} {v} report." for i, (w, v) in enumerate(
+            [(w, v) for w in ("apple", "river", "engine", "violin", "glacier", "harbor")
+             for v in ("alpha", "beta", "gamma", "delta", "omega")])}
+        self.write_docs(docs)
+        self.ok("index", self.docs)
+        with mock.patch.object(rag, "candidate_count", lambda n, depth: 8):
+            for q in ("violin gamma report", "glacier omega", "apple alpha topic", "harbor delta"):
+                fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3"))
+                exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3", "--exact"))
+                self.assertEqual([h["chunk_id"] for h in fast], [h["chunk_id"] for h in exact], q)
+
+    def test_signature_of_known_vector(self):
+        # bits 0, 3 and 8 are positive: 0b1_0000_1001 -> bytes 0x09 0x01
+        self.assertEqual(rag.signature([0.5, -1, 0, 2, -3, 0, 0, 0, 1]), b"\x09\x01")
+        weights = rag.query_masks([0.0, -0.5, 0.25, 0.0], buckets=2)
+        self.assertEqual(weights, [(50, 0b0010), (25, 0b0100)])
+
+    def test_migration_computes_signatures(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE chunks SET sig = NULL")
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+        conn.close()
+        self.ok("stats")
+        self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
+        for vec, sig in self.rows("SELECT vector, sig FROM chunks"):
+            self.assertEqual(sig, rag.signature(json.loads(vec)))
+
     def test_rrf_tiny_example(self):
         # a: 1/61 + 1/62, b: 1/62, c: 1/61
         fused = rag.rrf([["a", "b"], ["c", "a"]])
