@@ -1600,7 +1600,8 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
         ranked, qvec = retriever.rank(case["question"], mode, max(FUSION_DEPTH, k))
         hits = retriever.hits(ranked[:k], qvec)
         row = {"id": case.get("id", i), "question": case["question"],
-               "refused": not clears_floor(hits, floor)}
+               "refused": not clears_floor(hits, floor),
+               "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
         if case.get("unanswerable"):
             row["unanswerable"] = True
         else:
