@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import fnmatch
 import hashlib
-import heapq
 import html
 import http.client
 import json
@@ -36,6 +35,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
@@ -496,8 +496,8 @@ WORD = re.compile(r"\w+")
 
 def normalize(vec: list[float]) -> list[float]:
     """Scale to unit length (a zero vector stays zero)."""
-    norm = math.sqrt(math.fsum(x * x for x in vec))
-    return [x / norm for x in vec] if norm else list(vec)
+    norm = math.hypot(*vec)
+    return list(map((1.0 / norm).__mul__, vec)) if norm else list(vec)
 
 
 def stem(word: str) -> str:
@@ -734,8 +734,7 @@ CREATE TABLE chunks (
     id INTEGER PRIMARY KEY,
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL,
-    sig BLOB);
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL);
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, heading, content='chunks', content_rowid='id', tokenize='porter unicode61');
@@ -758,13 +757,26 @@ CREATE TABLE asks (
 
 
 
+SIGNATURES = """
+CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+                   sig BLOB NOT NULL);
+CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
+    DELETE FROM sigs WHERE chunk_id = old.id;
+END;
+"""
+
+
 def add_signatures(conn: sqlite3.Connection) -> None:
-    """Migration 1 -> 2: compute the sign-bit signature of every stored vector."""
-    if "sig" not in [r[1] for r in conn.execute("PRAGMA table_info(chunks)")]:
-        conn.execute("ALTER TABLE chunks ADD COLUMN sig BLOB")
-    rows = conn.execute("SELECT id, vector FROM chunks WHERE sig IS NULL").fetchall()
-    conn.executemany("UPDATE chunks SET sig = ? WHERE id = ?",
-                     [(signature(json.loads(v)), cid) for cid, v in rows])
+    """Migration 1 -> 2: a compact table of sign-bit signatures, filled for old rows.
+
+    They live apart from the chunks so that scanning them reads a few bytes a
+    chunk, not the chunk's text and vector.
+    """
+    for statement in sql_statements(SIGNATURES):
+        conn.execute(statement)
+    rows = conn.execute("SELECT id, vector FROM chunks").fetchall()
+    conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)",
+                     [(cid, signature(json.loads(v))) for cid, v in rows])
 
 
 # MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
@@ -786,11 +798,8 @@ def signature(vec: list[float]) -> bytes:
     >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
     '6901'
     """
-    bits = 0
-    for i, x in enumerate(vec):
-        if x > 0:
-            bits |= 1 << i
-    return bits.to_bytes((len(vec) + 7) // 8, "little")
+    bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
+    return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
 
 
 def now_iso() -> str:
@@ -923,11 +932,13 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
                 "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
-            conn.executemany(
-                "INSERT INTO chunks(doc_id, ordinal, text, heading, start_line, end_line, vector, sig) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line)
-                 + vectors[text_key(embed_text(c))] for c in doc.chunks])
+            for c in doc.chunks:
+                vec, sig = vectors[text_key(embed_text(c))]
+                row = conn.execute(
+                    "INSERT INTO chunks(doc_id, ordinal, text, heading, start_line, end_line, vector) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line, vec))
+                conn.execute("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", (row.lastrowid, sig))
         set_meta(conn, "last_indexed", stamp)
         conn.execute("COMMIT")
     except BaseException:
@@ -1039,14 +1050,14 @@ def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) 
     texts = {text_key(t): t for d in pending for t in map(embed_text, d.chunks)}
     vectors = cached_vectors(conn, embedder.model, list(texts))
     missing = [k for k in texts if k not in vectors]
-    new_cache = {}
+    rows = {k: (v, signature(json.loads(v))) for k, v in vectors.items()}
     if missing:
         raw = embedder.embed([texts[k] for k in missing])
-        new_cache = {k: vector_json(normalize(v)) for k, v in zip(missing, raw)}
-        vectors.update(new_cache)
-    parsed = {k: json.loads(v) for k, v in vectors.items()}
-    dim = len(next(iter(parsed.values()))) if parsed else 0
-    rows = {k: (vectors[k], signature(v)) for k, v in parsed.items()}
+        for k, v in zip(missing, raw):
+            unit = normalize(v)
+            rows[k] = (vector_json(unit), signature(unit))
+    dim = len(raw[0]) if missing else len(json.loads(next(iter(vectors.values()))))
+    new_cache = {k: rows[k][0] for k in missing}
     write_docs(conn, pending, rows, new_cache, embedder.model, dim)
     n = sum(len(d.chunks) for d in pending)
     stats.chunks += n
@@ -1155,34 +1166,58 @@ def source_filter(source: str | None) -> tuple[str, list]:
     return "(d.path GLOB ? OR d.rel GLOB ?)", [source, source]
 
 
-def query_masks(qvec: list[float], buckets: int = 4) -> list[tuple[int, int]]:
-    """(integer weight, bit mask) for the question's dimensions in magnitude bands.
+def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
+    """Bit planes of the question's quantised magnitudes: (weight, mask), largest first.
 
-    A signature mismatch on a dimension where the question is large costs more
-    than on one where it is small, and a zero dimension costs nothing: the
-    weighted count estimates how far sign(chunk) is from the question.
+    Each dimension's |q_i| becomes an integer w_i of `bits` bits; plane b holds
+    the dimensions whose w_i has bit b set. Then for x = sign bits of question
+    XOR chunk, sum(weight * popcount(x & mask)) equals sum(w_i) over the
+    dimensions where the signs differ: how far sign(chunk) is from the question,
+    counting big question components more, and zero ones not at all.
 
-    >>> query_masks([0.9, -0.1, 0.0, 0.5], buckets=2)
-    [(70, 9), (10, 2)]
+    >>> query_masks([0.9, -0.3, 0.0, 0.6], bits=2)
+    [(2, 9), (1, 3)]
     """
-    order = sorted((i for i, x in enumerate(qvec) if x), key=lambda i: -abs(qvec[i]))
-    size = max(1, -(-len(order) // buckets))
-    out = []
-    for b in range(buckets):
-        band = order[b * size:(b + 1) * size]
-        mask = sum(1 << i for i in band)
-        weight = round(100 * sum(abs(qvec[i]) for i in band) / len(band)) if band else 0
-        out.append((weight, mask))
-    return out
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    scale = ((1 << bits) - 1) / top
+    levels = [round(abs(x) * scale) for x in qvec]
+    planes = []
+    for b in reversed(range(bits)):
+        mask = sum(1 << i for i, w in enumerate(levels) if w >> b & 1)
+        planes.append((1 << b, mask))
+    return planes
 
 
-def candidate_count(n: int, depth: int) -> int:
-    """How many signature neighbours get an exact dot product.
+EXACT_BUDGET = 200_000  # vector components parsed and multiplied per question (~0.07 s)
 
-    >>> candidate_count(10_000, 100), candidate_count(1_000_000, 10)
-    (1000, 10000)
+
+def exact_count(n: int, depth: int, dim: int) -> int:
+    """How many candidates get an exact dot product: as many as fit the budget.
+
+    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 100, 384), exact_count(50, 5, 384)
+    (200, 520, 50)
     """
-    return min(n, max(1000, 10 * depth, n // 100))
+    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
+
+
+def nearest(dist: list[int], count: int) -> list[int]:
+    """Positions of the count smallest distances (ties at the cut all kept).
+
+    Counting distances beats sorting a million of them: they are small integers.
+
+    >>> nearest([5, 1, 3, 1, 9], 2)
+    [1, 3]
+    """
+    if count >= len(dist):
+        return list(range(len(dist)))
+    tally = sorted(Counter(dist).items())
+    total, cut = 0, tally[-1][0]
+    for value, seen in tally:
+        total += seen
+        if total >= count:
+            cut = value
+            break
+    return [i for i, d in enumerate(dist) if d <= cut]
 
 
 class Retriever:
@@ -1201,11 +1236,15 @@ class Retriever:
     def signatures(self) -> tuple[list[int], list[int]]:
         """(chunk ids, signatures as ints) of every searchable chunk."""
         if self._sigs is None:
-            ids, sigs = [], []
-            for cid, sig in self._filtered("c.id, c.sig"):
-                ids.append(cid)
-                sigs.append(int.from_bytes(sig, "little"))
-            self._sigs = (ids, sigs)
+            if self.source:
+                cond, args = source_filter(self.source)
+                rows = self.conn.execute(
+                    "SELECT s.chunk_id, s.sig FROM sigs s JOIN chunks c ON c.id = s.chunk_id "
+                    f"JOIN documents d ON d.id = c.doc_id WHERE {cond}", args).fetchall()
+            else:
+                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
+            from_bytes = int.from_bytes
+            self._sigs = ([r[0] for r in rows], [from_bytes(r[1], "little") for r in rows])
         return self._sigs
 
     def vectors(self, ids: list[int]) -> list[list[float]]:
@@ -1229,18 +1268,32 @@ class Retriever:
         if self.exact:
             ids = [cid for (cid,) in self._filtered("c.id")]
         else:
-            all_ids, sigs = self.signatures()
-            q = int.from_bytes(signature(qvec), "little")
-            (w1, m1), (w2, m2), (w3, m3), (w4, m4) = query_masks(qvec)
-            dist = [w1 * (x & m1).bit_count() + w2 * (x & m2).bit_count()
-                    + w3 * (x & m3).bit_count() + w4 * (x & m4).bit_count()
-                    for x in [q ^ s for s in sigs]]
-            n = candidate_count(len(all_ids), depth)
-            best = heapq.nsmallest(n, range(len(dist)), key=dist.__getitem__)
-            ids = [all_ids[i] for i in best]
+            ids = self.candidates(qvec, depth)
         scored = sorted(zip(map(lambda v: dot(qvec, v), self.vectors(ids)), ids),
                         key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
+
+    def candidates(self, qvec: list[float], depth: int) -> list[int]:
+        """Chunk ids worth an exact score, chosen by signature in two passes.
+
+        First the sign mismatches weighted by the top three bit planes of the
+        question's magnitudes, over every chunk; then, on the nearest few
+        percent, weighted by all six (see query_masks).
+        """
+        all_ids, sigs = self.signatures()
+        want = exact_count(len(all_ids), depth, len(qvec))
+        if want >= len(all_ids):
+            return all_ids
+        q = int.from_bytes(signature(qvec), "little")
+        (_, m1), (_, m2), (_, m3), (_, m4), (_, m5), (_, m6) = query_masks(qvec, 6)
+        coarse = [4 * (x & m1).bit_count() + 2 * (x & m2).bit_count() + (x & m3).bit_count()
+                  for x in [q ^ s for s in sigs]]
+        pool = nearest(coarse, max(10 * want, len(sigs) // 50))
+        fine = [32 * (x & m1).bit_count() + 16 * (x & m2).bit_count() + 8 * (x & m3).bit_count()
+                + 4 * (x & m4).bit_count() + 2 * (x & m5).bit_count() + (x & m6).bit_count()
+                for x in [q ^ sigs[i] for i in pool]]
+        best = sorted(nearest(fine, want), key=fine.__getitem__)[:want]
+        return [all_ids[pool[j]] for j in best]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
         query = fts_query(question)

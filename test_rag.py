@@ -619,7 +619,7 @@ class RetrieveTests(RagTestCase):
              for v in ("alpha", "beta", "gamma", "delta", "omega")])}
         self.write_docs(docs)
         self.ok("index", self.docs)
-        with mock.patch.object(rag, "candidate_count", lambda n, depth: 8):
+        with mock.patch.object(rag, "exact_count", lambda n, depth, dim: 8):
             for q in ("violin gamma report", "glacier omega", "apple alpha topic", "harbor delta"):
                 fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3"))
                 exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3", "--exact"))
@@ -628,20 +628,23 @@ class RetrieveTests(RagTestCase):
     def test_signature_of_known_vector(self):
         # bits 0, 3 and 8 are positive: 0b1_0000_1001 -> bytes 0x09 0x01
         self.assertEqual(rag.signature([0.5, -1, 0, 2, -3, 0, 0, 0, 1]), b"\x09\x01")
-        weights = rag.query_masks([0.0, -0.5, 0.25, 0.0], buckets=2)
-        self.assertEqual(weights, [(50, 0b0010), (25, 0b0100)])
+        # |q| scaled to 0..3: [0, 3, 2, 0] -> plane 1 (weight 2): dims 1, 2; plane 0: dim 1
+        self.assertEqual(rag.query_masks([0.0, -0.5, 0.33, 0.0], bits=2), [(2, 0b0110), (1, 0b0010)])
 
     def test_migration_computes_signatures(self):
         self.write_docs()
         self.ok("index", self.docs)
         conn = sqlite3.connect(self.db)
-        conn.execute("UPDATE chunks SET sig = NULL")
+        conn.execute("DROP TABLE sigs")
+        conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
         conn.close()
         self.ok("stats")
         self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
-        for vec, sig in self.rows("SELECT vector, sig FROM chunks"):
+        pairs = self.rows("SELECT c.vector, s.sig FROM chunks c JOIN sigs s ON s.chunk_id = c.id")
+        self.assertEqual(len(pairs), len(self.rows("SELECT id FROM chunks")))
+        for vec, sig in pairs:
             self.assertEqual(sig, rag.signature(json.loads(vec)))
 
     def test_rrf_tiny_example(self):
