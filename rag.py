@@ -20,25 +20,19 @@ import contextlib
 import fnmatch
 import hashlib
 import html
-import http.client
 import json
 import math
 import operator
 import os
 import random
 import re
-import socket
 import sqlite3
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from html.parser import HTMLParser
 
 __version__ = "0.1.0"
@@ -557,10 +551,24 @@ def redact(text: str, secret: str | None) -> str:
     return text
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # Following a redirect could carry the API key to another host; refuse.
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None
+def http_modules():
+    """The HTTP stack, imported on first use: offline commands start faster without it."""
+    import http.client
+    import urllib.error
+    import urllib.request
+    return http.client, urllib.error, urllib.request
+
+
+def no_redirect_opener():
+    """A urllib opener that does not follow redirects."""
+    _, _, request = http_modules()
+
+    class NoRedirect(request.HTTPRedirectHandler):
+        # Following a redirect could carry the API key to another host; refuse.
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            return None
+
+    return request.build_opener(NoRedirect)
 
 
 def retry_after(headers) -> float | None:
@@ -573,6 +581,7 @@ def retry_after(headers) -> float | None:
     except ValueError:
         pass
     try:
+        from email.utils import parsedate_to_datetime
         when = parsedate_to_datetime(value)
         return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
     except (TypeError, ValueError):
@@ -599,12 +608,12 @@ class HttpClient:
     def __init__(self, cfg: Config, sleep=time.sleep):
         self.cfg = cfg
         self.sleep = sleep
-        self.opener = urllib.request.build_opener(_NoRedirect)
+        self.opener = no_redirect_opener()
         self.retries_done = 0
 
-    def _request(self, path: str, payload: dict) -> urllib.request.Request:
+    def _request(self, path: str, payload: dict):
         url = self.cfg.base_url.rstrip("/") + path
-        req = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST")
+        req = http_modules()[2].Request(url, data=json.dumps(payload).encode(), method="POST")
         req.add_header("Content-Type", "application/json")
         req.add_header("User-Agent", f"rag.py/{__version__}")
         if self.cfg.api_key:
@@ -621,6 +630,7 @@ class HttpClient:
     def post(self, path: str, payload: dict, stream: bool = False):
         """POST and return parsed JSON (or the open response when stream)."""
         what = f"{self.cfg.base_url.rstrip('/')}{path}"
+        client, error, _ = http_modules()
         for attempt in range(self.cfg.retries + 1):
             last = attempt == self.cfg.retries
             try:
@@ -630,13 +640,13 @@ class HttpClient:
                 with resp:
                     body = resp.read()
                 return self._json(body, what)
-            except urllib.error.HTTPError as e:
+            except error.HTTPError as e:
                 body = e.read() if e.fp else b""
                 if e.code in RETRYABLE_STATUS and not last:
                     self._wait(attempt, e.headers)
                     continue
                 raise self._http_error(e, body, what) from None
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
+            except (error.URLError, client.HTTPException, OSError) as e:
                 if not last:
                     self._wait(attempt)
                     continue
@@ -1138,12 +1148,17 @@ dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
 
+    Stopwords are left out (measured on SciFact: nDCG@10 0.695 -> 0.702)
+    unless the question has nothing else.
+
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
-    '"what" OR "is" OR "err" OR "4012" OR "not" OR "x" OR "y"'
+    '"err" OR "4012" OR "x" OR "y"'
+    >>> fts_query("What is it?")
+    '"what" OR "is" OR "it"'
     """
-    words = re.findall(r"[^\W_]+", question.lower())
-    seen = list(dict.fromkeys(words))
-    return " OR ".join(f'"{w}"' for w in seen) or None
+    words = list(dict.fromkeys(re.findall(r"[^\W_]+", question.lower())))
+    content = [w for w in words if w not in STOPWORDS] or words
+    return " OR ".join(f'"{w}"' for w in content) or None
 
 
 def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
@@ -1188,6 +1203,7 @@ def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
     return planes
 
 
+EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
 EXACT_BUDGET = 200_000  # vector components parsed and multiplied per question (~0.07 s)
 
 
@@ -1227,6 +1243,7 @@ class Retriever:
         self.conn, self.embedder, self.source, self.exact = conn, embedder, source, exact
         self._sigs: tuple[list[int], list[int]] | None = None
         self._vectors: dict[int, list[float]] = {}
+        self._all: list | None = None
 
     def _filtered(self, columns: str):
         cond, args = source_filter(self.source)
@@ -1266,12 +1283,31 @@ class Retriever:
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
         """Top chunks by dot product: exact over the signature's nearest candidates."""
         if self.exact:
-            ids = [cid for (cid,) in self._filtered("c.id")]
-        else:
-            ids = self.candidates(qvec, depth)
+            scored = [(dot(qvec, v), cid) for cid, v in self.all_vectors()]
+            scored.sort(key=lambda p: (-p[0], p[1]))
+            return [(cid, s) for s, cid in scored[:depth]]
+        ids = self.candidates(qvec, depth)
         scored = sorted(zip(map(lambda v: dot(qvec, v), self.vectors(ids)), ids),
                         key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
+
+    def all_vectors(self):
+        """Every searchable (id, vector): kept for the next question while small,
+        streamed from the database when the parsed floats would not fit."""
+        if self._all is not None:
+            yield from self._all
+            return
+        kept: list | None = []
+        size = 0
+        for cid, vec in self._filtered("c.id, c.vector"):
+            v = json.loads(vec)
+            size += len(v)
+            if kept is not None and size > EXACT_CACHE:
+                kept = None
+            if kept is not None:
+                kept.append((cid, v))
+            yield cid, v
+        self._all = kept
 
     def candidates(self, qvec: list[float], depth: int) -> list[int]:
         """Chunk ids worth an exact score, chosen by signature in two passes.
@@ -1447,7 +1483,7 @@ class ChatGenerator:
                         self.out.write(piece)
                         self.out.flush()
                     usage = event.get("usage") or usage
-        except (OSError, http.client.HTTPException, ValueError) as e:
+        except (OSError, http_modules()[0].HTTPException, ValueError) as e:
             raise RagError(f"chat stream broke off: {e}") from None
         self.out.write("\n")
         return Reply("".join(parts), usage)
