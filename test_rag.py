@@ -647,6 +647,12 @@ class RetrieveTests(RagTestCase):
         for vec, sig in pairs:
             self.assertEqual(sig, rag.signature(json.loads(vec)))
 
+    def test_fuse_tiny_example(self):
+        # keyword 10, 6, 2 -> 1, .5, 0; dense .8, .6 -> 1, 0 at weight .5
+        fused = rag.fuse([("b", 0.8), ("d", 0.6)], [("a", 10.0), ("b", 6.0), ("c", 2.0)], 0.5)
+        self.assertEqual(fused, [("a", 1.0), ("b", 1.0), ("c", 0.0), ("d", 0.0)])
+        self.assertEqual(rag.fuse([], [("a", 3.0)], 0.5), [("a", 0.0)])
+
     def test_rrf_tiny_example(self):
         # a: 1/61 + 1/62, b: 1/62, c: 1/61
         fused = rag.rrf([["a", "b"], ["c", "a"]])
