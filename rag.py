@@ -59,8 +59,12 @@ BUILTIN_DIM = 384
 # Relevance floors: the best passage's dense cosine similarity must reach this
 # or the question is refused without calling a model. Calibrated on SciFact
 # questions against off-topic questions (see README, "Refusing").
-FLOORS = {BUILTIN_MODEL: 0.20}
+FLOORS = {BUILTIN_MODEL: 0.32, "all-MiniLM-L6-v2": 0.38}
 DEFAULT_FLOOR = 0.30
+# The built-in embedder's similarity alone separates on- from off-topic
+# questions poorly; a third of the IDF-weighted share of question words found
+# in the best passage is added to it before the floor is applied.
+COVERAGE_WEIGHTS = {BUILTIN_MODEL: 1 / 3}
 
 EMBED_BATCH = 64             # inputs per embeddings request
 EMBED_BATCH_CHARS = 200_000  # characters per embeddings request
@@ -1269,6 +1273,8 @@ class Retriever:
         self._sigs: tuple[list[int], list[int]] | None = None
         self._vectors: dict[int, list[float]] = {}
         self._all: list | None = None
+        self._idf: dict[str, float] = {}
+        self._n: int | None = None
 
     def _filtered(self, columns: str):
         cond, args = source_filter(self.source)
@@ -1315,6 +1321,16 @@ class Retriever:
         scored = sorted(zip(map(lambda v: dot(qvec, v), self.vectors(ids)), ids),
                         key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
+
+    def idf(self, word: str) -> float:
+        """Inverse document frequency of a word over chunks, from the FTS index."""
+        if word not in self._idf:
+            if self._n is None:
+                self._n = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            df = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                   (f'"{word}"',)).fetchone()[0]
+            self._idf[word] = math.log((self._n + 1) / (df + 0.5))
+        return self._idf[word]
 
     def all_vectors(self):
         """Every searchable (id, vector): kept for the next question while small,
@@ -1408,9 +1424,35 @@ def floor_for(model: str, min_score: float | None) -> float:
     return min_score if min_score is not None else FLOORS.get(model, DEFAULT_FLOOR)
 
 
-def clears_floor(hits: list[Hit], floor: float) -> bool:
-    """True when the best passage is similar enough to count as found."""
-    return bool(hits) and max(h.similarity for h in hits) >= floor
+def word_coverage(question: str, hits: list[Hit], idf) -> float:
+    """Best share, over the hits, of the question's IDF weight found in one passage.
+
+    >>> h = Hit(1, "a", "a", 1, 1, "", "Refunds take five days.", 0, 0)
+    >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
+    0.4
+    """
+    words = [w for w in dict.fromkeys(WORD.findall(question.lower())) if w not in STOPWORDS]
+    weights = {w: idf(w) for w in words}
+    total = sum(weights.values())
+    if not hits or not total:
+        return 0.0
+    best = 0.0
+    for h in hits:
+        present = set(terms(h.heading + "\n" + h.text))
+        best = max(best, sum(x for w, x in weights.items() if stem(w) in present) / total)
+    return best
+
+
+def relevance(retriever, question: str, hits: list[Hit]) -> float:
+    """How well the passages answer: best cosine similarity, plus for models whose
+    similarity alone separates poorly, a share of the question's words found."""
+    if not hits:
+        return 0.0
+    score = max(h.similarity for h in hits)
+    weight = COVERAGE_WEIGHTS.get(retriever.embedder.model, 0.0)
+    if weight:
+        score += weight * word_coverage(question, hits, retriever.idf)
+    return score
 
 
 # ---------------------------------------------------------------------------
@@ -1573,7 +1615,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, mode: 
     t0 = time.perf_counter()
     hits = retriever.search(question, mode, k)
     prompt = build_prompt(question, hits)
-    if not clears_floor(hits, floor):
+    if relevance(retriever, question, hits) < floor:
         reply, model = Reply(REFUSAL), "none"
     else:
         model = getattr(generator, "model", "?")
@@ -1715,8 +1757,9 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
         log.progress(f"eval: {i}/{len(cases)}")
         ranked, qvec = retriever.rank(case["question"], mode, max(FUSION_DEPTH, k))
         hits = retriever.hits(ranked[:k], qvec)
-        row = {"id": case.get("id", i), "question": case["question"],
-               "refused": not clears_floor(hits, floor),
+        rel = relevance(retriever, case["question"], hits)
+        row = {"id": case.get("id", i), "question": case["question"], "refused": rel < floor,
+               "relevance": round(rel, 4),
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
         if case.get("unanswerable"):
             row["unanswerable"] = True
@@ -1731,17 +1774,17 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
                 ranking = [c for c, _ in ranked]
             row.update(case_metrics(ranking, relevant, k))
         if generator is not None:
-            row.update(score_answer(case, row, hits, generator, floor))
+            row.update(score_answer(case, row, hits, generator))
         rows.append(row)
     log.clear()
     return summarize(rows, mode, k, retriever.embedder.model)
 
 
-def score_answer(case: dict, row: dict, hits: list[Hit], generator, floor: float) -> dict:
+def score_answer(case: dict, row: dict, hits: list[Hit], generator) -> dict:
     """Answer a case whose retrieval succeeded and check the answer."""
     if not case.get("unanswerable") and not row.get("recall@k"):
         return {}
-    if clears_floor(hits, floor):
+    if not row["refused"]:
         text = generator.generate(SYSTEM_PROMPT, build_prompt(case["question"], hits)).text
     else:
         text = REFUSAL
@@ -2007,9 +2050,11 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--exact", action="store_true",
                            help="score every chunk's vector (slow); default: exact scores on "
                                 "the nearest candidates by sign-bit signature")
-    retrieval.add_argument("--min-score", type=float, help="relevance floor: best passage's cosine "
-                           f"similarity needed to answer (default: {FLOORS[BUILTIN_MODEL]} for "
-                           f"{BUILTIN_MODEL}, {DEFAULT_FLOOR} for other models)")
+    retrieval.add_argument("--min-score", type=float, help="relevance floor below which the question is "
+                           "refused: best passage's cosine similarity (plus a third of the question-word "
+                           f"coverage for {BUILTIN_MODEL}); default "
+                           + ", ".join(f"{v} for {k}" for k, v in FLOORS.items())
+                           + f", {DEFAULT_FLOOR} otherwise")
 
     p = argparse.ArgumentParser(prog="rag", description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
