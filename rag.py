@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fnmatch
 import hashlib
 import html
 import json
@@ -56,9 +55,8 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 BUILTIN_MODEL = "builtin-hash-v1"
 BUILTIN_DIM = 384
-# Relevance floors: the best passage's dense cosine similarity must reach this
-# or the question is refused without calling a model. Calibrated on SciFact
-# questions against off-topic questions (see README, "Refusing").
+# Relevance floors: below this the question is refused without calling a model.
+# Measured on SciFact claims against off-topic questions (README, "How retrieval works").
 FLOORS = {BUILTIN_MODEL: 0.32, "all-MiniLM-L6-v2": 0.38}
 DEFAULT_FLOOR = 0.30
 # The built-in embedder's similarity alone separates on- from off-topic

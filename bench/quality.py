@@ -13,7 +13,6 @@ OpenAI-compatible /embeddings endpoint (for example ../shared/tools/embed_server
 """
 
 import argparse
-import json
 import os
 import sys
 import time
