@@ -1089,6 +1089,11 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
     check_model(conn, embedder.model)
     stats, pending, seen = IndexStats(), [], set()
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
+    chunking = f"size={size} overlap={overlap} chunker=1"
+    if stored and get_meta(conn, "chunking") not in (None, chunking):
+        log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
+                 "re-chunking every document; unchanged text is not embedded again")
+        stored = {p: "" for p in stored}  # known paths, but no hash matches
     files = list(walk(paths, log))
     for n, (path, root) in enumerate(files, 1):
         log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
@@ -1120,6 +1125,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
             flush_pending(conn, embedder, pending, stats)
     if pending:
         flush_pending(conn, embedder, pending, stats)
+    set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, paths, seen, stored, prune, log)
     return stats

@@ -422,6 +422,20 @@ class IndexTests(RagTestCase):
         self.assertEqual(fts, [])
         self.assertEqual(len(self.rows("SELECT id FROM chunks")), len(ids_before))
 
+    def test_index_new_chunk_settings_rechunk_everything(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        n = len(server.paths("/embeddings"))
+        code, out, err = self.run_cli("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        self.assertEqual(code, 0)
+        self.assertIn("chunk settings changed", err)
+        self.assertIn("indexed 3 file(s), 0 unchanged", out)
+        self.assertGreater(len(server.paths("/embeddings")), n)
+        self.assertTrue(all(len(t) <= 40 for (t,) in self.rows("SELECT text FROM chunks")))
+        out = self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        self.assertIn("3 unchanged", out)
+
     def test_index_cache_avoids_reembedding_identical_text(self):
         server = self.online()
         self.write_docs()
