@@ -29,6 +29,7 @@ import sqlite3
 import sys
 import time
 import zlib
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -78,7 +79,7 @@ DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -797,7 +798,12 @@ def add_signatures(conn: sqlite3.Connection) -> None:
 
 
 # MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
-MIGRATIONS: list = [SCHEMA, add_signatures]
+PACKED = """
+CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL);
+"""
+SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
+
+MIGRATIONS: list = [SCHEMA, add_signatures, PACKED]
 
 
 def vector_json(vec: list[float]) -> str:
@@ -957,6 +963,7 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
                     (cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line, vec))
                 conn.execute("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", (row.lastrowid, sig))
         set_meta(conn, "last_indexed", stamp)
+        set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -968,10 +975,55 @@ def delete_docs(conn, paths: list[str]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+        set_meta(conn, "sig_stamp", time.time_ns())
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def pack_signatures(conn, wait: bool = True) -> bool:
+    """Rewrite the packed copy of the signatures: a few large rows load far faster
+    than one row a chunk. Returns False when another writer holds the database."""
+    if not wait:
+        conn.execute("PRAGMA busy_timeout = 0")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.execute("PRAGMA busy_timeout = 30000")
+    try:
+        conn.execute("DELETE FROM sig_pack")
+        rows = conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id").fetchall()
+        for part, i in enumerate(range(0, len(rows), SIG_PACK_ROWS)):
+            block = rows[i:i + SIG_PACK_ROWS]
+            conn.execute("INSERT INTO sig_pack(part, ids, sigs) VALUES (?, ?, ?)",
+                         (part, array("q", [r[0] for r in block]).tobytes(),
+                          b"".join(r[1] for r in block)))
+        set_meta(conn, "sig_pack", get_meta(conn, "sig_stamp") or "0")
+        conn.execute("COMMIT")
+        return True
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
+    """(ids, signatures) from the packed copy, or None when it is stale."""
+    if get_meta(conn, "sig_pack") != (get_meta(conn, "sig_stamp") or "0"):
+        return None
+    width = (int(get_meta(conn, "dim") or 0) + 7) // 8
+    ids: list[int] = []
+    sigs: list[int] = []
+    from_bytes = int.from_bytes
+    for id_bytes, sig_bytes in conn.execute("SELECT ids, sigs FROM sig_pack ORDER BY part"):
+        part = array("q")
+        part.frombytes(id_bytes)
+        ids.extend(part)
+        sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
+                     for j in range(0, len(sig_bytes), width)])
+    return ids, sigs
 
 
 # ---------------------------------------------------------------------------
@@ -1128,6 +1180,8 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, paths, seen, stored, prune, log)
+    if get_meta(conn, "sig_pack") != (get_meta(conn, "sig_stamp") or "0"):
+        pack_signatures(conn)
     return stats
 
 
@@ -1294,6 +1348,12 @@ class Retriever:
                     "SELECT s.chunk_id, s.sig FROM sigs s JOIN chunks c ON c.id = s.chunk_id "
                     f"JOIN documents d ON d.id = c.doc_id WHERE {cond}", args).fetchall()
             else:
+                packed = packed_signatures(self.conn)
+                if packed is None and pack_signatures(self.conn, wait=False):
+                    packed = packed_signatures(self.conn)
+                if packed is not None:
+                    self._sigs = packed
+                    return packed
                 rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
             from_bytes = int.from_bytes
             self._sigs = ([r[0] for r in rows], [from_bytes(r[1], "little") for r in rows])
@@ -1357,9 +1417,10 @@ class Retriever:
     def candidates(self, qvec: list[float], depth: int) -> list[int]:
         """Chunk ids worth an exact score, chosen by signature in two passes.
 
-        First the sign mismatches weighted by the top three bit planes of the
-        question's magnitudes, over every chunk; then, on the nearest few
-        percent, weighted by all six (see query_masks).
+        First the sign mismatches on the question's largest components (top
+        two bit planes of its quantised magnitudes) over every chunk; then, on
+        the nearest few percent, mismatches weighted by all six planes (see
+        query_masks).
         """
         all_ids, sigs = self.signatures()
         want = exact_count(len(all_ids), depth, len(qvec))
@@ -1367,8 +1428,8 @@ class Retriever:
             return all_ids
         q = int.from_bytes(signature(qvec), "little")
         (_, m1), (_, m2), (_, m3), (_, m4), (_, m5), (_, m6) = query_masks(qvec, 6)
-        coarse = [4 * (x & m1).bit_count() + 2 * (x & m2).bit_count() + (x & m3).bit_count()
-                  for x in [q ^ s for s in sigs]]
+        top = m1 | m2  # one popcount a chunk: a fifth of the time of weighing three planes
+        coarse = [((q ^ s) & top).bit_count() for s in sigs]
         pool = nearest(coarse, max(10 * want, len(sigs) // 50))
         fine = [32 * (x & m1).bit_count() + 16 * (x & m2).bit_count() + 8 * (x & m3).bit_count()
                 + 4 * (x & m4).bit_count() + 2 * (x & m5).bit_count() + (x & m6).bit_count()

@@ -650,6 +650,7 @@ class RetrieveTests(RagTestCase):
         self.ok("index", self.docs)
         conn = sqlite3.connect(self.db)
         conn.execute("DROP TABLE sigs")
+        conn.execute("DROP TABLE sig_pack")
         conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
@@ -666,6 +667,25 @@ class RetrieveTests(RagTestCase):
         fused = rag.fuse([("b", 0.8), ("d", 0.6)], [("a", 10.0), ("b", 6.0), ("c", 2.0)], 0.5)
         self.assertEqual(fused, [("a", 1.0), ("b", 1.0), ("c", 0.0), ("d", 0.0)])
         self.assertEqual(rag.fuse([], [("a", 3.0)], 0.5), [("a", 0.0)])
+
+    def test_packed_signatures_match_rows_and_go_stale(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        conn = rag.connect(self.db)
+        self.addCleanup(conn.close)
+        rows = sorted((cid, int.from_bytes(sig, "little"))
+                      for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs"))
+        packed = rag.packed_signatures(conn)
+        self.assertEqual(sorted(zip(*packed)), rows)
+        self.write("garden.txt", "Cucumbers like warm soil.\n")
+        self.ok("index", self.docs)  # rebuilds the pack at the end
+        self.assertEqual(len(rag.packed_signatures(conn)[0]), len(self.rows("SELECT id FROM chunks")))
+        rag.set_meta(conn, "sig_stamp", "changed")  # as an interrupted index run leaves it
+        self.assertIsNone(rag.packed_signatures(conn))
+        retriever = rag.Retriever(conn, rag.HashEmbedder())
+        self.assertEqual(sorted(zip(*retriever.signatures())), sorted(
+            (cid, int.from_bytes(sig, "little")) for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs")))
+        self.assertIsNotNone(rag.packed_signatures(conn))  # the search repacked it
 
     def test_rrf_tiny_example(self):
         # a: 1/61 + 1/62, b: 1/62, c: 1/61

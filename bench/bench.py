@@ -110,6 +110,20 @@ def peak_memory_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def cached_truth(conn, db, queries):
+    """Exact top-10 per query, saved beside the database: it is the slow part."""
+    path = db + ".truth.json"
+    if os.path.exists(path):
+        with open(path) as f:
+            saved = json.load(f)
+        if saved["queries"] == queries:
+            return saved["truth"]
+    truth = exact_top(conn, queries, 10)
+    with open(path, "w") as f:
+        json.dump({"queries": queries, "truth": truth}, f)
+    return truth
+
+
 def search_child(db, queries_file, exact_runs):
     """Run in a fresh process: time searches, report recall and peak memory as JSON."""
     conn = rag.connect(db)
@@ -134,7 +148,7 @@ def search_child(db, queries_file, exact_runs):
 def measure(db, queries, exact_runs, label, stored_rate=None):
     """Time default and exact search in a child process; one table row."""
     conn = rag.connect(db)
-    truth = exact_top(conn, queries, 10)
+    truth = cached_truth(conn, db, queries)
     n, dim = conn.execute("SELECT count(*) FROM chunks").fetchone()[0], len(queries[0])
     conn.close()
     qfile = db + ".queries.json"
