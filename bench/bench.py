@@ -79,7 +79,7 @@ def build(path, n, dim, seed=1, per_doc=100, batch=2000):
 def query_vectors(conn, count, seed=2):
     """Questions near stored points: a stored vector plus noise, renormalised."""
     rnd = random.Random(seed)
-    ids = [r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY random() LIMIT ?", (count,))]
+    ids = rnd.sample([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")], count)
     vecs = [json.loads(conn.execute("SELECT vector FROM chunks WHERE id = ?", (i,)).fetchone()[0])
             for i in ids]
     return [rag.normalize([x + rnd.gauss(0, 0.5 / math.sqrt(len(v))) for x in v]) for v in vecs]
