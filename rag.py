@@ -841,6 +841,9 @@ def connect(path: str, create: bool = False) -> sqlite3.Connection:
         raise RagError(f"cannot open {path}: {e}") from None
     try:
         conn.execute("PRAGMA foreign_keys = ON")
+        # WAL + NORMAL: a commit survives a crash of the program; only a power cut
+        # can lose the last commits, never corrupt the file.
+        conn.execute("PRAGMA synchronous = NORMAL")
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise RagError(f"{path} has schema version {version}, newer than this rag.py "
@@ -949,6 +952,8 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
         conn.executemany("INSERT OR IGNORE INTO embed_cache(model, sha256, vector) VALUES (?, ?, ?)",
                          [(model, k, v) for k, v in new_cache.items()])
         stamp = now_iso()
+        chunk_rows, sig_rows = [], []
+        next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
         for doc in docs:
             conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
             cur = conn.execute(
@@ -957,11 +962,13 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
             for c in doc.chunks:
                 vec, sig = vectors[text_key(embed_text(c))]
-                row = conn.execute(
-                    "INSERT INTO chunks(doc_id, ordinal, text, heading, start_line, end_line, vector) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (cur.lastrowid, c.ordinal, c.text, c.heading, c.start_line, c.end_line, vec))
-                conn.execute("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", (row.lastrowid, sig))
+                chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
+                                   c.start_line, c.end_line, vec))
+                sig_rows.append((next_id, sig))
+                next_id += 1
+        conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
+                         "end_line, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+        conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", sig_rows)
         set_meta(conn, "last_indexed", stamp)
         set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
         conn.execute("COMMIT")
