@@ -617,7 +617,6 @@ class HttpClient:
         self.cfg = cfg
         self.sleep = sleep
         self.opener = no_redirect_opener()
-        self.retries_done = 0
 
     def _request(self, path: str, payload: dict):
         url = self.cfg.base_url.rstrip("/") + path
@@ -632,7 +631,6 @@ class HttpClient:
         delay = retry_after(headers)
         if delay is None:
             delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
-        self.retries_done += 1
         self.sleep(min(delay, MAX_RETRY_SLEEP))
 
     def post(self, path: str, payload: dict, stream: bool = False):
@@ -649,7 +647,12 @@ class HttpClient:
                     body = resp.read()
                 return self._json(body, what)
             except error.HTTPError as e:
-                body = e.read() if e.fp else b""
+                try:
+                    body = e.read() if e.fp else b""
+                except (OSError, client.HTTPException):
+                    body = b""
+                finally:
+                    e.close()
                 if e.code in RETRYABLE_STATUS and not last:
                     self._wait(attempt, e.headers)
                     continue
@@ -1219,6 +1222,9 @@ def handle_vanished(conn, roots, seen, stored, prune: bool, log: Log) -> int:
 dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
 
 
+FTS_WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+
+
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
 
@@ -1230,7 +1236,7 @@ def fts_query(question: str) -> str | None:
     >>> fts_query("What is it?")
     '"what" OR "is" OR "it"'
     """
-    words = list(dict.fromkeys(re.findall(r"[^\W_]+", question.lower())))
+    words = list(dict.fromkeys(FTS_WORD.findall(question.lower())))
     content = [w for w in words if w not in STOPWORDS] or words
     return " OR ".join(f'"{w}"' for w in content) or None
 
@@ -1503,7 +1509,7 @@ def word_coverage(question: str, hits: list[Hit], idf) -> float:
     >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
     """
-    words = [w for w in dict.fromkeys(WORD.findall(question.lower())) if w not in STOPWORDS]
+    words = [w for w in dict.fromkeys(FTS_WORD.findall(question.lower())) if w not in STOPWORDS]
     weights = {w: idf(w) for w in words}
     total = sum(weights.values())
     if not hits or not total:
