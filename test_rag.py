@@ -717,6 +717,23 @@ class AskTests(RagTestCase):
         self.assertEqual(self.rows("SELECT question, refused, model FROM asks"),
                          [("How long do refunds take?", 0, "extractive")])
 
+    def test_ask_abstention_signal_on_tiny_corpus(self):
+        self.ok("index", self.docs)
+        conn = rag.connect(self.db)
+        self.addCleanup(conn.close)
+        r = rag.Retriever(conn, rag.HashEmbedder())
+        floor = rag.floor_for(rag.BUILTIN_MODEL, None)
+        on = r.search("How long do refunds take to reach the card?")
+        off = r.search("Who painted the ceiling of the Sistine Chapel?")
+        # "refunds" and "card" are in one passage, "take" and "reach" too: full coverage
+        self.assertEqual(rag.word_coverage("How long do refunds take to reach the card?", on, r.idf),
+                         sum(r.idf(w) for w in ("refunds", "take", "reach", "card"))
+                         / sum(r.idf(w) for w in ("long", "refunds", "take", "reach", "card")))
+        self.assertEqual(rag.word_coverage("Who painted the ceiling of the Sistine Chapel?", off, r.idf), 0.0)
+        self.assertGreaterEqual(rag.relevance(r, "How long do refunds take to reach the card?", on), floor)
+        self.assertLess(rag.relevance(r, "Who painted the ceiling of the Sistine Chapel?", off), floor)
+        self.assertGreater(r.idf("sistine"), r.idf("card"))  # absent words weigh most
+
     def test_ask_refuses_without_model_call(self):
         server = self.online()
         self.ok("index", self.docs)
