@@ -505,15 +505,24 @@ def normalize(vec: list[float]) -> list[float]:
 def stem(word: str) -> str:
     """A light English suffix stripper, enough to join plural and verb forms.
 
-    >>> [stem(w) for w in ["refunds", "policies", "shipping", "created"]]
-    ['refund', 'policy', 'shipp', 'creat']
+    >>> [stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping", "ships"]]
+    ['refund', 'policy', 'box', 'tak', 'tak', 'tak', 'ship', 'ship']
     """
-    if len(word) > 4 and word.endswith("ies"):
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix) and not word.endswith("ss"):
-            return word[:-len(suffix)]
-    return word
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            word = word[:-len(suffix)]
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]  # shipping -> shipp -> ship
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
 def terms(text: str) -> list[str]:
@@ -1589,7 +1598,10 @@ class ExtractiveGenerator:
                 sentence = " ".join(body[a:b].split())
                 overlap = len(wanted & set(terms(sentence)))
                 scored.append((-overlap, rank, i, n, sentence))
-        scored = [s for s in sorted(scored) if s[0] < 0][:self.sentences]
+        scored.sort()
+        best = scored[0][0] if scored else 0
+        # only the sentences sharing the most words: a weaker one dilutes the answer
+        scored = [s for s in scored if s[0] < 0 and s[0] == best][:self.sentences]
         if not scored:
             return Reply(REFUSAL)
         scored.sort(key=lambda s: (s[1], s[2]))
