@@ -1825,6 +1825,7 @@ class Gold:
         self.conn = conn
         self.docs = list(conn.execute("SELECT path, rel FROM documents"))
         self._texts = None
+        self.missing: set[str] = set()
 
     def sources(self, names: list[str]) -> set[str]:
         found = set()
@@ -1832,6 +1833,8 @@ class Gold:
             norm = os.path.normpath(name)
             matches = {p for p, rel in self.docs if norm in (p, rel)
                        or p.endswith(os.sep + norm)}
+            if not matches:
+                self.missing.add(name)
             found |= matches or {f"<missing>{name}"}  # still counts against recall
         return found
 
@@ -1863,15 +1866,20 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
                 relevant = gold.sources(case.get("sources") or [case["source"]])
                 ranking = doc_ranking([(c, paths[c]) for c, _ in ranked])
             else:
-                relevant = set(case.get("chunk_ids") or []) | (
-                    gold.quote(case["quote"]) if "quote" in case else set())
-                relevant.discard(-1) if len(relevant) > 1 else None
+                relevant = set(case.get("chunk_ids") or [])
+                if "quote" in case:
+                    relevant |= gold.quote(case["quote"])
+                if len(relevant) > 1:
+                    relevant.discard(-1)  # the "quote found nowhere" marker, now redundant
                 ranking = [c for c, _ in ranked]
             row.update(case_metrics(ranking, relevant, k))
         if generator is not None:
             row.update(score_answer(case, row, hits, generator))
         rows.append(row)
     log.clear()
+    if gold.missing:
+        shown = ", ".join(sorted(gold.missing)[:5])
+        log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as misses: {shown}")
     return summarize(rows, mode, k, retriever.embedder.model)
 
 

@@ -842,6 +842,16 @@ class EvalTests(RagTestCase):
         self.assertEqual([m["id"] for m in report["misses"]], ["q2"])
         self.assertEqual(report["misses"][0]["first_gold_rank"], 3)
 
+    def test_eval_missing_gold_source_noted_and_counted(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        path = self.cases([{"question": "How long do refunds take?", "sources": ["refunds.md", "gone.md"]}])
+        code, out, err = self.run_cli("eval", path, "--json")
+        self.assertEqual(code, 0)
+        self.assertIn("1 gold source(s) are not in the index", err)
+        self.assertIn("gone.md", err)
+        self.assertEqual(json.loads(out)["recall@5"], 0.5)
+
     def test_eval_table_and_fail_under(self):
         self.write_docs()
         self.ok("index", self.docs)
