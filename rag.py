@@ -2036,7 +2036,7 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     question = check_question(args.question)
     conn, retriever = open_for_query(cfg, args, closer)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
-    stream = stream and not args.json and not cfg.offline
+    stream = stream and not args.json and not args.show_prompt and not cfg.offline
     generator = make_generator(cfg, sys.stdout if stream else None)
     floor = floor_for(retriever.embedder.model, args.min_score)
     a = answer_question(conn, retriever, generator, question, args.mode, args.k, floor, Log())
