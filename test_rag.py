@@ -508,9 +508,8 @@ class IndexTests(RagTestCase):
         self.write_docs()
         self.ok("index", self.docs, "--embed-model", rag.BUILTIN_MODEL)
         os.environ["LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens on port 9
-        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL
-        self.write("new.md", "A new document.")
         os.environ["EMBED_MODEL"] = "remote"
+        self.write("new.md", "A new document.")
         msg = self.error_line("index", self.docs, "--retries", "0", "--timeout", "2")
         self.assertIn("built with embedding model", msg)
         db2 = os.path.join(self.dir, "other.db")
