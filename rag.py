@@ -787,8 +787,7 @@ CREATE TABLE asks (
 
 
 SIGNATURES = """
-CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-                   sig BLOB NOT NULL);
+CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL);
 CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
     DELETE FROM sigs WHERE chunk_id = old.id;
 END;
@@ -808,12 +807,12 @@ def add_signatures(conn: sqlite3.Connection) -> None:
                      [(cid, signature(json.loads(v))) for cid, v in rows])
 
 
-# MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
 PACKED = """
 CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL);
 """
 SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 
+# MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
 MIGRATIONS: list = [SCHEMA, add_signatures, PACKED]
 
 
