@@ -1032,9 +1032,14 @@ def pack_signatures(conn, wait: bool = True) -> bool:
         raise
 
 
+def pack_is_fresh(conn) -> bool:
+    """True when the packed copy was made after the last write to the signatures."""
+    return get_meta(conn, "sig_pack") == (get_meta(conn, "sig_stamp") or "0")
+
+
 def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
     """(ids, signatures) from the packed copy, or None when it is stale."""
-    if get_meta(conn, "sig_pack") != (get_meta(conn, "sig_stamp") or "0"):
+    if not pack_is_fresh(conn):
         return None
     width = (int(get_meta(conn, "dim") or 0) + 7) // 8
     ids: list[int] = []
@@ -1203,7 +1208,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, paths, seen, stored, prune, log)
-    if get_meta(conn, "sig_pack") != (get_meta(conn, "sig_stamp") or "0"):
+    if not pack_is_fresh(conn):
         pack_signatures(conn)
     return stats
 
@@ -1368,21 +1373,17 @@ class Retriever:
     def signatures(self) -> tuple[list[int], list[int]]:
         """(chunk ids, signatures as ints) of every searchable chunk."""
         if self._sigs is None:
-            if self.source:
-                cond, args = source_filter(self.source)
-                rows = self.conn.execute(
-                    "SELECT s.chunk_id, s.sig FROM sigs s JOIN chunks c ON c.id = s.chunk_id "
-                    f"JOIN documents d ON d.id = c.doc_id WHERE {cond}", args).fetchall()
-            else:
+            packed = packed_signatures(self.conn)
+            if packed is None and pack_signatures(self.conn, wait=False):
                 packed = packed_signatures(self.conn)
-                if packed is None and pack_signatures(self.conn, wait=False):
-                    packed = packed_signatures(self.conn)
-                if packed is not None:
-                    self._sigs = packed
-                    return packed
+            if packed is None:  # stale, and another process is writing: read the rows
                 rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-            from_bytes = int.from_bytes
-            self._sigs = ([r[0] for r in rows], [from_bytes(r[1], "little") for r in rows])
+                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
+            if self.source:
+                allowed = {cid for (cid,) in self._filtered("c.id")}
+                keep = [i for i, cid in enumerate(packed[0]) if cid in allowed]
+                packed = ([packed[0][i] for i in keep], [packed[1][i] for i in keep])
+            self._sigs = packed
         return self._sigs
 
     def vectors(self, ids: list[int]) -> list[list[float]]:
@@ -1404,12 +1405,11 @@ class Retriever:
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
         """Top chunks by dot product: exact over the signature's nearest candidates."""
         if self.exact:
-            scored = [(dot(qvec, v), cid) for cid, v in self.all_vectors()]
-            scored.sort(key=lambda p: (-p[0], p[1]))
-            return [(cid, s) for s, cid in scored[:depth]]
-        ids = self.candidates(qvec, depth)
-        scored = sorted(zip(map(lambda v: dot(qvec, v), self.vectors(ids)), ids),
-                        key=lambda p: (-p[0], p[1]))
+            pairs = self.all_vectors()
+        else:
+            ids = self.candidates(qvec, depth)
+            pairs = zip(ids, self.vectors(ids))
+        scored = sorted(((dot(qvec, v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
 
     def idf(self, word: str) -> float:
@@ -1500,14 +1500,10 @@ class Retriever:
         ids = [c for c, _ in ranked]
         marks = ",".join("?" * len(ids))
         rows = {r[0]: r for r in self.conn.execute(
-            "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text, c.vector "
+            "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text "
             f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
-        out = []
-        for cid, score in ranked:
-            r = rows[cid]
-            vec = self._vectors.get(cid) or json.loads(r[7])
-            out.append(Hit(cid, r[1], r[2], r[3], r[4], r[5], r[6], score, dot(qvec, vec)))
-        return out
+        return [Hit(*rows[cid], score, dot(qvec, vec))
+                for (cid, score), vec in zip(ranked, self.vectors(ids))]
 
 
 def floor_for(model: str, min_score: float | None) -> float:
