@@ -64,9 +64,15 @@ DEFAULT_FLOOR = 0.30
 # in the best passage is added to it before the floor is applied.
 COVERAGE_WEIGHTS = {BUILTIN_MODEL: 1 / 3}
 
+MAX_FILE_MB = 20            # larger files are skipped with a note (--max-file-mb)
+MAX_QUESTION = 10_000       # characters
 EMBED_BATCH = 64             # inputs per embeddings request
 EMBED_BATCH_CHARS = 200_000  # characters per embeddings request
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
+# How providers word "this input is too long" (OpenAI: "maximum context length",
+# others: "too many tokens", "input is too long", "exceeds").
+TOO_LONG = re.compile(r"too long|too many tokens|maximum context|context length|exceed|"
+                      r"max(imum)?[ _]?(input|tokens|length)", re.I)
 MAX_RETRY_SLEEP = 60.0
 
 RRF_K = 60
@@ -107,6 +113,14 @@ class UsageError(RagError):
     """The command line itself is wrong (exit code 2)."""
 
     exit_code = 2
+
+
+class HttpStatusError(RagError):
+    """The server answered with an error status; status says which."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -621,9 +635,9 @@ def provider_message(body: bytes) -> str:
 class HttpClient:
     """POST JSON to an OpenAI-compatible server with retries and a timeout."""
 
-    def __init__(self, cfg: Config, sleep=time.sleep):
+    def __init__(self, cfg: Config, sleep=None):
         self.cfg = cfg
-        self.sleep = sleep
+        self.sleep = sleep or time.sleep
         self.opener = no_redirect_opener()
 
     def _request(self, path: str, payload: dict):
@@ -686,7 +700,7 @@ class HttpClient:
                    "set the base URL to the final address")
         else:
             msg = f"{what} failed: HTTP {e.code}: {provider_message(body)}"
-        return RagError(redact(msg, self.cfg.api_key))
+        return HttpStatusError(redact(msg, self.cfg.api_key), e.code)
 
 
 def embed_batches(texts: list[str], count: int, chars: int) -> list[list[int]]:
@@ -729,24 +743,58 @@ def check_embeddings(data, n: int) -> list[list[float]]:
     return [by_index[i] for i in range(n)]
 
 
+def too_long(e: RagError) -> bool:
+    """True for a provider's 'input too long' refusal (HTTP 400 or 413)."""
+    return (isinstance(e, HttpStatusError) and e.status in (400, 413)
+            and bool(TOO_LONG.search(str(e))))
+
+
 class HttpEmbedder:
     """Embeddings from POST {base}/embeddings, batched, in input order."""
 
     def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH,
-                 batch_chars: int = EMBED_BATCH_CHARS):
+                 batch_chars: int = EMBED_BATCH_CHARS, warn=None):
         self.client, self.model = client, model
         self.batch, self.batch_chars = batch, batch_chars
+        self.warn = warn or (lambda msg: None)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in the order given."""
         out: list[list[float]] = []
         for idx in embed_batches(texts, self.batch, self.batch_chars):
-            payload = {"model": self.model, "input": [texts[i] for i in idx],
-                       "encoding_format": "float"}
-            resp = self.client.post("/embeddings", payload)
-            data = resp.get("data") if isinstance(resp, dict) else None
-            out.extend(check_embeddings(data, len(idx)))
+            out.extend(self._embed_fitting([texts[i] for i in idx]))
         return out
+
+    def _request(self, texts: list[str]) -> list[list[float]]:
+        payload = {"model": self.model, "input": texts, "encoding_format": "float"}
+        resp = self.client.post("/embeddings", payload)
+        data = resp.get("data") if isinstance(resp, dict) else None
+        return check_embeddings(data, len(texts))
+
+    def _embed_fitting(self, texts: list[str]) -> list[list[float]]:
+        """Embed texts; when the server says one is too long, find it by halving
+        the batch and embed its first half instead, once, with a warning."""
+        try:
+            return self._request(texts)
+        except RagError as e:
+            if not too_long(e):
+                raise
+            if len(texts) > 1:
+                mid = len(texts) // 2
+                return self._embed_fitting(texts[:mid]) + self._embed_fitting(texts[mid:])
+            text = texts[0]
+            short = text[:len(text) // 2]
+            try:
+                vectors = self._request([short])
+            except RagError as e2:
+                if too_long(e2):
+                    raise RagError(f"a {len(text)}-character passage is too long for {self.model} "
+                                   f"even cut to {len(short)} characters; index with a smaller "
+                                   "--chunk-size") from None
+                raise
+            self.warn(f"a {len(text)}-character passage was too long for {self.model}; "
+                      f"embedding its first {len(short)} characters ({e})")
+            return vectors
 
 
 # ---------------------------------------------------------------------------
@@ -1084,26 +1132,50 @@ class Log:
 
 
 def walk(paths: list[str], log: Log):
-    """Yield (path, root) for files under paths: sorted, hidden entries skipped."""
+    """Yield (path, root) for files under paths, depth first in name order.
+
+    Hidden entries are skipped and each real directory is entered once (symlink
+    loops); an explicit stack, not recursion, so any depth of folders works.
+    """
     for root in paths:
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {root}")
-        if os.path.isfile(root):
+        if not os.path.isdir(root):
             yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
             continue
-        seen = set()
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=True,
-                                                     onerror=lambda e: log.note(f"skipped {e.filename}: {e.strerror}")):
-            real = os.path.realpath(dirpath)
-            if real in seen:  # a symlink loop
-                log.note(f"skipped {dirpath}: directory already visited (symlink loop)")
-                dirnames[:] = []
+        seen, stack = set(), [os.path.normpath(root)]
+        while stack:
+            folder = stack.pop()
+            try:
+                st = os.stat(folder)
+                if (st.st_dev, st.st_ino) in seen:
+                    log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
+                    continue
+                seen.add((st.st_dev, st.st_ino))
+                with os.scandir(folder) as it:
+                    entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+            except OSError as e:
+                log.note(f"skipped {shown(folder)}: {e.strerror}")
                 continue
-            seen.add(real)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if not name.startswith("."):
-                    yield os.path.normpath(os.path.join(dirpath, name)), root
+            subdirs = []
+            for e in entries:
+                if is_dir_entry(e):
+                    subdirs.append(e.path)
+                else:
+                    yield e.path, root
+            stack.extend(reversed(subdirs))
+
+
+def is_dir_entry(entry) -> bool:
+    try:
+        return entry.is_dir()  # follows symlinks
+    except OSError:
+        return False
+
+
+def shown(path: str) -> str:
+    """A path safe to print: undecodable bytes of a file name become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -1124,17 +1196,26 @@ class IndexStats:
     removed: int = 0
 
 
-def read_file(path: str, log: Log) -> tuple[bytes, os.stat_result] | None:
+def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
+              ) -> tuple[bytes, os.stat_result] | None:
     """Bytes and stat of a file, or None with a note saying why it is skipped."""
     if not supported(path):
-        log.note(f"skipped {path}: unsupported file type")
+        log.note(f"skipped {shown(path)}: unsupported file type")
+        return None
+    if shown(path) != path:
+        # SQLite text must be valid UTF-8; a lossy name could not be found again.
+        log.note(f"skipped {shown(path)}: the file name is not valid UTF-8 (rename the file to index it)")
         return None
     try:
         st = os.stat(path)
+        if st.st_size > max_bytes:
+            log.note(f"skipped {path}: {st.st_size / 2**20:.1f} MB is over the "
+                     f"{max_bytes / 2**20:g} MB limit (raise it with --max-file-mb)")
+            return None
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(max_bytes + 1)
     except OSError as e:
-        log.note(f"skipped {path}: unreadable ({e.strerror})")
+        log.note(f"skipped {path}: unreadable ({e.strerror or e})")
         return None
     if is_binary(data):
         log.note(f"skipped {path}: binary file")
@@ -1163,8 +1244,8 @@ def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) 
     pending.clear()
 
 
-def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
-                prune: bool, log: Log, batch: int = EMBED_BATCH) -> IndexStats:
+def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune: bool,
+                log: Log, batch: int = EMBED_BATCH, max_bytes: int = MAX_FILE_MB << 20) -> IndexStats:
     """Bring the index up to date with the files under paths."""
     check_model(conn, embedder.model)
     stats, pending, seen = IndexStats(), [], set()
@@ -1179,7 +1260,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int,
         log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                      f"{stats.embedded} embedded")
         seen.add(path)
-        got = read_file(path, log)
+        got = read_file(path, log, max_bytes)
         if got is None:
             stats.skipped += 1
             continue
@@ -1386,8 +1467,8 @@ class Retriever:
             self._sigs = packed
         return self._sigs
 
-    def vectors(self, ids: list[int]) -> list[list[float]]:
-        """Parsed vectors of chunks, read from the database once."""
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        """(id, parsed vector) of the chunks that exist, read from the database once."""
         need = [c for c in ids if c not in self._vectors]
         for i in range(0, len(need), 900):
             part = need[i:i + 900]
@@ -1395,7 +1476,8 @@ class Retriever:
             for cid, vec in self.conn.execute(
                     f"SELECT id, vector FROM chunks WHERE id IN ({marks})", part):
                 self._vectors[cid] = json.loads(vec)
-        return [self._vectors[c] for c in ids]
+        # An index run may have replaced a chunk since its id was read: skip it.
+        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
 
     def embed_question(self, question: str) -> list[float]:
         vec = normalize(self.embedder.embed([question])[0])
@@ -1407,8 +1489,7 @@ class Retriever:
         if self.exact:
             pairs = self.all_vectors()
         else:
-            ids = self.candidates(qvec, depth)
-            pairs = zip(ids, self.vectors(ids))
+            pairs = self.vectors(self.candidates(qvec, depth))
         scored = sorted(((dot(qvec, v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
 
@@ -1502,8 +1583,9 @@ class Retriever:
         rows = {r[0]: r for r in self.conn.execute(
             "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text "
             f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
-        return [Hit(*rows[cid], score, dot(qvec, vec))
-                for (cid, score), vec in zip(ranked, self.vectors(ids))]
+        vecs = dict(self.vectors(ids))
+        return [Hit(*rows[cid], score, dot(qvec, vecs[cid]))
+                for cid, score in ranked if cid in rows and cid in vecs]
 
 
 def floor_for(model: str, min_score: float | None) -> float:
@@ -1757,6 +1839,8 @@ def load_cases(path: str) -> list[dict]:
             json.loads(line) for line in text.splitlines() if line.strip()]
     except ValueError as e:
         raise RagError(f"cases file {path} is not valid JSON or JSON Lines: {e}") from None
+    except RecursionError:
+        raise RagError(f"cases file {path} is nested too deeply to be eval cases") from None
     if not cases:
         raise RagError(f"cases file {path} has no cases")
     return [check_case(c, i) for i, c in enumerate(cases, 1)]
@@ -1771,6 +1855,8 @@ def check_case(case, i: int) -> dict:
     q = case.get("question")
     if not isinstance(q, str) or not q.strip():
         raise RagError(f"{name}: field 'question' must be a non-empty string")
+    if len(q) > MAX_QUESTION:
+        raise RagError(f"{name}: field 'question' is {len(q)} characters long; the limit is {MAX_QUESTION}")
     if not any(f in case for f in GOLD_FIELDS):
         raise RagError(f"{name}: no gold; give one of " + ", ".join(GOLD_FIELDS))
     checks = {"sources": lambda v: isinstance(v, list) and v and all(isinstance(s, str) for s in v),
@@ -1937,14 +2023,14 @@ def make_config(args) -> Config:
                   batch_size=getattr(args, "batch_size", EMBED_BATCH))
 
 
-def make_embedder(cfg: Config):
+def make_embedder(cfg: Config, warn=None):
     """The built-in embedder when asked for or offline, else the HTTP one."""
     if cfg.embed_model == BUILTIN_MODEL:
         return HashEmbedder()
     if cfg.offline:
         raise RagError(f"embedding model {cfg.embed_model} needs a server: set LLM_BASE_URL "
                        f"(or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
-    return HttpEmbedder(HttpClient(cfg), cfg.embed_model, cfg.batch_size)
+    return HttpEmbedder(HttpClient(cfg), cfg.embed_model, cfg.batch_size, warn=warn)
 
 
 def make_generator(cfg: Config, stream_to=None):
@@ -1966,13 +2052,14 @@ def cmd_index(args, cfg: Config, closer) -> int:
         raise UsageError(f"--overlap ({args.overlap}) must be smaller than --chunk-size ({args.chunk_size})")
     t0 = time.perf_counter()
     log = Log()
-    embedder = make_embedder(cfg)
+    embedder = make_embedder(cfg, log.note)
     for p in args.paths:
         if not os.path.exists(p):
             raise RagError(f"no such file or directory: {p}")
+    closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
     s = index_paths(conn, embedder, args.paths, args.chunk_size, args.overlap, args.prune,
-                    log, cfg.batch_size)
+                    log, cfg.batch_size, int(args.max_file_mb * 2**20))
     secs = time.perf_counter() - t0
     if s.read + s.unchanged == 0:
         raise RagError("no readable documents found in " + ", ".join(args.paths))
@@ -1985,6 +2072,34 @@ def cmd_index(args, cfg: Config, closer) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def index_lock(db: str):
+    """Hold an exclusive lock on DB.lock for one index run, or fail at once.
+
+    Two runs at a time would embed (and pay for) the same files twice; SQLite
+    alone would keep the file sound but not stop that. Searches and asks take
+    no lock: WAL readers never wait for the writer. The operating system drops
+    the lock when the process dies, so a killed run never leaves it held.
+    """
+    path = db + ".lock"
+    try:
+        f = open(path, "a+b")
+    except OSError as e:
+        raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
+    with f:
+        try:
+            if os.name == "nt":
+                import msvcrt
+                msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+            else:
+                import fcntl
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise RagError(f"another 'rag.py index' is writing {db}; wait for it to finish "
+                           "and run this again") from None
+        yield
+
+
 def open_for_query(cfg: Config, args, closer):
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
@@ -1995,8 +2110,11 @@ def open_for_query(cfg: Config, args, closer):
 
 
 def check_question(q: str) -> str:
+    """The question, or a usage error when it is empty or unreasonably long."""
     if not q.strip():
         raise UsageError("the question is empty")
+    if len(q) > MAX_QUESTION:
+        raise UsageError(f"the question is {len(q)} characters long; the limit is {MAX_QUESTION}")
     return q
 
 
@@ -2169,6 +2287,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
                    help=f"texts per embeddings request (default: {EMBED_BATCH})")
     s.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
+    s.add_argument("--max-file-mb", type=float, default=MAX_FILE_MB, metavar="MB",
+                   help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", parents=[common, retrieval], help="show the ranked passages",
@@ -2215,10 +2335,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rag: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
-        print("\nrag: interrupted; finished documents are saved", file=sys.stderr)
+        tty = sys.stderr.isatty()
+        print(("\n" if tty else "") + "rag: interrupted; finished documents are saved", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except sqlite3.DatabaseError as e:  # found damaged or locked after it was opened
+        hint = "" if isinstance(e, sqlite3.OperationalError) else "; move it aside and index again"
+        print(f"rag: error: the index database failed: {e}{hint}", file=sys.stderr)
+        return 1
     except Exception as e:  # a bug, or an OS failure we did not foresee
         if os.environ.get("RAG_DEBUG") == "1":
             raise
