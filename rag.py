@@ -43,7 +43,16 @@ __version__ = "0.1.0"
 REFUSAL = "I could not find the answer in the provided documents."
 
 TEXT_EXTENSIONS = {".md", ".markdown", ".txt", ".rst"}
-HTML_EXTENSIONS = {".html", ".htm"}
+HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
+# Source code and configuration: '#' starts a comment, not a heading, and a
+# top-level definition starts a new chunk.
+CODE_EXTENSIONS = set("""
+.py .pyi .js .mjs .cjs .jsx .ts .tsx .go .rs .java .kt .kts .scala .c .h .cc .cpp .cxx .hpp
+.hh .cs .rb .php .swift .m .sh .bash .zsh .sql .lua .r .pl .pm .ex .exs .hs .dart .vue .svelte
+.yaml .yml .toml .ini .cfg
+""".split())
+ZIP_MEMBER_LIMIT = 256 << 20  # bytes one member of a .docx/.xlsx/... may expand to
+PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 
 DEFAULT_DB = "rag.db"
 DEFAULT_CHUNK_SIZE = 1200
@@ -84,7 +93,7 @@ DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -125,10 +134,12 @@ class HttpStatusError(RagError):
 
 @dataclass(frozen=True)
 class Line:
-    """One line of extracted text and the source line it came from."""
+    """One line of extracted text, the source line it came from, and for formats
+    without lines its natural location ('p.4', 'slide 7', 'Sheet1 row 3')."""
 
     no: int
     text: str
+    loc: str = ""
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,7 @@ class Chunk:
     heading: str
     start_line: int
     end_line: int
+    loc: str = ""
 
 
 @dataclass(frozen=True)
@@ -155,10 +167,12 @@ class Hit:
     text: str
     score: float
     similarity: float
+    loc: str = ""
 
     @property
     def source(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}"
+        """Where to look: 'path:12-30', or 'path p.4' for formats without lines."""
+        return f"{self.path} {self.loc}" if self.loc else f"{self.path}:{self.start_line}-{self.end_line}"
 
 
 @dataclass(frozen=True)
@@ -199,6 +213,7 @@ class _HTMLText(HTMLParser):
              "article", "header", "footer", "main", "blockquote", "pre",
              "dd", "dt", "dl", "hr", "form", "figure", "figcaption"}
     HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+    CELLS = {"td", "th"}
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -224,6 +239,8 @@ class _HTMLText(HTMLParser):
             self._break(blank=True)
             self.buf_line = self.getpos()[0]
             self.buf.append("#" * int(tag[1]) + " ")
+        elif tag in self.CELLS and "".join(self.buf).strip():
+            self.buf.append(" | ")
         elif tag in self.BLOCK:
             self._break(blank=tag in {"p", "table", "pre", "blockquote"})
             if tag == "li":
@@ -284,15 +301,26 @@ def is_binary(data: bytes) -> bool:
     return b"\x00" in data[:BINARY_SNIFF]
 
 
+class Unreadable(Exception):
+    """A file we cannot read; the message becomes the note saying why it was skipped."""
+
+
 def parse_document(path: str, data: bytes) -> tuple[list[Line], str | None]:
-    """Turn a file's bytes into numbered lines; second value is a warning."""
+    """Turn a file's bytes into numbered lines; second value is a warning.
+
+    Raises Unreadable for files that are damaged, encrypted or need a missing tool.
+    """
+    ext = os.path.splitext(path)[1].lower()
+    if ext in CONTAINER_READERS:
+        return CONTAINER_READERS[ext](path, data), None
     text, bad = decode(data)
     warning = "invalid UTF-8 bytes were replaced" if bad else None
-    ext = os.path.splitext(path)[1].lower()
-    lines = html_lines(text) if ext in HTML_EXTENSIONS else text_lines(text)
-    if ext == ".txt":
-        lines = title_as_heading(lines)
-    return lines, warning
+    if ext in HTML_EXTENSIONS:
+        return html_lines(text), warning
+    if ext in TEXT_READERS:
+        return TEXT_READERS[ext](text), warning
+    lines = text_lines(text)
+    return (title_as_heading(lines) if ext == ".txt" else lines), warning
 
 
 def title_as_heading(lines: list[Line]) -> list[Line]:
@@ -310,7 +338,525 @@ def title_as_heading(lines: list[Line]) -> list[Line]:
 def supported(path: str) -> bool:
     """True when the file's extension is one we read."""
     ext = os.path.splitext(path)[1].lower()
-    return ext in TEXT_EXTENSIONS or ext in HTML_EXTENSIONS
+    return (ext in TEXT_EXTENSIONS or ext in HTML_EXTENSIONS or ext in CODE_EXTENSIONS
+            or ext in TEXT_READERS or ext in CONTAINER_READERS)
+
+
+class Outline:
+    """Builds the lines of an extracted document: Markdown headings, blank
+    lines between paragraphs, each line tagged with its location."""
+
+    def __init__(self):
+        self.lines: list[Line] = []
+
+    def heading(self, level: int, text: str, loc: str = "") -> None:
+        text = " ".join(text.split())
+        if text:
+            self.para("#" * min(max(level, 1), 6) + " " + text, loc)
+
+    def para(self, text: str, loc: str = "") -> None:
+        rows = [r.rstrip() for r in text.strip("\n").split("\n")]
+        if not any(rows):
+            return
+        if self.lines:
+            self.lines.append(Line(len(self.lines) + 1, "", loc))
+        for row in rows:
+            self.lines.append(Line(len(self.lines) + 1, row, loc))
+
+
+def table_rows(outline: Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
+    """Rows as paragraphs of 'header: value' pairs, so any block of rows reads
+    on its own; the first non-empty row is the header.
+
+    >>> o = Outline(); table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
+    >>> [(l.text, l.loc) for l in o.lines]
+    [('name: pen; qty: 3', 'row 2')]
+    """
+    header, first, body = None, 0, False
+    for no, cells in rows:
+        cells = [" ".join(c.split()) for c in cells]
+        if not any(cells):
+            continue
+        if header is None:
+            header, first = [h or f"column {i}" for i, h in enumerate(cells, 1)], no
+            continue
+        names = header + [f"column {i}" for i in range(len(header) + 1, len(cells) + 1)]
+        outline.para("; ".join(f"{h}: {c}" for h, c in zip(names, cells) if c), f"{where}{no}")
+        body = True
+    if header is not None and not body:  # a header row and nothing else
+        outline.para("; ".join(header), f"{where}{first}")
+
+
+def delimited_lines(text: str, delimiter: str) -> list[Line]:
+    """A CSV or TSV file as header-aware row paragraphs, cited by row number."""
+    import csv
+    try:
+        rows = list(enumerate(csv.reader(io_lines(text), delimiter=delimiter), 1))
+    except csv.Error as e:
+        raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
+    out = Outline()
+    table_rows(out, rows, "row ")
+    return out.lines
+
+
+def io_lines(text: str):
+    return text.splitlines(keepends=True)
+
+
+def json_lines(text: str) -> list[Line]:
+    """JSON as written when it spans lines; a one-line file pretty-printed (all on line 1)."""
+    if "\n" in text.strip():
+        return text_lines(text)
+    try:
+        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError as e:
+        raise Unreadable(f"not valid JSON: {e}") from None
+    except RecursionError:
+        raise Unreadable("JSON nested too deeply") from None
+    return [Line(1, row) for row in pretty.splitlines()]
+
+
+def jsonl_lines(text: str) -> list[Line]:
+    """JSON Lines: each record pretty-printed, cited by its line in the file."""
+    out: list[Line] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            pretty = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+        except ValueError as e:
+            raise Unreadable(f"line {no} is not valid JSON: {e}") from None
+        except RecursionError:
+            raise Unreadable(f"line {no}: JSON nested too deeply") from None
+        out += [Line(no, "")] if out else []
+        out += [Line(no, row) for row in pretty.splitlines()]
+    return out
+
+
+def notebook_lines(text: str) -> list[Line]:
+    """A Jupyter notebook's markdown and code cells (not outputs), cited by cell."""
+    try:
+        nb = json.loads(text)
+        cells = nb["cells"] if isinstance(nb, dict) else None
+    except (ValueError, KeyError, RecursionError):
+        cells = None
+    if not isinstance(cells, list):
+        raise Unreadable("not a Jupyter notebook (no cells)")
+    meta = nb.get("metadata") or {}
+    lang = ((meta.get("language_info") or {}).get("name")
+            or (meta.get("kernelspec") or {}).get("language") or "")
+    out = Outline()
+    for n, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        if cell.get("cell_type") == "code" and src.strip():
+            src = f"```{lang}\n{src.rstrip()}\n```"
+        for para in re.split(r"\n\s*\n", src):
+            out.para(para, f"cell {n}")
+    return out.lines
+
+
+TEXT_READERS = {".csv": lambda t: delimited_lines(t, ","), ".tsv": lambda t: delimited_lines(t, "\t"),
+                ".json": json_lines, ".jsonl": jsonl_lines, ".ndjson": jsonl_lines,
+                ".ipynb": notebook_lines}
+
+
+# Office files, OpenDocument and EPUB are ZIP archives of XML (or XHTML).
+
+def local(tag) -> str:
+    """An XML tag or attribute name without its {namespace}."""
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
+
+
+def attr(el, name: str, default=None):
+    """An attribute by local name, whatever its namespace."""
+    for key, value in el.attrib.items():
+        if local(key) == name:
+            return value
+    return default
+
+
+def open_zip(data: bytes, kind: str):
+    import io
+    import zipfile
+    if data[:4] == b"\xd0\xcf\x11\xe0":
+        raise Unreadable(f"encrypted (password-protected) or an old binary {kind} file; "
+                         "save it unprotected in the current format to index it")
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise Unreadable(f"not a valid {kind} file ({e})") from None
+
+
+def zip_path(folder: str, href: str) -> str:
+    """A ZIP member name from a reference relative to folder ('/x' is from the top)."""
+    import posixpath
+    return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
+
+
+def zip_bytes(zf, name: str) -> bytes:
+    """One member's bytes, refusing members that would expand past ZIP_MEMBER_LIMIT
+    (a small file can hold gigabytes of zeros)."""
+    info = zf.getinfo(name)
+    if info.file_size > ZIP_MEMBER_LIMIT:
+        raise Unreadable(f"{name} expands to {info.file_size >> 20} MB, over the "
+                         f"{ZIP_MEMBER_LIMIT >> 20} MB limit")
+    with zf.open(info) as f:
+        data = f.read(ZIP_MEMBER_LIMIT + 1)
+    if len(data) > ZIP_MEMBER_LIMIT:
+        raise Unreadable(f"{name} expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
+    return data
+
+
+def zip_xml(zf, name: str, required: bool = True):
+    """Parse one XML member (None when it is absent and not required)."""
+    import xml.etree.ElementTree as ET
+    if required is False and name not in zf.NameToInfo:
+        return None
+    try:
+        data = zip_bytes(zf, name)
+    except KeyError:
+        raise Unreadable(f"damaged: {name} is missing") from None
+    try:
+        return ET.fromstring(data)
+    except ET.ParseError as e:
+        raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
+
+
+def rel_id(el) -> str | None:
+    """The r:id attribute (a relationship id), not a plain id beside it."""
+    return next((v for k, v in el.attrib.items() if k.endswith("}id")), None)
+
+
+def zip_rels(zf, part: str) -> dict[str, tuple[str, str]]:
+    """Relationship id -> (type, target member) for an OOXML part."""
+    folder, name = part.rpartition("/")[::2]
+    root = zip_xml(zf, f"{folder}/_rels/{name}.rels", required=False)
+    out = {}
+    for rel in [] if root is None else root:
+        target = rel.get("Target", "")
+        if rel.get("TargetMode") != "External":
+            target = zip_path(folder, target)
+        out[rel.get("Id")] = (rel.get("Type", "").rpartition("/")[2], target)
+    return out
+
+
+def container_reader(kind: str):
+    """Wrap a reader of ZIP-based files so that any damage becomes Unreadable."""
+    def wrap(read):
+        def reader(path: str, data: bytes) -> list[Line]:
+            import zipfile
+            zf = open_zip(data, kind)
+            try:
+                with zf:
+                    return read(zf)
+            except Unreadable:
+                raise
+            except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
+                raise Unreadable(f"encrypted or unreadable {kind} file ({e})") from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError,
+                    IndexError, NotImplementedError, RecursionError) as e:
+                raise Unreadable(f"damaged {kind} file ({type(e).__name__}: {e})") from None
+        return reader
+    return wrap
+
+
+def ooxml_text(el) -> str:
+    """Text of a Word or DrawingML element: its runs' text, tabs and line breaks
+    (not the tab stops or field codes in its properties, not deleted text)."""
+    parts: list[str] = []
+
+    def visit(node, in_run):
+        for child in node:
+            tag = local(child.tag)
+            if tag == "t":
+                parts.append(child.text or "")
+            elif tag == "tab" and in_run:
+                parts.append("\t")
+            elif tag in ("br", "cr"):
+                parts.append("\n")
+            elif tag not in ("pPr", "rPr", "del", "instrText"):
+                visit(child, tag == "r")
+
+    visit(el, False)
+    return "".join(parts)
+
+
+def docx_heading_levels(zf) -> dict[str, int]:
+    """Paragraph style id -> heading level, from the style names or outline levels."""
+    root = zip_xml(zf, "word/styles.xml", required=False)
+    levels = {}
+    for style in [] if root is None else root:
+        if local(style.tag) != "style":
+            continue
+        name, outline = "", None
+        for child in style.iter():
+            if local(child.tag) == "name":
+                name = (attr(child, "val") or "").lower()
+            elif local(child.tag) == "outlineLvl":
+                outline = attr(child, "val")
+        m = re.fullmatch(r"heading ?(\d)", name)
+        if m or name == "title" or (outline or "").isdigit():
+            level = int(m.group(1)) if m else 1 if name == "title" else int(outline) + 1
+            levels[attr(style, "styleId")] = min(level, 6)
+    return levels
+
+
+@container_reader("Word (.docx)")
+def docx_lines(zf) -> list[Line]:
+    """Paragraphs (headings by style), and tables as rows of cells."""
+    levels = docx_heading_levels(zf)
+    body = next(iter(zip_xml(zf, "word/document.xml")), None)
+    out = Outline()
+
+    def walk(parent):
+        for el in parent:
+            tag = local(el.tag)
+            if tag == "p":
+                style = next((attr(s, "val") for s in el.iter() if local(s.tag) == "pStyle"), None)
+                text = ooxml_text(el)
+                if style in levels and text.strip():
+                    out.heading(levels[style], text)
+                else:
+                    out.para(text)
+            elif tag == "tbl":
+                for row in el.iter():
+                    if local(row.tag) == "tr":
+                        cells = [ooxml_text(c).strip() for c in row if local(c.tag) == "tc"]
+                        out.para(" | ".join(cells))
+            elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
+                walk(el)
+
+    walk(body if body is not None else [])
+    return out.lines
+
+
+def drawing_paragraphs(el) -> list[str]:
+    """Texts of DrawingML paragraphs in order; a table row becomes 'cell | cell'."""
+    rows = [node for node in el.iter() if local(node.tag) == "tr"]
+    in_rows = {id(p) for tr in rows for p in tr.iter()}
+    out = [ooxml_text(p) for p in el.iter() if local(p.tag) == "p" and id(p) not in in_rows]
+    out += [" | ".join(ooxml_text(c).strip() for c in tr if local(c.tag) == "tc") for tr in rows]
+    return [t for t in out if t.strip(" |\n\t")]
+
+
+@container_reader("PowerPoint (.pptx)")
+def pptx_lines(zf) -> list[Line]:
+    """Each slide in presentation order: its title as a heading, its text, its notes."""
+    pres = "ppt/presentation.xml"
+    rels = zip_rels(zf, pres)
+    ids = [rel_id(el) for el in zip_xml(zf, pres).iter() if local(el.tag) == "sldId"]
+    out = Outline()
+    for n, rid in enumerate(ids, 1):
+        slide = rels.get(rid, ("", ""))[1]
+        root = zip_xml(zf, slide)
+        title, body = "", []
+        for shape in root.iter():
+            if local(shape.tag) not in ("sp", "graphicFrame"):
+                continue
+            ph = next((x for x in shape.iter() if local(x.tag) == "ph"), None)
+            texts = drawing_paragraphs(shape)
+            if ph is not None and ph.get("type") in ("title", "ctrTitle") and not title:
+                title = " ".join(texts)
+            else:
+                body += texts
+        loc = f"slide {n}"
+        out.heading(1, f"Slide {n}: {title}" if title else f"Slide {n}", loc)
+        for text in body:
+            out.para(text, loc)
+        for kind, target in zip_rels(zf, slide).values():
+            if kind == "notesSlide":
+                notes = [t for shape in zip_xml(zf, target).iter() if local(shape.tag) == "sp"
+                         and all(x.get("type") in (None, "body") for x in shape.iter() if local(x.tag) == "ph")
+                         for t in drawing_paragraphs(shape)]
+                if notes:
+                    out.para("Notes: " + "\n".join(notes), loc)
+    return out.lines
+
+
+def cell_column(ref: str) -> int:
+    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27."""
+    n = 0
+    for ch in ref:
+        if not ch.isalpha():
+            break
+        n = n * 26 + ord(ch.upper()) - 64
+    return n - 1
+
+
+@container_reader("Excel (.xlsx)")
+def xlsx_lines(zf) -> list[Line]:
+    """Each sheet as a heading and its rows as header-aware paragraphs."""
+    strings = []
+    shared = zip_xml(zf, "xl/sharedStrings.xml", required=False)
+    for si in [] if shared is None else shared:
+        strings.append("".join(t.text or "" for t in si.iter() if local(t.tag) == "t"))
+    rels = zip_rels(zf, "xl/workbook.xml")
+    out = Outline()
+    for sheet in zip_xml(zf, "xl/workbook.xml").iter():
+        if local(sheet.tag) != "sheet":
+            continue
+        name = sheet.get("name") or "sheet"
+        target = rels.get(rel_id(sheet), ("", ""))[1]
+        rows = []
+        for row in zip_xml(zf, target).iter():
+            if local(row.tag) == "row":
+                cells: dict[int, str] = {}
+                for i, c in enumerate(x for x in row if local(x.tag) == "c"):
+                    cells[cell_column(c.get("r", "")) if c.get("r") else i] = xlsx_value(c, strings)
+                width = max(cells, default=-1) + 1
+                rows.append((int(row.get("r") or len(rows) + 1), [cells.get(i, "") for i in range(width)]))
+        sheet_out = Outline()
+        table_rows(sheet_out, rows, f"{name} row ")
+        if sheet_out.lines:
+            out.heading(1, name, f"{name} row {rows[0][0]}")
+            for line in sheet_out.lines:
+                out.lines.append(Line(len(out.lines) + 1, line.text, line.loc))
+    return out.lines
+
+
+def xlsx_value(c, strings: list[str]) -> str:
+    kind = c.get("t")
+    if kind == "inlineStr":
+        return "".join(t.text or "" for t in c.iter() if local(t.tag) == "t")
+    v = next((x.text for x in c if local(x.tag) == "v"), None) or ""
+    if kind == "s":
+        return strings[int(v)] if v.isdigit() and int(v) < len(strings) else ""
+    if kind == "b":
+        return "TRUE" if v == "1" else "FALSE"
+    return v
+
+
+def odf_text(el) -> str:
+    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks."""
+    parts = [el.text or ""]
+    for child in el:
+        tag = local(child.tag)
+        if tag == "s":
+            parts.append(" " * int(attr(child, "c", "1") or 1))
+        elif tag == "tab":
+            parts.append("\t")
+        elif tag == "line-break":
+            parts.append("\n")
+        elif tag not in ("note", "annotation"):
+            parts.append(odf_text(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def odf_blocks(parent, out: Outline, loc: str = "") -> None:
+    """Headings (text:h), paragraphs, lists, sections and tables, in order."""
+    for el in parent:
+        tag = local(el.tag)
+        if attr(el, "class") in ODF_FURNITURE:
+            continue
+        if tag == "h":
+            out.heading(int(attr(el, "outline-level", "1") or 1), odf_text(el), loc)
+        elif tag == "p":
+            out.para(odf_text(el), loc)
+        elif tag == "table":
+            for row in el.iter():
+                if local(row.tag) == "table-row":
+                    cells = [" ".join(odf_text(p) for p in c if local(p.tag) == "p").strip()
+                             for c in row if local(c.tag) == "table-cell"]
+                    out.para(" | ".join(cells), loc)
+        elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
+                     "index-body", "table-of-content", "notes"):
+            odf_blocks(el, out, loc)
+
+
+ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
+
+
+@container_reader("OpenDocument")
+def odf_lines(zf) -> list[Line]:
+    """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
+    body = next((el for el in zip_xml(zf, "content.xml").iter() if local(el.tag) == "body"), None)
+    out = Outline()
+    for doc in [] if body is None else body:
+        if local(doc.tag) != "presentation":
+            odf_blocks(doc, out)
+            continue
+        pages = [p for p in doc if local(p.tag) == "page"]
+        for n, page in enumerate(pages, 1):
+            loc = f"slide {n}"
+            title = next((" ".join(odf_text(p) for p in f.iter() if local(p.tag) == "p")
+                          for f in page if attr(f, "class") == "title"), "")
+            out.heading(1, f"Slide {n}: {title}" if title.strip() else f"Slide {n}", loc)
+            for frame in page:
+                if attr(frame, "class") == "title":
+                    continue
+                if local(frame.tag) == "notes":
+                    notes = Outline()
+                    odf_blocks(frame, notes)
+                    text = "\n".join(l.text for l in notes.lines if l.text)
+                    if text:
+                        out.para("Notes: " + text, loc)
+                else:
+                    odf_blocks([frame], out, loc)
+    return out.lines
+
+
+@container_reader("EPUB")
+def epub_lines(zf) -> list[Line]:
+    """Chapters in spine order through the HTML reader, cited as 'ch. N'."""
+    from urllib.parse import unquote
+    container = zip_xml(zf, "META-INF/container.xml")
+    opf = next((attr(r, "full-path") for r in container.iter() if local(r.tag) == "rootfile"), None)
+    if not opf:
+        raise Unreadable("damaged: no rootfile in META-INF/container.xml")
+    root = zip_xml(zf, opf)
+    folder = opf.rpartition("/")[0]
+    items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
+    out = Outline()
+    for ref in (el for el in root.iter() if local(el.tag) == "itemref"):
+        href = items.get(ref.get("idref"))
+        if not href:
+            continue
+        page = zip_bytes(zf, zip_path(folder, unquote(href.split("#")[0])))
+        lines = [l for l in html_lines(page.decode("utf-8", "replace")) if l.text.strip() or out.lines]
+        if any(l.text.strip() for l in lines):
+            loc = f"ch. {len({l.loc for l in out.lines}) + 1}"
+            out.para("\n".join(l.text for l in lines), loc)
+    return out.lines
+
+
+def shutil_which(name: str) -> str | None:
+    import shutil
+    return shutil.which(name)
+
+
+def pdf_lines(path: str, data: bytes) -> list[Line]:
+    """A PDF's text through poppler's pdftotext, cited by page."""
+    import subprocess
+    exe = shutil_which("pdftotext")
+    if not exe:
+        raise Unreadable("reading PDF needs the pdftotext program from poppler "
+                         "('apt install poppler-utils', 'brew install poppler'); skipped")
+    try:
+        r = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", "-q", "-", "-"], input=data,
+                           capture_output=True, timeout=PDF_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Unreadable(f"pdftotext took longer than {PDF_TIMEOUT} s") from None
+    except OSError as e:
+        raise Unreadable(f"cannot run pdftotext: {e.strerror}") from None
+    if r.returncode:
+        why = " ".join(r.stderr.decode("utf-8", "replace").split())[:160]
+        raise Unreadable(f"pdftotext failed ({why or 'exit code ' + str(r.returncode)}); "
+                         "encrypted or damaged PDF?")
+    out = Outline()
+    for n, page in enumerate(r.stdout.decode("utf-8", "replace").split("\f"), 1):
+        for para in re.split(r"\n\s*\n", page):
+            out.para(para, f"p.{n}")
+    if not out.lines:
+        raise Unreadable("no text layer (a scanned PDF needs OCR first)")
+    return out.lines
+
+
+CONTAINER_READERS = {".docx": docx_lines, ".pptx": pptx_lines, ".xlsx": xlsx_lines,
+                     ".odt": odf_lines, ".odp": odf_lines, ".epub": epub_lines, ".pdf": pdf_lines}
 
 
 # ---------------------------------------------------------------------------
@@ -334,8 +880,11 @@ class Unit:
     heading: int = 0   # heading level, 0 for body text
 
 
-def blocks(lines: list[Line]) -> list[tuple[int, list[Line]]]:
+def blocks(lines: list[Line], code=None) -> list[tuple[int, list[Line]]]:
     """Group lines into (heading level, lines) blocks; level 0 is a paragraph.
+
+    For source code (code is its definition pattern) there are no Markdown
+    headings; a top-level definition is a level-1 heading instead.
 
     >>> [(lvl, [l.text for l in ls]) for lvl, ls in blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
     [(1, ['A']), (0, ['x', 'y']), (1, ['B']), (0, ['z'])]
@@ -350,6 +899,15 @@ def blocks(lines: list[Line]) -> list[tuple[int, list[Line]]]:
             para.clear()
 
     for line in lines:
+        if code is not None:
+            if code.match(line.text):
+                flush()
+                out.append((1, [line]))
+            elif line.text.strip():
+                para.append(line)
+            else:
+                flush()
+            continue
         if FENCE.match(line.text):
             fenced = not fenced
             para.append(line)
@@ -409,11 +967,12 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-def paragraph_units(lines: list[Line], size: int) -> list[Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
+def paragraph_units(lines: list[Line], size: int, indent: bool = False) -> list[Unit]:
+    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size.
+    With indent the first line keeps its leading spaces (code)."""
     text = "\n".join(line.text for line in lines)
     if len(text) <= size:
-        return [Unit(text.strip(), lines[0].no, lines[-1].no, True)]
+        return [Unit(text.strip("\n") if indent else text.strip(), lines[0].no, lines[-1].no, True)]
     offsets, pos = [], 0
     for line in lines:
         offsets.append(pos)
@@ -433,6 +992,51 @@ def paragraph_units(lines: list[Line], size: int) -> list[Unit]:
             if piece:
                 units.append(Unit(piece, line_at(c), line_at(d - 1), not units))
     return units
+
+
+LOC_NUMBER = re.compile(r"(.*?)(\d+)")
+
+
+def span_label(locs: list[str]) -> str:
+    """One location for a chunk from those of its lines.
+
+    >>> span_label(["p.4", "p.4", "p.5"]), span_label(["slide 7", ""]), span_label(["A row 2", "B row 1"])
+    ('p.4-5', 'slide 7', 'A row 2 to B row 1')
+    """
+    uniq = list(dict.fromkeys(loc for loc in locs if loc))
+    if len(uniq) <= 1:
+        return uniq[0] if uniq else ""
+    a, b = LOC_NUMBER.fullmatch(uniq[0]), LOC_NUMBER.fullmatch(uniq[-1])
+    if a and b and a.group(1) == b.group(1):
+        return f"{uniq[0]}-{b.group(2)}"
+    return f"{uniq[0]} to {uniq[-1]}"
+
+
+# Top-level definitions (at column 0) that start a chunk of source code.
+_DEF_WORDS = (r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|"
+              r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
+              r"(?:def|class|function|func|fn|struct|enum|trait|impl|interface|type|module|mod|"
+              r"namespace|object|record|fun|sub|defmodule|defp?|macro_rules!)\b")
+DEFINITIONS = {
+    "generic": re.compile(_DEF_WORDS),
+    "c": re.compile(_DEF_WORDS + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$"),
+    "sql": re.compile(r"(?:CREATE|ALTER)\b", re.IGNORECASE),
+    "sh": re.compile(r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+"),
+    "ini": re.compile(r"\[[^\]]+\]\s*$"),
+    "none": re.compile(r"(?!)"),
+}
+DEFINITION_KIND = {".c": "c", ".h": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".hpp": "c",
+                   ".hh": "c", ".m": "c", ".cs": "c", ".java": "c", ".sql": "sql", ".sh": "sh",
+                   ".bash": "sh", ".zsh": "sh", ".toml": "ini", ".ini": "ini", ".cfg": "ini",
+                   ".yaml": "none", ".yml": "none"}
+
+
+def definition_pattern(path: str):
+    """How a top-level definition looks in this file, or None when it is not code."""
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in CODE_EXTENSIONS:
+        return None
+    return DEFINITIONS[DEFINITION_KIND.get(ext, "generic")]
 
 
 def _join(units: list[Unit]) -> str:
@@ -455,28 +1059,30 @@ def _tail(units: list[Unit], overlap: int) -> list[Unit]:
 
 
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
-                overlap: int = DEFAULT_OVERLAP) -> list[Chunk]:
+                overlap: int = DEFAULT_OVERLAP, code=None) -> list[Chunk]:
     """Pack paragraphs into chunks of at most size chars, with sentence overlap.
 
     A heading starts a new chunk and sets the heading path of what follows;
     the overlap repeats the last whole sentences (up to overlap chars) of the
-    previous chunk in the same section.
+    previous chunk in the same section. code: see blocks().
     """
     chunks: list[Chunk] = []
     path: list[tuple[int, str]] = []
     cur: list[Unit] = []
     fresh = 0
     heading = ""
+    where = {line.no: line.loc for line in lines if line.loc}
 
     def emit():
         nonlocal cur, fresh
         if fresh:
-            chunks.append(Chunk(len(chunks), _join(cur), heading,
-                                cur[0].start, cur[-1].end))
+            start, end = cur[0].start, cur[-1].end
+            loc = span_label([where.get(n, "") for n in range(start, end + 1)]) if where else ""
+            chunks.append(Chunk(len(chunks), _join(cur), heading, start, end, loc))
             cur = _tail(cur, overlap)
         fresh = 0
 
-    for level, block in blocks(lines):
+    for level, block in blocks(lines, code):
         title = " ".join(block[0].text.split())
         if level and len(title) > size // 2:  # a '#' line too long to be a title
             level, block = 0, [Line(block[0].no, "#" * level + " " + title)]
@@ -489,7 +1095,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
             cur.append(Unit(title, block[0].no, block[0].no, True, level))
             continue
         heads = len(_join(cur)) + 2 if cur and all(u.heading for u in cur) else 0
-        for unit in paragraph_units(block, size - heads):  # room for the heading lines
+        for unit in paragraph_units(block, size - heads, code is not None):  # room for headings
             if len(_join(cur + [unit])) > size:
                 if fresh:
                     emit()
@@ -861,7 +1467,11 @@ CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NO
 SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 
 # MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
-MIGRATIONS: list = [SCHEMA, add_signatures, PACKED]
+LOCATIONS = """
+ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS]
 
 
 def vector_json(vec: list[float]) -> str:
@@ -1027,11 +1637,11 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
             for c in doc.chunks:
                 vec, sig = vectors[text_key(embed_text(c))]
                 chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                   c.start_line, c.end_line, vec))
+                                   c.start_line, c.end_line, c.loc, vec))
                 sig_rows.append((next_id, sig))
                 next_id += 1
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
-                         "end_line, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+                         "end_line, loc, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
         conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", sig_rows)
         set_meta(conn, "last_indexed", stamp)
         set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
@@ -1131,7 +1741,89 @@ class Log:
             self.last = 0.0
 
 
-def walk(paths: list[str], log: Log):
+def glob_regex(pattern: str) -> str:
+    """A gitignore-style pattern as a regex over '/'-separated relative paths.
+
+    A pattern without a '/' (other than a trailing one) matches at any depth;
+    '*' stays within a folder, '**' crosses folders.
+
+    >>> [bool(re.fullmatch(glob_regex(p), "a/b/c.md")) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
+    [True, False, True, False]
+    """
+    anchored = "/" in pattern.rstrip("/")
+    pattern = pattern.strip("/")
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1:end].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return ("" if anchored else "(?:.*/)?") + "".join(out)
+
+
+class PathFilter:
+    """Which paths under a folder to index: --include and --exclude globs and the
+    folder's .ragignore (gitignore style: '#' comments, '!' re-includes, a
+    trailing '/' matches folders only; the last matching line wins)."""
+
+    def __init__(self, include=(), exclude=(), ignore_lines=()):
+        self.include = [re.compile(glob_regex(p)) for p in include]
+        self.rules = []
+        for line in list(ignore_lines) + list(exclude):
+            line = line.rstrip("\n").rstrip()
+            if not line or line.startswith("#"):
+                continue
+            negate = line.startswith("!")
+            line = line[1:] if negate else line
+            if line.strip("/"):
+                self.rules.append((re.compile(glob_regex(line)), negate, line.endswith("/")))
+
+    @classmethod
+    def for_root(cls, root: str, include=(), exclude=()) -> "PathFilter":
+        lines: list[str] = []
+        if os.path.isdir(root):
+            try:
+                with open(os.path.join(root, ".ragignore"), encoding="utf-8", errors="replace") as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                pass
+        return cls(include, exclude, lines)
+
+    def excluded(self, rel: str, is_dir: bool = False) -> bool:
+        """True when rel (relative to the folder, '/'-separated) is not to be indexed."""
+        out = False
+        for regex, negate, dir_only in self.rules:
+            if (is_dir or not dir_only) and regex.fullmatch(rel):
+                out = not negate
+        if not out and not is_dir and self.include:
+            out = not any(r.fullmatch(rel) for r in self.include)
+        return out
+
+    def excludes_path(self, path: str, root: str) -> bool:
+        """excluded() for a file's path, checking each folder above it too."""
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        parts = rel.split("/")
+        return any(self.excluded("/".join(parts[:i]), True) for i in range(1, len(parts))) \
+            or self.excluded(rel)
+
+
+def walk(paths: list[str], log: Log, filters: dict | None = None):
     """Yield (path, root) for files under paths, depth first in name order.
 
     Hidden entries are skipped and each real directory is entered once (symlink
@@ -1140,10 +1832,13 @@ def walk(paths: list[str], log: Log):
     for root in paths:
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {root}")
+        keep = (filters or {}).get(root) or PathFilter()
         if not os.path.isdir(root):
-            yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
+            if not keep.excluded(os.path.basename(root)):
+                yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
             continue
-        seen, stack = set(), [os.path.normpath(root)]
+        top = os.path.normpath(root)
+        seen, stack = set(), [top]
         while stack:
             folder = stack.pop()
             try:
@@ -1159,7 +1854,10 @@ def walk(paths: list[str], log: Log):
                 continue
             subdirs = []
             for e in entries:
-                if is_dir_entry(e):
+                is_dir = is_dir_entry(e)
+                if keep.excluded(os.path.relpath(e.path, top).replace(os.sep, "/"), is_dir):
+                    continue
+                if is_dir:
                     subdirs.append(e.path)
                 else:
                     yield e.path, root
@@ -1217,7 +1915,7 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
     except OSError as e:
         log.note(f"skipped {path}: unreadable ({e.strerror or e})")
         return None
-    if is_binary(data):
+    if is_binary(data) and os.path.splitext(path)[1].lower() not in CONTAINER_READERS:
         log.note(f"skipped {path}: binary file")
         return None
     return data, st
@@ -1245,7 +1943,8 @@ def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) 
 
 
 def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune: bool,
-                log: Log, batch: int = EMBED_BATCH, max_bytes: int = MAX_FILE_MB << 20) -> IndexStats:
+                log: Log, batch: int = EMBED_BATCH, max_bytes: int = MAX_FILE_MB << 20,
+                include=(), exclude=()) -> IndexStats:
     """Bring the index up to date with the files under paths."""
     check_model(conn, embedder.model)
     stats, pending, seen = IndexStats(), [], set()
@@ -1255,7 +1954,8 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune
         log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
                  "re-chunking every document; unchanged text is not embedded again")
         stored = {p: "" for p in stored}  # known paths, but no hash matches
-    files = list(walk(paths, log))
+    filters = {root: PathFilter.for_root(root, include, exclude) for root in paths}
+    files = list(walk(paths, log, filters))
     for n, (path, root) in enumerate(files, 1):
         log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                      f"{stats.embedded} embedded")
@@ -1269,10 +1969,15 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune
         if stored.get(path) == sha:
             stats.unchanged += 1
             continue
-        lines, warning = parse_document(path, data)
+        try:
+            lines, warning = parse_document(path, data)
+        except Unreadable as e:
+            log.note(f"skipped {path}: {e}")
+            stats.skipped += 1
+            continue
         if warning:
             log.note(f"{path}: {warning}")
-        chunks = chunk_lines(lines, size, overlap)
+        chunks = chunk_lines(lines, size, overlap, definition_pattern(path))
         if not chunks:
             log.note(f"skipped {path}: no text")
             stats.skipped += 1
@@ -1288,7 +1993,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune
         flush_pending(conn, embedder, pending, stats)
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
-    stats.removed = handle_vanished(conn, paths, seen, stored, prune, log)
+    stats.removed = handle_vanished(conn, filters, seen, stored, prune, log)
     if not pack_is_fresh(conn):
         pack_signatures(conn)
     return stats
@@ -1300,17 +2005,20 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
 
 
-def handle_vanished(conn, roots, seen, stored, prune: bool, log: Log) -> int:
-    """Report (and with prune, remove) stored documents whose files are gone."""
-    gone = [p for p in stored if p not in seen and any(under(p, r) for r in roots)
-            and not os.path.exists(p)]
+def handle_vanished(conn, filters: dict, seen, stored, prune: bool, log: Log) -> int:
+    """Report (and with prune, remove) stored documents whose files are gone or
+    now excluded, under the folders indexed (filters: root -> PathFilter)."""
+    gone = [p for p in stored if p not in seen and any(
+        under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
+        for root, keep in filters.items())]
     if not gone:
         return 0
     if prune:
         delete_docs(conn, gone)
         return len(gone)
-    shown = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
-    log.note(f"{len(gone)} indexed file(s) no longer exist: {shown} (run with --prune to remove)")
+    listed = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
+    log.note(f"{len(gone)} indexed file(s) no longer exist or are now excluded: {listed} "
+             "(run with --prune to remove)")
     return 0
 
 
@@ -1581,10 +2289,10 @@ class Retriever:
         ids = [c for c, _ in ranked]
         marks = ",".join("?" * len(ids))
         rows = {r[0]: r for r in self.conn.execute(
-            "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text "
+            "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text, c.loc "
             f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
         vecs = dict(self.vectors(ids))
-        return [Hit(*rows[cid], score, dot(qvec, vecs[cid]))
+        return [Hit(*rows[cid][:7], score, dot(qvec, vecs[cid]), rows[cid][7])
                 for cid, score in ranked if cid in rows and cid in vecs]
 
 
@@ -2059,7 +2767,7 @@ def cmd_index(args, cfg: Config, closer) -> int:
     closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
     s = index_paths(conn, embedder, args.paths, args.chunk_size, args.overlap, args.prune,
-                    log, cfg.batch_size, int(args.max_file_mb * 2**20))
+                    log, cfg.batch_size, int(args.max_file_mb * 2**20), args.include, args.exclude)
     secs = time.perf_counter() - t0
     if s.read + s.unchanged == 0:
         raise RagError("no readable documents found in " + ", ".join(args.paths))
@@ -2287,6 +2995,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
                    help=f"texts per embeddings request (default: {EMBED_BATCH})")
     s.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
+    s.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")
+    s.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="skip files and folders matching GLOB (repeatable; added to the "
+                        "folder's .ragignore, which uses the same gitignore-style patterns)")
     s.add_argument("--max-file-mb", type=float, default=MAX_FILE_MB, metavar="MB",
                    help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
     s.set_defaults(func=cmd_index)

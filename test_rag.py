@@ -5,6 +5,7 @@ import io
 import json
 import os
 import random
+import re
 import signal
 import socket
 import sqlite3
@@ -711,6 +712,7 @@ class RetrieveTests(RagTestCase):
         conn.execute("DROP TABLE sigs")
         conn.execute("DROP TABLE sig_pack")
         conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
+        conn.execute("ALTER TABLE chunks DROP COLUMN loc")
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
         conn.close()
@@ -720,6 +722,8 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(len(pairs), len(self.rows("SELECT id FROM chunks")))
         for vec, sig in pairs:
             self.assertEqual(sig, rag.signature(json.loads(vec)))
+        self.assertEqual(self.rows("SELECT DISTINCT loc FROM chunks"), [("",)])
+        self.assertIn("refunds.md:", self.ok("search", "refunds"))
 
     def test_fuse_tiny_example(self):
         # keyword 10, 6, 2 -> 1, .5, 0; dense .8, .6 -> 1, 0 at weight .5
@@ -1405,6 +1409,376 @@ class HostileInputTests(RagTestCase):
                     self.assertNotIn(SECRET.encode(), f.read())
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(2,)])
         self.assertTrue(all(r[1]["Authorization"] == f"Bearer {SECRET}" for r in server.requests))
+
+
+# ---------------------------------------------------------------------------
+# Formats: real files built here with zipfile, json and a hand-written PDF
+# ---------------------------------------------------------------------------
+
+W_NS = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+A_NS = 'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"'
+P_NS = 'xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"'
+R_NS = 'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"'
+REL_NS = 'xmlns="http://schemas.openxmlformats.org/package/2006/relationships"'
+RT = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/"
+ODF_NS = ('xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+          'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" '
+          'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+          'xmlns:draw="urn:oasis:names:tc:opendocument:xmlns:drawing:1.0" '
+          'xmlns:presentation="urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"')
+
+
+def write_zip(path, members):
+    import zipfile
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+
+
+def rels(*targets):
+    return (f"<Relationships {REL_NS}>" + "".join(
+        f'<Relationship Id="rId{i}" Type="{RT}{kind}" Target="{target}"/>'
+        for i, (kind, target) in enumerate(targets, 1)) + "</Relationships>")
+
+
+def docx_members(body):
+    def p(text, style=None):
+        ppr = f'<w:pPr><w:pStyle w:val="{style}"/><w:tabs><w:tab w:val="left" w:pos="720"/></w:tabs></w:pPr>' \
+            if style else ""
+        return f"<w:p>{ppr}<w:r><w:t xml:space=\"preserve\">{text}</w:t></w:r></w:p>"
+
+    xml = []
+    for item in body:
+        if isinstance(item, list):  # a table
+            xml.append("<w:tbl>" + "".join("<w:tr>" + "".join(f"<w:tc>{p(c)}</w:tc>" for c in row) + "</w:tr>"
+                                           for row in item) + "</w:tbl>")
+        else:
+            xml.append(p(*item) if isinstance(item, tuple) else p(item))
+    styles = (f'<w:styles {W_NS}><w:style w:type="paragraph" w:styleId="Title"><w:name w:val="Title"/></w:style>'
+              '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'
+              # a localised style id: the level comes from the name
+              '<w:style w:type="paragraph" w:styleId="berschrift2"><w:name w:val="heading 2"/></w:style>'
+              '</w:styles>')
+    return {"[Content_Types].xml": "<Types/>", "word/styles.xml": styles,
+            "word/document.xml": f"<w:document {W_NS}><w:body>{''.join(xml)}</w:body></w:document>"}
+
+
+def pptx_members(slides):
+    """slides: (title, [body paragraphs], notes or None), in presentation order."""
+    def shape(texts, ph=None):
+        ph_xml = f'<p:nvSpPr><p:nvPr><p:ph type="{ph}"/></p:nvPr></p:nvSpPr>' if ph else "<p:nvSpPr/>"
+        paras = "".join(f"<a:p><a:r><a:t>{t}</a:t></a:r></a:p>" for t in texts)
+        return f"<p:sp>{ph_xml}<p:txBody>{paras}</p:txBody></p:sp>"
+
+    m = {"[Content_Types].xml": "<Types/>"}
+    # files numbered against the presentation order, as after reordering slides
+    order = list(range(len(slides), 0, -1))
+    ids = "".join(f'<p:sldId id="{255 + i}" r:id="rId{i}"/>' for i in range(1, len(slides) + 1))
+    m["ppt/presentation.xml"] = f"<p:presentation {P_NS} {R_NS}><p:sldIdLst>{ids}</p:sldIdLst></p:presentation>"
+    m["ppt/_rels/presentation.xml.rels"] = rels(*[("slide", f"slides/slide{n}.xml") for n in order])
+    for n, (title, body, notes) in zip(order, slides):
+        m[f"ppt/slides/slide{n}.xml"] = (f"<p:sld {P_NS} {A_NS}><p:cSld><p:spTree>"
+                                         f"{shape([title], 'title')}{shape(body)}</p:spTree></p:cSld></p:sld>")
+        if notes:
+            m[f"ppt/slides/_rels/slide{n}.xml.rels"] = rels(("notesSlide", f"../notesSlides/notesSlide{n}.xml"))
+            m[f"ppt/notesSlides/notesSlide{n}.xml"] = (
+                f"<p:notes {P_NS} {A_NS}><p:cSld><p:spTree>{shape(['2'], 'sldNum')}"
+                f"{shape([notes], 'body')}</p:spTree></p:cSld></p:notes>")
+    return m
+
+
+def xlsx_members(sheets):
+    """sheets: name -> rows of cell values (strings shared, numbers inline)."""
+    shared = []
+    m = {"[Content_Types].xml": "<Types/>"}
+    main = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    book = "".join(f'<sheet name="{name}" sheetId="{i}" r:id="rId{i}"/>' for i, name in enumerate(sheets, 1))
+    m["xl/workbook.xml"] = f"<workbook {main} {R_NS}><sheets>{book}</sheets></workbook>"
+    m["xl/_rels/workbook.xml.rels"] = rels(*[("worksheet", f"/xl/worksheets/sheet{i}.xml")
+                                             for i in range(1, len(sheets) + 1)])
+    for i, rows in enumerate(sheets.values(), 1):
+        xml_rows = []
+        for r, row in enumerate(rows, 1):
+            cells = []
+            for c, v in enumerate(row):
+                ref = f"{'ABCDEFGH'[c]}{r}"
+                if v is None:
+                    continue
+                if isinstance(v, str):
+                    shared.append(v)
+                    cells.append(f'<c r="{ref}" t="s"><v>{len(shared) - 1}</v></c>')
+                else:
+                    cells.append(f'<c r="{ref}"><v>{v}</v></c>')
+            xml_rows.append(f'<row r="{r}">{"".join(cells)}</row>')
+        m[f"xl/worksheets/sheet{i}.xml"] = f"<worksheet {main}><sheetData>{''.join(xml_rows)}</sheetData></worksheet>"
+    m["xl/sharedStrings.xml"] = f"<sst {main}>" + "".join(f"<si><t>{s}</t></si>" for s in shared) + "</sst>"
+    return m
+
+
+def odf_members(body):
+    return {"mimetype": "application/vnd.oasis.opendocument.text",
+            "content.xml": f"<office:document-content {ODF_NS}><office:body>{body}</office:body>"
+                           "</office:document-content>"}
+
+
+def epub_members(chapters):
+    """An EPUB whose spine lists the chapter files in reverse: reading order is
+    the spine's, so chapters[-1] comes first."""
+    m = {"mimetype": "application/epub+zip",
+         "META-INF/container.xml": '<container xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                                   '<rootfiles><rootfile full-path="OEBPS/book.opf"/></rootfiles></container>'}
+    items = "".join(f'<item id="c{i}" href="text/ch{i}.xhtml"/>' for i in range(len(chapters)))
+    spine = "".join(f'<itemref idref="c{i}"/>' for i in reversed(range(len(chapters))))
+    m["OEBPS/book.opf"] = (f'<package xmlns="http://www.idpf.org/2007/opf"><manifest>{items}</manifest>'
+                           f"<spine>{spine}</spine></package>")
+    for i, html_text in enumerate(chapters):
+        m[f"OEBPS/text/ch{i}.xhtml"] = f"<html><body>{html_text}</body></html>"
+    return m
+
+
+def pdf_bytes(pages):
+    """A minimal PDF with one line of Helvetica text a page."""
+    objs = ["<< /Type /Catalog /Pages 2 0 R >>",
+            "<< /Type /Pages /Kids [%s] /Count %d >>" % (" ".join(f"{3 + 2 * i} 0 R" for i in range(len(pages))),
+                                                         len(pages))]
+    font = 3 + 2 * len(pages)
+    for i, text in enumerate(pages):
+        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
+        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+                    f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {4 + 2 * i} 0 R >>")
+        objs.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
+    objs.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out, offsets = "%PDF-1.4\n", []
+    for n, obj in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{obj}\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n" + "".join(f"{o:010d} 00000 n \n" for o in offsets)
+    return (out + f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").encode()
+
+
+class FormatTests(RagTestCase):
+    def parse(self, name, data):
+        lines, warning = rag.parse_document(name, data if isinstance(data, bytes) else data.encode())
+        self.assertIsNone(warning)
+        return lines
+
+    def zipped(self, members):
+        path = os.path.join(self.dir, "built.zip")
+        write_zip(path, members)
+        with open(path, "rb") as f:
+            return f.read()
+
+    def test_docx_headings_by_style_and_tables_as_rows(self):
+        data = self.zipped(docx_members([
+            ("Travel Handbook", "Title"), ("Booking", "Heading1"), "Book flights 14 days ahead.",
+            ("Limits", "berschrift2"), [["Item", "Limit"], ["Hotel", "150 euros"]], "Keep receipts."]))
+        lines = self.parse("h.docx", data)
+        self.assertEqual([l.text for l in lines if l.text], [
+            "# Travel Handbook", "# Booking", "Book flights 14 days ahead.", "## Limits",
+            "Item | Limit", "Hotel | 150 euros", "Keep receipts."])
+        chunks = rag.chunk_lines(lines, 1200, 0)
+        self.assertEqual([c.heading for c in chunks], ["Booking", "Booking > Limits"])  # Title, Heading 1: both level 1
+
+    def test_pptx_slides_in_presentation_order_with_notes(self):
+        data = self.zipped(pptx_members([("Quarterly review", ["Revenue grew 12 percent."], "Mention Lisbon."),
+                                         ("Hiring plan", ["Four engineers.", "One designer."], None)]))
+        lines = self.parse("deck.pptx", data)
+        self.assertEqual([(l.text, l.loc) for l in lines if l.text], [
+            ("# Slide 1: Quarterly review", "slide 1"), ("Revenue grew 12 percent.", "slide 1"),
+            ("Notes: Mention Lisbon.", "slide 1"), ("# Slide 2: Hiring plan", "slide 2"),
+            ("Four engineers.", "slide 2"), ("One designer.", "slide 2")])
+        self.assertEqual([c.loc for c in rag.chunk_lines(lines)], ["slide 1", "slide 2"])
+
+    def test_xlsx_sheets_rows_with_header_names(self):
+        data = self.zipped(xlsx_members({"Budget": [["Region", "Revenue"], ["North", 1200], [None, None],
+                                                    ["South", 950]],
+                                         "Staff": [["Name", None, "Role"], ["Ana", None, "Lead"]]}))
+        lines = self.parse("b.xlsx", data)
+        self.assertEqual([(l.text, l.loc) for l in lines if l.text], [
+            ("# Budget", "Budget row 1"), ("Region: North; Revenue: 1200", "Budget row 2"),
+            ("Region: South; Revenue: 950", "Budget row 4"),
+            ("# Staff", "Staff row 1"), ("Name: Ana; Role: Lead", "Staff row 2")])
+        self.assertEqual([c.loc for c in rag.chunk_lines(lines)], ["Budget row 1-4", "Staff row 1-2"])
+
+    def test_odt_and_odp(self):
+        odt = self.zipped(odf_members(
+            '<office:text><text:h text:outline-level="1">Policy</text:h><text:p>Refunds in<text:s text:c="2"/>5 days.'
+            '</text:p><text:list><text:list-item><text:p>Keep receipts.</text:p></text:list-item></text:list>'
+            '<table:table><table:table-row><table:table-cell><text:p>Hotel</text:p></table:table-cell>'
+            '<table:table-cell><text:p>150</text:p></table:table-cell></table:table-row></table:table>'
+            '<text:h text:outline-level="2">Exceptions</text:h><text:p>None.</text:p></office:text>'))
+        self.assertEqual([l.text for l in self.parse("p.odt", odt) if l.text],
+                         ["# Policy", "Refunds in  5 days.", "Keep receipts.", "Hotel | 150", "## Exceptions", "None."])
+        odp = self.zipped(odf_members(
+            '<office:presentation><draw:page draw:name="page1"><draw:frame presentation:class="title">'
+            '<draw:text-box><text:p>Roadmap</text:p></draw:text-box></draw:frame>'
+            '<draw:frame presentation:class="outline"><draw:text-box><text:p>Ship v2.</text:p></draw:text-box>'
+            '</draw:frame><presentation:notes><draw:frame presentation:class="page-number"><draw:text-box>'
+            '<text:p>1</text:p></draw:text-box></draw:frame><draw:frame presentation:class="notes">'
+            '<draw:text-box><text:p>Say it slowly.</text:p></draw:text-box></draw:frame></presentation:notes>'
+            '</draw:page></office:presentation>'))
+        self.assertEqual([(l.text, l.loc) for l in self.parse("d.odp", odp) if l.text], [
+            ("# Slide 1: Roadmap", "slide 1"), ("Ship v2.", "slide 1"), ("Notes: Say it slowly.", "slide 1")])
+
+    def test_epub_chapters_in_spine_order(self):
+        data = self.zipped(epub_members(["<h1>Origins</h1><p>It began in Lisbon.</p>",
+                                         "<h1>Growth</h1><p>Then came Berlin.</p><table><tr><td>a</td><td>b</td></tr></table>"]))
+        # the spine lists the files in reverse: Growth is read first
+        lines = self.parse("book.epub", data)
+        self.assertEqual([(l.text, l.loc) for l in lines if l.text], [
+            ("# Growth", "ch. 1"), ("Then came Berlin.", "ch. 1"), ("a | b", "ch. 1"),
+            ("# Origins", "ch. 2"), ("It began in Lisbon.", "ch. 2")])
+
+    def test_notebook_cells_without_outputs(self):
+        nb = {"cells": [{"cell_type": "markdown", "source": ["# Analysis\n", "\n", "We load the data."]},
+                        {"cell_type": "code", "source": "# a comment, not a heading\ndf = load()",
+                         "outputs": [{"text": "SECRET OUTPUT"}]}],
+              "metadata": {"language_info": {"name": "python"}}}
+        lines = self.parse("nb.ipynb", json.dumps(nb))
+        self.assertEqual([(l.text, l.loc) for l in lines if l.text], [
+            ("# Analysis", "cell 1"), ("We load the data.", "cell 1"), ("```python", "cell 2"),
+            ("# a comment, not a heading", "cell 2"), ("df = load()", "cell 2"), ("```", "cell 2")])
+        self.assertEqual([c.heading for c in rag.chunk_lines(lines)], ["Analysis"])
+
+    def test_csv_tsv_json_jsonl(self):
+        lines = self.parse("t.csv", 'city,"note, quoted"\nLisbon,"sunny, warm"\n\nPorto,rain\n')
+        self.assertEqual([(l.text, l.loc) for l in lines if l.text],
+                         [("city: Lisbon; note, quoted: sunny, warm", "row 2"), ("city: Porto; note, quoted: rain", "row 4")])
+        self.assertEqual([l.text for l in self.parse("t.tsv", "a\tb\n1\t2\n") if l.text], ["a: 1; b: 2"])
+        self.assertEqual([(l.no, l.text) for l in self.parse("d.json", '{"k": [1, 2]}')],
+                         [(1, "{"), (1, '  "k": ['), (1, "    1,"), (1, "    2"), (1, "  ]"), (1, "}")])
+        self.assertEqual(self.parse("d.json", '{\n  "k": 1\n}\n')[1], rag.Line(2, '  "k": 1'))
+        lines = self.parse("d.jsonl", '{"id": 1}\n\n{"id": 2, "t": "x"}\n')
+        self.assertEqual(sorted({l.no for l in lines}), [1, 3])
+        self.assertEqual(sorted({c.start_line for c in rag.chunk_lines(lines, 20, 0)}), [1, 3])
+
+    def test_code_chunks_at_top_level_definitions(self):
+        src = ("#!/usr/bin/env python\n# Helpers for refunds\nimport os\n\n\ndef refund(order):\n"
+               "    # not a heading\n    return order.total\n\n    # still refund\n\n"
+               "class Ledger:\n    def add(self, x):\n        pass\n")
+        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.definition_pattern("m.py"))
+        self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
+                         [("", 1, 3), ("def refund(order):", 6, 10), ("class Ledger:", 12, 14)])
+        self.assertIn("    # not a heading\n    return order.total", chunks[1].text)  # indentation kept
+        go = rag.chunk_lines(rag.text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
+                             rag.definition_pattern("x.go"))
+        self.assertEqual([c.heading for c in go], ["", "func A() {", "func B() {"])
+        c_file = rag.chunk_lines(rag.text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
+                                 1200, 0, rag.definition_pattern("x.c"))
+        self.assertEqual([c.heading for c in c_file], ["", "static int add(int a, int b)"])
+        self.assertIsNone(rag.definition_pattern("notes.md"))
+
+    def test_pdf_pages_or_clear_skip_note(self):
+        pdf = pdf_bytes(["Refunds take five days.", "Shipping is free over fifty euros."])  # one chunk a page
+        self.write("report.pdf", pdf, mode="wb")
+        self.write("a.md", "# A\n\nSomething else.\n")
+        with mock.patch.dict(os.environ, {"PATH": self.dir}):  # no pdftotext here
+            code, out, err = self.run_cli("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        self.assertEqual(code, 0, err)
+        self.assertIn("report.pdf: reading PDF needs the pdftotext program from poppler", err)
+        if not rag.shutil_which("pdftotext"):
+            self.skipTest("pdftotext (poppler-utils) is not installed: extraction not checked")
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        out = self.ok("search", "shipping free fifty euros", "-k", "1")
+        self.assertIn("report.pdf p.2", out)
+        self.assertEqual([(l.text, l.loc) for l in self.parse("r.pdf", pdf) if l.text],
+                         [("Refunds take five days.", "p.1"), ("Shipping is free over fifty euros.", "p.2")])
+
+    def test_every_format_indexed_and_cited_by_its_location(self):
+        files = {
+            "h.docx": docx_members([("Booking", "Heading1"), "Flights need fourteen days notice."]),
+            "deck.pptx": pptx_members([("Intro", ["Welcome."], None), ("Hiring", ["We hire welders."], None)]),
+            "b.xlsx": xlsx_members({"Sheet1": [["Item", "Cost"], ["Lantern", 12], ["Kayak", 300]]}),
+            "p.odt": odf_members('<office:text><text:p>Glaciers retreat yearly.</text:p></office:text>'),
+            "book.epub": epub_members(["<h1>Two</h1><p>Chapter two volcano eruption.</p>",
+                                       "<h1>One</h1><p>Chapter one harbour.</p>"]),
+        }
+        for name, members in files.items():
+            write_zip(os.path.join(self.docs, name), members)
+        self.write("nb.ipynb", json.dumps({"cells": [{"cell_type": "markdown", "source": "# Intro\n\nHello."},
+                                                     {"cell_type": "code", "source": "tundra_melt = 3"}]}))
+        self.write("t.csv", "animal,home\nwalrus,arctic\n")
+        self.write("app.py", "def quokka_count():\n    return 7\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("indexed 8 file(s)", out)
+        for question, source in [("fourteen days notice", "h.docx:"), ("hire welders", "deck.pptx slide 2"),
+                                 ("kayak cost", "b.xlsx Sheet1 row 1-3"), ("glaciers retreat", "p.odt:"),
+                                 ("volcano eruption", "book.epub ch. 2"), ("tundra_melt", "nb.ipynb cell 1-2"),
+                                 ("walrus arctic", "t.csv row 2"), ("quokka_count", "app.py:1-2")]:
+            with self.subTest(source):
+                self.assertIn(source, self.ok("search", question, "-k", "1"))
+
+    def test_broken_files_get_a_note_never_a_traceback(self):
+        good = docx_members(["fine"])
+        broken = {
+            "truncated.docx": self.zipped(good)[:60],
+            "encrypted.docx": b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 600,
+            "empty.pptx": b"",
+            "missing-part.xlsx": self.zipped({"[Content_Types].xml": "<Types/>"}),
+            "bad-xml.odt": self.zipped({"content.xml": "<office:document-content><unclosed>"}),
+            "not-a-zip.epub": b"%PDF-1.4 not an epub",
+            "no-rootfile.epub": self.zipped({"META-INF/container.xml": "<container/>"}),
+            "broken.pdf": b"%PDF-1.4\n1 0 obj garbage",
+            "bad.ipynb": b'{"cells": 3}',
+            "bad.json": b'{"a": ',
+            "deep.json": b"[" * 100_000,
+            "bad.jsonl": b'{"a": 1}\n{oops}\n',
+        }
+        for name, data in broken.items():
+            self.write(name, data, mode="wb")
+        self.write("ok.md", "Still indexed.\n")
+        with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 4096):
+            write_zip(os.path.join(self.docs, "bomb.docx"), docx_members(["x" * 100_000]))
+            code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("Traceback", err)
+        for name in list(broken) + ["bomb.docx"]:
+            if name == "broken.pdf" and not rag.shutil_which("pdftotext"):
+                continue
+            with self.subTest(name):
+                self.assertRegex(err, rf"skipped \S*{re.escape(name)}: ")
+        self.assertIn("encrypted (password-protected)", err)
+        self.assertIn("over the 0 MB limit", err)
+        self.assertIn("nested too deeply", err)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(1,)])
+
+
+class FilterTests(RagTestCase):
+    def indexed(self):
+        return sorted(os.path.relpath(p, self.docs) for (p,) in self.rows("SELECT path FROM documents"))
+
+    def test_include_exclude_and_ragignore(self):
+        for name in ["a.md", "b.txt", "drafts/c.md", "secret/d.md", "notes/e.md", "notes/keep.tmp.md", "f.tmp.md"]:
+            self.write(name, f"Text of {name}.\n")
+        self.write(".ragignore", "# private things\nsecret/\n*.tmp.md\n!keep.tmp.md\n")
+        self.ok("index", self.docs, "--exclude", "drafts/", "--exclude", "*.txt")
+        self.assertEqual(self.indexed(), ["a.md", "notes/e.md", "notes/keep.tmp.md"])
+        os.remove(self.db)
+        self.ok("index", self.docs, "--include", "notes/**", "--include", "b.*")
+        self.assertEqual(self.indexed(), ["b.txt", "notes/e.md", "notes/keep.tmp.md"])
+
+    def test_newly_excluded_documents_reported_then_pruned(self):
+        for name in ["a.md", "old/b.md"]:
+            self.write(name, f"Text of {name}.\n")
+        self.ok("index", self.docs)
+        self.write(".ragignore", "old/\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0)
+        self.assertIn("1 indexed file(s) no longer exist or are now excluded", err)
+        self.assertEqual(self.indexed(), ["a.md", "old/b.md"])  # kept until asked
+        self.ok("index", self.docs, "--prune")
+        self.assertEqual(self.indexed(), ["a.md"])
+
+    def test_glob_patterns(self):
+        f = rag.PathFilter(include=["*.md"], exclude=["build/"], ignore_lines=["/top.md", "sec[0-9].md"])
+        cases = {("a.md", False): False, ("x/y/a.md", False): False, ("a.txt", False): True,
+                 ("build", True): True, ("x/build", True): True, ("top.md", False): True,
+                 ("x/top.md", False): False, ("sec1.md", False): True, ("secx.md", False): False}
+        for (rel, is_dir), want in cases.items():
+            with self.subTest(rel):
+                self.assertEqual(f.excluded(rel, is_dir), want)
 
 
 # ---------------------------------------------------------------------------

@@ -10,6 +10,8 @@ answerable claims and abstention on the 300 off-topic questions.
 
 The second form also runs the grid with a real embedding model behind an
 OpenAI-compatible /embeddings endpoint (for example ../shared/tools/embed_server.py).
+--no-heading-prefix embeds each chunk's text alone instead of its heading path
+and text (separate databases, suffix -nohead), to measure what the prefix does.
 """
 
 import argparse
@@ -63,7 +65,13 @@ def main():
     p.add_argument("--modes", default="hybrid,dense,keyword", help="comma-separated modes")
     p.add_argument("--exact", action="store_true", help="also run each dense/hybrid mode with --exact")
     p.add_argument("--limit", type=int, help="use only the first N cases of each file")
+    p.add_argument("--no-heading-prefix", action="store_true",
+                   help="embed chunk text without its heading path (databases *-nohead.db)")
     a = p.parse_args()
+    suffix = ""
+    if a.no_heading_prefix:
+        rag.embed_text = lambda chunk: chunk.text
+        suffix = "-nohead"
     cases = []
     for name in ("train.json", "offtopic.json"):
         cases += rag.load_cases(os.path.join(a.data, name))[:a.limit]
@@ -76,7 +84,7 @@ def main():
           "answerable refused | seconds |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for server, model in setups:
         name = (model or rag.BUILTIN_MODEL).replace("/", "_")
-        cfg = config(os.path.join(a.dir, f"scifact-{name}.db"), server, model)
+        cfg = config(os.path.join(a.dir, f"scifact-{name}{suffix}.db"), server, model)
         conn = ensure_index(cfg, os.path.join(a.data, "docs"), rag.Log())
         for mode in a.modes.split(","):
             print(row(cfg, conn, cases, mode), flush=True)
