@@ -391,16 +391,12 @@ def delimited_lines(text: str, delimiter: str) -> list[Line]:
     """A CSV or TSV file as header-aware row paragraphs, cited by row number."""
     import csv
     try:
-        rows = list(enumerate(csv.reader(io_lines(text), delimiter=delimiter), 1))
+        rows = list(enumerate(csv.reader(text.splitlines(keepends=True), delimiter=delimiter), 1))
     except csv.Error as e:
         raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
     out = Outline()
     table_rows(out, rows, "row ")
     return out.lines
-
-
-def io_lines(text: str):
-    return text.splitlines(keepends=True)
 
 
 def json_lines(text: str) -> list[Line]:
@@ -611,7 +607,7 @@ def docx_lines(zf) -> list[Line]:
     body = next(iter(zip_xml(zf, "word/document.xml")), None)
     out = Outline()
 
-    def walk(parent):
+    def visit(parent):
         for el in parent:
             tag = local(el.tag)
             if tag == "p":
@@ -627,9 +623,9 @@ def docx_lines(zf) -> list[Line]:
                         cells = [ooxml_text(c).strip() for c in row if local(c.tag) == "tc"]
                         out.para(" | ".join(cells))
             elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
-                walk(el)
+                visit(el)  # content controls and tracked insertions hold paragraphs too
 
-    walk(body if body is not None else [])
+    visit(body if body is not None else [])
     return out.lines
 
 
