@@ -2063,15 +2063,17 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 
     >>> fuse([(1, 0.9), (2, 0.5)], [(2, 8.0), (3, 4.0)], 0.5)
     [(2, 1.0), (1, 0.5), (3, 0.0)]
+    >>> fuse([(1, 0.9)], [(2, 3.0), (3, 3.0)], 0.5)  # a tie (or a single hit) is the top
+    [(2, 1.0), (3, 1.0), (1, 0.5)]
     """
     scores: dict[int, float] = {}
     for ranking, w in ((keyword, 1.0), (dense, weight)):
         if not ranking:
             continue
         top, low = ranking[0][1], ranking[-1][1]
-        span = (top - low) or 1.0
         for cid, s in ranking:
-            scores[cid] = scores.get(cid, 0.0) + w * (s - low) / span
+            scaled = (s - low) / (top - low) if top > low else 1.0
+            scores[cid] = scores.get(cid, 0.0) + w * scaled
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 

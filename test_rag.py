@@ -729,7 +729,7 @@ class RetrieveTests(RagTestCase):
         # keyword 10, 6, 2 -> 1, .5, 0; dense .8, .6 -> 1, 0 at weight .5
         fused = rag.fuse([("b", 0.8), ("d", 0.6)], [("a", 10.0), ("b", 6.0), ("c", 2.0)], 0.5)
         self.assertEqual(fused, [("a", 1.0), ("b", 1.0), ("c", 0.0), ("d", 0.0)])
-        self.assertEqual(rag.fuse([], [("a", 3.0)], 0.5), [("a", 0.0)])
+        self.assertEqual(rag.fuse([], [("a", 3.0)], 0.5), [("a", 1.0)])  # a lone hit is the top, not the bottom
 
     def test_packed_signatures_match_rows_and_go_stale(self):
         self.write_docs()
