@@ -51,7 +51,7 @@ CODE_EXTENSIONS = set("""
 .hh .cs .rb .php .swift .m .sh .bash .zsh .sql .lua .r .pl .pm .ex .exs .hs .dart .vue .svelte
 .yaml .yml .toml .ini .cfg
 """.split())
-ZIP_MEMBER_LIMIT = 256 << 20  # bytes one member of a .docx/.xlsx/... may expand to
+ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 
 DEFAULT_DB = "rag.db"
@@ -509,11 +509,11 @@ def zip_bytes(zf, name: str) -> bytes:
 def zip_xml(zf, name: str, required: bool = True):
     """Parse one XML member (None when it is absent and not required)."""
     import xml.etree.ElementTree as ET
-    if required is False and name not in zf.NameToInfo:
-        return None
     try:
         data = zip_bytes(zf, name)
     except KeyError:
+        if not required:
+            return None
         raise Unreadable(f"damaged: {name} is missing") from None
     try:
         return ET.fromstring(data)
@@ -594,7 +594,7 @@ def docx_heading_levels(zf) -> dict[str, int]:
             elif local(child.tag) == "outlineLvl":
                 outline = attr(child, "val")
         m = re.fullmatch(r"heading ?(\d)", name)
-        if m or name == "title" or (outline or "").isdigit():
+        if m or name == "title" or outline in tuple("012345678"):  # level 9 is body text
             level = int(m.group(1)) if m else 1 if name == "title" else int(outline) + 1
             levels[attr(style, "styleId")] = min(level, 6)
     return levels
@@ -806,16 +806,16 @@ def epub_lines(zf) -> list[Line]:
     root = zip_xml(zf, opf)
     folder = opf.rpartition("/")[0]
     items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
-    out = Outline()
+    out, chapter = Outline(), 0
     for ref in (el for el in root.iter() if local(el.tag) == "itemref"):
         href = items.get(ref.get("idref"))
         if not href:
             continue
         page = zip_bytes(zf, zip_path(folder, unquote(href.split("#")[0])))
-        lines = [l for l in html_lines(page.decode("utf-8", "replace")) if l.text.strip() or out.lines]
-        if any(l.text.strip() for l in lines):
-            loc = f"ch. {len({l.loc for l in out.lines}) + 1}"
-            out.para("\n".join(l.text for l in lines), loc)
+        text = "\n".join(l.text for l in html_lines(page.decode("utf-8", "replace")))
+        if text.strip():
+            chapter += 1
+            out.para(text, f"ch. {chapter}")
     return out.lines
 
 
@@ -896,7 +896,8 @@ def blocks(lines: list[Line], code=None) -> list[tuple[int, list[Line]]]:
 
     for line in lines:
         if code is not None:
-            if code.match(line.text):
+            # a definition is a short line; the length cap also keeps the C pattern fast
+            if len(line.text) <= 300 and code.match(line.text):
                 flush()
                 out.append((1, [line]))
             elif line.text.strip():
@@ -1945,7 +1946,7 @@ def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune
     check_model(conn, embedder.model)
     stats, pending, seen = IndexStats(), [], set()
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
-    chunking = f"size={size} overlap={overlap} chunker=1"
+    chunking = f"size={size} overlap={overlap} chunker=2"  # 2: table cells, code definitions
     if stored and get_meta(conn, "chunking") not in (None, chunking):
         log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
                  "re-chunking every document; unchanged text is not embedded again")
