@@ -832,16 +832,16 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
         raise Unreadable("reading PDF needs the pdftotext program from poppler "
                          "('apt install poppler-utils', 'brew install poppler'); skipped")
     try:
-        r = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", "-q", "-", "-"], input=data,
+        r = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", "-", "-"], input=data,
                            capture_output=True, timeout=PDF_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise Unreadable(f"pdftotext took longer than {PDF_TIMEOUT} s") from None
     except OSError as e:
         raise Unreadable(f"cannot run pdftotext: {e.strerror}") from None
     if r.returncode:
-        why = " ".join(r.stderr.decode("utf-8", "replace").split())[:160]
-        raise Unreadable(f"pdftotext failed ({why or 'exit code ' + str(r.returncode)}); "
-                         "encrypted or damaged PDF?")
+        said = [l.strip() for l in r.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
+        why = said[-1][:160] if said else f"exit code {r.returncode}"  # the last line is the verdict
+        raise Unreadable(f"pdftotext failed ({why}); encrypted or damaged PDF?")
     out = Outline()
     for n, page in enumerate(r.stdout.decode("utf-8", "replace").split("\f"), 1):
         for para in re.split(r"\n\s*\n", page):
