@@ -1036,13 +1036,14 @@ def definition_pattern(path: str):
     return DEFINITIONS[DEFINITION_KIND.get(ext, "generic")]
 
 
+def _piece(prev: Unit | None, u: Unit) -> str:
+    """What unit u adds to a chunk after prev: a separator, then its text."""
+    sep = "" if prev is None else "\n\n" if u.new_para or u.heading or prev.heading else " "
+    return sep + (("#" * u.heading + " " + u.text) if u.heading else u.text)
+
+
 def _join(units: list[Unit]) -> str:
-    parts = []
-    for i, u in enumerate(units):
-        if i:
-            parts.append("\n\n" if u.new_para or u.heading or units[i - 1].heading else " ")
-        parts.append(("#" * u.heading + " " + u.text) if u.heading else u.text)
-    return "".join(parts)
+    return "".join(_piece(units[i - 1] if i else None, u) for i, u in enumerate(units))
 
 
 def _tail(units: list[Unit], overlap: int) -> list[Unit]:
@@ -1070,13 +1071,16 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     heading = ""
     where = {line.no: line.loc for line in lines if line.loc}
 
+    length = 0  # len(_join(cur)), kept up to date: joining afresh for each unit is quadratic
+
     def emit():
-        nonlocal cur, fresh
+        nonlocal cur, fresh, length
         if fresh:
             start, end = cur[0].start, cur[-1].end
             loc = span_label([where.get(n, "") for n in range(start, end + 1)]) if where else ""
             chunks.append(Chunk(len(chunks), _join(cur), heading, start, end, loc))
             cur = _tail(cur, overlap)
+            length = len(_join(cur))
         fresh = 0
 
     for level, block in blocks(lines, code):
@@ -1090,14 +1094,17 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
             path = [p for p in path if p[0] < level] + [(level, title)]
             heading = " > ".join(t for _, t in path)
             cur.append(Unit(title, block[0].no, block[0].no, True, level))
+            length = len(_join(cur))
             continue
-        heads = len(_join(cur)) + 2 if cur and all(u.heading for u in cur) else 0
+        heads = length + 2 if cur and all(u.heading for u in cur) else 0
         for unit in paragraph_units(block, size - heads, code is not None):  # room for headings
-            if len(_join(cur + [unit])) > size:
+            if length + len(_piece(cur[-1] if cur else None, unit)) > size:
                 if fresh:
                     emit()
                 while cur and len(_join(cur + [unit])) > size:
                     cur.pop(0)
+                    length = len(_join(cur))
+            length += len(_piece(cur[-1] if cur else None, unit))
             cur.append(unit)
             fresh += 1
     fresh += any(u.heading for u in cur)  # a document that ends in headings keeps them
