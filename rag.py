@@ -2418,18 +2418,24 @@ class ChatGenerator:
         if self.out is None:
             resp = self.client.post("/chat/completions", payload)
             try:
-                text = resp["choices"][0]["message"]["content"]
+                reply = Reply(resp["choices"][0]["message"]["content"] or "", resp.get("usage"))
             except (KeyError, IndexError, TypeError):
                 raise RagError("chat response has no choices[0].message.content") from None
-            return Reply(text or "", resp.get("usage"))
-        payload.update(stream=True, stream_options={"include_usage": True})
-        return self._stream(self.client.post("/chat/completions", payload, stream=True))
+        else:
+            payload.update(stream=True, stream_options={"include_usage": True})
+            reply = self._stream(self.client.post("/chat/completions", payload, stream=True))
+        if not reply.text.strip():
+            raise RagError("the model returned an empty answer")
+        return reply
 
     def _stream(self, resp) -> Reply:
-        parts, usage = [], None
+        parts, usage, finished = [], None, False
         try:
             with resp:
                 for event in sse_events(resp):
+                    if event is None:  # data: [DONE]
+                        finished = True
+                        break
                     if isinstance(event.get("error"), (dict, str)):
                         raise RagError(f"chat stream error: {provider_message(json.dumps(event).encode())}")
                     for choice in event.get("choices") or []:
@@ -2437,18 +2443,21 @@ class ChatGenerator:
                         parts.append(piece)
                         self.out.write(piece)
                         self.out.flush()
+                        finished = finished or bool(choice.get("finish_reason"))
                     usage = event.get("usage") or usage
         except (OSError, http_modules()[0].HTTPException, ValueError) as e:
             raise RagError(f"chat stream broke off: {e}") from None
+        if not finished:  # the connection closed early: what arrived may be half an answer
+            raise RagError("chat stream broke off before the answer was complete")
         self.out.write("\n")
         return Reply("".join(parts), usage)
 
 
 def sse_events(lines):
-    """JSON objects from server-sent event lines, until data: [DONE].
+    """JSON objects from server-sent event lines, then None for data: [DONE].
 
     >>> list(sse_events([b': ping', b'data: {"a": 1}', b'', b'data: [DONE]', b'data: {"b": 2}']))
-    [{'a': 1}]
+    [{'a': 1}, None]
     """
     for raw in lines:
         line = raw.decode("utf-8").rstrip("\r\n")
@@ -2456,6 +2465,7 @@ def sse_events(lines):
             continue  # blank separators, ': keep-alive' comments, event: names
         data = line[5:].strip()
         if data == "[DONE]":
+            yield None
             return
         if data:
             yield json.loads(data)
@@ -2854,8 +2864,8 @@ def cmd_search(args, cfg: Config, closer) -> int:
 
 def hit_json(h: Hit, n: int) -> dict:
     return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
-            "start_line": h.start_line, "end_line": h.end_line, "heading": h.heading,
-            "score": round(h.score, 6), "similarity": round(h.similarity, 6), "text": h.text}
+            "start_line": h.start_line, "end_line": h.end_line, "location": h.loc,
+            "heading": h.heading, "score": round(h.score, 6), "similarity": round(h.similarity, 6), "text": h.text}
 
 
 def cmd_ask(args, cfg: Config, closer) -> int:

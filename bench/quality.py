@@ -10,8 +10,11 @@ answerable claims and abstention on the 300 off-topic questions.
 
 The second form also runs the grid with a real embedding model behind an
 OpenAI-compatible /embeddings endpoint (for example ../shared/tools/embed_server.py).
---no-heading-prefix embeds each chunk's text alone instead of its heading path
-and text (separate databases, suffix -nohead), to measure what the prefix does.
+--heading-prefix never embeds each chunk's text alone instead of its heading
+path and text; --heading-prefix continuation prefixes only chunks that do
+not begin with a heading line (so a heading is never embedded twice). Each
+variant has its own databases (suffix -nohead, -contprefix), to measure what
+the prefix does.
 """
 
 import argparse
@@ -65,13 +68,16 @@ def main():
     p.add_argument("--modes", default="hybrid,dense,keyword", help="comma-separated modes")
     p.add_argument("--exact", action="store_true", help="also run each dense/hybrid mode with --exact")
     p.add_argument("--limit", type=int, help="use only the first N cases of each file")
-    p.add_argument("--no-heading-prefix", action="store_true",
-                   help="embed chunk text without its heading path (databases *-nohead.db)")
+    p.add_argument("--heading-prefix", choices=("always", "never", "continuation"), default="always",
+                   help="what is embedded: heading path + text (rag.py), the text alone, or the "
+                        "prefix only on chunks that do not start with a heading")
     a = p.parse_args()
-    suffix = ""
-    if a.no_heading_prefix:
+    suffix = {"always": "", "never": "-nohead", "continuation": "-contprefix"}[a.heading_prefix]
+    prefixed = rag.embed_text
+    if a.heading_prefix == "never":
         rag.embed_text = lambda chunk: chunk.text
-        suffix = "-nohead"
+    elif a.heading_prefix == "continuation":
+        rag.embed_text = lambda chunk: chunk.text if chunk.text.startswith("#") else prefixed(chunk)
     cases = []
     for name in ("train.json", "offtopic.json"):
         cases += rag.load_cases(os.path.join(a.data, name))[:a.limit]
