@@ -10,11 +10,10 @@ answerable claims and abstention on the 300 off-topic questions.
 
 The second form also runs the grid with a real embedding model behind an
 OpenAI-compatible /embeddings endpoint (for example ../shared/tools/embed_server.py).
---heading-prefix never embeds each chunk's text alone instead of its heading
-path and text; --heading-prefix continuation prefixes only chunks that do
-not begin with a heading line (so a heading is never embedded twice). Each
-variant has its own databases (suffix -nohead, -contprefix), to measure what
-the prefix does.
+--heading-prefix compares what is embedded for each chunk: rag.py's rule (the
+default: the heading path parts the chunk does not open with, then its text),
+always the whole heading path then the text, or never a prefix. Each variant
+has its own databases (suffix -always, -nohead).
 """
 
 import argparse
@@ -68,16 +67,15 @@ def main():
     p.add_argument("--modes", default="hybrid,dense,keyword", help="comma-separated modes")
     p.add_argument("--exact", action="store_true", help="also run each dense/hybrid mode with --exact")
     p.add_argument("--limit", type=int, help="use only the first N cases of each file")
-    p.add_argument("--heading-prefix", choices=("always", "never", "continuation"), default="always",
-                   help="what is embedded: heading path + text (rag.py), the text alone, or the "
-                        "prefix only on chunks that do not start with a heading")
+    p.add_argument("--heading-prefix", choices=("rag", "always", "never"), default="rag",
+                   help="what is embedded: rag.py's rule (default), the whole heading path + "
+                        "text, or the text alone")
     a = p.parse_args()
-    suffix = {"always": "", "never": "-nohead", "continuation": "-contprefix"}[a.heading_prefix]
-    prefixed = rag.embed_text
-    if a.heading_prefix == "never":
+    suffix = {"rag": "", "always": "-always", "never": "-nohead"}[a.heading_prefix]
+    if a.heading_prefix == "always":
+        rag.embed_text = lambda chunk: f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
+    elif a.heading_prefix == "never":
         rag.embed_text = lambda chunk: chunk.text
-    elif a.heading_prefix == "continuation":
-        rag.embed_text = lambda chunk: chunk.text if chunk.text.startswith("#") else prefixed(chunk)
     cases = []
     for name in ("train.json", "offtopic.json"):
         cases += rag.load_cases(os.path.join(a.data, name))[:a.limit]
