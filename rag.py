@@ -399,33 +399,30 @@ def delimited_lines(text: str, delimiter: str) -> list[Line]:
     return out.lines
 
 
+def pretty_json(text: str, where: str = "") -> str:
+    """JSON text re-indented, or Unreadable naming where it failed."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError as e:
+        raise Unreadable(f"{where}not valid JSON: {e}") from None
+    except RecursionError:
+        raise Unreadable(f"{where}JSON nested too deeply") from None
+
+
 def json_lines(text: str) -> list[Line]:
     """JSON as written when it spans lines; a one-line file pretty-printed (all on line 1)."""
     if "\n" in text.strip():
         return text_lines(text)
-    try:
-        pretty = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError as e:
-        raise Unreadable(f"not valid JSON: {e}") from None
-    except RecursionError:
-        raise Unreadable("JSON nested too deeply") from None
-    return [Line(1, row) for row in pretty.splitlines()]
+    return [Line(1, row) for row in pretty_json(text).splitlines()]
 
 
 def jsonl_lines(text: str) -> list[Line]:
     """JSON Lines: each record pretty-printed, cited by its line in the file."""
     out: list[Line] = []
     for no, raw in enumerate(text.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            pretty = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
-        except ValueError as e:
-            raise Unreadable(f"line {no} is not valid JSON: {e}") from None
-        except RecursionError:
-            raise Unreadable(f"line {no}: JSON nested too deeply") from None
-        out += [Line(no, "")] if out else []
-        out += [Line(no, row) for row in pretty.splitlines()]
+        if raw.strip():
+            out += [Line(no, "")] if out else []
+            out += [Line(no, row) for row in pretty_json(raw, f"line {no}: ").splitlines()]
     return out
 
 
@@ -1016,13 +1013,13 @@ _DEF_WORDS = (r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected
               r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
               r"(?:def|class|function|func|fn|struct|enum|trait|impl|interface|type|module|mod|"
               r"namespace|object|record|fun|sub|defmodule|defp?|macro_rules!)\b")
-DEFINITIONS = {
-    "generic": re.compile(_DEF_WORDS),
-    "c": re.compile(_DEF_WORDS + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$"),
-    "sql": re.compile(r"(?:CREATE|ALTER)\b", re.IGNORECASE),
-    "sh": re.compile(r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+"),
-    "ini": re.compile(r"\[[^\]]+\]\s*$"),
-    "none": re.compile(r"(?!)"),
+DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
+    "generic": _DEF_WORDS,
+    "c": _DEF_WORDS + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
+    "sql": r"(?i:CREATE|ALTER)\b",
+    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
+    "ini": r"\[[^\]]+\]\s*$",
+    "none": r"(?!)",
 }
 DEFINITION_KIND = {".c": "c", ".h": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".hpp": "c",
                    ".hh": "c", ".m": "c", ".cs": "c", ".java": "c", ".sql": "sql", ".sh": "sh",
@@ -1035,7 +1032,7 @@ def definition_pattern(path: str):
     ext = os.path.splitext(path)[1].lower()
     if ext not in CODE_EXTENSIONS:
         return None
-    return DEFINITIONS[DEFINITION_KIND.get(ext, "generic")]
+    return re.compile(DEFINITIONS[DEFINITION_KIND.get(ext, "generic")])
 
 
 def _piece(prev: Unit | None, u: Unit) -> str:
@@ -1848,10 +1845,9 @@ def walk(paths: list[str], log: Log, filters: dict | None = None):
             if not keep.excluded(os.path.basename(root)):
                 yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
             continue
-        top = os.path.normpath(root)
-        seen, stack = set(), [top]
+        seen, stack = set(), [(os.path.normpath(root), "")]
         while stack:
-            folder = stack.pop()
+            folder, rel = stack.pop()
             try:
                 st = os.stat(folder)
                 if (st.st_dev, st.st_ino) in seen:
@@ -1866,10 +1862,10 @@ def walk(paths: list[str], log: Log, filters: dict | None = None):
             subdirs = []
             for e in entries:
                 is_dir = is_dir_entry(e)
-                if keep.excluded(os.path.relpath(e.path, top).replace(os.sep, "/"), is_dir):
+                if keep.excluded(rel + e.name, is_dir):
                     continue
                 if is_dir:
-                    subdirs.append(e.path)
+                    subdirs.append((e.path, rel + e.name + "/"))
                 else:
                     yield e.path, root
             stack.extend(reversed(subdirs))
