@@ -701,12 +701,10 @@ def xlsx_lines(zf) -> list[Line]:
                     cells[cell_column(c.get("r", "")) if c.get("r") else i] = xlsx_value(c, strings)
                 width = max(cells, default=-1) + 1
                 rows.append((int(row.get("r") or len(rows) + 1), [cells.get(i, "") for i in range(width)]))
-        sheet_out = Outline()
-        table_rows(sheet_out, rows, f"{name} row ")
-        if sheet_out.lines:
-            out.heading(1, name, f"{name} row {rows[0][0]}")
-            for line in sheet_out.lines:
-                out.lines.append(Line(len(out.lines) + 1, line.text, line.loc))
+        first = next((no for no, cells in rows if any(c.strip() for c in cells)), None)
+        if first is not None:  # an empty sheet adds nothing, not even its name
+            out.heading(1, name, f"{name} row {first}")
+            table_rows(out, rows, f"{name} row ")
     return out.lines
 
 
