@@ -25,6 +25,7 @@ import os
 import random
 import re
 import sqlite3
+import stat
 import sys
 import time
 import zlib
@@ -42,15 +43,6 @@ __version__ = "0.1.0"
 
 REFUSAL = "I could not find the answer in the provided documents."
 
-TEXT_EXTENSIONS = {".md", ".markdown", ".txt", ".rst"}
-HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
-# Source code and configuration: '#' starts a comment, not a heading, and a
-# top-level definition starts a new chunk.
-CODE_EXTENSIONS = set("""
-.py .pyi .js .mjs .cjs .jsx .ts .tsx .go .rs .java .kt .kts .scala .c .h .cc .cpp .cxx .hpp
-.hh .cs .rb .php .swift .m .sh .bash .zsh .sql .lua .r .pl .pm .ex .exs .hs .dart .vue .svelte
-.yaml .yml .toml .ini .cfg
-""".split())
 ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 
@@ -124,6 +116,13 @@ class UsageError(RagError):
     exit_code = 2
 
 
+def program() -> str:
+    """How the user runs us, for messages that say what to run next:
+    'python rag.py' for the script, 'rag' for the installed command."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
+
+
 class HttpStatusError(RagError):
     """The server answered with an error status; status says which."""
 
@@ -134,12 +133,18 @@ class HttpStatusError(RagError):
 
 @dataclass(frozen=True)
 class Line:
-    """One line of extracted text, the source line it came from, and for formats
-    without lines its natural location ('p.4', 'slide 7', 'Sheet1 row 3')."""
+    """One line of extracted text, the source lines it came from (an HTML
+    paragraph can span several), and for formats without lines its natural
+    location ('p.4', 'slide 7', 'Sheet1 row 3')."""
 
     no: int
     text: str
     loc: str = ""
+    end: int = 0  # the last source line, when it is not no
+
+    @property
+    def last(self) -> int:
+        return self.end or self.no
 
 
 @dataclass(frozen=True)
@@ -171,8 +176,10 @@ class Hit:
 
     @property
     def source(self) -> str:
-        """Where to look: 'path:12-30', or 'path p.4' for formats without lines."""
-        return f"{self.path} {self.loc}" if self.loc else f"{self.path}:{self.start_line}-{self.end_line}"
+        """Where to look: 'path:12-30', or 'path p.4' for formats without lines;
+        the path relative to the current folder when it is inside it."""
+        path = display_path(self.path)
+        return f"{path} {self.loc}" if self.loc else f"{path}:{self.start_line}-{self.end_line}"
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,20 @@ class Reply:
 
     text: str
     usage: dict | None = None
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """What one index run is asked to do (the index command's options)."""
+
+    size: int = DEFAULT_CHUNK_SIZE
+    overlap: int = DEFAULT_OVERLAP
+    prune: bool = False
+    batch: int = EMBED_BATCH
+    max_bytes: int = MAX_FILE_MB << 20
+    include: tuple = ()
+    exclude: tuple = ()
+    default_excludes: bool = True
 
 
 @dataclass(frozen=True)
@@ -219,7 +240,8 @@ class _HTMLText(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.lines: list[Line] = []
         self.buf: list[str] = []
-        self.buf_line = 0
+        self.buf_line = 0  # source line of the first visible character in buf
+        self.buf_end = 0   # and of the last
         self.skip = 0
         self.pre = 0
 
@@ -227,10 +249,15 @@ class _HTMLText(HTMLParser):
         text = "".join(self.buf)
         text = text.rstrip() if self.pre else " ".join(text.split())
         if text:
-            self.lines.append(Line(self.buf_line, text))
+            self.lines.append(Line(self.buf_line, text, end=max(self.buf_end, self.buf_line)))
         if blank and self.lines and self.lines[-1].text:
             self.lines.append(Line(self.getpos()[0], ""))
         self.buf = []
+        self.buf_end = 0
+
+    def _fence(self):
+        """Preformatted text becomes a fenced block: the chunker keeps its lines."""
+        self.lines.append(Line(self.getpos()[0], "```"))
 
     def handle_starttag(self, tag, attrs):
         if tag in self.SKIP:
@@ -246,7 +273,10 @@ class _HTMLText(HTMLParser):
             if tag == "li":
                 self.buf_line = self.getpos()[0]
                 self.buf.append("- ")
-            self.pre += tag == "pre"
+            if tag == "pre":
+                self.pre += 1
+                if self.pre == 1 and not self.skip:
+                    self._fence()
 
     def handle_endtag(self, tag):
         if tag in self.SKIP:
@@ -254,8 +284,12 @@ class _HTMLText(HTMLParser):
         elif tag in self.HEADINGS:
             self._break(blank=True)
         elif tag in self.BLOCK:
+            self._break()
+            if tag == "pre" and self.pre:
+                self.pre -= 1
+                if not self.pre and not self.skip:
+                    self._fence()
             self._break(blank=tag in {"p", "table", "pre", "blockquote"})
-            self.pre -= tag == "pre" and self.pre > 0
 
     def handle_data(self, data):
         if self.skip:
@@ -268,9 +302,11 @@ class _HTMLText(HTMLParser):
                     self.buf_line = self.getpos()[0] + i
                 self.buf.append(part)
             return
-        if not self.buf or not "".join(self.buf).strip("#- "):
-            if data.strip():
-                self.buf_line = self.getpos()[0] + data[:len(data) - len(data.lstrip())].count("\n")
+        if data.strip():
+            line = self.getpos()[0]
+            if not self.buf or not "".join(self.buf).strip("#- "):
+                self.buf_line = line + data[:len(data) - len(data.lstrip())].count("\n")
+            self.buf_end = line + data.rstrip().count("\n")
         self.buf.append(data)
 
 
@@ -284,43 +320,60 @@ def html_lines(text: str) -> list[Line]:
 
 
 def text_lines(text: str) -> list[Line]:
-    """Number the lines of a plain-text document from 1."""
-    return [Line(i, t.rstrip()) for i, t in enumerate(text.splitlines(), 1)]
+    """Number the lines of a plain-text document from 1, as editors and grep do:
+    only a newline ends a line (str.splitlines also splits at form feeds).
+
+    >>> [(l.no, l.text) for l in text_lines("a\\r\\nb\\x0cc\\n")]
+    [(1, 'a'), (2, 'b\\x0cc')]
+    """
+    if text.endswith("\n"):
+        text = text[:-1]
+    return [Line(i, t.rstrip()) for i, t in enumerate(text.split("\n"), 1)] if text else []
 
 
-def decode(data: bytes) -> tuple[str, bool]:
-    """Decode UTF-8 (dropping a BOM); return (text, had_bad_bytes)."""
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Text in a legacy encoding has next to no control characters; binary noise
+# decoded as Windows-1252 has one in ten. Above this share it is damaged UTF-8.
+LEGACY_CONTROL_SHARE = 0.01
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """Text from bytes, and a note when it was not clean UTF-8: UTF-16 with a
+    byte-order mark; UTF-8; Windows-1252 (a superset of Latin-1) when that reads
+    as text, so 'café' stays findable; else UTF-8 with the bad bytes replaced.
+    """
+    if data[:2] in UTF16_BOMS:
+        return data.decode("utf-16", "replace"), None
     try:
-        return data.decode("utf-8-sig"), False
+        return data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
-        return data.decode("utf-8-sig", errors="replace"), True
+        pass
+    legacy = data.decode("cp1252", "replace")
+    controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
+    if controls <= LEGACY_CONTROL_SHARE * len(legacy):
+        return legacy, "not UTF-8; read as Windows-1252 (Latin-1)"
+    return data.decode("utf-8-sig", errors="replace"), "invalid UTF-8 bytes were replaced"
 
 
 def is_binary(data: bytes) -> bool:
-    """A NUL byte near the start means it is not a text document."""
-    return b"\x00" in data[:BINARY_SNIFF]
+    """A NUL byte near the start (outside UTF-16 text) means it is not a text document."""
+    return b"\x00" in data[:BINARY_SNIFF] and data[:2] not in UTF16_BOMS
 
 
 class Unreadable(Exception):
     """A file we cannot read; the message becomes the note saying why it was skipped."""
 
 
-def parse_document(path: str, data: bytes) -> tuple[list[Line], str | None]:
+def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
 
     Raises Unreadable for files that are damaged, encrypted or need a missing tool.
     """
-    ext = os.path.splitext(path)[1].lower()
-    if ext in CONTAINER_READERS:
-        return CONTAINER_READERS[ext](path, data), None
-    text, bad = decode(data)
-    warning = "invalid UTF-8 bytes were replaced" if bad else None
-    if ext in HTML_EXTENSIONS:
-        return html_lines(text), warning
-    if ext in TEXT_READERS:
-        return TEXT_READERS[ext](text), warning
-    lines = text_lines(text)
-    return (title_as_heading(lines) if ext == ".txt" else lines), warning
+    fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
+    if fmt.binary:
+        return fmt.read(path, data), None
+    text, warning = decode(data)
+    return fmt.read(text), warning
 
 
 def title_as_heading(lines: list[Line]) -> list[Line]:
@@ -333,13 +386,6 @@ def title_as_heading(lines: list[Line]) -> list[Line]:
             and not lines[0].text.startswith("#") and any(l.text.strip() for l in lines[2:])):
         return [Line(lines[0].no, "# " + lines[0].text.strip())] + lines[1:]
     return lines
-
-
-def supported(path: str) -> bool:
-    """True when the file's extension is one we read."""
-    ext = os.path.splitext(path)[1].lower()
-    return (ext in TEXT_EXTENSIONS or ext in HTML_EXTENSIONS or ext in CODE_EXTENSIONS
-            or ext in TEXT_READERS or ext in CONTAINER_READERS)
 
 
 class Outline:
@@ -449,11 +495,6 @@ def notebook_lines(text: str) -> list[Line]:
         for para in re.split(r"\n\s*\n", src):
             out.para(para, f"cell {n}")
     return out.lines
-
-
-TEXT_READERS = {".csv": lambda t: delimited_lines(t, ","), ".tsv": lambda t: delimited_lines(t, "\t"),
-                ".json": json_lines, ".jsonl": jsonl_lines, ".ndjson": jsonl_lines,
-                ".ipynb": notebook_lines}
 
 
 # Office files, OpenDocument and EPUB are ZIP archives of XML (or XHTML).
@@ -846,8 +887,77 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
     return out.lines
 
 
-CONTAINER_READERS = {".docx": docx_lines, ".pptx": pptx_lines, ".xlsx": xlsx_lines,
-                     ".odt": odf_lines, ".odp": odf_lines, ".epub": epub_lines, ".pdf": pdf_lines}
+# The format table: how each kind of file is read, and for source code, what
+# starts a chunk. Adding a format is one entry here and one reader above.
+
+@dataclass(frozen=True)
+class Format:
+    """How one kind of file is read: read(text) -> lines, or with binary
+    read(path, data) -> lines; definitions names the DEFINITIONS pattern of
+    source code ('#' is then a comment, not a heading)."""
+
+    read: object
+    binary: bool = False
+    definitions: str | None = None
+
+    def pattern(self):
+        return re.compile(DEFINITIONS[self.definitions]) if self.definitions else None
+
+
+def _formats() -> dict[str, Format]:
+    table = {".md": Format(text_lines), ".markdown": Format(text_lines), ".rst": Format(text_lines),
+             ".txt": Format(lambda t: title_as_heading(text_lines(t))),
+             ".html": Format(html_lines), ".htm": Format(html_lines), ".xhtml": Format(html_lines),
+             ".csv": Format(lambda t: delimited_lines(t, ",")), ".tsv": Format(lambda t: delimited_lines(t, "\t")),
+             ".json": Format(json_lines), ".jsonl": Format(jsonl_lines), ".ndjson": Format(jsonl_lines),
+             ".ipynb": Format(notebook_lines)}
+    for ext, reader in ((".docx", docx_lines), (".pptx", pptx_lines), (".xlsx", xlsx_lines),
+                        (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines), (".pdf", pdf_lines)):
+        table[ext] = Format(reader, binary=True)
+    for kind, exts in CODE.items():
+        table.update((ext, Format(text_lines, definitions=kind)) for ext in exts.split())
+    return table
+
+
+# Source code and configuration by the DEFINITIONS pattern that starts their chunks.
+CODE = {"python": ".py .pyi", "go": ".go", "rust": ".rs", "js": ".js .mjs .cjs .jsx .ts .tsx .vue .svelte",
+        "c": ".c .h .cc .cpp .cxx .hpp .hh .m .cs .java", "sql": ".sql", "sh": ".sh .bash .zsh",
+        "ini": ".toml .ini .cfg .conf", "none": ".yaml .yml",
+        "generic": ".kt .kts .scala .rb .php .swift .lua .r .pl .pm .ex .exs .hs .dart"}
+FORMATS = _formats()
+# Files without an extension read by name; others without one are read as
+# text when they are text (README, LICENSE, COPYING, copyright, scripts).
+NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
+                 "dockerfile": FORMATS[".yaml"], "containerfile": FORMATS[".yaml"]}
+# Text files whose extension is not a format ('README.Debian', 'LICENSE.MIT').
+DOC_NAMES = {"readme", "license", "licence", "copying", "copyright", "changelog", "changes", "news",
+             "authors", "contributors", "install", "notice", "todo", "history", "thanks", "credits"}
+SHEBANG = re.compile(rb"#!\S*?(?:env\s+)?\S*?(python|sh|bash|zsh|node)\d*\b")
+
+
+def file_format(path: str, head: bytes | None = None) -> Format | None:
+    """The format of a file by its extension; one without a known extension
+    (README, LICENSE, Makefile, a script) by its name, then by its first bytes
+    (head; None when not read yet: such a file is a candidate).
+
+    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "README.Debian")]
+    [True, False, True, True]
+    """
+    name = os.path.basename(path).lower()
+    stem, ext = os.path.splitext(name)
+    if ext in FORMATS or name in NAMED_FORMATS:
+        return FORMATS.get(ext) or NAMED_FORMATS[name]
+    if ext and stem not in DOC_NAMES:
+        return None
+    if head is None:
+        return FORMATS[".txt"]
+    if is_binary(head):
+        return None
+    m = SHEBANG.match(head)
+    if m:
+        lang = m.group(1).decode()
+        return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
+    return FORMATS[".txt"]
 
 
 # ---------------------------------------------------------------------------
@@ -858,70 +968,91 @@ MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 UNDERLINE = re.compile(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+MAX_HEADING_PATH = 300  # characters: a heading path is a label embedded before the text, not text
+MAX_DEFINITION_LINE = 300  # a definition is a short line; the cap also keeps the C pattern fast
+
+
+@dataclass(frozen=True)
+class Block:
+    """Lines that belong together: a heading (level > 0), a paragraph, or a code
+    paragraph, which keeps its line breaks; in source code, a paragraph that
+    opens a top-level definition is a definition, titled by its first line."""
+
+    lines: list
+    level: int = 0
+    title: str = ""
+    code: bool = False
+    definition: bool = False
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A packable piece of text: a paragraph, a sentence or a hard cut."""
+    """A packable piece of text: a heading, a paragraph, a sentence, a group of
+    code lines or a hard cut. glue joins it to the unit before it."""
 
     text: str
     start: int
     end: int
-    new_para: bool
-    heading: int = 0   # heading level, 0 for body text
+    glue: str = "\n\n"  # a new paragraph; " " or "\n" continue one
+    level: int = 0      # heading level, 0 for body text
+    title: str = ""
 
 
-def blocks(lines: list[Line], code=None) -> list[tuple[int, list[Line]]]:
-    """Group lines into (heading level, lines) blocks; level 0 is a paragraph.
+def markdown_blocks(lines: list[Line]) -> list[Block]:
+    """Headings (Markdown '#', setext and reST underlines) and paragraphs; a
+    fenced block (``` or ~~~) is one code paragraph, '#' lines in it included.
 
-    For source code (code is its definition pattern) there are no Markdown
-    headings; a paragraph that opens with a top-level definition has level -1.
-
-    >>> [(lvl, [l.text for l in ls]) for lvl, ls in blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
-    [(1, ['A']), (0, ['x', 'y']), (1, ['B']), (0, ['z'])]
+    >>> [(b.level, [l.text for l in b.lines]) for b in markdown_blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
+    [(1, ['# A']), (0, ['x', 'y']), (1, ['B', '===']), (0, ['z'])]
     """
-    out: list[tuple[int, list[Line]]] = []
+    out: list[Block] = []
     para: list[Line] = []
-    fenced = definition = False
-
-    def flush():
-        nonlocal definition
-        if para:
-            out.append((-1 if definition else 0, para[:]))
-            para.clear()
-        definition = False
-
+    fenced = False
     for line in lines:
-        if code is not None:
-            # a definition is a short line; the length cap also keeps the C pattern fast
-            if len(line.text) <= 300 and code.match(line.text):
-                flush()
-                definition = True
-            if line.text.strip():
-                para.append(line)
-            else:
-                flush()
-            continue
-        if FENCE.match(line.text):
-            fenced = not fenced
+        if FENCE.match(line.text) or fenced:
+            if not fenced and para:
+                out.append(Block(para))
+                para = []
             para.append(line)
-            continue
-        if fenced:
-            para.append(line)
+            fenced = fenced != bool(FENCE.match(line.text))  # an opening fence or a closing one
+            if not fenced:
+                out.append(Block(para, code=True))
+                para = []
             continue
         m = MD_HEADING.match(line.text)
         under = UNDERLINE.match(line.text)
-        if m:
-            flush()
-            out.append((len(m.group(1)), [Line(line.no, m.group(2))]))
+        if m or not line.text.strip():
+            if para:
+                out.append(Block(para))
+                para = []
+            if m:
+                out.append(Block([line], len(m.group(1)), m.group(2)))
         elif under and len(para) == 1 and len(para[0].text.strip()) <= len(line.text.strip()) + 2:
             level = 1 if under.group(1) == "=" else 2 if under.group(1) == "-" else 3
-            out.append((level, [para.pop()]))
-        elif not line.text.strip():
-            flush()
+            out.append(Block([para[0], line], level, para[0].text.strip()))
+            para = []
         else:
             para.append(line)
-    flush()
+    if para:
+        out.append(Block(para, code=fenced))  # an unclosed fence is still code
+    return out
+
+
+def code_blocks(lines: list[Line], definition) -> list[Block]:
+    """Source code as paragraphs split at blank lines and before each top-level
+    definition (definition is its compiled pattern; see definition_pattern)."""
+    out: list[Block] = []
+    para: list[Line] = []
+    opens = False
+    for line in lines + [Line(0, "")]:  # the blank line at the end flushes the last paragraph
+        starts = len(line.text) <= MAX_DEFINITION_LINE and bool(definition.match(line.text))
+        if para and (starts or not line.text.strip()):
+            out.append(Block(para, code=True, definition=opens,
+                             title=" ".join(para[0].text.split()) if opens else ""))
+            para = []
+        if line.text.strip():
+            opens = starts if not para else opens
+            para.append(line)
     return out
 
 
@@ -931,6 +1062,7 @@ def split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, i
     >>> split_spans("aaa bbb ccc", 0, 11, 7)
     [(0, 7), (8, 11)]
     """
+    size = max(1, size)  # every span takes at least one character: the loop ends
     spans = []
     while end - start > size:
         cut = max(text.rfind("\n", start, start + size + 1), text.rfind(" ", start, start + size + 1))
@@ -961,30 +1093,58 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-def paragraph_units(lines: list[Line], size: int, indent: bool = False) -> list[Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size.
-    With indent the first line keeps its leading spaces (code)."""
+def prose_units(lines: list[Line], size: int) -> list[Unit]:
+    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
     text = "\n".join(line.text for line in lines)
-    if len(text) <= size:
-        return [Unit(text.strip("\n") if indent else text.strip(), lines[0].no, lines[-1].no, True)]
+    if len(text.strip()) <= size:
+        return [Unit(text.strip(), lines[0].no, lines[-1].last)]
     offsets, pos = [], 0
     for line in lines:
         offsets.append(pos)
         pos += len(line.text) + 1
 
-    def line_at(i):
+    def line_at(i):  # the line holding character i of text
         lo, hi = 0, len(offsets) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if offsets[mid] <= i else (lo, mid - 1)
-        return lines[lo].no
+        return lines[lo]
 
-    units = []
+    units: list[Unit] = []
     for a, b in sentence_spans(text):
         for c, d in split_spans(text, a, b, size):
             piece = text[c:d].strip()
             if piece:
-                units.append(Unit(piece, line_at(c), line_at(d - 1), not units))
+                units.append(Unit(piece, line_at(c).no, line_at(d - 1).last, " " if units else "\n\n"))
+    return units
+
+
+def code_units(lines: list[Line], size: int) -> list[Unit]:
+    """A code paragraph as groups of whole lines that fit size, line breaks and
+    indentation kept; a line longer than size is cut at whitespace."""
+    units: list[Unit] = []
+    group: list[Line] = []
+    width = -1  # len("\n".join(group))
+
+    def flush():
+        text = "\n".join(l.text for l in group).strip("\n")
+        if text.strip():
+            units.append(Unit(text, group[0].no, group[-1].last, "\n" if units else "\n\n"))
+        group.clear()
+
+    for line in lines:
+        if group and width + 1 + len(line.text) > size:
+            flush()
+            width = -1
+        if len(line.text) > size:
+            for c, d in split_spans(line.text, 0, len(line.text), size):
+                units.append(Unit(line.text[c:d], line.no, line.last,
+                                  (" " if c else "\n") if units else "\n\n"))
+            continue
+        group.append(line)
+        width += 1 + len(line.text)
+    if group:
+        flush()
     return units
 
 
@@ -1006,51 +1166,136 @@ def span_label(locs: list[str]) -> str:
     return f"{uniq[0]} to {uniq[-1]}"
 
 
-# Top-level definitions (at column 0) that start a chunk of source code.
-_DEF_WORDS = (r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|"
-              r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
-              r"(?:def|class|function|func|fn|struct|enum|trait|impl|interface|type|module|mod|"
-              r"namespace|object|record|fun|sub|defmodule|defp?|macro_rules!)\b")
+def heading_path(titles: list[str], limit: int = MAX_HEADING_PATH) -> str:
+    """Titles joined by ' > ', the middle ones left out when it is too long.
+
+    >>> heading_path(["Guide", "Install", "Linux"]), heading_path(["A" * 8, "B", "C" * 8], 20)
+    ('Guide > Install > Linux', 'AAAAAAAA > … > CCCC…')
+    """
+    path = " > ".join(titles)
+    if len(path) > limit and len(titles) > 2:
+        path = f"{titles[0]} > … > {titles[-1]}"
+    return path if len(path) <= limit else path[:limit - 1] + "…"
+
+
+# Top-level definitions (at column 0) that start a chunk of source code, per
+# language: a keyword another language uses ('interface', 'type', 'module')
+# starts prose lines in docstrings and comments just as often.
+_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
+             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
+_IDENT = r"\s+[A-Za-z_$][\w$]*"
 DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
-    "generic": _DEF_WORDS,
-    "c": _DEF_WORDS + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
+    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
+    "go": r"func\b|type" + _IDENT,
+    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
+    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
+    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
+                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
+                            + r"(?=[^.!?]*$)",  # not a sentence
+    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
+         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
     "sql": r"(?i:CREATE|ALTER)\b",
     "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
     "ini": r"\[[^\]]+\]\s*$",
     "none": r"(?!)",
 }
-DEFINITION_KIND = {".c": "c", ".h": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".hpp": "c",
-                   ".hh": "c", ".m": "c", ".cs": "c", ".java": "c", ".sql": "sql", ".sh": "sh",
-                   ".bash": "sh", ".zsh": "sh", ".toml": "ini", ".ini": "ini", ".cfg": "ini",
-                   ".yaml": "none", ".yml": "none"}
 
 
 def definition_pattern(path: str):
     """How a top-level definition looks in this file, or None when it is not code."""
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in CODE_EXTENSIONS:
-        return None
-    return re.compile(DEFINITIONS[DEFINITION_KIND.get(ext, "generic")])
+    fmt = file_format(path)
+    return re.compile(DEFINITIONS[fmt.definitions]) if fmt and fmt.definitions else None
 
 
-def _piece(prev: Unit | None, u: Unit) -> str:
-    """What unit u adds to a chunk after prev: a separator, then its text."""
-    sep = "" if prev is None else "\n\n" if u.new_para or u.heading or prev.heading else " "
-    return sep + (("#" * u.heading + " " + u.text) if u.heading else u.text)
+class Packer:
+    """Packs units into chunks, each with the heading path of its section.
 
+    Invariants (the fuzz tests check them): no chunk's text is longer than
+    size; a heading stays with the text after it, unless the headings alone
+    would fill half a chunk (a table of contents: then they are a chunk of
+    their own); the overlap repeats whole body units of the chunk before, never
+    a heading.
+    """
 
-def _join(units: list[Unit]) -> str:
-    return "".join(_piece(units[i - 1] if i else None, u) for i, u in enumerate(units))
+    def __init__(self, size: int, overlap: int, locs: dict[int, str]):
+        self.size, self.overlap, self.locs = size, overlap, locs
+        self.chunks: list[Chunk] = []
+        self.units: list[Unit] = []  # the chunk being filled
+        self.lens: list[int] = []    # each unit's share of its text, glue included
+        self.total = 0               # sum(self.lens): the text's length
+        self.fresh = False           # it holds body text that is in no chunk yet
+        self.path: list[tuple[int, str]] = []
 
+    @staticmethod
+    def glue(prev: Unit | None, u: Unit) -> str:
+        return "" if prev is None else "\n\n" if u.level or prev.level else u.glue
 
-def _tail(units: list[Unit], overlap: int) -> list[Unit]:
-    """The last whole body units of a chunk that fit in overlap characters."""
-    tail: list[Unit] = []
-    for u in reversed(units):
-        if u.heading or len(_join([u] + tail)) > overlap:
-            break
-        tail.insert(0, u)
-    return tail
+    def push(self, u: Unit) -> None:
+        n = len(self.glue(self.units[-1] if self.units else None, u)) + len(u.text)
+        self.units.append(u)
+        self.lens.append(n)
+        self.total += n
+
+    def keep(self, units: list[Unit]) -> None:
+        """Start the next chunk with these units."""
+        self.units, self.lens, self.total = [], [], 0
+        for u in units:
+            self.push(u)
+
+    def heads(self) -> int:
+        """Room taken by the headings a chunk holding nothing else starts with."""
+        return self.total + 2 if self.units and all(u.level for u in self.units) else 0
+
+    def open_section(self, u: Unit) -> None:
+        if self.fresh:
+            self.emit()
+        self.keep([x for x in self.units if x.level])  # consecutive headings stay together
+        if self.units and self.total + 2 + len(u.text) > self.size // 2:
+            self.emit(force=True)
+            self.keep([])
+        self.path = [p for p in self.path if p[0] < u.level] + [(u.level, u.title)]
+        self.push(u)
+
+    def open_definition(self, title: str) -> None:
+        self.emit()
+        self.keep([])
+        self.path = [(1, title)]
+
+    def add(self, u: Unit) -> None:
+        if self.units and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size:
+            self.emit()
+            while self.units and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size:
+                self.total -= self.lens.pop(0)  # overlap first, then headings, as a last resort
+                self.units.pop(0)
+                if self.units:  # the new first unit loses its glue
+                    self.total -= self.lens[0] - len(self.units[0].text)
+                    self.lens[0] = len(self.units[0].text)
+        self.push(u)
+        self.fresh = True
+
+    def emit(self, force: bool = False) -> None:
+        if not self.units or not (self.fresh or force):
+            return
+        text = "".join(self.glue(p, u) + u.text for p, u in zip([None] + self.units, self.units))
+        start, end = self.units[0].start, max(u.end for u in self.units)
+        loc = span_label([self.locs.get(n, "") for n in range(start, end + 1)]) if self.locs else ""
+        self.chunks.append(Chunk(len(self.chunks), text, heading_path([t for _, t in self.path]),
+                                 start, end, loc))
+        self.keep(self.tail())
+        self.fresh = False
+
+    def tail(self) -> list[Unit]:
+        """The last whole body units that fit in overlap characters."""
+        after = 0  # length of the units after unit i, their glue included
+        for i in range(len(self.units) - 1, -1, -1):
+            if self.units[i].level or len(self.units[i].text) + after > self.overlap:
+                return self.units[i + 1:]
+            after += self.lens[i]
+        return list(self.units)
+
+    def finish(self) -> list[Chunk]:
+        self.emit(force=any(u.level for u in self.units))  # a document that ends in headings keeps them
+        return self.chunks
 
 
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
@@ -1059,59 +1304,23 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
     A heading starts a new chunk and sets the heading path of what follows;
     the overlap repeats the last whole sentences (up to overlap chars) of the
-    previous chunk in the same section. code: see blocks().
+    previous chunk in the same section. code: a definition pattern for source
+    code (see definition_pattern), None for prose.
     """
-    chunks: list[Chunk] = []
-    path: list[tuple[int, str]] = []
-    cur: list[Unit] = []
-    fresh = 0
-    heading = ""
-    where = {line.no: line.loc for line in lines if line.loc}
-
-    length = 0  # len(_join(cur)), kept up to date: joining afresh for each unit is quadratic
-
-    def emit():
-        nonlocal cur, fresh, length
-        if fresh:
-            start, end = cur[0].start, cur[-1].end
-            loc = span_label([where.get(n, "") for n in range(start, end + 1)]) if where else ""
-            chunks.append(Chunk(len(chunks), _join(cur), heading, start, end, loc))
-            cur = _tail(cur, overlap)
-            length = len(_join(cur))
-        fresh = 0
-
-    for level, block in blocks(lines, code):
-        title = " ".join(block[0].text.split())
-        if level < 0:  # code: a definition starts a chunk and names it; its lines stay as written
-            if fresh:
-                emit()
-            cur, length, fresh = [], 0, 0
-            path, heading, level = [(1, title)], title, 0
-        if level and len(title) > size // 2:  # a '#' line too long to be a title
-            level, block = 0, [Line(block[0].no, "#" * level + " " + title)]
-        if level:
-            if fresh:
-                emit()
-            cur = [u for u in cur if u.heading]  # keep consecutive headings together
-            path = [p for p in path if p[0] < level] + [(level, title)]
-            heading = " > ".join(t for _, t in path)
-            cur.append(Unit(title, block[0].no, block[0].no, True, level))
-            length = len(_join(cur))
+    packer = Packer(size, overlap, {line.no: line.loc for line in lines if line.loc})
+    for block in markdown_blocks(lines) if code is None else code_blocks(lines, code):
+        text = "\n".join(line.text for line in block.lines).strip()
+        if block.definition:
+            packer.open_definition(block.title)
+        if block.level and len(text) <= size // 2:  # longer, it is a '#' line, not a title
+            title = " ".join(block.title.split())
+            packer.open_section(Unit(text, block.lines[0].no, block.lines[-1].last, "", block.level, title))
             continue
-        heads = length + 2 if cur and all(u.heading for u in cur) else 0
-        for unit in paragraph_units(block, size - heads, code is not None):  # room for headings
-            if length + len(_piece(cur[-1] if cur else None, unit)) > size:
-                if fresh:
-                    emit()
-                while cur and len(_join(cur + [unit])) > size:
-                    cur.pop(0)
-                    length = len(_join(cur))
-            length += len(_piece(cur[-1] if cur else None, unit))
-            cur.append(unit)
-            fresh += 1
-    fresh += any(u.heading for u in cur)  # a document that ends in headings keeps them
-    emit()
-    return chunks
+        room = max(1, size - packer.heads())
+        make = code_units if block.code else prose_units
+        for unit in make(block.lines, room):
+            packer.add(unit)
+    return packer.finish()
 
 
 # ---------------------------------------------------------------------------
@@ -1244,12 +1453,22 @@ def provider_message(body: bytes) -> str:
     return " ".join(text.split())[:200] or "(empty body)"
 
 
-class HttpClient:
-    """POST JSON to an OpenAI-compatible server with retries and a timeout."""
+class Retryable(Exception):
+    """A failed request worth another try: error says what failed."""
 
-    def __init__(self, cfg: Config, sleep=None):
+    def __init__(self, error: RagError, headers=None):
+        super().__init__(str(error))
+        self.error, self.headers = error, headers
+
+
+class HttpClient:
+    """POST JSON to an OpenAI-compatible server with retries and a timeout;
+    each retry is announced through warn (what failed, how long the wait)."""
+
+    def __init__(self, cfg: Config, sleep=None, warn=None):
         self.cfg = cfg
         self.sleep = sleep or time.sleep
+        self.warn = warn or (lambda msg: None)
         self.opener = no_redirect_opener()
 
     def _request(self, path: str, payload: dict):
@@ -1261,43 +1480,48 @@ class HttpClient:
             req.add_unredirected_header("Authorization", f"Bearer {self.cfg.api_key}")
         return req
 
-    def _wait(self, attempt: int, headers=None) -> None:
+    def _delay(self, attempt: int, headers=None) -> float:
         delay = retry_after(headers)
         if delay is None:
             delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
-        self.sleep(min(delay, MAX_RETRY_SLEEP))
+        return min(delay, MAX_RETRY_SLEEP)
 
     def post(self, path: str, payload: dict, stream: bool = False):
         """POST and return parsed JSON (or the open response when stream)."""
         what = f"{self.cfg.base_url.rstrip('/')}{path}"
-        client, error, _ = http_modules()
         for attempt in range(self.cfg.retries + 1):
-            last = attempt == self.cfg.retries
             try:
-                resp = self.opener.open(self._request(path, payload), timeout=self.cfg.timeout)
-                if stream:
-                    return resp
-                with resp:
-                    body = resp.read()
-                return self._json(body, what)
-            except error.HTTPError as e:
+                return self._attempt(path, payload, stream, what)
+            except Retryable as e:
+                if attempt == self.cfg.retries:
+                    raise e.error from None
+                delay = self._delay(attempt, e.headers)
+                self.warn(f"{e.error}; retry {attempt + 1} of {self.cfg.retries} in {delay:.1f} s")
+                self.sleep(delay)
+
+    def _attempt(self, path: str, payload: dict, stream: bool, what: str):
+        """One request: its reply, a RagError, or Retryable for a failure worth retrying."""
+        client, error, _ = http_modules()
+        try:
+            resp = self.opener.open(self._request(path, payload), timeout=self.cfg.timeout)
+            if stream:
+                return resp
+            with resp:
+                body = resp.read()
+        except error.HTTPError as e:
+            with e:
                 try:
                     body = e.read() if e.fp else b""
                 except (OSError, client.HTTPException):
                     body = b""
-                finally:
-                    e.close()
-                if e.code in RETRYABLE_STATUS and not last:
-                    self._wait(attempt, e.headers)
-                    continue
-                raise self._http_error(e, body, what) from None
-            except (error.URLError, client.HTTPException, OSError) as e:
-                if not last:
-                    self._wait(attempt)
-                    continue
-                reason = getattr(e, "reason", None) or e
-                raise RagError(redact(f"cannot reach {what}: {reason}", self.cfg.api_key)) from None
-        raise AssertionError("unreachable")
+            failure = self._http_error(e, body, what)
+            if e.code in RETRYABLE_STATUS:
+                raise Retryable(failure, e.headers) from None
+            raise failure from None
+        except (error.URLError, client.HTTPException, OSError) as e:
+            reason = getattr(e, "reason", None) or e
+            raise Retryable(RagError(redact(f"cannot reach {what}: {reason}", self.cfg.api_key))) from None
+        return self._json(body, what)
 
     def _json(self, body: bytes, what: str):
         try:
@@ -1503,28 +1727,58 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+INDEX_TABLES = {"meta", "documents", "chunks"}
+BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
+
+
 def connect(path: str, create: bool = False) -> sqlite3.Connection:
-    """Open (or create) an index database and bring its schema up to date."""
-    if not create and not os.path.exists(path):
-        raise RagError(f"no index at {path}: run 'python rag.py index DIR' first")
+    """Open an index database and bring its schema up to date.
+
+    Only create (the index command) makes an index, and only in a new or empty
+    file; a database that is not an index is never changed. An index in a
+    place this process cannot write is opened read-only (asks go unlogged).
+    """
     if os.path.isdir(path):
         raise RagError(f"{path} is a directory, not an index database")
+    if not os.path.exists(path) or not os.path.getsize(path):
+        if not create:
+            raise RagError(f"no index at {path}: run '{program()} index DIR' first")
+        return open_db(path, writable=True, create=True)
+    writable = os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+    if create and not writable:
+        raise RagError(f"the index {path} is read-only here; index into a writable --db")
+    return open_db(path, writable, create)
+
+
+def open_db(path: str, writable: bool, create: bool) -> sqlite3.Connection:
+    """Connect, check that the file is an index (or new), and migrate it."""
     try:
-        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        conn = sqlite3.connect(path if writable else read_only_uri(path), timeout=BUSY_TIMEOUT,
+                               isolation_level=None, uri=not writable)
     except sqlite3.Error as e:
         raise RagError(f"cannot open {path}: {e}") from None
     try:
         conn.execute("PRAGMA foreign_keys = ON")
-        # WAL + NORMAL: a commit survives a crash of the program; only a power cut
-        # can lose the last commits, never corrupt the file.
-        conn.execute("PRAGMA synchronous = NORMAL")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise RagError(f"{path} has schema version {version}, newer than this rag.py "
-                           f"({SCHEMA_VERSION}); upgrade rag.py")
+        try:
+            version, tables = schema_of(conn)
+        except sqlite3.OperationalError:
+            if writable:
+                raise
+            conn.close()  # a WAL index on read-only media: its -shm cannot be made
+            conn = sqlite3.connect(read_only_uri(path, immutable=True), isolation_level=None, uri=True)
+            version, tables = schema_of(conn)
+        check_schema(path, version, tables, create)
         if version < SCHEMA_VERSION:
+            if not writable:
+                raise RagError(f"the index {path} needs upgrading (schema {version} to "
+                               f"{SCHEMA_VERSION}) but is read-only; run '{program()} index' once "
+                               "where it can be written")
             conn.execute("PRAGMA journal_mode = WAL")
             migrate(conn, version)
+        if writable:
+            # WAL + NORMAL: a commit survives a crash of the program; only a power cut
+            # can lose the last commits, never corrupt the file.
+            conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as e:
         conn.close()
         raise RagError(f"{path} is not a usable index database: {e}") from None
@@ -1532,6 +1786,32 @@ def connect(path: str, create: bool = False) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def read_only_uri(path: str, immutable: bool = False) -> str:
+    from urllib.request import pathname2url
+    return "file:" + pathname2url(os.path.abspath(path)) + ("?immutable=1" if immutable else "?mode=ro")
+
+
+def schema_of(conn) -> tuple[int, set[str]]:
+    """(user_version, table names): read only, so a foreign file stays as it is."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return version, tables
+
+
+def check_schema(path: str, version: int, tables: set[str], create: bool) -> None:
+    if version == 0 and not tables:
+        if not create:
+            raise RagError(f"{path} is an empty database, not an index yet: run "
+                           f"'{program()} index DIR --db {path}' first")
+        return
+    if version == 0 or not INDEX_TABLES <= tables:
+        raise RagError(f"{path} is not a rag.py index (it is another program's database); "
+                       "choose another --db")
+    if version > SCHEMA_VERSION:
+        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
+                       f"({SCHEMA_VERSION}); upgrade rag.py")
 
 
 def sql_statements(script: str) -> list[str]:
@@ -1545,11 +1825,27 @@ def sql_statements(script: str) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def transaction(conn, begun: bool = False):
+    """BEGIN IMMEDIATE (unless begun) ... COMMIT, rolled back on any exception,
+    Ctrl-C included. An interrupt can land after COMMIT has finished: then there
+    is nothing to roll back, and trying would raise a second, misleading error.
+    """
+    if not begun:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def migrate(conn: sqlite3.Connection, version: int) -> None:
     """Apply the migrations after version, each in its own transaction."""
     for i in range(version, SCHEMA_VERSION):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with transaction(conn):
             if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
                 step = MIGRATIONS[i]
                 if callable(step):
@@ -1558,10 +1854,6 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
                     for statement in sql_statements(step):
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {i + 1}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1624,8 +1916,7 @@ class PendingDoc:
 def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes]],
                new_cache: dict[str, str], model: str, dim: int) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         check_model(conn, model, dim)
         set_meta(conn, "embed_model", model)
         set_meta(conn, "dim", dim)
@@ -1651,22 +1942,13 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
         conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", sig_rows)
         set_meta(conn, "last_indexed", stamp)
         set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def delete_docs(conn, paths: list[str]) -> None:
     """Remove documents (and their chunks) in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with transaction(conn):
         conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
         set_meta(conn, "sig_stamp", time.time_ns())
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def pack_signatures(conn, wait: bool = True) -> bool:
@@ -1676,11 +1958,11 @@ def pack_signatures(conn, wait: bool = True) -> bool:
         conn.execute("PRAGMA busy_timeout = 0")
     try:
         conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError:  # another writer, or a read-only index
         return False
     finally:
-        conn.execute("PRAGMA busy_timeout = 30000")
-    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+    with transaction(conn, begun=True):
         conn.execute("DELETE FROM sig_pack")
         rows = conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id").fetchall()
         for part, i in enumerate(range(0, len(rows), SIG_PACK_ROWS)):
@@ -1689,11 +1971,7 @@ def pack_signatures(conn, wait: bool = True) -> bool:
                          (part, array("q", [r[0] for r in block]).tobytes(),
                           b"".join(r[1] for r in block)))
         set_meta(conn, "sig_pack", get_meta(conn, "sig_stamp") or "0")
-        conn.execute("COMMIT")
-        return True
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    return True
 
 
 def pack_is_fresh(conn) -> bool:
@@ -1783,15 +2061,25 @@ def glob_regex(pattern: str) -> str:
     return ("" if anchored else "(?:.*/)?") + "".join(out)
 
 
-class PathFilter:
-    """Which paths under a folder to index: --include and --exclude globs and the
-    folder's .ragignore (gitignore style: '#' comments, '!' re-includes, a
-    trailing '/' matches folders only; the last matching line wins)."""
+# Folders and files that are rarely documents and can hold thousands of files:
+# skipped unless --no-default-excludes, or re-included by a .ragignore line ('!venv/').
+DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/",
+                    "*.egg-info/", "package-lock.json")
+# File systems that describe the running system rather than hold documents.
+VIRTUAL_FS = frozenset("""proc sysfs devtmpfs devpts devfs cgroup cgroup2 debugfs tracefs securityfs
+pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rpc_pipefs selinuxfs""".split())
 
-    def __init__(self, include=(), exclude=(), ignore_lines=()):
+
+class PathFilter:
+    """Which paths under a folder to index: the default excludes, the folder's
+    .ragignore and --exclude globs (gitignore style: '#' comments, '!'
+    re-includes, a trailing '/' matches folders only; the last matching line
+    wins), and --include globs."""
+
+    def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
         self.include = [re.compile(glob_regex(p)) for p in include]
         self.rules = []
-        for line in list(ignore_lines) + list(exclude):
+        for line in list(DEFAULT_EXCLUDES if defaults else ()) + list(ignore_lines) + list(exclude):
             line = line.rstrip("\n").rstrip()
             if not line or line.startswith("#"):
                 continue
@@ -1801,7 +2089,7 @@ class PathFilter:
                 self.rules.append((re.compile(glob_regex(line)), negate, line.endswith("/")))
 
     @classmethod
-    def for_root(cls, root: str, include=(), exclude=()) -> "PathFilter":
+    def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> "PathFilter":
         lines: list[str] = []
         if os.path.isdir(root):
             try:
@@ -1809,7 +2097,7 @@ class PathFilter:
                     lines = f.read().splitlines()
             except OSError:
                 pass
-        return cls(include, exclude, lines)
+        return cls(include, exclude, lines, defaults)
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
         """True when rel (relative to the folder, '/'-separated) is not to be indexed."""
@@ -1829,27 +2117,45 @@ class PathFilter:
             or self.excluded(rel)
 
 
+def virtual_mounts() -> set[str]:
+    """Mount points of virtual file systems (/proc, /sys, ...), where a walk would never end."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:  # not Linux
+        return set()
+    return {r[1].replace("\\040", " ") for r in rows if len(r) > 2 and r[2] in VIRTUAL_FS}
+
+
 def walk(paths: list[str], log: Log, filters: dict | None = None):
     """Yield (path, root) for files under paths, depth first in name order.
 
-    Hidden entries are skipped and each real directory is entered once (symlink
-    loops); an explicit stack, not recursion, so any depth of folders works.
+    Hidden entries, filtered ones and virtual file systems are skipped; each
+    real directory is entered once (a link to a folder walked already adds
+    nothing); an explicit stack, not recursion, so any depth of folders works.
     """
+    virtual = virtual_mounts()
     for root in paths:
         if not os.path.exists(root):
-            raise RagError(f"no such file or directory: {root}")
+            raise RagError(f"no such file or directory: {shown(root)}")
         keep = (filters or {}).get(root) or PathFilter()
         if not os.path.isdir(root):
             if not keep.excluded(os.path.basename(root)):
                 yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
             continue
-        seen, stack = set(), [(os.path.normpath(root), "")]
+        seen: set[tuple[int, int]] = set()
+        stack = [(os.path.normpath(root), "")]
         while stack:
             folder, rel = stack.pop()
+            if os.path.abspath(folder) in virtual:
+                log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
+                continue
             try:
                 st = os.stat(folder)
                 if (st.st_dev, st.st_ino) in seen:
-                    log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
+                    if under(os.path.realpath(os.path.dirname(os.path.abspath(folder))),
+                             os.path.realpath(folder)):  # it holds itself: a loop, not a second name
+                        log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
                     continue
                 seen.add((st.st_dev, st.st_ino))
                 with os.scandir(folder) as it:
@@ -1876,9 +2182,40 @@ def is_dir_entry(entry) -> bool:
         return False
 
 
+CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def shown(path: str) -> str:
-    """A path safe to print: undecodable bytes of a file name become U+FFFD."""
-    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A path safe to print on one line: undecodable bytes of a file name become
+    U+FFFD, control characters (a newline in a name) their escapes.
+
+    >>> shown("a\\nb.md")
+    'a\\\\nb.md'
+    """
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def display_path(path: str) -> str:
+    """A stored (absolute) path as a person reads it: relative to the current
+    folder when it is inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return shown(path)
+    return shown(rel if not rel.startswith("..") else path)
+
+
+def size_text(n: float) -> str:
+    """A size in bytes for people.
+
+    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
+    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
+    """
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
+    return f"{int(n)} bytes"
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -1917,30 +2254,68 @@ class IndexStats:
 
 
 def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
-              ) -> tuple[bytes, os.stat_result] | None:
-    """Bytes and stat of a file, or None with a note saying why it is skipped."""
-    if not supported(path):
+              ) -> tuple[bytes, os.stat_result, Format] | None:
+    """Bytes, stat and format of a file, or None with a note saying why it is skipped."""
+    if file_format(path) is None:
         log.note(f"skipped {shown(path)}: unsupported file type")
         return None
-    if shown(path) != path:
-        # SQLite text must be valid UTF-8; a lossy name could not be found again.
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # SQLite text must be valid UTF-8; a lossy name could not be found again
         log.note(f"skipped {shown(path)}: the file name is not valid UTF-8 (rename the file to index it)")
         return None
     try:
         st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
+            log.note(f"skipped {shown(path)}: not a regular file")
+            return None
         if st.st_size > max_bytes:
-            log.note(f"skipped {path}: {st.st_size / 2**20:.1f} MB is over the "
-                     f"{max_bytes / 2**20:g} MB limit (raise it with --max-file-mb)")
+            log.note(f"skipped {shown(path)}: {size_text(st.st_size)} is over the "
+                     f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
             return None
         with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+            head = f.read(BINARY_SNIFF)
+            fmt = file_format(path, head)
+            if fmt is None or (is_binary(head) and not fmt.binary):
+                log.note(f"skipped {shown(path)}: binary file")
+                return None
+            data = head + f.read(max_bytes + 1 - len(head))
     except OSError as e:
-        log.note(f"skipped {path}: unreadable ({e.strerror or e})")
+        log.note(f"skipped {shown(path)}: unreadable ({e.strerror or e})")
         return None
-    if is_binary(data) and os.path.splitext(path)[1].lower() not in CONTAINER_READERS:
-        log.note(f"skipped {path}: binary file")
-        return None
-    return data, st
+    return data, st, fmt
+
+
+def load_document(path: str, root: str, known: str | None, opts: IndexOptions,
+                  log: Log) -> tuple[str, PendingDoc | None]:
+    """Read, parse and chunk one file: ('read', document), or ('unchanged' |
+    'empty' | 'skipped', None), with a note saying why a file is skipped.
+    known: the SHA-256 stored for it. No error in one file stops the run."""
+    got = read_file(path, log, opts.max_bytes)
+    if got is None:
+        return "skipped", None
+    data, st, fmt = got
+    sha = sha256_hex(data)
+    if known == sha:
+        return "unchanged", None
+    try:
+        lines, warning = parse_document(path, data, fmt)
+        chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
+    except Unreadable as e:
+        log.note(f"skipped {shown(path)}: {e}")
+        return "skipped", None
+    except Exception as e:  # a reader's bug: this file is skipped, the run goes on
+        if os.environ.get("RAG_DEBUG") == "1":
+            raise
+        log.note(f"skipped {shown(path)}: could not be read ({type(e).__name__}: {e})")
+        return "skipped", None
+    if warning:
+        log.note(f"{shown(path)}: {warning}")
+    if not chunks:
+        log.note(f"skipped {shown(path)}: no text")
+        return "empty", None
+    rel = os.path.relpath(path, root) if root else path
+    return "read", PendingDoc(os.path.realpath(path), rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
 
 def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) -> None:
@@ -1964,58 +2339,76 @@ def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) 
     pending.clear()
 
 
-def index_paths(conn, embedder, paths: list[str], size: int, overlap: int, prune: bool,
-                log: Log, batch: int = EMBED_BATCH, max_bytes: int = MAX_FILE_MB << 20,
-                include=(), exclude=()) -> IndexStats:
+CHUNKER_VERSION = 3  # 3: headings as written, code keeps its lines, tables of contents; bump on change
+
+
+def chunking_key(size: int, overlap: int) -> str:
+    return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
+
+
+def stored_chunking(conn) -> tuple[int, int] | None:
+    """(size, overlap) the index was built with, so a run without flags keeps them."""
+    m = re.match(r"size=(\d+) overlap=(\d+)", get_meta(conn, "chunking") or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def adopt_real_paths(conn) -> None:
+    """Indexes before schema 5 kept paths as typed ('docs/a.md'): store each as
+    its real absolute path, so that one file is one document however it is named."""
+    rows = conn.execute("SELECT id, path FROM documents").fetchall()
+    moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
+    if not moves:
+        return
+    taken = {p for _, p in rows}
+    with transaction(conn):
+        for doc_id, real in moves:
+            if real in taken:  # the same file indexed twice: keep one document
+                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+            else:
+                conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
+                taken.add(real)
+        set_meta(conn, "sig_stamp", time.time_ns())
+
+
+def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) -> IndexStats:
     """Bring the index up to date with the files under paths."""
     check_model(conn, embedder.model)
-    stats, pending, seen = IndexStats(), [], set()
+    adopt_real_paths(conn)
+    stats, pending, seen, stale = IndexStats(), [], set(), []
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
-    chunking = f"size={size} overlap={overlap} chunker=2"  # 2: table cells, code definitions
+    chunking = chunking_key(opts.size, opts.overlap)
     if stored and get_meta(conn, "chunking") not in (None, chunking):
         log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
                  "re-chunking every document; unchanged text is not embedded again")
         stored = {p: "" for p in stored}  # known paths, but no hash matches
-    filters = {root: PathFilter.for_root(root, include, exclude) for root in paths}
+    filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
+               for root in paths}
     files = list(walk(paths, log, filters))
     for n, (path, root) in enumerate(files, 1):
         log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                      f"{stats.embedded} embedded")
-        seen.add(path)
-        got = read_file(path, log, max_bytes)
-        if got is None:
-            stats.skipped += 1
+        key = os.path.realpath(path)
+        if key in seen:  # the same file by another name: a link, a folder given twice
             continue
-        data, st = got
-        sha = sha256_hex(data)
-        if stored.get(path) == sha:
-            stats.unchanged += 1
-            continue
-        try:
-            lines, warning = parse_document(path, data)
-        except Unreadable as e:
-            log.note(f"skipped {path}: {e}")
-            stats.skipped += 1
-            continue
-        if warning:
-            log.note(f"{path}: {warning}")
-        chunks = chunk_lines(lines, size, overlap, definition_pattern(path))
-        if not chunks:
-            log.note(f"skipped {path}: no text")
-            stats.skipped += 1
-            if path in stored:
-                delete_docs(conn, [path])
-            continue
-        rel = os.path.relpath(path, root) if root else path
-        pending.append(PendingDoc(path, rel, sha, st.st_size, st.st_mtime, tuple(chunks)))
-        stats.read += 1
-        if sum(len(d.chunks) for d in pending) >= batch:
-            flush_pending(conn, embedder, pending, stats)
+        seen.add(key)
+        status, doc = load_document(path, root, stored.get(key), opts, log)
+        stats.unchanged += status == "unchanged"
+        stats.skipped += status in ("skipped", "empty")
+        if status == "skipped" and key in stored:
+            stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
+        elif status == "empty" and key in stored:
+            delete_docs(conn, [key])
+        elif doc:
+            pending.append(doc)
+            stats.read += 1
+            if sum(len(d.chunks) for d in pending) >= opts.batch:
+                flush_pending(conn, embedder, pending, stats)
     if pending:
         flush_pending(conn, embedder, pending, stats)
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
-    stats.removed = handle_vanished(conn, filters, seen, stored, prune, log)
+    stats.removed = handle_vanished(conn, filters, seen, stored, opts.prune, log)
+    stats.removed += handle_stale(conn, stale, opts.prune, log)
     if not pack_is_fresh(conn):
         pack_signatures(conn)
     return stats
@@ -2027,20 +2420,35 @@ def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
 
 
+def listed(paths: list[str]) -> str:
+    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
 def handle_vanished(conn, filters: dict, seen, stored, prune: bool, log: Log) -> int:
     """Report (and with prune, remove) stored documents whose files are gone or
     now excluded, under the folders indexed (filters: root -> PathFilter)."""
+    roots = {os.path.realpath(root): keep for root, keep in filters.items()}
     gone = [p for p in stored if p not in seen and any(
         under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
-        for root, keep in filters.items())]
-    if not gone:
-        return 0
-    if prune:
+        for root, keep in roots.items())]
+    if gone and prune:
         delete_docs(conn, gone)
         return len(gone)
-    listed = ", ".join(gone[:5]) + (f" and {len(gone) - 5} more" if len(gone) > 5 else "")
-    log.note(f"{len(gone)} indexed file(s) no longer exist or are now excluded: {listed} "
-             "(run with --prune to remove)")
+    if gone:
+        log.note(f"{len(gone)} indexed file(s) no longer exist or are now excluded: {listed(gone)} "
+                 "(run with --prune to remove)")
+    return 0
+
+
+def handle_stale(conn, stale: list[str], prune: bool, log: Log) -> int:
+    """Documents indexed before whose files are now skipped (too large, binary,
+    unreadable, damaged): removed with prune, else reported like deleted files."""
+    if stale and prune:
+        delete_docs(conn, stale)
+        return len(stale)
+    if stale:
+        log.note(f"{len(stale)} indexed file(s) can no longer be read (see above) and keep their "
+                 f"old text: {listed(stale)} (run with --prune to remove)")
     return 0
 
 
@@ -2104,10 +2512,12 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 
 
 def source_filter(source: str | None) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching a glob."""
+    """SQL condition on documents d restricting to paths matching a glob: the
+    path relative to the folder indexed, the whole path, or its end
+    ('json/*' matches /srv/docs/json/a.json however the folder was named)."""
     if not source:
         return "1", []
-    return "(d.path GLOB ? OR d.rel GLOB ?)", [source, source]
+    return "(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)", [source, source, "*/" + source]
 
 
 def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
@@ -2289,12 +2699,13 @@ class Retriever:
         return [(cid, s) for cid, s in rows]
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH):
-        """(chunk id, score) best first, and the question's vector."""
+        """(chunk id, score) best first, and the question's vector (None for
+        keyword search, which needs no embedding)."""
+        if mode == "keyword":
+            return self.keyword(question, depth), None
         qvec = self.embed_question(question)
         if mode == "dense":
             return self.dense(qvec, depth), qvec
-        if mode == "keyword":
-            return self.keyword(question, depth), qvec
         dense, keyword = self.dense(qvec, depth), self.keyword(question, depth)
         if self.fusion == "rrf":
             return rrf([[c for c, _ in dense], [c for c, _ in keyword]]), qvec
@@ -2302,9 +2713,12 @@ class Retriever:
         return fuse(dense, keyword, weight), qvec
 
     def search(self, question: str, mode: str = "hybrid", k: int = DEFAULT_K,
-               depth: int = FUSION_DEPTH) -> list[Hit]:
-        """The top k hits for a question."""
+               depth: int = FUSION_DEPTH, similarity: bool = True) -> list[Hit]:
+        """The top k hits for a question; without similarity, keyword search
+        leaves each hit's similarity None and calls no embedder."""
         ranked, qvec = self.rank(question, mode, max(depth, k))
+        if qvec is None and similarity:
+            qvec = self.embed_question(question)
         return self.hits(ranked[:k], qvec)
 
     def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
@@ -2315,9 +2729,9 @@ class Retriever:
         rows = {r[0]: r for r in self.conn.execute(
             "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text, c.loc "
             f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
-        vecs = dict(self.vectors(ids))
-        return [Hit(*rows[cid][:7], score, dot(qvec, vecs[cid]), rows[cid][7])
-                for cid, score in ranked if cid in rows and cid in vecs]
+        vecs = dict(self.vectors(ids)) if qvec is not None else {}
+        return [Hit(*rows[cid][:7], score, dot(qvec, vecs[cid]) if qvec is not None else None, rows[cid][7])
+                for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
 
 def floor_for(model: str, min_score: float | None) -> float:
@@ -2521,6 +2935,7 @@ class Answer:
     model: str
     prompt: str
     latency_ms: float
+    fallback: str | None = None  # why the model call failed, when the answer is extractive instead
 
 
 def answer_question(conn, retriever: Retriever, generator, question: str, mode: str,
@@ -2529,35 +2944,47 @@ def answer_question(conn, retriever: Retriever, generator, question: str, mode: 
     t0 = time.perf_counter()
     hits = retriever.search(question, mode, k)
     prompt = build_prompt(question, hits)
+    fallback = None
     if relevance(retriever, question, hits) < floor:
         reply, model = Reply(REFUSAL), "none"
     else:
-        model = getattr(generator, "model", "?")
-        try:
-            reply = generator.generate(SYSTEM_PROMPT, prompt)
-        except RagError as e:
-            if isinstance(generator, ExtractiveGenerator):
-                raise
-            log.note(f"warning: model call failed ({e}); showing an extractive answer instead")
-            reply, model = ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), "extractive"
+        reply, model, fallback = generate(generator, prompt, log.note)
     refused = is_refusal(reply.text)
     cited = () if refused else tuple(citations(reply.text, len(hits)))
     ms = (time.perf_counter() - t0) * 1000
     result = Answer(REFUSAL if refused else reply.text.strip(), refused, tuple(hits),
-                    cited, reply.usage, model, prompt, ms)
-    record_ask(conn, question, result)
+                    cited, reply.usage, model, prompt, ms, fallback)
+    record_ask(conn, question, result, log)
     return result
 
 
-def record_ask(conn, question: str, a: Answer) -> None:
-    """Keep every ask in the database for later inspection."""
+def generate(generator, prompt: str, warn) -> tuple[Reply, str, str | None]:
+    """(reply, model that wrote it, why the model failed): a failed model call
+    falls back to the extractive answer with a warning, never an error."""
+    model = getattr(generator, "model", "?")
+    try:
+        return generator.generate(SYSTEM_PROMPT, prompt), model, None
+    except RagError as e:
+        if isinstance(generator, ExtractiveGenerator):
+            raise
+        warn(f"warning: model call failed ({e}); showing an extractive answer instead")
+        return ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), "extractive", str(e)
+
+
+def record_ask(conn, question: str, a: Answer, log: Log) -> None:
+    """Keep every ask in the database for later inspection (not in a read-only index)."""
     usage = a.usage or {}
-    conn.execute(
-        "INSERT INTO asks(at, question, chunk_ids, scores, answer, refused, model, "
-        "prompt_tokens, completion_tokens, latency_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
-        (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
-         json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
-         usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1)))
+    try:
+        conn.execute(
+            "INSERT INTO asks(at, question, chunk_ids, scores, answer, refused, model, "
+            "prompt_tokens, completion_tokens, latency_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
+             json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
+             usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1)))
+    except sqlite3.OperationalError as e:
+        if "readonly" not in str(e) and "read-only" not in str(e):
+            raise
+        log.note("note: the index is read-only here; this question was not logged")
 
 
 # ---------------------------------------------------------------------------
@@ -2641,6 +3068,9 @@ def doc_ranking(hits: list[tuple[int, str]]) -> list[str]:
     return list(dict.fromkeys(path for _, path in hits))
 
 
+QUOTE = "quote"  # the one gold item of a quote case: any chunk that holds the quote answers it
+
+
 class Gold:
     """Resolves a case's gold to document paths or chunk ids in this index."""
 
@@ -2651,14 +3081,15 @@ class Gold:
         self.missing: set[str] = set()
 
     def sources(self, names: list[str]) -> set[str]:
+        """Stored paths of the named documents; a name found nowhere stays in
+        the set as itself (no path equals it), so it counts against recall."""
         found = set()
         for name in names:
             norm = os.path.normpath(name)
-            matches = {p for p, rel in self.docs if norm in (p, rel)
-                       or p.endswith(os.sep + norm)}
+            matches = {p for p, rel in self.docs if norm in (p, rel) or p.endswith(os.sep + norm)}
             if not matches:
                 self.missing.add(name)
-            found |= matches or {f"<missing>{name}"}  # still counts against recall
+            found |= matches or {name}
         return found
 
     def quote(self, quote: str) -> set[int]:
@@ -2666,7 +3097,24 @@ class Gold:
             self._texts = [(cid, " ".join(t.lower().split()))
                            for cid, t in self.conn.execute("SELECT id, text FROM chunks")]
         q = " ".join(quote.lower().split())
-        return {cid for cid, t in self._texts if q in t} or {-1}
+        holders = {cid for cid, t in self._texts if q in t}
+        if not holders:
+            self.missing.add(f"quote {quote[:40]!r}")
+        return holders
+
+    def resolve(self, case: dict, ranked: list[tuple[int, float]], paths: dict) -> tuple[list, set]:
+        """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
+        quote is one gold item, found at the rank of the first chunk holding it."""
+        if "sources" in case or "source" in case:
+            return (doc_ranking([(c, paths[c]) for c, _ in ranked]),
+                    self.sources(case.get("sources") or [case["source"]]))
+        ranking = [c for c, _ in ranked]
+        relevant = set(case.get("chunk_ids") or [])
+        if "quote" in case:
+            holders = self.quote(case["quote"])
+            ranking = list(dict.fromkeys(QUOTE if c in holders else c for c in ranking))
+            relevant.add(QUOTE)
+        return ranking, relevant
 
 
 def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, floor: float,
@@ -2677,7 +3125,8 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
     for i, case in enumerate(cases, 1):
         log.progress(f"eval: {i}/{len(cases)}")
         ranked, qvec = retriever.rank(case["question"], mode, max(FUSION_DEPTH, k))
-        hits = retriever.hits(ranked[:k], qvec)
+        hits = retriever.hits(ranked[:k], qvec if qvec is not None else
+                              retriever.embed_question(case["question"]))
         rel = relevance(retriever, case["question"], hits)
         row = {"id": case.get("id", i), "question": case["question"], "refused": rel < floor,
                "relevance": round(rel, 4),
@@ -2685,40 +3134,40 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
         if case.get("unanswerable"):
             row["unanswerable"] = True
         else:
-            if "sources" in case or "source" in case:
-                relevant = gold.sources(case.get("sources") or [case["source"]])
-                ranking = doc_ranking([(c, paths[c]) for c, _ in ranked])
-            else:
-                relevant = set(case.get("chunk_ids") or [])
-                if "quote" in case:
-                    relevant |= gold.quote(case["quote"])
-                if len(relevant) > 1:
-                    relevant.discard(-1)  # the "quote found nowhere" marker, now redundant
-                ranking = [c for c, _ in ranked]
-            row.update(case_metrics(ranking, relevant, k))
+            row.update(case_metrics(*gold.resolve(case, ranked, paths), k))
         if generator is not None:
-            row.update(score_answer(case, row, hits, generator))
+            failure = score_answer(case, row, hits, generator)
+            if failure:  # say so once, then judge the extractive answers
+                log.note(f"warning: model call failed ({failure}); judging extractive answers instead")
+                generator = ExtractiveGenerator()
         rows.append(row)
     log.clear()
     if gold.missing:
-        shown = ", ".join(sorted(gold.missing)[:5])
-        log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as misses: {shown}")
+        names = ", ".join(sorted(gold.missing)[:5])
+        log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as misses: {names}")
     return summarize(rows, mode, k, retriever.embedder.model)
 
 
-def score_answer(case: dict, row: dict, hits: list[Hit], generator) -> dict:
-    """Answer a case whose retrieval succeeded and check the answer."""
+def score_answer(case: dict, row: dict, hits: list[Hit], generator) -> str | None:
+    """Answer a case whose retrieval succeeded and judge the answer into row;
+    returns why the model failed when the answer is the extractive fallback."""
     if not case.get("unanswerable") and not row.get("recall@k"):
-        return {}
-    if not row["refused"]:
-        text = generator.generate(SYSTEM_PROMPT, build_prompt(case["question"], hits)).text
+        return None
+    failure = None
+    if row["refused"]:
+        text, row["answer_model"] = REFUSAL, "none"
     else:
-        text = REFUSAL
+        reply, row["answer_model"], failure = generate(
+            generator, build_prompt(case["question"], hits), lambda msg: None)
+        text = reply.text
     if case.get("unanswerable"):
-        return {"answer_ok": is_refusal(text), "answer": text}
-    if "answer" not in case:
-        return {"answer_ok": not is_refusal(text), "answer": text}
-    return {"answer_ok": case["answer"].lower() in text.lower(), "answer": text}
+        ok = is_refusal(text)
+    elif "answer" not in case:
+        ok = not is_refusal(text)
+    else:
+        ok = case["answer"].lower() in text.lower()
+    row.update(answer_ok=ok, answer=text)
+    return failure
 
 
 def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
@@ -2750,18 +3199,40 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
 # Command line
 # ---------------------------------------------------------------------------
 
+# Network defaults a person will wait for: a question gives up after about a
+# minute and a half (each retry announced); an unattended index run keeps trying.
+QUERY_TIMEOUT, QUERY_RETRIES = 30.0, 2
+INDEX_TIMEOUT, INDEX_RETRIES = 60.0, 5
+
+
+def header_safe(value: str | None, name: str) -> str | None:
+    """An API key as it goes into the Authorization header: surrounding white
+    space (a Windows .env leaves a '\\r') is dropped, any other character a
+    header cannot carry is refused. The message never shows the key."""
+    value = (value or "").strip()
+    bad = sum(1 for ch in value if not " " < ch <= "~")
+    if bad:
+        raise RagError(f"{name} has {bad} character(s) that cannot be sent in an HTTP header "
+                       "(only printable ASCII without spaces); check how it was set")
+    return value or None
+
+
 def make_config(args) -> Config:
     """Merge command-line options over the environment."""
     env = os.environ
-    key = env.get("LLM_API_KEY") or env.get("OPENAI_API_KEY") or None
-    base = args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or None
+    key_name = "LLM_API_KEY" if env.get("LLM_API_KEY") else "OPENAI_API_KEY"
+    key = header_safe(env.get(key_name), key_name)
+    base = (args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or "").strip() or None
     if key and not base:
         base = OPENAI_BASE_URL
     default_embed = DEFAULT_EMBED_MODEL if base else BUILTIN_MODEL
+    indexing = args.command == "index"
     return Config(db=args.db or env.get("RAG_DB") or DEFAULT_DB, base_url=base, api_key=key,
                   embed_model=args.embed_model or env.get("EMBED_MODEL") or default_embed,
                   llm_model=args.model or env.get("LLM_MODEL") or DEFAULT_LLM_MODEL,
-                  timeout=args.timeout, retries=args.retries,
+                  timeout=args.timeout or (INDEX_TIMEOUT if indexing else QUERY_TIMEOUT),
+                  retries=args.retries if args.retries is not None else
+                  INDEX_RETRIES if indexing else QUERY_RETRIES,
                   batch_size=getattr(args, "batch_size", EMBED_BATCH))
 
 
@@ -2772,14 +3243,14 @@ def make_embedder(cfg: Config, warn=None):
     if cfg.offline:
         raise RagError(f"embedding model {cfg.embed_model} needs a server: set LLM_BASE_URL "
                        f"(or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
-    return HttpEmbedder(HttpClient(cfg), cfg.embed_model, cfg.batch_size, warn=warn)
+    return HttpEmbedder(HttpClient(cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn)
 
 
-def make_generator(cfg: Config, stream_to=None):
+def make_generator(cfg: Config, stream_to=None, warn=None):
     """The chat client when a server is configured, else the extractive answerer."""
     if cfg.offline:
         return ExtractiveGenerator()
-    return ChatGenerator(HttpClient(cfg), cfg.llm_model, stream_to)
+    return ChatGenerator(HttpClient(cfg, warn=warn), cfg.llm_model, stream_to)
 
 
 def mode_label(cfg: Config) -> str:
@@ -2788,23 +3259,39 @@ def mode_label(cfg: Config) -> str:
     return f"embeddings {cfg.embed_model}, chat {cfg.llm_model} at {cfg.base_url}"
 
 
+def index_options(args, cfg: Config, conn) -> IndexOptions:
+    """The run's options; chunking the index was built with is kept unless a
+    flag changes it (a new size would re-chunk, and re-embed, everything)."""
+    size, overlap = stored_chunking(conn) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
+    size = args.chunk_size or size
+    if args.overlap is not None:
+        if args.overlap >= size:
+            raise UsageError(f"--overlap ({args.overlap}) must be smaller than --chunk-size ({size})")
+        overlap = args.overlap
+    elif overlap >= size:  # kept from a larger size: take the default's share of this one
+        overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
+    return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
+                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes)
+
+
 def cmd_index(args, cfg: Config, closer) -> int:
     """Index files and folders."""
-    if args.overlap >= args.chunk_size:
+    if args.overlap is not None and args.chunk_size and args.overlap >= args.chunk_size:
         raise UsageError(f"--overlap ({args.overlap}) must be smaller than --chunk-size ({args.chunk_size})")
     t0 = time.perf_counter()
     log = Log()
     embedder = make_embedder(cfg, log.note)
     for p in args.paths:
         if not os.path.exists(p):
-            raise RagError(f"no such file or directory: {p}")
+            raise RagError(f"no such file or directory: {shown(p)}")
+    if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
+        connect(cfg.db).close()  # not an index, or unusable: say so before making DB.lock beside it
     closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
-    s = index_paths(conn, embedder, args.paths, args.chunk_size, args.overlap, args.prune,
-                    log, cfg.batch_size, int(args.max_file_mb * 2**20), args.include, args.exclude)
+    s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
     secs = time.perf_counter() - t0
     if s.read + s.unchanged == 0:
-        raise RagError("no readable documents found in " + ", ".join(args.paths))
+        raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths)))
     print(f"indexed {s.read} file(s), {s.unchanged} unchanged, {s.skipped} skipped, "
           f"{s.removed} removed; {s.chunks} chunks ({s.embedded} embedded, {s.cached} from cache) "
           f"in {secs:.2f} s")
@@ -2837,18 +3324,35 @@ def index_lock(db: str):
                 import fcntl
                 fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise RagError(f"another 'rag.py index' is writing {db}; wait for it to finish "
+            raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
                            "and run this again") from None
         yield
 
 
-def open_for_query(cfg: Config, args, closer):
+def open_for_query(cfg: Config, args, closer, vectors: bool = True):
+    """The index and a retriever for it; vectors=False for keyword search,
+    which needs no embedder (nor its server)."""
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
-        raise RagError(f"the index {cfg.db} is empty: run 'python rag.py index DIR' first")
-    embedder = make_embedder(cfg)
-    check_model(conn, embedder.model)
+        raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
+    embedder = make_embedder(cfg, Log().note)
+    if vectors:
+        check_model(conn, embedder.model)
+    cond, params = source_filter(args.source)
+    if args.source and not conn.execute(f"SELECT 1 FROM documents d WHERE {cond} LIMIT 1",
+                                        params).fetchone():
+        Log().note(f"warning: --source {args.source!r} matches no indexed document (a pattern "
+                   "matches the path relative to the folder indexed, e.g. 'guides/*.md')")
     return conn, Retriever(conn, embedder, args.source, args.exact, args.fusion)
+
+
+def valid_text(text: str) -> str:
+    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
+    Python as lone surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def check_question(q: str) -> str:
@@ -2857,7 +3361,7 @@ def check_question(q: str) -> str:
         raise UsageError("the question is empty")
     if len(q) > MAX_QUESTION:
         raise UsageError(f"the question is {len(q)} characters long; the limit is {MAX_QUESTION}")
-    return q
+    return valid_text(q)
 
 
 def first_line(text: str, width: int = 80) -> str:
@@ -2867,8 +3371,9 @@ def first_line(text: str, width: int = 80) -> str:
 
 def cmd_search(args, cfg: Config, closer) -> int:
     """Print the ranked chunks for a question."""
-    conn, retriever = open_for_query(cfg, args, closer)
-    hits = retriever.search(check_question(args.question), args.mode, args.k)
+    question = check_question(args.question)
+    conn, retriever = open_for_query(cfg, args, closer, vectors=args.mode != "keyword")
+    hits = retriever.search(question, args.mode, args.k, similarity=args.mode != "keyword")
     if args.json:
         print(json.dumps([hit_json(h, n) for n, h in enumerate(hits, 1)], indent=2))
         return 0
@@ -2883,7 +3388,8 @@ def cmd_search(args, cfg: Config, closer) -> int:
 def hit_json(h: Hit, n: int) -> dict:
     return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
             "start_line": h.start_line, "end_line": h.end_line, "location": h.loc,
-            "heading": h.heading, "score": round(h.score, 6), "similarity": round(h.similarity, 6), "text": h.text}
+            "heading": h.heading, "score": round(h.score, 6),
+            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.text}
 
 
 def cmd_ask(args, cfg: Config, closer) -> int:
@@ -2892,9 +3398,10 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     conn, retriever = open_for_query(cfg, args, closer)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
     stream = stream and not args.json and not args.show_prompt and not cfg.offline
-    generator = make_generator(cfg, sys.stdout if stream else None)
+    log = Log()
+    generator = make_generator(cfg, sys.stdout if stream else None, log.note)
     floor = floor_for(retriever.embedder.model, args.min_score)
-    a = answer_question(conn, retriever, generator, question, args.mode, args.k, floor, Log())
+    a = answer_question(conn, retriever, generator, question, args.mode, args.k, floor, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
     if args.json:
@@ -2902,7 +3409,8 @@ def cmd_ask(args, cfg: Config, closer) -> int:
                           "citations": [{"n": n, "source": a.hits[n - 1].source if ok else None,
                                          "valid": ok} for n, ok in a.cited],
                           "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
-                          "usage": a.usage}, indent=2))
+                          "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
+                          "fallback_reason": a.fallback}, indent=2))
         return 0
     streamed = stream and a.model not in ("none", "extractive")
     if not streamed:
@@ -2940,8 +3448,9 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     cases = load_cases(args.cases)
     conn, retriever = open_for_query(cfg, args, closer)
     floor = floor_for(retriever.embedder.model, args.min_score)
-    generator = make_generator(cfg) if args.generate else None
-    report = evaluate(conn, retriever, cases, args.mode, args.k, floor, Log(), generator)
+    log = Log()
+    generator = make_generator(cfg, warn=log.note) if args.generate else None
+    report = evaluate(conn, retriever, cases, args.mode, args.k, floor, log, generator)
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -2964,6 +3473,7 @@ def cmd_stats(args, cfg: Config, closer) -> int:
             "embed_model": get_meta(conn, "embed_model"),
             "dim": int(get_meta(conn, "dim") or 0) or None,
             "last_indexed": get_meta(conn, "last_indexed"),
+            "chunking": get_meta(conn, "chunking"),
             "asks": q("SELECT count(*) FROM asks")}
     if args.json:
         print(json.dumps(info, indent=2))
@@ -2973,30 +3483,56 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     print(f"chunks          {info['chunks']}")
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
     print(f"last indexed    {info['last_indexed'] or 'never'}")
+    print(f"chunking        {info['chunking'] or '(none yet)'}")
     print(f"asks logged     {info['asks']}")
     return 0
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+def number(kind=float, low=None, high=None, low_open=False):
+    """An argparse type: a finite number of kind within [low, high] ((low, high] when low_open)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+        if low is not None and (value <= low if low_open else value < low):
+            raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}")
+        return value
+    return parse
+
+
+positive_int = number(int, 1)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors worded like every other error ('rag: error: ...')."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"rag: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argparse command line with one subcommand per stage."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
     common.add_argument("--base-url", help="OpenAI-compatible API base URL (default: $LLM_BASE_URL "
                         "or $OPENAI_BASE_URL; none means offline)")
     common.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
                         f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
     common.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
-    common.add_argument("--timeout", type=float, default=60.0, help="seconds per HTTP request (default: 60)")
-    common.add_argument("--retries", type=int, default=5, help="retries on 429/5xx/timeouts (default: 5)")
+    common.add_argument("--timeout", type=number(float, 0, low_open=True),
+                        help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
+                             f"{QUERY_TIMEOUT:g} otherwise)")
+    common.add_argument("--retries", type=number(int, 0),
+                        help=f"retries on 429/5xx/timeouts, each shown on stderr (default: "
+                             f"{INDEX_RETRIES} for index, {QUERY_RETRIES} otherwise)")
 
-    retrieval = argparse.ArgumentParser(add_help=False)
+    retrieval = Parser(add_help=False)
     retrieval.add_argument("-k", type=positive_int, default=DEFAULT_K,
                            help=f"passages to retrieve (default: {DEFAULT_K})")
     retrieval.add_argument("--mode", choices=("hybrid", "dense", "keyword"), default="hybrid",
@@ -3008,13 +3544,13 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--exact", action="store_true",
                            help="score every chunk's vector (slow); default: exact scores on "
                                 "the nearest candidates by sign-bit signature")
-    retrieval.add_argument("--min-score", type=float, help="relevance floor below which the question is "
+    retrieval.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
                            "refused: best passage's cosine similarity (plus a third of the question-word "
                            f"coverage for {BUILTIN_MODEL}); default "
                            + ", ".join(f"{v} for {k}" for k, v in FLOORS.items())
                            + f", {DEFAULT_FLOOR} otherwise")
 
-    p = argparse.ArgumentParser(prog="rag", description=__doc__.split("\n\n")[1],
+    p = Parser(prog=program(), description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rag.py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -3022,10 +3558,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("index", parents=[common], help="index files and folders",
                        description="Parse, chunk, embed and store documents. Unchanged files are skipped.")
     s.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to index")
-    s.add_argument("--chunk-size", type=positive_int, default=DEFAULT_CHUNK_SIZE,
-                   help=f"maximum characters per chunk (default: {DEFAULT_CHUNK_SIZE})")
-    s.add_argument("--overlap", type=int, default=DEFAULT_OVERLAP,
-                   help=f"characters of whole sentences repeated from the previous chunk (default: {DEFAULT_OVERLAP})")
+    s.add_argument("--chunk-size", type=positive_int,
+                   help=f"maximum characters per chunk (default: what the index was built with, "
+                        f"else {DEFAULT_CHUNK_SIZE})")
+    s.add_argument("--overlap", type=number(int, 0),
+                   help=f"characters of whole sentences repeated from the previous chunk (default: "
+                        f"what the index was built with, else {DEFAULT_OVERLAP})")
     s.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
                    help=f"texts per embeddings request (default: {EMBED_BATCH})")
     s.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
@@ -3034,8 +3572,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="skip files and folders matching GLOB (repeatable; added to the "
                         "folder's .ragignore, which uses the same gitignore-style patterns)")
-    s.add_argument("--max-file-mb", type=float, default=MAX_FILE_MB, metavar="MB",
+    s.add_argument("--max-file-mb", type=number(float, 0, low_open=True), default=MAX_FILE_MB, metavar="MB",
                    help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
+    s.add_argument("--no-default-excludes", action="store_true",
+                   help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", parents=[common, retrieval], help="show the ranked passages",
@@ -3059,7 +3599,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Report recall@k, MRR, nDCG@10, hit@1, abstention and false refusals.")
     s.add_argument("cases", help="JSON array or JSON Lines of {question, sources|source|chunk_ids|quote|unanswerable}")
     s.add_argument("--json", action="store_true", help="print the report as JSON")
-    s.add_argument("--fail-under", type=float, metavar="X", help="exit 1 when recall@k is below X")
+    s.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
     s.add_argument("--generate", action="store_true",
                    help="also answer each question and check the answer (retrieval hits only)")
     s.set_defaults(func=cmd_eval)
