@@ -3285,7 +3285,7 @@ def cmd_index(args, cfg: Config, closer) -> int:
         if not os.path.exists(p):
             raise RagError(f"no such file or directory: {shown(p)}")
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
-        connect(cfg.db).close()  # not an index, or unusable: say so before making DB.lock beside it
+        connect(cfg.db, create=True).close()  # not an index, read-only: say so before making DB.lock
     closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
     s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)

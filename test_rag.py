@@ -217,7 +217,10 @@ class RagTestCase(unittest.TestCase):
             argv += ("--db", self.db if db is True else db)
         args = list(argv)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = rag.main(args)
+            try:
+                code = rag.main(args)
+            except SystemExit as e:  # argparse: a usage error
+                code = e.code
         return code, out.getvalue(), err.getvalue()
 
     def ok(self, *argv):
@@ -332,6 +335,106 @@ class ChunkTests(unittest.TestCase):
             for w in text.split():
                 if w != "#":
                     self.assertIn(w, body)
+
+    def assert_chunks_keep_text(self, text, chunks, size):
+        """Within size, and every non-space character of the input in some chunk."""
+        from collections import Counter
+        for c in chunks:
+            self.assertLessEqual(len(c.text), size, c.text)
+            self.assertLessEqual(c.start_line, c.end_line)
+        have = Counter(ch for c in chunks for ch in c.text if not ch.isspace())
+        want = Counter(ch for ch in text if not ch.isspace())
+        self.assertEqual(want - have, Counter())
+
+    def test_chunk_heading_run_longer_than_size_then_long_paragraph(self):
+        # a table of contents: once 22 GB of memory from a 3.7 KB HTML file
+        toc = "".join(f"<h3>Section number {i} of the reference manual</h3>\n" for i in range(30))
+        page = f"<html><body>{toc}<p>{'word ' * 600}</p></body></html>"
+        for size in (1200, 300, 100, 40):
+            with self.subTest(size=size):
+                lines = rag.html_lines(page)
+                chunks = rag.chunk_lines(lines, size, size // 6)
+                self.assert_chunks_keep_text("\n".join(l.text for l in lines), chunks, size)
+                self.assertLess(len(chunks), len(page))
+        md = "".join(f"## Heading {i} with a longer title\n" for i in range(30)) + "\n" + "Text goes on. " * 300
+        chunks = rag.chunk_lines(rag.text_lines(md), 200, 30)
+        self.assert_chunks_keep_text(md, chunks, 200)
+        self.assertTrue(chunks[-1].heading.endswith("Heading 29 with a longer title"))
+
+    def test_chunk_property_random_mixes_within_size_and_keep_all_text(self):
+        rnd = random.Random(11)
+        parts = [lambda: "".join(f"{'#' * rnd.randint(1, 6)} Title {rnd.random():.6f}\n" for _ in range(rnd.randint(1, 40))),
+                 lambda: " ".join(f"Word{i}." if i % 7 == 0 else f"w{i}" for i in range(rnd.randint(1, 900))),
+                 lambda: "Short paragraph here.",
+                 lambda: "```\n" + "\n".join(f"    code_line({i})  # {i}" for i in range(rnd.randint(1, 80))) + "\n```",
+                 lambda: "\n\n\n", lambda: "x" * rnd.randint(1, 3000),
+                 lambda: "Title\n=====", lambda: "# " + "long heading " * rnd.randint(1, 60)]
+        for trial in range(150):
+            text = "\n\n".join(rnd.choice(parts)() for _ in range(rnd.randint(1, 12)))
+            size = rnd.choice([1, 2, 5, 6, 13, 40, 100, 300, 1200])
+            overlap = rnd.randint(0, size - 1)
+            with self.subTest(trial=trial, size=size, overlap=overlap):
+                chunks = rag.chunk_lines(rag.text_lines(text), size, overlap)
+                self.assert_chunks_keep_text(text, chunks, size)
+                self.assertLessEqual(sum(len(c.text) for c in chunks), 2 * len(text) + len(chunks) * (overlap + 2))
+                code = rag.chunk_lines(rag.text_lines(text), size, overlap, rag.definition_pattern("a.py"))
+                self.assert_chunks_keep_text(text, code, size)
+
+    def test_chunk_code_keeps_line_breaks_and_indentation(self):
+        body = "\n".join(f"    total = total + item_{i}  # step {i}" for i in range(40))
+        src = f"def add_all(items):\n{body}\n    return total\n"
+        chunks = rag.chunk_lines(rag.text_lines(src), 300, 0, rag.definition_pattern("m.py"))
+        self.assertGreater(len(chunks), 5)
+        source_lines = src.splitlines()
+        for c in chunks:
+            for line in c.text.split("\n"):
+                self.assertIn(line, source_lines)  # whole lines, indentation kept, never joined
+            self.assertEqual(c.text.split("\n"), source_lines[c.start_line - 1:c.end_line])
+        md = "# Doc\n\n```python\n" + body + "\n```\n"
+        for c in rag.chunk_lines(rag.text_lines(md), 250, 0):
+            self.assertTrue(all(l in md.splitlines() for l in c.text.split("\n") if l), c.text)
+        page = "<h1>API</h1><pre>\n" + body + "\n</pre>"
+        lines = rag.html_lines(page)
+        self.assertIn("    total = total + item_3  # step 3", [l.text for l in lines])
+        self.assertNotIn("#", [c.heading[:1] for c in rag.chunk_lines(lines, 200, 0)])
+
+    def test_chunk_headings_shown_as_written(self):
+        text = "Guide\n=====\n\nHello.\n\nInstall\n-------\n\nRun it.\n"
+        chunks = rag.chunk_lines(rag.text_lines(text))
+        self.assertEqual([c.text for c in chunks], ["Guide\n=====\n\nHello.", "Install\n-------\n\nRun it."])
+        self.assertEqual(rag.embed_text(chunks[1]), "Guide\n" + chunks[1].text)  # the path, not repeated
+
+    def test_chunk_docstring_line_is_not_a_definition(self):
+        src = ('def parse(x):\n    """Read x.\n\ninterface between the parser and the lexer.\ntype checks happen later.\n'
+               'class of inputs we accept: text.\n"""\n    return x\n\nclass Parser:\n    pass\n')
+        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.definition_pattern("p.py"))
+        self.assertEqual([c.heading for c in chunks], ["def parse(x):", "class Parser:"])
+        go = rag.chunk_lines(rag.text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
+                             rag.definition_pattern("x.go"))
+        self.assertEqual([c.heading for c in go], ["", "type Shape interface {"])
+
+    def test_every_cited_line_range_contains_its_text(self):
+        import html as html_mod
+        word = re.compile(r"\w+")
+        docs = {
+            "a.md": "# Title\n\nA paragraph\nover two lines.\n\n" + "\n".join(f"Line {i} says x{i}." for i in range(60)),
+            "b.rst": "Guide\n=====\n\n" + " ".join(f"s{i} end." for i in range(300)),
+            "c.txt": "Report\n\nFirst page.\x0cSecond page after a form feed.\nlast line\n" * 20,
+            "d.html": "<html><body>\n<h1>Head</h1>\n<p>\nText starts\non line four and\nends here.</p>\n"
+                      + "".join(f"<p>para {i}\ncontinues {i}</p>\n" for i in range(80))
+                      + "<pre>\n  code one\n  code two\n</pre>\n<ul><li>item\nmore</li></ul></body></html>",
+            "e.py": "import os\n\n\ndef f(a):\n" + "\n".join(f"    a += {i}" for i in range(120)) + "\n",
+            "f.json": json.dumps({"k": [f"value {i}" for i in range(200)]}, indent=2),
+        }
+        for name, text in docs.items():
+            for size in (1200, 150):
+                with self.subTest(name=name, size=size):
+                    raw = text.split("\n")
+                    lines, _ = rag.parse_document(name, text.encode())
+                    for c in rag.chunk_lines(lines, size, size // 6, rag.definition_pattern(name)):
+                        cited = html_mod.unescape("\n".join(raw[c.start_line - 1:c.end_line]))
+                        missing = set(word.findall(c.text)) - set(word.findall(cited))
+                        self.assertEqual(missing, set(), (c.start_line, c.end_line, c.text))
 
     def test_html_lines_drop_script_style_nav_keep_headings(self):
         page = ("<html><head><title>T</title><style>p{}</style></head><body>\n"
@@ -1328,6 +1431,307 @@ class CrashTests(RagTestCase):
         self.assertEqual(snapshot(self.db), self.clean)
         self.assertEqual(soundness(self.db), ("ok", True))
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(1,)])
+
+
+class RealFolderTests(RagTestCase):
+    """What pointing rag.py at folders nobody wrote for it found."""
+
+    def test_index_reader_failure_skips_only_that_file(self):
+        self.write_docs()
+        self.write("bad.md", "# BOOM\n\nthis one breaks the chunker\n")
+        real = rag.chunk_lines
+
+        def chunk_lines(lines, *a, **kw):
+            if any("BOOM" in l.text for l in lines):
+                raise IndexError("string index out of range")
+            return real(lines, *a, **kw)
+
+        with mock.patch.object(rag, "chunk_lines", chunk_lines):
+            code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertRegex(err, r"skipped \S*bad\.md: could not be read \(IndexError: string index out of range\)")
+        self.assertIn("indexed 3 file(s), 0 unchanged, 1 skipped", out)
+
+    def test_api_key_whitespace_stripped_and_bad_characters_refused(self):
+        server = self.online()
+        self.write_docs()
+        os.environ["LLM_API_KEY"] = SECRET + "\r\n"  # a Windows .env
+        self.ok("index", self.docs)
+        self.assertEqual(server.requests[0][1]["Authorization"], f"Bearer {SECRET}")
+        for bad in (SECRET[:10] + "\u00fc" + SECRET[10:], SECRET[:10] + "\r" + SECRET[10:], "sk-\u043a\u043b\u044e\u0447"):
+            with self.subTest(repr(bad)):
+                os.environ["LLM_API_KEY"] = bad
+                msg = self.error_line("search", "refunds")
+                self.assertIn("LLM_API_KEY has 1 character(s) that cannot be sent" if "\u043a" not in bad
+                              else "LLM_API_KEY has 4 character(s)", msg)
+                self.assertNotIn(bad.strip(), msg)
+                self.assertNotIn(SECRET[10:], msg)
+
+    def test_another_programs_database_is_never_changed(self):
+        app = os.path.join(self.dir, "app.sqlite")
+        conn = sqlite3.connect(app)
+        conn.executescript("CREATE TABLE users(name); INSERT INTO users VALUES ('ana'); PRAGMA user_version = 3;")
+        conn.close()
+        with open(app, "rb") as f:
+            before = f.read()
+        self.write_docs()
+        cases = os.path.join(self.dir, "cases.json")
+        with open(cases, "w") as f:
+            json.dump([{"question": "refunds", "source": "refunds.md"}], f)
+        for argv in (["stats"], ["search", "refunds"], ["ask", "refunds"], ["eval", cases], ["index", self.docs]):
+            with self.subTest(argv[0]):
+                self.assertIn("is not a rag.py index", self.error_line(*argv, db=app))
+        with open(app, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["app.sqlite", "cases.json", "docs"])  # no -wal, no .lock
+        empty = os.path.join(self.dir, "empty.db")
+        open(empty, "w").close()
+        self.assertIn("no index at", self.error_line("stats", db=empty))
+        self.ok("index", self.docs, "--db", empty)  # an empty file may become an index
+        self.assertIn("documents       3", self.ok("stats", "--db", empty))
+
+    def test_stale_documents_reported_then_pruned(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.write("garden.txt", b"\x00\x01binary now", mode="wb")
+        self.write("refunds.md", "Refunds " * 5000)  # 40 KB, over the limit below
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.01")
+        self.assertEqual(code, 0, err)
+        self.assertIn("garden.txt: binary file", err)
+        self.assertIn("refunds.md: 39.1 KB is over the 10.2 KB limit", err)
+        self.assertIn("2 indexed file(s) can no longer be read (see above) and keep their old text", err)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(3,)])
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.01", "--prune")
+        self.assertIn("2 removed", out)
+        self.assertEqual([os.path.basename(p) for (p,) in self.rows("SELECT path FROM documents")], ["errors.md"])
+        self.assertEqual(self.rows("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'tomatoes'"), [(0,)])
+
+    def query_read_only(self):
+        """search, ask and stats on an index this process may not write."""
+        with open(self.db, "rb") as f:
+            before = f.read()
+        self.assertIn("refunds.md", self.ok("search", "refunds"))
+        code, out, err = self.run_cli("ask", "How long do refunds take?")
+        self.assertEqual(code, 0, err)
+        self.assertIn("5 to 7 business days", out)
+        self.assertEqual(err, "rag: note: the index is read-only here; this question was not logged\n")
+        self.assertIn("asks logged     0", self.ok("stats"))
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertIn("is read-only here", self.error_line("index", self.docs))
+
+    def test_query_read_only_index(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        with mock.patch.object(rag.os, "access", lambda path, mode: False):
+            self.query_read_only()
+
+    def test_query_index_on_a_read_only_mount(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        mnt = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, mnt)
+        if os.geteuid() != 0 or subprocess.run(["mount", "--bind", "-o", "ro", self.dir, mnt],
+                                               capture_output=True).returncode:
+            self.skipTest("needs root and a read-only bind mount")
+        try:
+            self.db = os.path.join(mnt, "index.db")  # no -shm beside it, and none can be made
+            self.query_read_only()
+        finally:
+            subprocess.run(["umount", mnt], capture_output=True)
+
+    def test_index_text_files_without_an_extension(self):
+        self.write("LICENSE", "MIT License\n\nPermission is hereby granted, free of charge.\n")
+        self.write("README.Debian", "Debian notes\n\nThe package installs into /usr/share.\n")
+        self.write("Makefile", "# build rules\nall:\n\tcc -o quokka quokka.c\n")
+        self.write("tool", "#!/usr/bin/env python3\nimport sys\n\n\ndef wombat_main():\n    return 0\n")
+        self.write("program", b"\x7fELF\x02\x01\x01\x00\x00\x00", mode="wb")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("program: binary file", err)
+        self.assertIn("indexed 4 file(s)", out)
+        self.assertIn("LICENSE:", self.ok("search", "permission granted free charge", "-k", "1"))
+        self.assertIn("README.Debian", self.ok("search", "package installs", "-k", "1"))
+        self.assertEqual(self.rows("SELECT heading FROM chunks WHERE text LIKE '%build rules%'"), [("",)])
+        self.assertIn(("def wombat_main():",), self.rows("SELECT heading FROM chunks"))
+        self.write("COPYING", "GNU General Public License\n")
+        self.ok("index", os.path.join(self.docs, "COPYING"))  # named explicitly
+
+    def test_index_one_document_per_real_file_however_named(self):
+        self.write_docs()
+        os.symlink(os.path.join(self.docs, "refunds.md"), os.path.join(self.docs, "link-to-refunds.md"))
+        real = os.path.join(self.dir, "shared")
+        os.mkdir(real)
+        with open(os.path.join(real, "walrus.md"), "w") as f:
+            f.write("Walrus colonies rest on ice.\n")
+        os.symlink(real, os.path.join(self.docs, "a-link"))  # walked before the real folder below
+        os.symlink(self.docs, os.path.join(self.dir, "docs-link"))
+        here = os.getcwd()
+        self.addCleanup(os.chdir, here)
+        self.ok("index", self.docs)
+        os.chdir(self.dir)
+        self.ok("index", "docs", "--db", self.db)
+        self.ok("index", "./docs-link/", "--db", self.db)
+        os.chdir(self.docs)
+        code, out, err = self.run_cli("index", ".", real)
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(4,)])
+        self.assertIn("refunds.md:5-8", self.ok("search", "refunds take", "-k", "1"))  # relative to here
+        sources = [h["source"] for h in json.loads(self.ok("search", "refunds business days", "--json"))]
+        self.assertEqual(len(sources), len(set(sources)))
+
+    def test_old_index_with_typed_paths_is_adopted_not_duplicated(self):
+        self.write_docs()
+        here = os.getcwd()
+        self.addCleanup(os.chdir, here)
+        os.chdir(self.dir)
+        self.ok("index", "docs")
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE documents SET path = 'docs/' || rel")  # as rag.py kept them before
+        conn.commit()
+        conn.close()
+        out = self.ok("index", "docs")
+        self.assertIn("3 unchanged", out)
+        self.assertEqual(sorted(p for (p,) in self.rows("SELECT path FROM documents")),
+                         sorted(os.path.realpath(os.path.join(self.docs, n)) for n in DOCS))
+
+    def test_search_keyword_needs_no_embedding_server(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        before = len(server.paths("/embeddings"))
+        server.faults = [(503, {}, b"down")] * 20
+        hits = json.loads(self.ok("search", "refunds", "--mode", "keyword", "--json"))
+        self.assertTrue(hits[0]["path"].endswith("refunds.md"))
+        self.assertIsNone(hits[0]["similarity"])
+        self.assertEqual(len(server.paths("/embeddings")), before)
+
+    def test_ask_question_with_undecodable_bytes(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        question = b"refunds \xff".decode("utf-8", "surrogateescape")  # as Python gets it from argv
+        self.assertIn("refunds.md", self.ok("ask", question))
+        self.assertEqual(self.rows("SELECT question FROM asks"), [("refunds \ufffd",)])
+
+    def test_index_skips_caches_and_virtual_file_systems_by_default(self):
+        self.write_docs()
+        self.write("__pycache__/x.cpython-311.pyc", b"\x00\x01", mode="wb")
+        self.write("node_modules/lib/readme.md", "a dependency\n")
+        self.write("venv/lib/site.md", "a virtualenv\n")
+        self.write("proc/status.md", "pretend kernel data\n")
+        virtual = mock.patch.object(rag, "virtual_mounts", lambda: {os.path.join(self.docs, "proc")})
+        with virtual:
+            code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, f"rag: skipped {os.path.join(self.docs, 'proc')}: a virtual file system, not documents\n")
+        self.assertIn("indexed 3 file(s)", out)
+        self.write(".ragignore", "!venv/\n")
+        with virtual:
+            self.assertIn("indexed 1 file(s)", self.run_cli("index", self.docs)[1])  # venv, re-included
+            code, out, err = self.run_cli("index", self.docs, "--no-default-excludes")
+        self.assertIn("x.cpython-311.pyc: unsupported file type", err)
+        self.assertIn("indexed 1 file(s)", out)  # node_modules too; never the virtual file system
+
+    def test_numeric_options_are_checked(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        for argv in (["index", self.docs, "--max-file-mb", "-1"], ["index", self.docs, "--max-file-mb", "0"],
+                     ["search", "x", "--min-score", "nan"], ["search", "x", "--timeout", "0"],
+                     ["search", "x", "--retries", "-1"], ["index", self.docs, "--overlap", "-5"],
+                     ["ask", "x", "--min-score", "inf"], ["index", self.docs, "--chunk-size", "0"]):
+            with self.subTest(argv):
+                code, out, err = self.run_cli(*argv)
+                self.assertEqual(code, 2)
+                self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: argument --[\w-]+: ")
+
+    def test_network_defaults_differ_for_index_and_questions(self):
+        parser = rag.build_parser()
+        index = rag.make_config(parser.parse_args(["index", "x"]))
+        ask = rag.make_config(parser.parse_args(["ask", "x"]))
+        self.assertEqual((index.timeout, index.retries), (rag.INDEX_TIMEOUT, rag.INDEX_RETRIES))
+        self.assertEqual((ask.timeout, ask.retries), (rag.QUERY_TIMEOUT, rag.QUERY_RETRIES))
+        self.assertLessEqual(ask.timeout * (ask.retries + 1), 120)  # a question gives up within two minutes
+
+    def test_messages_name_the_program_as_invoked(self):
+        for argv0, want in (("/usr/local/bin/rag", "run 'rag index DIR'"), ("rag.py", "run 'python rag.py index DIR'"),
+                            ("/opt/x/rag.py", "run 'python /opt/x/rag.py index DIR'")):
+            with self.subTest(argv0), mock.patch.object(rag.sys, "argv", [argv0]):
+                self.assertIn(want, self.error_line("search", "x"))
+
+    def test_index_remembers_its_chunk_settings(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs, "--chunk-size", "60", "--overlap", "0")
+        n = len(server.paths("/embeddings"))
+        out = self.ok("index", self.docs)  # no flags: the settings stay, nothing is re-chunked
+        self.assertIn("3 unchanged", out)
+        self.assertEqual(len(server.paths("/embeddings")), n)
+        self.assertIn("size=60 overlap=0", self.ok("stats"))
+        code, out, err = self.run_cli("index", self.docs, "--chunk-size", "1000")
+        self.assertIn("chunk settings changed", err)
+        self.assertIn("size=1000 overlap=0", self.ok("stats"))
+
+    def test_search_source_matches_folder_relative_and_warns_on_no_match(self):
+        self.write_docs({"json/a.md": "Kestrel nests in json folder.", "b.md": "Kestrel elsewhere."})
+        self.ok("index", os.path.abspath(self.docs))
+        hits = json.loads(self.ok("search", "kestrel", "--source", "json/*", "--json"))
+        self.assertEqual([os.path.basename(h["path"]) for h in hits], ["a.md"])
+        code, out, err = self.run_cli("search", "kestrel", "--source", "nomatch*")
+        self.assertEqual(code, 0)
+        self.assertIn("warning: --source 'nomatch*' matches no indexed document", err)
+
+    def test_eval_quote_found_at_rank_one_is_not_a_miss(self):
+        self.write_docs({"a.md": "Refunds take five days. " * 30, "b.md": "Other text."})
+        self.ok("index", self.docs, "--chunk-size", "200", "--overlap", "100")
+        self.assertGreater(self.rows("SELECT count(*) FROM chunks WHERE text LIKE '%five days%'")[0][0], 1)
+        path = os.path.join(self.dir, "cases.json")
+        with open(path, "w") as f:
+            json.dump([{"id": "q", "question": "how long do refunds take", "quote": "refunds take five days"}], f)
+        report = json.loads(self.ok("eval", path, "--json"))
+        self.assertEqual((report["recall@5"], report["ndcg@10"], report["misses"]), (1.0, 1.0, []))
+
+    def test_eval_generate_with_chat_endpoint_missing_judges_extractive_answers(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        server.chat_faults = [(404, {}, b'{"error": {"message": "no such route"}}')] * 5
+        path = os.path.join(self.dir, "cases.json")
+        with open(path, "w") as f:
+            json.dump([{"question": "How long do refunds take?", "source": "refunds.md",
+                        "answer": "5 to 7 business days"}] * 2, f)
+        code, out, err = self.run_cli("eval", path, "--generate", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count("judging extractive answers instead"), 1)
+        report = json.loads(out)
+        self.assertEqual(report["answer_accuracy"], 1.0)
+        self.assertEqual([r["answer_model"] for r in report["cases_detail"]], ["extractive", "extractive"])
+
+    def test_ask_json_says_when_the_answer_is_the_extractive_fallback(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        data = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        self.assertEqual((data["fallback"], data["model"]), (False, "gpt-4o-mini"))
+        server.chat_faults = [(500, {}, b"down")] * 3
+        code, out, err = self.run_cli("ask", "How long do refunds take?", "--json")
+        data = json.loads(out)
+        self.assertEqual((data["fallback"], data["model"]), (True, "extractive"))
+        self.assertIn("HTTP 500", data["fallback_reason"])
+
+    def test_odd_file_names_are_escaped_in_output(self):
+        self.write("new\nline.md", "Kestrel facts.\n")
+        self.write("blob\tx.md", b"\x00", mode="wb")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertIn("blob\\tx.md: binary file", err)
+        out = self.ok("search", "kestrel")
+        self.assertIn("new\\nline.md:1-1", out)
+        self.assertEqual(len(out.splitlines()), 2)
+
+    def test_sample_eval_has_no_false_refusal(self):
+        examples = os.path.join(os.path.dirname(os.path.abspath(rag.__file__)), "examples")
+        self.ok("index", os.path.join(examples, "docs"))
+        report = json.loads(self.ok("eval", os.path.join(examples, "cases.json"), "--json"))
+        self.assertEqual((report["false_refusals"], report["abstention"]), (0.0, 1.0))
 
 
 def remove_deep(top):
