@@ -11,6 +11,19 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py ask "question"          answer with citations, or refuse
     python rag.py eval cases.json         retrieval metrics on labelled questions
     python rag.py stats                   what the index holds
+
+Sections, in pipeline order:
+    Constants        names and reasons for every number that decides behaviour
+    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
+    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; the format table
+    Chunk            lines to blocks (Markdown or code) to units, packed by Packer
+    Embed            the built-in hashing embedder; HttpClient (retries) and HttpEmbedder
+    Store            SQLite schema, connect (index or not, read-only), transaction, writes
+    Index            walk (filters, links, virtual file systems), read, chunk, embed, store
+    Retrieve         signatures, dense, keyword (FTS5), fusion; the relevance floor
+    Generate         prompt, chat and extractive answerers, fallback, citations, the ask log
+    Eval             cases, gold, metrics
+    Command line     configuration, subcommands, argparse, main
 """
 
 from __future__ import annotations
@@ -940,14 +953,14 @@ def file_format(path: str, head: bytes | None = None) -> Format | None:
     (README, LICENSE, Makefile, a script) by its name, then by its first bytes
     (head; None when not read yet: such a file is a candidate).
 
-    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "README.Debian")]
-    [True, False, True, True]
+    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "README.Debian", "GPL-2.0")]
+    [True, False, True, True, True]
     """
     name = os.path.basename(path).lower()
     stem, ext = os.path.splitext(name)
     if ext in FORMATS or name in NAMED_FORMATS:
         return FORMATS.get(ext) or NAMED_FORMATS[name]
-    if ext and stem not in DOC_NAMES:
+    if ext and not ext[1:].isdigit() and stem not in DOC_NAMES:  # 'GPL-2.0', 'Apache-2.0' have none
         return None
     if head is None:
         return FORMATS[".txt"]
@@ -2286,11 +2299,12 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
     return data, st, fmt
 
 
-def load_document(path: str, root: str, known: str | None, opts: IndexOptions,
+def load_document(path: str, key: str, root: str, known: str | None, opts: IndexOptions,
                   log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file: ('read', document), or ('unchanged' |
     'empty' | 'skipped', None), with a note saying why a file is skipped.
-    known: the SHA-256 stored for it. No error in one file stops the run."""
+    key: its real path, the document's identity; known: the SHA-256 stored for
+    it. No error in one file stops the run."""
     got = read_file(path, log, opts.max_bytes)
     if got is None:
         return "skipped", None
@@ -2315,7 +2329,7 @@ def load_document(path: str, root: str, known: str | None, opts: IndexOptions,
         log.note(f"skipped {shown(path)}: no text")
         return "empty", None
     rel = os.path.relpath(path, root) if root else path
-    return "read", PendingDoc(os.path.realpath(path), rel, sha, st.st_size, st.st_mtime, tuple(chunks))
+    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
 
 def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) -> None:
@@ -2353,7 +2367,7 @@ def stored_chunking(conn) -> tuple[int, int] | None:
 
 
 def adopt_real_paths(conn) -> None:
-    """Indexes before schema 5 kept paths as typed ('docs/a.md'): store each as
+    """Earlier versions kept paths as typed ('docs/a.md'): store each as
     its real absolute path, so that one file is one document however it is named."""
     rows = conn.execute("SELECT id, path FROM documents").fetchall()
     moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
@@ -2391,7 +2405,7 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
         if key in seen:  # the same file by another name: a link, a folder given twice
             continue
         seen.add(key)
-        status, doc = load_document(path, root, stored.get(key), opts, log)
+        status, doc = load_document(path, key, root, stored.get(key), opts, log)
         stats.unchanged += status == "unchanged"
         stats.skipped += status in ("skipped", "empty")
         if status == "skipped" and key in stored:

@@ -37,8 +37,7 @@ def ensure_index(cfg, docs, log):
     conn = rag.connect(cfg.db, create=True)
     if not conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone():
         t0 = time.perf_counter()
-        s = rag.index_paths(conn, rag.make_embedder(cfg), [docs], rag.DEFAULT_CHUNK_SIZE,
-                            rag.DEFAULT_OVERLAP, False, log)
+        s = rag.index_paths(conn, rag.make_embedder(cfg), [docs], rag.IndexOptions(), log)
         print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s",
               file=sys.stderr)
     return conn
