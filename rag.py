@@ -174,25 +174,21 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
-    """A retrieved chunk with its rank score and dense similarity."""
+    """A retrieved chunk of the document at path, with its rank score and its
+    dense similarity to the question (None when keyword search needed none)."""
 
     chunk_id: int
     path: str
-    rel: str
-    start_line: int
-    end_line: int
-    heading: str
-    text: str
+    chunk: Chunk
     score: float
-    similarity: float
-    loc: str = ""
+    similarity: float | None
 
     @property
     def source(self) -> str:
         """Where to look: 'path:12-30', or 'path p.4' for formats without lines;
         the path relative to the current folder when it is inside it."""
-        path = display_path(self.path)
-        return f"{path} {self.loc}" if self.loc else f"{path}:{self.start_line}-{self.end_line}"
+        c, path = self.chunk, display_path(self.path)
+        return f"{path} {c.loc}" if c.loc else f"{path}:{c.start_line}-{c.end_line}"
 
 
 @dataclass(frozen=True)
@@ -252,9 +248,10 @@ class _HTMLText(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.lines: list[Line] = []
-        self.buf: list[str] = []
-        self.buf_line = 0  # source line of the first visible character in buf
-        self.buf_end = 0   # and of the last
+        self.buf: list[str] = []  # the text of the line being built
+        self.prefix = ""          # its Markdown marker: '## ' for an h2, '- ' for a list item
+        self.buf_line = 0         # source line of its first visible character
+        self.buf_end = 0          # and of its last (0: none yet)
         self.skip = 0
         self.pre = 0
 
@@ -262,11 +259,10 @@ class _HTMLText(HTMLParser):
         text = "".join(self.buf)
         text = text.rstrip() if self.pre else " ".join(text.split())
         if text:
-            self.lines.append(Line(self.buf_line, text, end=max(self.buf_end, self.buf_line)))
+            self.lines.append(Line(self.buf_line, self.prefix + text, end=max(self.buf_end, self.buf_line)))
         if blank and self.lines and self.lines[-1].text:
             self.lines.append(Line(self.getpos()[0], ""))
-        self.buf = []
-        self.buf_end = 0
+        self.buf, self.prefix, self.buf_end = [], "", 0
 
     def _fence(self):
         """Preformatted text becomes a fenced block: the chunker keeps its lines."""
@@ -277,15 +273,13 @@ class _HTMLText(HTMLParser):
             self.skip += 1
         elif tag in self.HEADINGS:
             self._break(blank=True)
-            self.buf_line = self.getpos()[0]
-            self.buf.append("#" * int(tag[1]) + " ")
+            self.prefix = "#" * int(tag[1]) + " "
         elif tag in self.CELLS and "".join(self.buf).strip():
             self.buf.append(" | ")
         elif tag in self.BLOCK:
             self._break(blank=tag in {"p", "table", "pre", "blockquote"})
             if tag == "li":
-                self.buf_line = self.getpos()[0]
-                self.buf.append("- ")
+                self.prefix = "- "
             if tag == "pre":
                 self.pre += 1
                 if self.pre == 1 and not self.skip:
@@ -317,7 +311,7 @@ class _HTMLText(HTMLParser):
             return
         if data.strip():
             line = self.getpos()[0]
-            if not self.buf or not "".join(self.buf).strip("#- "):
+            if not self.buf_end:  # the first visible text of this line
                 self.buf_line = line + data[:len(data) - len(data.lstrip())].count("\n")
             self.buf_end = line + data.rstrip().count("\n")
         self.buf.append(data)
@@ -389,13 +383,16 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     return fmt.read(text), warning
 
 
+MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
+
+
 def title_as_heading(lines: list[Line]) -> list[Line]:
     """Mark a plain-text title (a short first line, then a blank line) as a heading.
 
     >>> [l.text for l in title_as_heading(text_lines("Warranty\\n\\nTwo years."))]
     ['# Warranty', '', 'Two years.']
     """
-    if (len(lines) > 2 and 0 < len(lines[0].text.strip()) <= 200 and not lines[1].text.strip()
+    if (len(lines) > 2 and 0 < len(lines[0].text.strip()) <= MAX_TITLE and not lines[1].text.strip()
             and not lines[0].text.startswith("#") and any(l.text.strip() for l in lines[2:])):
         return [Line(lines[0].no, "# " + lines[0].text.strip())] + lines[1:]
     return lines
@@ -422,10 +419,26 @@ class Outline:
         for row in rows:
             self.lines.append(Line(len(self.lines) + 1, row, loc))
 
+    def slide(self, n: int, title: str) -> str:
+        """A slide's heading (pptx and odp alike); returns its location."""
+        loc = f"slide {n}"
+        self.heading(1, f"Slide {n}: {title}" if title.strip() else f"Slide {n}", loc)
+        return loc
+
+    def notes(self, texts: list[str], loc: str) -> None:
+        """Speaker notes, after the slide's own text."""
+        texts = [t for t in texts if t.strip()]
+        if texts:
+            self.para("Notes: " + "\n".join(texts), loc)
+
 
 def table_rows(outline: Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
     """Rows as paragraphs of 'header: value' pairs, so any block of rows reads
     on its own; the first non-empty row is the header.
+
+    Spreadsheets and CSV files are data: a chunk holds some of their rows, so
+    each row carries its header. A table inside a document (docx, odt, HTML,
+    slides) is read with the text around it, as rows of 'cell | cell'.
 
     >>> o = Outline(); table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
     >>> [(l.text, l.loc) for l in o.lines]
@@ -709,17 +722,14 @@ def pptx_lines(zf) -> list[Line]:
                 title = " ".join(texts)
             else:
                 body += texts
-        loc = f"slide {n}"
-        out.heading(1, f"Slide {n}: {title}" if title else f"Slide {n}", loc)
+        loc = out.slide(n, title)
         for text in body:
             out.para(text, loc)
         for kind, target in zip_rels(zf, slide).values():
             if kind == "notesSlide":
-                notes = [t for shape in zip_xml(zf, target).iter() if local(shape.tag) == "sp"
-                         and all(x.get("type") in (None, "body") for x in shape.iter() if local(x.tag) == "ph")
-                         for t in drawing_paragraphs(shape)]
-                if notes:
-                    out.para("Notes: " + "\n".join(notes), loc)
+                out.notes([t for shape in zip_xml(zf, target).iter() if local(shape.tag) == "sp"
+                           and all(x.get("type") in (None, "body") for x in shape.iter() if local(x.tag) == "ph")
+                           for t in drawing_paragraphs(shape)], loc)
     return out.lines
 
 
@@ -826,19 +836,16 @@ def odf_lines(zf) -> list[Line]:
             continue
         pages = [p for p in doc if local(p.tag) == "page"]
         for n, page in enumerate(pages, 1):
-            loc = f"slide {n}"
             title = next((" ".join(odf_text(p) for p in f.iter() if local(p.tag) == "p")
                           for f in page if attr(f, "class") == "title"), "")
-            out.heading(1, f"Slide {n}: {title}" if title.strip() else f"Slide {n}", loc)
+            loc = out.slide(n, title)
             for frame in page:
                 if attr(frame, "class") == "title":
                     continue
                 if local(frame.tag) == "notes":
                     notes = Outline()
                     odf_blocks(frame, notes)
-                    text = "\n".join(l.text for l in notes.lines if l.text)
-                    if text:
-                        out.para("Notes: " + text, loc)
+                    out.notes([l.text for l in notes.lines], loc)
                 else:
                     odf_blocks([frame], out, loc)
     return out.lines
@@ -1340,7 +1347,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # Embed: the built-in hashing embedder and the HTTP client
 # ---------------------------------------------------------------------------
 
-WORD = re.compile(r"\w+")
+WORD = re.compile(r"\w+")  # the built-in embedder's words: fixed by its model name, as its vectors are
 
 
 def normalize(vec: list[float]) -> list[float]:
@@ -1381,6 +1388,7 @@ class HashEmbedder:
     """Offline embedder: signed feature hashing of words and character n-grams."""
 
     model = BUILTIN_MODEL
+    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
 
     def __init__(self, dim: int = BUILTIN_DIM):
         self.dim = dim
@@ -1393,7 +1401,7 @@ class HashEmbedder:
             padded = f"<{t}>"
             for i in range(len(padded) - 3):
                 g = "#" + padded[i:i + 4]
-                feats[g] = feats.get(g, 0.0) + 0.25
+                feats[g] = feats.get(g, 0.0) + self.NGRAM_WEIGHT
         return {f: 1.0 + math.log(w) if w >= 1 else w for f, w in feats.items()}
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -1452,6 +1460,9 @@ def retry_after(headers) -> float | None:
         return None
 
 
+MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML page is not a message
+
+
 def provider_message(body: bytes) -> str:
     """The error message an OpenAI-compatible server put in its body."""
     text = body.decode("utf-8", "replace")
@@ -1463,7 +1474,7 @@ def provider_message(body: bytes) -> str:
             return err
     except (ValueError, AttributeError):
         pass
-    return " ".join(text.split())[:200] or "(empty body)"
+    return " ".join(text.split())[:MAX_PROVIDER_MESSAGE] or "(empty body)"
 
 
 class Retryable(Exception):
@@ -1838,6 +1849,19 @@ def sql_statements(script: str) -> list[str]:
     return out
 
 
+SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limit of 999
+
+
+def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
+    """Rows of sql (params, then one 'IN ({marks})') for ids, in as many
+    queries as the limit on host parameters needs."""
+    out: list[tuple] = []
+    for i in range(0, len(ids), SQL_VARIABLES):
+        part = ids[i:i + SQL_VARIABLES]
+        out += conn.execute(sql.format(marks=",".join("?" * len(part))), list(params) + part).fetchall()
+    return out
+
+
 @contextlib.contextmanager
 def transaction(conn, begun: bool = False):
     """BEGIN IMMEDIATE (unless begun) ... COMMIT, rolled back on any exception,
@@ -1903,15 +1927,8 @@ def text_key(text: str) -> str:
 
 def cached_vectors(conn, model: str, keys: list[str]) -> dict[str, str]:
     """Stored vector JSON by text hash, for those of keys already embedded."""
-    found = {}
-    for i in range(0, len(keys), 500):
-        part = keys[i:i + 500]
-        marks = ",".join("?" * len(part))
-        for key, vec in conn.execute(
-                f"SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})",
-                [model] + part):
-            found[key] = vec
-    return found
+    sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
+    return dict(rows_in(conn, sql, keys, (model,)))
 
 
 @dataclass(frozen=True)
@@ -2007,6 +2024,152 @@ def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
         sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
                      for j in range(0, len(sig_bytes), width)])
     return ids, sigs
+
+
+def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
+    """Bit planes of the question's quantised magnitudes: (weight, mask), largest first.
+
+    Each dimension's |q_i| becomes an integer w_i of `bits` bits; plane b holds
+    the dimensions whose w_i has bit b set. Then for x = sign bits of question
+    XOR chunk, sum(weight * popcount(x & mask)) equals sum(w_i) over the
+    dimensions where the signs differ: how far sign(chunk) is from the question,
+    counting big question components more, and zero ones not at all.
+
+    >>> query_masks([0.9, -0.3, 0.0, 0.6], bits=2)
+    [(2, 9), (1, 3)]
+    """
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    scale = ((1 << bits) - 1) / top
+    levels = [round(abs(x) * scale) for x in qvec]
+    planes = []
+    for b in reversed(range(bits)):
+        mask = sum(1 << i for i, w in enumerate(levels) if w >> b & 1)
+        planes.append((1 << b, mask))
+    return planes
+
+
+EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
+EXACT_BUDGET = 200_000  # vector components parsed and multiplied per question (~0.07 s)
+
+
+def exact_count(n: int, depth: int, dim: int) -> int:
+    """How many candidates get an exact dot product: as many as fit the budget.
+
+    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 100, 384), exact_count(50, 5, 384)
+    (200, 520, 50)
+    """
+    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
+
+
+def nearest(dist: list[int], count: int) -> list[int]:
+    """Positions of the count smallest distances (ties at the cut all kept).
+
+    Counting distances beats sorting a million of them: they are small integers.
+
+    >>> nearest([5, 1, 3, 1, 9], 2)
+    [1, 3]
+    """
+    if count >= len(dist):
+        return list(range(len(dist)))
+    tally = sorted(Counter(dist).items())
+    total, cut = 0, tally[-1][0]
+    for value, seen in tally:
+        total += seen
+        if total >= count:
+            cut = value
+            break
+    return [i for i, d in enumerate(dist) if d <= cut]
+
+
+dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
+# The coarse pass keeps this many times the candidates wanted, and at least this
+# share of all chunks: measured against --exact on SciFact (README, "Search at scale").
+COARSE_FACTOR, COARSE_SHARE = 10, 1 / 50
+class SignatureIndex:
+    """Dense search over the stored vectors: the sign-bit signatures (packed copy
+    and its freshness), the candidates they choose for a question, and the
+    parsed vectors behind them, kept for the next question."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self._sigs: tuple[list[int], list[int]] | None = None
+        self._vectors: dict[int, list[float]] = {}
+        self._all: list | None = None
+
+    def signatures(self) -> tuple[list[int], list[int]]:
+        """(chunk ids, signatures as ints) of every chunk."""
+        if self._sigs is None:
+            packed = packed_signatures(self.conn)
+            if packed is None and pack_signatures(self.conn, wait=False):
+                packed = packed_signatures(self.conn)
+            if packed is None:  # stale, and another process is writing (or read-only): the rows
+                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
+                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
+            self._sigs = packed
+        return self._sigs
+
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        """(id, parsed vector) of the chunks that exist, read from the database once."""
+        need = [c for c in ids if c not in self._vectors]
+        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need):
+            self._vectors[cid] = json.loads(vec)
+        # An index run may have replaced a chunk since its id was read: skip it.
+        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
+
+    def all_vectors(self):
+        """Every (id, vector): kept for the next question while small, streamed
+        from the database when the parsed floats would not fit."""
+        if self._all is not None:
+            yield from self._all
+            return
+        kept: list | None = []
+        size = 0
+        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
+            v = json.loads(vec)
+            size += len(v)
+            if kept is not None and size > EXACT_CACHE:
+                kept = None
+            if kept is not None:
+                kept.append((cid, v))
+            yield cid, v
+        self._all = kept
+
+    def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
+        """Chunk ids worth an exact score, chosen by signature in two passes.
+
+        First the sign mismatches on the question's largest components (top
+        two bit planes of its quantised magnitudes) over every chunk; then, on
+        the nearest few percent, mismatches weighted by all six planes (see
+        query_masks).
+        """
+        all_ids, sigs = self.signatures()
+        if allowed is not None:
+            keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
+            all_ids, sigs = [all_ids[i] for i in keep], [sigs[i] for i in keep]
+        want = exact_count(len(all_ids), depth, len(qvec))
+        if want >= len(all_ids):
+            return all_ids
+        q = int.from_bytes(signature(qvec), "little")
+        (w1, m1), (w2, m2), (w3, m3), (w4, m4), (w5, m5), (w6, m6) = query_masks(qvec, 6)
+        top = m1 | m2  # one popcount a chunk: a fifth of the time of weighing three planes
+        coarse = [((q ^ s) & top).bit_count() for s in sigs]
+        pool = nearest(coarse, max(COARSE_FACTOR * want, int(len(sigs) * COARSE_SHARE)))
+        fine = [w1 * (x & m1).bit_count() + w2 * (x & m2).bit_count() + w3 * (x & m3).bit_count()
+                + w4 * (x & m4).bit_count() + w5 * (x & m5).bit_count() + w6 * (x & m6).bit_count()
+                for x in [q ^ sigs[i] for i in pool]]
+        best = sorted(nearest(fine, want), key=fine.__getitem__)[:want]
+        return [all_ids[pool[j]] for j in best]
+
+    def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
+            exact: bool = False) -> list[tuple[int, float]]:
+        """The depth best (chunk id, dot product) among allowed (None: all):
+        exact scores over the signatures' candidates, or over every vector."""
+        if exact:
+            pairs = ((c, v) for c, v in self.all_vectors() if allowed is None or c in allowed)
+        else:
+            pairs = self.vectors(self.candidates(qvec, depth, allowed))
+        scored = sorted(((dot(qvec, v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
+        return [(cid, s) for s, cid in scored[:depth]]
 
 
 # ---------------------------------------------------------------------------
@@ -2332,25 +2495,80 @@ def load_document(path: str, key: str, root: str, known: str | None, opts: Index
     return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
 
-def flush_pending(conn, embedder, pending: list[PendingDoc], stats: IndexStats) -> None:
-    """Embed what the cache lacks for pending documents, then store them."""
-    texts = {text_key(t): t for d in pending for t in map(embed_text, d.chunks)}
-    vectors = cached_vectors(conn, embedder.model, list(texts))
-    missing = [k for k in texts if k not in vectors]
-    rows = {k: (v, signature(json.loads(v))) for k, v in vectors.items()}
-    if missing:
-        raw = embedder.embed([texts[k] for k in missing])
-        for k, v in zip(missing, raw):
+class Batcher:
+    """Documents waiting for their vectors. Texts the cache lacks go to the
+    embedder in full requests of batch texts as soon as that many wait, so a
+    clean run makes ceil(texts / batch) requests whatever the documents' sizes;
+    a document is committed, in the order read, once all its chunks have vectors.
+    """
+
+    HOLD = 4  # requests' worth of chunks held at most: then a short request goes, so memory stays bounded
+
+    def __init__(self, conn, embedder, batch: int, stats: IndexStats):
+        self.conn, self.embedder, self.batch, self.stats = conn, embedder, batch, stats
+        self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
+        self.rows: dict[str, tuple[str, bytes]] = {}        # key -> (vector JSON, signature)
+        self.new: set[str] = set()                          # keys embedded, not yet in the cache
+        self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
+        self.held = 0                                       # chunks of the documents waiting
+        self.dim = 0
+
+    def add(self, doc: PendingDoc) -> None:
+        texts = [embed_text(c) for c in doc.chunks]
+        keys = [text_key(t) for t in texts]
+        unknown = [k for k in dict.fromkeys(keys) if k not in self.rows and k not in self.waiting]
+        for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
+            self.rows[k] = (v, signature(json.loads(v)))
+            self.dim = self.dim or v.count(",") + 1
+        for k, t in zip(keys, texts):
+            if k not in self.rows:
+                self.waiting.setdefault(k, t)
+        self.docs.append((doc, keys))
+        self.held += len(doc.chunks)
+        while len(self.waiting) >= self.batch or (self.waiting and self.held >= self.HOLD * self.batch):
+            self.send()
+        if self.held >= self.batch:  # from the cache, no request to wait for
+            self.commit()
+
+    def send(self) -> None:
+        keys = list(self.waiting)[:self.batch]
+        for k, v in zip(keys, self.embedder.embed([self.waiting[k] for k in keys])):
             unit = normalize(v)
-            rows[k] = (vector_json(unit), signature(unit))
-    dim = len(raw[0]) if missing else len(json.loads(next(iter(vectors.values()))))
-    new_cache = {k: rows[k][0] for k in missing}
-    write_docs(conn, pending, rows, new_cache, embedder.model, dim)
-    n = sum(len(d.chunks) for d in pending)
-    stats.chunks += n
-    stats.embedded += len(missing)
-    stats.cached += n - len(missing)
-    pending.clear()
+            self.rows[k] = (vector_json(unit), signature(unit))
+            self.new.add(k)
+            del self.waiting[k]
+            self.dim = len(unit)
+        self.commit()
+
+    def ready(self) -> list[tuple[PendingDoc, list[str]]]:
+        """The documents at the front whose vectors are all here."""
+        n = 0
+        while n < len(self.docs) and all(k in self.rows for k in self.docs[n][1]):
+            n += 1
+        return self.docs[:n]
+
+    def commit(self) -> None:
+        ready = self.ready()
+        if not ready:
+            return
+        used = {k for _, keys in ready for k in keys}
+        fresh = used & self.new
+        write_docs(self.conn, [d for d, _ in ready], self.rows,
+                   {k: self.rows[k][0] for k in fresh}, self.embedder.model, self.dim)
+        n = sum(len(d.chunks) for d, _ in ready)
+        self.stats.chunks += n
+        self.stats.embedded += len(fresh)
+        self.stats.cached += n - len(fresh)
+        self.new -= fresh
+        self.held -= n
+        self.docs = self.docs[len(ready):]
+        needed = {k for _, keys in self.docs for k in keys}
+        self.rows = {k: v for k, v in self.rows.items() if k in needed}  # memory stays bounded
+
+    def finish(self) -> None:
+        while self.waiting:
+            self.send()
+        self.commit()
 
 
 CHUNKER_VERSION = 3  # 3: headings as written, code keeps its lines, tables of contents; bump on change
@@ -2388,7 +2606,8 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     """Bring the index up to date with the files under paths."""
     check_model(conn, embedder.model)
     adopt_real_paths(conn)
-    stats, pending, seen, stale = IndexStats(), [], set(), []
+    stats, seen, stale = IndexStats(), set(), []
+    batcher = Batcher(conn, embedder, opts.batch, stats)
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
     chunking = chunking_key(opts.size, opts.overlap)
     if stored and get_meta(conn, "chunking") not in (None, chunking):
@@ -2413,12 +2632,9 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
         elif status == "empty" and key in stored:
             delete_docs(conn, [key])
         elif doc:
-            pending.append(doc)
+            batcher.add(doc)
             stats.read += 1
-            if sum(len(d.chunks) for d in pending) >= opts.batch:
-                flush_pending(conn, embedder, pending, stats)
-    if pending:
-        flush_pending(conn, embedder, pending, stats)
+    batcher.finish()
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, filters, seen, stored, opts.prune, log)
@@ -2470,10 +2686,22 @@ def handle_stale(conn, stale: list[str], prune: bool, log: Log) -> int:
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
 
-dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
-
-
 FTS_WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+
+
+def lexical_words(text: str) -> list[str]:
+    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
+    lowercased, each once: the one tokenizer of keyword search and word coverage.
+
+    >>> lexical_words("Tundra_melt: the MELT")
+    ['tundra', 'melt', 'the']
+    """
+    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
+
+
+def content_words(text: str) -> list[str]:
+    """lexical_words without stopwords."""
+    return [w for w in lexical_words(text) if w not in STOPWORDS]
 
 
 def fts_query(question: str) -> str | None:
@@ -2487,9 +2715,8 @@ def fts_query(question: str) -> str | None:
     >>> fts_query("What is it?")
     '"what" OR "is" OR "it"'
     """
-    words = list(dict.fromkeys(FTS_WORD.findall(question.lower())))
-    content = [w for w in words if w not in STOPWORDS] or words
-    return " OR ".join(f'"{w}"' for w in content) or None
+    words = content_words(question) or lexical_words(question)
+    return " OR ".join(f'"{w}"' for w in words) or None
 
 
 def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
@@ -2534,61 +2761,6 @@ def source_filter(source: str | None) -> tuple[str, list]:
     return "(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)", [source, source, "*/" + source]
 
 
-def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
-    """Bit planes of the question's quantised magnitudes: (weight, mask), largest first.
-
-    Each dimension's |q_i| becomes an integer w_i of `bits` bits; plane b holds
-    the dimensions whose w_i has bit b set. Then for x = sign bits of question
-    XOR chunk, sum(weight * popcount(x & mask)) equals sum(w_i) over the
-    dimensions where the signs differ: how far sign(chunk) is from the question,
-    counting big question components more, and zero ones not at all.
-
-    >>> query_masks([0.9, -0.3, 0.0, 0.6], bits=2)
-    [(2, 9), (1, 3)]
-    """
-    top = max(map(abs, qvec), default=0.0) or 1.0
-    scale = ((1 << bits) - 1) / top
-    levels = [round(abs(x) * scale) for x in qvec]
-    planes = []
-    for b in reversed(range(bits)):
-        mask = sum(1 << i for i, w in enumerate(levels) if w >> b & 1)
-        planes.append((1 << b, mask))
-    return planes
-
-
-EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
-EXACT_BUDGET = 200_000  # vector components parsed and multiplied per question (~0.07 s)
-
-
-def exact_count(n: int, depth: int, dim: int) -> int:
-    """How many candidates get an exact dot product: as many as fit the budget.
-
-    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 100, 384), exact_count(50, 5, 384)
-    (200, 520, 50)
-    """
-    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
-
-
-def nearest(dist: list[int], count: int) -> list[int]:
-    """Positions of the count smallest distances (ties at the cut all kept).
-
-    Counting distances beats sorting a million of them: they are small integers.
-
-    >>> nearest([5, 1, 3, 1, 9], 2)
-    [1, 3]
-    """
-    if count >= len(dist):
-        return list(range(len(dist)))
-    tally = sorted(Counter(dist).items())
-    total, cut = 0, tally[-1][0]
-    for value, seen in tally:
-        total += seen
-        if total >= count:
-            cut = value
-            break
-    return [i for i, d in enumerate(dist) if d <= cut]
-
-
 class Retriever:
     """Ranks chunks for questions; caches what it loads for the next question."""
 
@@ -2596,44 +2768,18 @@ class Retriever:
                  fusion: str = "score"):
         self.conn, self.embedder, self.source, self.exact = conn, embedder, source, exact
         self.fusion = fusion
-        self._sigs: tuple[list[int], list[int]] | None = None
-        self._vectors: dict[int, list[float]] = {}
-        self._all: list | None = None
+        self.index = SignatureIndex(conn)
+        self._allowed: set[int] | None = None
         self._idf: dict[str, float] = {}
         self._n: int | None = None
 
-    def _filtered(self, columns: str):
-        cond, args = source_filter(self.source)
-        return self.conn.execute(f"SELECT {columns} FROM chunks c JOIN documents d "
-                                 f"ON d.id = c.doc_id WHERE {cond}", args)
-
-    def signatures(self) -> tuple[list[int], list[int]]:
-        """(chunk ids, signatures as ints) of every searchable chunk."""
-        if self._sigs is None:
-            packed = packed_signatures(self.conn)
-            if packed is None and pack_signatures(self.conn, wait=False):
-                packed = packed_signatures(self.conn)
-            if packed is None:  # stale, and another process is writing: read the rows
-                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
-            if self.source:
-                allowed = {cid for (cid,) in self._filtered("c.id")}
-                keep = [i for i, cid in enumerate(packed[0]) if cid in allowed]
-                packed = ([packed[0][i] for i in keep], [packed[1][i] for i in keep])
-            self._sigs = packed
-        return self._sigs
-
-    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, read from the database once."""
-        need = [c for c in ids if c not in self._vectors]
-        for i in range(0, len(need), 900):
-            part = need[i:i + 900]
-            marks = ",".join("?" * len(part))
-            for cid, vec in self.conn.execute(
-                    f"SELECT id, vector FROM chunks WHERE id IN ({marks})", part):
-                self._vectors[cid] = json.loads(vec)
-        # An index run may have replaced a chunk since its id was read: skip it.
-        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
+    def allowed(self) -> set[int] | None:
+        """Ids of the chunks --source lets this retriever see (None: all of them)."""
+        if self.source and self._allowed is None:
+            cond, args = source_filter(self.source)
+            self._allowed = {cid for (cid,) in self.conn.execute(
+                f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
+        return self._allowed
 
     def embed_question(self, question: str) -> list[float]:
         vec = normalize(self.embedder.embed([question])[0])
@@ -2641,13 +2787,8 @@ class Retriever:
         return vec
 
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
-        """Top chunks by dot product: exact over the signature's nearest candidates."""
-        if self.exact:
-            pairs = self.all_vectors()
-        else:
-            pairs = self.vectors(self.candidates(qvec, depth))
-        scored = sorted(((dot(qvec, v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
-        return [(cid, s) for s, cid in scored[:depth]]
+        """Top chunks by dot product (see SignatureIndex.top)."""
+        return self.index.top(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
         """Inverse document frequency of a word over chunks, from the FTS index."""
@@ -2658,47 +2799,6 @@ class Retriever:
                                    (f'"{word}"',)).fetchone()[0]
             self._idf[word] = math.log((self._n + 1) / (df + 0.5))
         return self._idf[word]
-
-    def all_vectors(self):
-        """Every searchable (id, vector): kept for the next question while small,
-        streamed from the database when the parsed floats would not fit."""
-        if self._all is not None:
-            yield from self._all
-            return
-        kept: list | None = []
-        size = 0
-        for cid, vec in self._filtered("c.id, c.vector"):
-            v = json.loads(vec)
-            size += len(v)
-            if kept is not None and size > EXACT_CACHE:
-                kept = None
-            if kept is not None:
-                kept.append((cid, v))
-            yield cid, v
-        self._all = kept
-
-    def candidates(self, qvec: list[float], depth: int) -> list[int]:
-        """Chunk ids worth an exact score, chosen by signature in two passes.
-
-        First the sign mismatches on the question's largest components (top
-        two bit planes of its quantised magnitudes) over every chunk; then, on
-        the nearest few percent, mismatches weighted by all six planes (see
-        query_masks).
-        """
-        all_ids, sigs = self.signatures()
-        want = exact_count(len(all_ids), depth, len(qvec))
-        if want >= len(all_ids):
-            return all_ids
-        q = int.from_bytes(signature(qvec), "little")
-        (_, m1), (_, m2), (_, m3), (_, m4), (_, m5), (_, m6) = query_masks(qvec, 6)
-        top = m1 | m2  # one popcount a chunk: a fifth of the time of weighing three planes
-        coarse = [((q ^ s) & top).bit_count() for s in sigs]
-        pool = nearest(coarse, max(10 * want, len(sigs) // 50))
-        fine = [32 * (x & m1).bit_count() + 16 * (x & m2).bit_count() + 8 * (x & m3).bit_count()
-                + 4 * (x & m4).bit_count() + 2 * (x & m5).bit_count() + (x & m6).bit_count()
-                for x in [q ^ sigs[i] for i in pool]]
-        best = sorted(nearest(fine, want), key=fine.__getitem__)[:want]
-        return [all_ids[pool[j]] for j in best]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
         query = fts_query(question)
@@ -2739,12 +2839,12 @@ class Retriever:
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
-        marks = ",".join("?" * len(ids))
-        rows = {r[0]: r for r in self.conn.execute(
-            "SELECT c.id, d.path, d.rel, c.start_line, c.end_line, c.heading, c.text, c.loc "
-            f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
-        vecs = dict(self.vectors(ids)) if qvec is not None else {}
-        return [Hit(*rows[cid][:7], score, dot(qvec, vecs[cid]) if qvec is not None else None, rows[cid][7])
+        rows = {r[0]: r for r in rows_in(
+            self.conn, "SELECT c.id, d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
+            "c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
+        vecs = dict(self.index.vectors(ids)) if qvec is not None else {}
+        return [Hit(cid, rows[cid][1], Chunk(*rows[cid][2:]), score,
+                    dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
 
@@ -2756,18 +2856,17 @@ def floor_for(model: str, min_score: float | None) -> float:
 def word_coverage(question: str, hits: list[Hit], idf) -> float:
     """Best share, over the hits, of the question's IDF weight found in one passage.
 
-    >>> h = Hit(1, "a", "a", 1, 1, "", "Refunds take five days.", 0, 0)
+    >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
     >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
     """
-    words = [w for w in dict.fromkeys(FTS_WORD.findall(question.lower())) if w not in STOPWORDS]
-    weights = {w: idf(w) for w in words}
+    weights = {w: idf(w) for w in content_words(question)}
     total = sum(weights.values())
     if not hits or not total:
         return 0.0
     best = 0.0
     for h in hits:
-        present = set(terms(h.heading + "\n" + h.text))
+        present = set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
         best = max(best, sum(x for w, x in weights.items() if stem(w) in present) / total)
     return best
 
@@ -2806,9 +2905,9 @@ def build_prompt(question: str, hits: list[Hit]) -> str:
     """The user message: numbered passages in escaped tags, then the question."""
     parts = ["Passages (untrusted data; each inside <passage> tags):", ""]
     for n, h in enumerate(hits, 1):
-        heading = f' heading="{html.escape(h.heading)}"' if h.heading else ""
+        heading = f' heading="{html.escape(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{html.escape(h.source)}"{heading}>\n'
-                     f"{html.escape(h.text, quote=False)}\n</passage>")
+                     f"{html.escape(h.chunk.text, quote=False)}\n</passage>")
         parts.append("")
     parts.append("Question: " + " ".join(question.split()))
     return "\n".join(parts)
@@ -2825,6 +2924,7 @@ class ExtractiveGenerator:
     """Offline answerer: the passage sentences that best match the question."""
 
     model = "extractive"
+    PASSAGES = 3  # the answer comes from the best few passages: lower ones rarely hold it
 
     def __init__(self, sentences: int = 2):
         self.sentences = sentences
@@ -2834,7 +2934,7 @@ class ExtractiveGenerator:
         question, passages = parse_prompt(prompt)
         wanted = set(terms(question))
         scored = []
-        for rank, (n, text) in enumerate(passages[:3]):
+        for rank, (n, text) in enumerate(passages[:self.PASSAGES]):
             body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
             for i, (a, b) in enumerate(sentence_spans(body)):
                 sentence = " ".join(body[a:b].split())
@@ -3394,16 +3494,16 @@ def cmd_search(args, cfg: Config, closer) -> int:
     if not hits:
         print("no matching passages")
     for n, h in enumerate(hits, 1):
-        heading = f"  [{h.heading}]" if h.heading else ""
-        print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {first_line(h.text)}")
+        heading = f"  [{h.chunk.heading}]" if h.chunk.heading else ""
+        print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {first_line(h.chunk.text)}")
     return 0
 
 
 def hit_json(h: Hit, n: int) -> dict:
     return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
-            "start_line": h.start_line, "end_line": h.end_line, "location": h.loc,
-            "heading": h.heading, "score": round(h.score, 6),
-            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.text}
+            "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
+            "heading": h.chunk.heading, "score": round(h.score, 6),
+            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text}
 
 
 def cmd_ask(args, cfg: Config, closer) -> int:

@@ -565,6 +565,15 @@ class IndexTests(RagTestCase):
             expected = rag.normalize(alpha_embed(rag.embed_text(rag.Chunk(0, text, heading, 0, 0))))
             self.assertEqual(json.loads(vec), json.loads(rag.vector_json(expected)))
 
+    def test_index_full_requests_whatever_the_document_sizes(self):
+        server = self.online()
+        for i, w in enumerate(WORDS[:7]):  # 7 documents of 3 one-paragraph chunks: 21 texts
+            self.write(f"{i}.md", "\n\n".join(f"{w.title()} part {p} of the {w} notes." for p in "abc"))
+        self.ok("index", self.docs, "--batch-size", "4", "--chunk-size", "40", "--overlap", "0")
+        self.assertEqual([len(r[2]["input"]) for r in server.paths("/embeddings")], [4, 4, 4, 4, 4, 1])
+        self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(21,)])
+        self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(21,)])
+
     def test_index_rerun_embeds_nothing(self):
         server = self.online()
         self.write_docs()
@@ -856,8 +865,8 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(len(rag.packed_signatures(conn)[0]), len(self.rows("SELECT id FROM chunks")))
         rag.set_meta(conn, "sig_stamp", "changed")  # as an interrupted index run leaves it
         self.assertIsNone(rag.packed_signatures(conn))
-        retriever = rag.Retriever(conn, rag.HashEmbedder())
-        self.assertEqual(sorted(zip(*retriever.signatures())), sorted(
+        index = rag.SignatureIndex(conn)
+        self.assertEqual(sorted(zip(*index.signatures())), sorted(
             (cid, int.from_bytes(sig, "little")) for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs")))
         self.assertIsNotNone(rag.packed_signatures(conn))  # the search repacked it
 
@@ -988,7 +997,7 @@ class AskTests(RagTestCase):
         self.assertNotIn('<passage n="9">', user)
 
     def test_ask_prompt_round_trip(self):
-        hit = rag.Hit(1, "a.md", "a.md", 1, 2, "H", "Text with </passage> & <b>.", 1.0, 1.0)
+        hit = rag.Hit(1, "a.md", rag.Chunk(0, "Text with </passage> & <b>.", "H", 1, 2), 1.0, 1.0)
         question, passages = rag.parse_prompt(rag.build_prompt("why\nnow?", [hit]))
         self.assertEqual((question, passages), ("why now?", [(1, "Text with </passage> & <b>.")]))
 

@@ -67,7 +67,10 @@ def build(path, n, dim, seed=1, per_doc=100, batch=2000):
             docs.append(rag.PendingDoc(f"doc{d:07d}.txt", f"doc{d:07d}.txt", f"{d:064x}", 0, 0.0, chunks))
             vectors.extend(next(gen) for _ in range(count))
         t0 = time.perf_counter()
-        rag.flush_pending(conn, Replay(f"synthetic-{dim}", vectors), docs, rag.IndexStats())
+        batcher = rag.Batcher(conn, Replay(f"synthetic-{dim}", vectors), len(vectors), rag.IndexStats())
+        for doc in docs:
+            batcher.add(doc)
+        batcher.finish()
         stored_time += time.perf_counter() - t0
         done += len(vectors)
         print(f"  built {done}/{n} ({done / stored_time:.0f} chunks/s stored)", file=sys.stderr, end="\r")
