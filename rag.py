@@ -1566,8 +1566,8 @@ class HttpClient:
 def embed_batches(texts: list[str], count: int, chars: int) -> list[list[int]]:
     """Group indexes of texts into batches capped by count and total characters.
 
-    >>> embed_batches(["aa", "bb", "cc"], 2, 100)
-    [[0, 1], [2]]
+    >>> embed_batches(["aa", "bb", "cc"], 2, 100), embed_batches(["a" * 60, "b" * 60, "c" * 10], 10, 100)
+    ([[0, 1], [2]], [[0], [1, 2]])
     """
     batches, cur, size = [], [], 0
     for i, t in enumerate(texts):
