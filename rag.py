@@ -1390,8 +1390,7 @@ class HashEmbedder:
     model = BUILTIN_MODEL
     NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
 
-    def __init__(self, dim: int = BUILTIN_DIM):
-        self.dim = dim
+    dim = BUILTIN_DIM
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features: stemmed words plus 4-grams of each word."""
@@ -1612,16 +1611,14 @@ def too_long(e: RagError) -> bool:
 class HttpEmbedder:
     """Embeddings from POST {base}/embeddings, batched, in input order."""
 
-    def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH,
-                 batch_chars: int = EMBED_BATCH_CHARS, warn=None):
-        self.client, self.model = client, model
-        self.batch, self.batch_chars = batch, batch_chars
+    def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None):
+        self.client, self.model, self.batch = client, model, batch
         self.warn = warn or (lambda msg: None)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in the order given."""
         out: list[list[float]] = []
-        for idx in embed_batches(texts, self.batch, self.batch_chars):
+        for idx in embed_batches(texts, self.batch, EMBED_BATCH_CHARS):
             out.extend(self._embed_fitting([texts[i] for i in idx]))
         return out
 
@@ -2176,11 +2173,14 @@ class SignatureIndex:
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
+PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
+
+
 class Log:
     """Notes and progress on stderr; progress only on a terminal."""
 
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
+    def __init__(self):
+        self.stream = sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.last = 0.0
 
@@ -2188,8 +2188,8 @@ class Log:
         self.clear()
         print(f"rag: {msg}", file=self.stream)
 
-    def progress(self, msg: str, force: bool = False) -> None:
-        if self.tty and (force or time.monotonic() - self.last > 0.1):
+    def progress(self, msg: str) -> None:
+        if self.tty and time.monotonic() - self.last > PROGRESS_EVERY:
             self.last = time.monotonic()
             self.stream.write("\r\x1b[K" + msg)
             self.stream.flush()
@@ -2827,10 +2827,10 @@ class Retriever:
         return fuse(dense, keyword, weight), qvec
 
     def search(self, question: str, mode: str = "hybrid", k: int = DEFAULT_K,
-               depth: int = FUSION_DEPTH, similarity: bool = True) -> list[Hit]:
+               similarity: bool = True) -> list[Hit]:
         """The top k hits for a question; without similarity, keyword search
         leaves each hit's similarity None and calls no embedder."""
-        ranked, qvec = self.rank(question, mode, max(depth, k))
+        ranked, qvec = self.rank(question, mode, max(FUSION_DEPTH, k))
         if qvec is None and similarity:
             qvec = self.embed_question(question)
         return self.hits(ranked[:k], qvec)
@@ -2925,9 +2925,7 @@ class ExtractiveGenerator:
 
     model = "extractive"
     PASSAGES = 3  # the answer comes from the best few passages: lower ones rarely hold it
-
-    def __init__(self, sentences: int = 2):
-        self.sentences = sentences
+    SENTENCES = 2  # at most; a longer extract buries the answer
 
     def generate(self, system: str, prompt: str) -> Reply:
         """Pick the best-matching sentences, each followed by its [n]."""
@@ -2943,7 +2941,7 @@ class ExtractiveGenerator:
         scored.sort()
         best = scored[0][0] if scored else 0
         # only the sentences sharing the most words: a weaker one dilutes the answer
-        scored = [s for s in scored if s[0] < 0 and s[0] == best][:self.sentences]
+        scored = [s for s in scored if s[0] < 0 and s[0] == best][:self.SENTENCES]
         if not scored:
             return Reply(REFUSAL)
         scored.sort(key=lambda s: (s[1], s[2]))
@@ -3602,8 +3600,8 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     return 0
 
 
-def number(kind=float, low=None, high=None, low_open=False):
-    """An argparse type: a finite number of kind within [low, high] ((low, high] when low_open)."""
+def number(kind=float, low=None, low_open=False):
+    """An argparse type: a finite number of kind, at least low (more than low when low_open)."""
     def parse(text: str):
         try:
             value = kind(text)
@@ -3613,8 +3611,6 @@ def number(kind=float, low=None, high=None, low_open=False):
             raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
         if low is not None and (value <= low if low_open else value < low):
             raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} {low}")
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}")
         return value
     return parse
 
