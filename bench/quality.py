@@ -1,19 +1,26 @@
-"""Retrieval quality grid for rag.py on BEIR SciFact: modes x embedders, one table.
+"""Retrieval and refusal quality for rag.py: corpora x embedders x modes, one table.
 
-Standard library only. Indexes ../shared/data/scifact/docs (once per embedder;
-databases are kept in --dir and reused), then runs rag.py's own eval over
-train.json mixed with offtopic.json, so each row has ranking figures on the 809
-answerable claims and abstention on the 300 off-topic questions.
+Standard library only. For each corpus it indexes the documents once per
+embedder (databases are kept in --dir and reused), then runs rag.py's own eval
+over the answerable questions mixed with off-topic ones, so each row has
+ranking figures and the two refusal figures (off-topic refused, answerable
+refused) at the floor rag.py chooses itself.
 
-    python bench/quality.py                                  # offline built-in embedder
-    python bench/quality.py --server http://127.0.0.1:8089/v1 --model all-MiniLM-L6-v2
+    python bench/quality.py                                # built-in embedder, SciFact and SQuAD
+    python bench/quality.py --embedder all-MiniLM-L6-v2@http://127.0.0.1:8089/v1
+    python bench/quality.py --corpus squad --embedder all-MiniLM-L6-v2@http://127.0.0.1:8089/v1 \\
+        --embedder minilm-aniso-1@http://127.0.0.1:8091/v1 --modes hybrid
 
-The second form also runs the grid with a real embedding model behind an
-OpenAI-compatible /embeddings endpoint (for example ../shared/tools/embed_server.py).
---heading-prefix compares what is embedded for each chunk: rag.py's rule (the
-default: the heading path parts the chunk does not open with, then its text),
-always the whole heading path then the text, or never a prefix. Each variant
-has its own databases (suffix -always, -nohead).
+Corpora (in ../shared/data): scifact (5,183 abstracts; 809 claims from train.json,
+300 general off-topic questions) and squad (504 Wikipedia paragraphs; 2,522
+questions, 300 hard off-topic questions in the same style). An --embedder is
+MODEL@BASE_URL of an OpenAI-compatible /embeddings endpoint (for example
+../shared/tools/embed_server.py, whose --anisotropy S and --model-name imitate
+a model with another similarity scale); the built-in embedder always runs
+unless --no-builtin. --server URL --model NAME is the older spelling of one
+--embedder. --heading-prefix compares what is embedded for each chunk: rag.py's
+rule (the default), always the whole heading path then the text, or never a
+prefix; each variant has its own databases (suffix -always, -nohead).
 """
 
 import argparse
@@ -25,7 +32,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import rag  # noqa: E402
 
-DATA = os.path.join(HERE, "..", "..", "shared", "data", "scifact")
+SHARED = os.path.join(HERE, "..", "..", "shared", "data")
+CORPORA = {  # name: (folder, answerable cases, off-topic cases)
+    "scifact": ("scifact", "train.json", "offtopic.json"),
+    "squad": ("squad", "cases.json", "offtopic.json"),
+}
 
 
 def config(db, server, model):
@@ -43,7 +54,15 @@ def ensure_index(cfg, docs, log):
     return conn
 
 
-def row(cfg, conn, cases, mode, exact=False):
+def load(data, corpus, limit):
+    folder, answerable, offtopic = CORPORA[corpus]
+    cases = []
+    for name in (answerable, offtopic):
+        cases += rag.load_cases(os.path.join(data, folder, name))[:limit]
+    return os.path.join(data, folder, "docs"), cases
+
+
+def row(corpus, cfg, conn, cases, mode, exact=False):
     """One eval run; the table row for it."""
     embedder = rag.make_embedder(cfg)
     retriever = rag.Retriever(conn, embedder, exact=exact)
@@ -52,17 +71,34 @@ def row(cfg, conn, cases, mode, exact=False):
     r = rag.evaluate(conn, retriever, cases, mode, 5, floor, rag.Log())
     secs = time.perf_counter() - t0
     label = mode + (" --exact" if exact else "")
-    return (f"| {embedder.model} | {label} | {r['ndcg@10']:.3f} | {r['recall@5']:.3f} | "
+    return (f"| {corpus} | {embedder.model} | {label} | {r['ndcg@10']:.3f} | {r['recall@5']:.3f} | "
             f"{r['recall@100']:.3f} | {r['mrr']:.3f} | {r['abstention']:.3f} | "
             f"{r['false_refusals']:.3f} | {secs:.0f} |")
 
 
+def embedders(a):
+    """(model, base URL) pairs: None, None is the built-in embedder."""
+    out = [] if a.no_builtin else [(None, None)]
+    if a.server:
+        out.append((a.model, a.server))
+    for spec in a.embedder:
+        model, _, url = spec.partition("@")
+        if not model or not url:
+            raise SystemExit(f"--embedder takes MODEL@BASE_URL, not {spec!r}")
+        out.append((model, url))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=DATA, help="SciFact folder (docs/, train.json, offtopic.json)")
+    p.add_argument("--data", default=SHARED, help="folder holding scifact/ and squad/")
     p.add_argument("--dir", default=os.path.join(HERE, "data"), help="where indexes are kept")
-    p.add_argument("--server", help="OpenAI-compatible base URL for a real embedding model")
-    p.add_argument("--model", help="embedding model name at --server")
+    p.add_argument("--corpus", default="scifact,squad", help="comma-separated: scifact, squad")
+    p.add_argument("--embedder", action="append", default=[], metavar="MODEL@URL",
+                   help="an embedding model behind an OpenAI-compatible endpoint (repeatable)")
+    p.add_argument("--no-builtin", action="store_true", help="leave out the built-in embedder")
+    p.add_argument("--server", help=argparse.SUPPRESS)
+    p.add_argument("--model", help=argparse.SUPPRESS)
     p.add_argument("--modes", default="hybrid,dense,keyword", help="comma-separated modes")
     p.add_argument("--exact", action="store_true", help="also run each dense/hybrid mode with --exact")
     p.add_argument("--limit", type=int, help="use only the first N cases of each file")
@@ -75,25 +111,21 @@ def main():
         rag.embed_text = lambda chunk: f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
     elif a.heading_prefix == "never":
         rag.embed_text = lambda chunk: chunk.text
-    cases = []
-    for name in ("train.json", "offtopic.json"):
-        cases += rag.load_cases(os.path.join(a.data, name))[:a.limit]
     os.makedirs(a.dir, exist_ok=True)
-    setups = [(None, None)] + ([(a.server, a.model)] if a.server else [])
-    print(f"SciFact: {sum(not c.get('unanswerable') for c in cases)} claims, "
-          f"{sum(bool(c.get('unanswerable')) for c in cases)} off-topic questions; k=5; "
-          f"rag.py {rag.__version__}, Python {sys.version.split()[0]}\n")
-    print("| embedder | mode | nDCG@10 | recall@5 | recall@100 | MRR | off-topic refused | "
-          "answerable refused | seconds |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for server, model in setups:
-        name = (model or rag.BUILTIN_MODEL).replace("/", "_")
-        cfg = config(os.path.join(a.dir, f"scifact-{name}{suffix}.db"), server, model)
-        conn = ensure_index(cfg, os.path.join(a.data, "docs"), rag.Log())
-        for mode in a.modes.split(","):
-            print(row(cfg, conn, cases, mode), flush=True)
-            if a.exact and mode != "keyword":
-                print(row(cfg, conn, cases, mode, exact=True), flush=True)
-        conn.close()
+    print(f"k=5; rag.py {rag.__version__}, Python {sys.version.split()[0]}\n")
+    print("| corpus | embedder | mode | nDCG@10 | recall@5 | recall@100 | MRR | off-topic refused | "
+          "answerable refused | seconds |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for corpus in a.corpus.split(","):
+        docs, cases = load(a.data, corpus, a.limit)
+        for model, server in embedders(a):
+            name = (model or rag.BUILTIN_MODEL).replace("/", "_")
+            cfg = config(os.path.join(a.dir, f"{corpus}-{name}{suffix}.db"), server, model)
+            conn = ensure_index(cfg, docs, rag.Log())
+            for mode in a.modes.split(","):
+                print(row(corpus, cfg, conn, cases, mode), flush=True)
+                if a.exact and mode != "keyword":
+                    print(row(corpus, cfg, conn, cases, mode, exact=True), flush=True)
+            conn.close()
 
 
 if __name__ == "__main__":
