@@ -2090,6 +2090,7 @@ class SignatureIndex:
     def __init__(self, conn):
         self.conn = conn
         self._sigs: tuple[list[int], list[int]] | None = None
+        self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
         self._vectors: dict[int, list[float]] = {}
         self._all: list | None = None
 
@@ -2140,9 +2141,11 @@ class SignatureIndex:
         query_masks).
         """
         all_ids, sigs = self.signatures()
-        if allowed is not None:
-            keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
-            all_ids, sigs = [all_ids[i] for i in keep], [sigs[i] for i in keep]
+        if allowed is not None:  # filtered once per id set, not once per question
+            if self._kept is None or self._kept[0] is not allowed:
+                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
+                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
+            all_ids, sigs = self._kept[1:]
         want = exact_count(len(all_ids), depth, len(qvec))
         if want >= len(all_ids):
             return all_ids
