@@ -69,14 +69,18 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 BUILTIN_MODEL = "builtin-hash-v1"
 BUILTIN_DIM = 384
-# Relevance floors: below this the question is refused without calling a model.
-# Measured on SciFact claims against off-topic questions (README, "How retrieval works").
-FLOORS = {BUILTIN_MODEL: 0.33, "all-MiniLM-L6-v2": 0.38}
-DEFAULT_FLOOR = 0.30
-# The built-in embedder's similarity alone separates on- from off-topic
-# questions poorly; a third of the IDF-weighted share of question words found
-# in the best passage is added to it before the floor is applied.
-COVERAGE_WEIGHTS = {BUILTIN_MODEL: 1 / 3}
+# Refusing. Relevance (how well the best passage answers) is put on the index's
+# own scale: 0 is as similar as chunks of unrelated documents are under this
+# model, 1 identical; so one floor means the same whatever the model's
+# similarity scale. Below the floor a question is refused without calling a
+# model. Each default is the largest floor (to 0.01) that refused at most 5% of
+# the answerable questions on both SciFact and SQuAD (README, "Floor");
+# `eval --calibrate` chooses one on the user's own questions and index.
+DEFAULT_FLOOR = 0.33  # embedding models behind an API (measured: all-MiniLM-L6-v2, plain and anisotropic)
+BUILTIN_FLOOR = 0.27  # the built-in embedder's relevance (cosine plus word coverage, see HashEmbedder)
+NULL_PAIRS = 400      # random chunk pairs (of different documents) that measure the unrelated level
+NULL_REFRESH = 0.2    # measured again once the number of chunks has changed by this share
+CALIBRATION_MAX_FALSE = 0.05  # the share of answerable questions a calibrated floor may refuse
 
 MAX_FILE_MB = 20            # larger files are skipped with a note (--max-file-mb)
 MAX_QUESTION = 10_000       # characters
@@ -1385,12 +1389,18 @@ def terms(text: str) -> list[str]:
 
 
 class HashEmbedder:
-    """Offline embedder: signed feature hashing of words and character n-grams."""
+    """Offline embedder: signed feature hashing of words and character n-grams.
+
+    Its similarity alone separates on- from off-topic questions poorly, so its
+    relevance adds a third of the IDF-weighted share of the question's words
+    found in the best passage (measured on SciFact: README), and has its own floor.
+    """
 
     model = BUILTIN_MODEL
-    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
-
     dim = BUILTIN_DIM
+    coverage_weight = 1 / 3
+    floor = BUILTIN_FLOOR
+    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features: stemmed words plus 4-grams of each word."""
@@ -2172,6 +2182,48 @@ class SignatureIndex:
         return [(cid, s) for s, cid in scored[:depth]]
 
 
+def measure_null_level(conn) -> float:
+    """Mean similarity of random pairs of chunks from different documents: how
+    similar unrelated text is under this model on this corpus (about 0.05 for
+    MiniLM, 0.5 to 0.7 for models like E5 or BGE). Seeded, so it is repeatable."""
+    rows = conn.execute("SELECT id, doc_id FROM chunks").fetchall()
+    if len(rows) < 2:
+        return 0.0
+    rnd = random.Random(len(rows))
+    pairs = []
+    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
+        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
+        if doc_a != doc_b:
+            pairs.append((a, b))
+            if len(pairs) == NULL_PAIRS:
+                break
+    if not pairs:
+        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
+    need = list({i for p in pairs for i in p})
+    vecs = {cid: json.loads(v) for cid, v in rows_in(conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need)}
+    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
+
+
+def null_level(conn) -> float:
+    """The stored unrelated level, measured again (and stored when the index can
+    be written) when missing or when the index has grown or shrunk a lot."""
+    count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    level, measured = get_meta(conn, "null_level"), int(get_meta(conn, "null_chunks") or 0)
+    if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
+        return float(level)
+    value = measure_null_level(conn)
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")  # a question never waits for a writer
+        with transaction(conn):
+            set_meta(conn, "null_level", f"{value:.6f}")
+            set_meta(conn, "null_chunks", count)
+    except sqlite3.OperationalError:  # read-only, or another process is writing: use it unstored
+        pass
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+    return value
+
+
 # ---------------------------------------------------------------------------
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
@@ -2644,6 +2696,7 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     stats.removed += handle_stale(conn, stale, opts.prune, log)
     if not pack_is_fresh(conn):
         pack_signatures(conn)
+    null_level(conn)  # measured now, so that no question pays for it
     return stats
 
 
@@ -2772,9 +2825,16 @@ class Retriever:
         self.conn, self.embedder, self.source, self.exact = conn, embedder, source, exact
         self.fusion = fusion
         self.index = SignatureIndex(conn)
+        self._level: float | None = None
         self._allowed: set[int] | None = None
         self._idf: dict[str, float] = {}
         self._n: int | None = None
+
+    def null_level(self) -> float:
+        """How similar unrelated chunks of this index are (see null_level)."""
+        if self._level is None:
+            self._level = null_level(self.conn)
+        return self._level
 
     def allowed(self) -> set[int] | None:
         """Ids of the chunks --source lets this retriever see (None: all of them)."""
@@ -2851,9 +2911,25 @@ class Retriever:
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
 
-def floor_for(model: str, min_score: float | None) -> float:
-    """The relevance floor: given, or calibrated for the embedding model."""
-    return min_score if min_score is not None else FLOORS.get(model, DEFAULT_FLOOR)
+@dataclass(frozen=True)
+class Floor:
+    """The relevance floor in force and where it came from."""
+
+    value: float
+    source: str
+
+
+def floor_in_force(conn, model: str, min_score: float | None = None) -> Floor:
+    """--min-score, else the floor eval --calibrate stored for this index and
+    model, else the default of the model's kind of relevance."""
+    if min_score is not None:
+        return Floor(min_score, "--min-score")
+    stored = get_meta(conn, "floor")
+    if stored is not None and get_meta(conn, "floor_model") == model:
+        return Floor(float(stored), get_meta(conn, "floor_source") or "calibrated")
+    if model == HashEmbedder.model:
+        return Floor(HashEmbedder.floor, "default for the built-in embedder")
+    return Floor(DEFAULT_FLOOR, "default for embedding models")
 
 
 def word_coverage(question: str, hits: list[Hit], idf) -> float:
@@ -2875,15 +2951,25 @@ def word_coverage(question: str, hits: list[Hit], idf) -> float:
 
 
 def relevance(retriever, question: str, hits: list[Hit]) -> float:
-    """How well the passages answer: best cosine similarity, plus for models whose
-    similarity alone separates poorly, a share of the question's words found."""
+    """How well the passages answer, on the index's own scale (see on_scale):
+    the best cosine similarity, plus for an embedder whose similarity alone
+    separates poorly (the built-in one), a share of the question's words found."""
     if not hits:
         return 0.0
     score = max(h.similarity for h in hits)
-    weight = COVERAGE_WEIGHTS.get(retriever.embedder.model, 0.0)
+    weight = getattr(retriever.embedder, "coverage_weight", 0.0)
     if weight:
         score += weight * word_coverage(question, hits, retriever.idf)
-    return score
+    return on_scale(score, retriever.null_level())
+
+
+def on_scale(score: float, level: float) -> float:
+    """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
+
+    >>> round(on_scale(0.62, 0.05), 4), round(on_scale(0.81, 0.72), 4)  # a model with a high floor of noise
+    (0.6, 0.3214)
+    """
+    return (score - level) / (1 - level) if level < 1 else 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -3051,6 +3137,8 @@ class Answer:
     prompt: str
     latency_ms: float
     fallback: str | None = None  # why the model call failed, when the answer is extractive instead
+    relevance: float = 0.0       # of the passages, on the index's scale, and the floor it was held to
+    floor: float = 0.0
 
 
 def answer_question(conn, retriever: Retriever, generator, question: str, mode: str,
@@ -3060,7 +3148,8 @@ def answer_question(conn, retriever: Retriever, generator, question: str, mode: 
     hits = retriever.search(question, mode, k)
     prompt = build_prompt(question, hits)
     fallback = None
-    if relevance(retriever, question, hits) < floor:
+    rel = relevance(retriever, question, hits)
+    if rel < floor:
         reply, model = Reply(REFUSAL), "none"
     else:
         reply, model, fallback = generate(generator, prompt, log.note)
@@ -3068,7 +3157,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, mode: 
     cited = () if refused else tuple(citations(reply.text, len(hits)))
     ms = (time.perf_counter() - t0) * 1000
     result = Answer(REFUSAL if refused else reply.text.strip(), refused, tuple(hits),
-                    cited, reply.usage, model, prompt, ms, fallback)
+                    cited, reply.usage, model, prompt, ms, fallback, rel, floor)
     record_ask(conn, question, result, log)
     return result
 
@@ -3260,7 +3349,31 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], mode: str, k: int, f
     if gold.missing:
         names = ", ".join(sorted(gold.missing)[:5])
         log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as misses: {names}")
-    return summarize(rows, mode, k, retriever.embedder.model)
+    report = summarize(rows, mode, k, retriever.embedder.model)
+    report["floor"] = floor
+    return report
+
+
+def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
+    """The floor that refuses the most unanswerable cases while refusing at most
+    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few
+    floors: (floor, unanswerable refused, answerable refused).
+
+    >>> rows = [{"relevance": r} for r in (0.5, 0.6, 0.7)] + [{"relevance": 0.55, "unanswerable": True}]
+    >>> calibrate(rows)[0]
+    0.5
+    """
+    answerable = sorted(r["relevance"] for r in rows if not r.get("unanswerable"))
+    off = [r["relevance"] for r in rows if r.get("unanswerable")]
+    if not answerable or not off:
+        raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
+    chosen = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
+
+    def at(f):
+        return (f, sum(x < f for x in off) / len(off), sum(x < f for x in answerable) / len(answerable))
+    shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
+    floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))] for q in shares} | {chosen}
+    return chosen, [at(f) for f in sorted(floors)]
 
 
 def score_answer(case: dict, row: dict, hits: list[Hit], generator) -> str | None:
@@ -3515,8 +3628,8 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     stream = stream and not args.json and not args.show_prompt and not cfg.offline
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
-    floor = floor_for(retriever.embedder.model, args.min_score)
-    a = answer_question(conn, retriever, generator, question, args.mode, args.k, floor, log)
+    floor = floor_in_force(conn, retriever.embedder.model, args.min_score)
+    a = answer_question(conn, retriever, generator, question, args.mode, args.k, floor.value, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
     if args.json:
@@ -3525,7 +3638,8 @@ def cmd_ask(args, cfg: Config, closer) -> int:
                                          "valid": ok} for n, ok in a.cited],
                           "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
                           "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
-                          "fallback_reason": a.fallback}, indent=2))
+                          "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
+                          "floor": a.floor, "floor_source": floor.source}, indent=2))
         return 0
     streamed = stream and a.model not in ("none", "extractive")
     if not streamed:
@@ -3562,20 +3676,42 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     """Score retrieval on labelled questions."""
     cases = load_cases(args.cases)
     conn, retriever = open_for_query(cfg, args, closer)
-    floor = floor_for(retriever.embedder.model, args.min_score)
+    floor = floor_in_force(conn, retriever.embedder.model, args.min_score)
     log = Log()
     generator = make_generator(cfg, warn=log.note) if args.generate else None
-    report = evaluate(conn, retriever, cases, args.mode, args.k, floor, log, generator)
+    report = evaluate(conn, retriever, cases, args.mode, args.k, floor.value, log, generator)
+    report["floor_source"] = floor.source
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print_report(report, args.k)
+    if args.calibrate:
+        store_calibration(conn, retriever.embedder.model, report["cases_detail"], args.cases)
     recall = report[f"recall@{args.k}"]
     if args.fail_under is not None and recall is not None and recall < args.fail_under:
         print(f"rag: error: recall@{args.k} {recall:.3f} is below --fail-under {args.fail_under}",
               file=sys.stderr)
         return 1
     return 0
+
+
+def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
+    """eval --calibrate: print the trade-off, keep the chosen floor in the index."""
+    chosen, table = calibrate(rows)
+    print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
+    for f, off, ans in table:
+        print(f"  {f:.4f}  {off:6.1%}  {ans:6.1%}" + ("   <- chosen: most refused with at most "
+                                                    f"{CALIBRATION_MAX_FALSE:.0%} answerable refused"
+                                                    if f == chosen else ""))
+    source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
+    try:
+        with transaction(conn):
+            set_meta(conn, "floor", chosen)
+            set_meta(conn, "floor_model", model)
+            set_meta(conn, "floor_source", source)
+    except sqlite3.OperationalError as e:
+        raise RagError(f"cannot store the calibrated floor: {e}") from None
+    print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
 
 
 def cmd_stats(args, cfg: Config, closer) -> int:
@@ -3590,6 +3726,9 @@ def cmd_stats(args, cfg: Config, closer) -> int:
             "last_indexed": get_meta(conn, "last_indexed"),
             "chunking": get_meta(conn, "chunking"),
             "asks": q("SELECT count(*) FROM asks")}
+    if info["chunks"]:
+        floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
+        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn), 4))
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -3599,6 +3738,9 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
     print(f"last indexed    {info['last_indexed'] or 'never'}")
     print(f"chunking        {info['chunking'] or '(none yet)'}")
+    if "floor" in info:
+        print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
+              f"{info['null_level']:g} under this model)")
     print(f"asks logged     {info['asks']}")
     return 0
 
@@ -3658,10 +3800,9 @@ def build_parser() -> argparse.ArgumentParser:
                            help="score every chunk's vector (slow); default: exact scores on "
                                 "the nearest candidates by sign-bit signature")
     retrieval.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
-                           "refused: best passage's cosine similarity (plus a third of the question-word "
-                           f"coverage for {BUILTIN_MODEL}); default "
-                           + ", ".join(f"{v} for {k}" for k, v in FLOORS.items())
-                           + f", {DEFAULT_FLOOR} otherwise")
+                           "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
+                           "identical); default: the one eval --calibrate stored, else "
+                           f"{BUILTIN_FLOOR} for {BUILTIN_MODEL} and {DEFAULT_FLOOR} for other models")
 
     p = Parser(prog=program(), description=__doc__.split("\n\n")[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -3715,6 +3856,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
     s.add_argument("--generate", action="store_true",
                    help="also answer each question and check the answer (retrieval hits only)")
+    s.add_argument("--calibrate", action="store_true",
+                   help="choose the refusal floor that best separates the answerable cases from the "
+                        "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
     s.set_defaults(func=cmd_eval)
 
     s = sub.add_parser("stats", parents=[common], help="show what the index holds",

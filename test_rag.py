@@ -1491,7 +1491,7 @@ class AskTests(RagTestCase):
         conn = rag.connect(self.db)
         self.addCleanup(conn.close)
         r = rag.Retriever(conn, rag.HashEmbedder())
-        floor = rag.floor_for(rag.BUILTIN_MODEL, None)
+        floor = rag.floor_in_force(conn, rag.BUILTIN_MODEL).value
         on = r.search("How long do refunds take to reach the card?")
         off = r.search("Who painted the ceiling of the Sistine Chapel?")
         # "refunds" and "card" are in one passage, "take" and "reach" too: full coverage
@@ -1502,6 +1502,33 @@ class AskTests(RagTestCase):
         self.assertGreaterEqual(rag.relevance(r, "How long do refunds take to reach the card?", on), floor)
         self.assertLess(rag.relevance(r, "Who painted the ceiling of the Sistine Chapel?", off), floor)
         self.assertGreater(r.idf("sistine"), r.idf("card"))  # absent words weigh most
+
+    def test_ask_refusal_means_the_same_at_two_similarity_scales(self):
+        # the second model scores unrelated text about 0.7 cosine (as E5, BGE, GTE do)
+        tilt = [1.0 if i % 3 else -1.0 for i in range(64)]
+
+        def anisotropic(text):
+            v = rag.normalize(alpha_embed(text))
+            return [x + 1.5 * t / 8 for x, t in zip(v, tilt)]
+
+        more = {f"{w}.md": f"Notes on the {w} {WORDS[(i + 7) % 20]} project and its {WORDS[(i + 3) % 20]} plans."
+                for i, w in enumerate(WORDS[:8])}
+        self.write_docs(more)
+        for name, embed in (("fake-embed", alpha_embed), ("fake-tilted", anisotropic)):
+            with self.subTest(name):
+                server = self.online()
+                server.embed = embed
+                os.environ["EMBED_MODEL"] = name
+                self.db = db = os.path.join(self.dir, f"{name}.db")
+                self.ok("index", self.docs)
+                on = json.loads(self.ok("ask", "How long do refunds take to reach the card?", "--json"))
+                off = json.loads(self.ok("ask", "Who painted the ceiling of the Sistine Chapel?", "--json"))
+                self.assertEqual((on["refused"], off["refused"]), (False, True), (on["relevance"], off["relevance"]))
+                self.assertEqual(on["floor"], rag.DEFAULT_FLOOR)
+                self.assertGreater(on["relevance"], on["floor"])
+                self.assertIn("unrelated chunks score", self.ok("stats"))
+                level = float(dict(sqlite3.connect(db).execute("SELECT key, value FROM meta").fetchall())["null_level"])
+                self.assertGreater(level, 0.5) if name == "fake-tilted" else self.assertLess(level, 0.3)
 
     def test_ask_refuses_without_model_call(self):
         server = self.online()
@@ -1719,6 +1746,31 @@ class EvalTests(RagTestCase):
                 self.assertIn(message, self.error_line("eval", path))
         self.assertIn("cannot read cases file", self.error_line("eval", os.path.join(self.dir, "none.json")))
         self.assertIn("Is a directory", self.error_line("eval", self.docs))
+
+    def test_eval_calibrate_keeps_a_floor_that_ask_and_stats_use(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        path = self.cases([{"question": "How long do refunds take?", "source": "refunds.md"},
+                           {"question": "What does ERR-4012 mean?", "source": "errors.md"},
+                           {"question": "When do tomatoes need watering?", "source": "garden.txt"},
+                           {"question": "Which planet is the largest?", "unanswerable": True},
+                           {"question": "Who wrote the Odyssey?", "unanswerable": True}])
+        report = json.loads(self.ok("eval", path, "--json"))
+        answerable = sorted(r["relevance"] for r in report["cases_detail"] if not r.get("unanswerable"))
+        self.assertEqual((report["floor"], report["floor_source"]),
+                         (rag.BUILTIN_FLOOR, "default for the built-in embedder"))
+        out = self.ok("eval", path, "--calibrate")
+        self.assertRegex(out, r"calibration on 5 cases")
+        self.assertIn("<- chosen", out)
+        self.assertIn(f"{answerable[0]:.4f}", out)  # 5% of 3 answerable: none may be refused
+        stats = self.ok("stats")
+        self.assertIn(f"floor           {answerable[0]:g} (calibrated on 5 cases of cases.json", stats)
+        data = json.loads(self.ok("ask", "Which planet is the largest?", "--json"))
+        self.assertEqual(data["floor"], answerable[0])
+        self.assertTrue(data["refused"])
+        self.assertEqual(json.loads(self.ok("ask", "refunds", "--json", "--min-score", "0.9"))["floor_source"], "--min-score")
+        only = self.cases([{"question": "How long do refunds take?", "source": "refunds.md"}])
+        self.assertIn("--calibrate needs answerable cases and cases marked", self.error_line("eval", only, "--calibrate"))
 
     def test_eval_quote_found_at_rank_one_is_not_a_miss(self):
         self.write_docs({"a.md": "Refunds take five days. " * 30, "b.md": "Other text."})

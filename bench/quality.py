@@ -66,7 +66,7 @@ def row(corpus, cfg, conn, cases, mode, exact=False):
     """One eval run; the table row for it."""
     embedder = rag.make_embedder(cfg)
     retriever = rag.Retriever(conn, embedder, exact=exact)
-    floor = rag.floor_for(embedder.model, None)
+    floor = rag.floor_in_force(conn, embedder.model).value
     t0 = time.perf_counter()
     r = rag.evaluate(conn, retriever, cases, mode, 5, floor, rag.Log())
     secs = time.perf_counter() - t0
