@@ -1519,7 +1519,7 @@ class AskTests(RagTestCase):
                 server = self.online()
                 server.embed = embed
                 os.environ["EMBED_MODEL"] = name
-                self.db = db = os.path.join(self.dir, f"{name}.db")
+                self.db = os.path.join(self.dir, f"{name}.db")
                 self.ok("index", self.docs)
                 on = json.loads(self.ok("ask", "How long do refunds take to reach the card?", "--json"))
                 off = json.loads(self.ok("ask", "Who painted the ceiling of the Sistine Chapel?", "--json"))
@@ -1527,7 +1527,7 @@ class AskTests(RagTestCase):
                 self.assertEqual(on["floor"], rag.DEFAULT_FLOOR)
                 self.assertGreater(on["relevance"], on["floor"])
                 self.assertIn("unrelated chunks score", self.ok("stats"))
-                level = float(dict(sqlite3.connect(db).execute("SELECT key, value FROM meta").fetchall())["null_level"])
+                level = float(dict(self.rows("SELECT key, value FROM meta"))["null_level"])
                 self.assertGreater(level, 0.5) if name == "fake-tilted" else self.assertLess(level, 0.3)
 
     def test_ask_refuses_without_model_call(self):
