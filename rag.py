@@ -1228,7 +1228,7 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 def definition_pattern(path: str):
     """How a top-level definition looks in this file, or None when it is not code."""
     fmt = file_format(path)
-    return re.compile(DEFINITIONS[fmt.definitions]) if fmt and fmt.definitions else None
+    return fmt.pattern() if fmt else None
 
 
 class Packer:
@@ -1988,17 +1988,26 @@ def delete_docs(conn, paths: list[str]) -> None:
         set_meta(conn, "sig_stamp", time.time_ns())
 
 
-def pack_signatures(conn, wait: bool = True) -> bool:
-    """Rewrite the packed copy of the signatures: a few large rows load far faster
-    than one row a chunk. Returns False when another writer holds the database."""
-    if not wait:
-        conn.execute("PRAGMA busy_timeout = 0")
+def begin_at_once(conn) -> bool:
+    """BEGIN IMMEDIATE without waiting: False when another process is writing
+    or the index is read-only (a search never waits for a writer)."""
+    conn.execute("PRAGMA busy_timeout = 0")
     try:
         conn.execute("BEGIN IMMEDIATE")
-    except sqlite3.OperationalError:  # another writer, or a read-only index
+        return True
+    except sqlite3.OperationalError:
         return False
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+
+
+def pack_signatures(conn, wait: bool = True) -> bool:
+    """Rewrite the packed copy of the signatures: a few large rows load far faster
+    than one row a chunk. Returns False when another writer holds the database."""
+    if wait:
+        conn.execute("BEGIN IMMEDIATE")
+    elif not begin_at_once(conn):
+        return False
     with transaction(conn, begun=True):
         conn.execute("DELETE FROM sig_pack")
         rows = conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id").fetchall()
@@ -2092,6 +2101,8 @@ dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b
 # The coarse pass keeps this many times the candidates wanted, and at least this
 # share of all chunks: measured against --exact on SciFact (README, "Search at scale").
 COARSE_FACTOR, COARSE_SHARE = 10, 1 / 50
+
+
 class SignatureIndex:
     """Dense search over the stored vectors: the sign-bit signatures (packed copy
     and its freshness), the candidates they choose for a question, and the
@@ -2204,23 +2215,26 @@ def measure_null_level(conn) -> float:
     return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
 
 
-def null_level(conn) -> float:
+def chunk_count(conn) -> int:
+    return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+
+def null_level(conn, count: int | None = None) -> float:
     """The stored unrelated level, measured again (and stored when the index can
-    be written) when missing or when the index has grown or shrunk a lot."""
-    count = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    be written) when missing or when the index has grown or shrunk a lot.
+    count: the number of chunks, when the caller has it already."""
+    count = chunk_count(conn) if count is None else count
     level, measured = get_meta(conn, "null_level"), int(get_meta(conn, "null_chunks") or 0)
     if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
         return float(level)
     value = measure_null_level(conn)
     try:
-        conn.execute("PRAGMA busy_timeout = 0")  # a question never waits for a writer
-        with transaction(conn):
-            set_meta(conn, "null_level", f"{value:.6f}")
-            set_meta(conn, "null_chunks", count)
-    except sqlite3.OperationalError:  # read-only, or another process is writing: use it unstored
+        if begin_at_once(conn):  # else read-only, or another process is writing: used unstored
+            with transaction(conn, begun=True):
+                set_meta(conn, "null_level", f"{value:.6f}")
+                set_meta(conn, "null_chunks", count)
+    except sqlite3.OperationalError:  # an immutable (read-only media) connection refuses the write
         pass
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
     return value
 
 
@@ -2693,7 +2707,9 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, filters, seen, stored, opts.prune, log)
-    stats.removed += handle_stale(conn, stale, opts.prune, log)
+    # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
+    stats.removed += prune_or_report(conn, stale, "can no longer be read (see above) and keep "
+                                     "their old text", opts.prune, log)
     if not pack_is_fresh(conn):
         pack_signatures(conn)
     null_level(conn)  # measured now, so that no question pays for it
@@ -2717,24 +2733,16 @@ def handle_vanished(conn, filters: dict, seen, stored, prune: bool, log: Log) ->
     gone = [p for p in stored if p not in seen and any(
         under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
         for root, keep in roots.items())]
-    if gone and prune:
-        delete_docs(conn, gone)
-        return len(gone)
-    if gone:
-        log.note(f"{len(gone)} indexed file(s) no longer exist or are now excluded: {listed(gone)} "
-                 "(run with --prune to remove)")
-    return 0
+    return prune_or_report(conn, gone, "no longer exist or are now excluded", prune, log)
 
 
-def handle_stale(conn, stale: list[str], prune: bool, log: Log) -> int:
-    """Documents indexed before whose files are now skipped (too large, binary,
-    unreadable, damaged): removed with prune, else reported like deleted files."""
-    if stale and prune:
-        delete_docs(conn, stale)
-        return len(stale)
-    if stale:
-        log.note(f"{len(stale)} indexed file(s) can no longer be read (see above) and keep their "
-                 f"old text: {listed(stale)} (run with --prune to remove)")
+def prune_or_report(conn, paths: list[str], why: str, prune: bool, log: Log) -> int:
+    """Remove these documents with prune (returns how many), else name them in a note."""
+    if paths and prune:
+        delete_docs(conn, paths)
+        return len(paths)
+    if paths:
+        log.note(f"{len(paths)} indexed file(s) {why}: {listed(paths)} (run with --prune to remove)")
     return 0
 
 
@@ -2830,10 +2838,16 @@ class Retriever:
         self._idf: dict[str, float] = {}
         self._n: int | None = None
 
+    def chunks(self) -> int:
+        """How many chunks the index holds, counted once (a full scan of an index)."""
+        if self._n is None:
+            self._n = chunk_count(self.conn)
+        return self._n
+
     def null_level(self) -> float:
         """How similar unrelated chunks of this index are (see null_level)."""
         if self._level is None:
-            self._level = null_level(self.conn)
+            self._level = null_level(self.conn, self.chunks())
         return self._level
 
     def allowed(self) -> set[int] | None:
@@ -2856,11 +2870,9 @@ class Retriever:
     def idf(self, word: str) -> float:
         """Inverse document frequency of a word over chunks, from the FTS index."""
         if word not in self._idf:
-            if self._n is None:
-                self._n = self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
             df = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
                                    (f'"{word}"',)).fetchone()[0]
-            self._idf[word] = math.log((self._n + 1) / (df + 0.5))
+            self._idf[word] = math.log((self.chunks() + 1) / (df + 0.5))
         return self._idf[word]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
@@ -3728,7 +3740,7 @@ def cmd_stats(args, cfg: Config, closer) -> int:
             "asks": q("SELECT count(*) FROM asks")}
     if info["chunks"]:
         floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
-        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn), 4))
+        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn, info["chunks"]), 4))
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
