@@ -25,7 +25,8 @@ from unittest import mock
 
 import rag
 
-ENV_KEYS = ("LLM_BASE_URL", "OPENAI_BASE_URL", "LLM_API_KEY", "OPENAI_API_KEY",
+ENV_KEYS = ("LLM_BASE_URL", "OPENAI_BASE_URL", "LLM_API_KEY", "OPENAI_API_KEY", "EMBED_BASE_URL",
+            "EMBED_API_KEY", "RERANK_BASE_URL", "RERANK_API_KEY", "RERANK_MODEL",
             "EMBED_MODEL", "LLM_MODEL", "RAG_DB", "RAG_DEBUG")
 SECRET = "sk-test-SECRET-0123456789"
 
@@ -44,8 +45,14 @@ def alpha_embed(text, dim=64):
     return vec
 
 
+def word_overlap(query, documents):
+    """Fake-server rerank scores: the query's words found in each document."""
+    words = set(rag.WORD.findall(query.lower()))
+    return [len(words & set(rag.WORD.findall(d.lower()))) for d in documents]
+
+
 class FakeServer:
-    """Scripted /v1/embeddings and /v1/chat/completions on a free loopback port.
+    """Scripted /v1/embeddings, /v1/chat/completions and /v1/rerank on a free loopback port.
 
     A fault is (status, headers, body), "reset" (the connection is cut after
     half a body), "hang" (no answer until the client gives up) or a function
@@ -57,6 +64,7 @@ class FakeServer:
         self.requests = []          # (path, headers dict, body dict)
         self.faults = []            # answered before normal replies
         self.chat_faults = []       # the same, for chat requests only
+        self.rerank_faults = []     # and for rerank requests only
         self.fault_at = {}          # embeddings request number -> fault
         self.fault_when = None      # (predicate of the request body, fault): by content, not order
         self.max_input = None       # longer inputs get the OpenAI "too long" 400
@@ -64,6 +72,7 @@ class FakeServer:
         self.embed_count = 0
         self.chat_reply = "Refunds take 5 to 7 business days [1]."
         self.embed = alpha_embed
+        self.rerank = word_overlap   # (query, documents) -> one score per document
         self.shuffle = True
         self.lock = threading.Lock()
         self.released = threading.Event()  # ends every hang at close
@@ -81,6 +90,8 @@ class FakeServer:
                     fault = server.faults.pop(0) if server.faults else None
                     if not fault and self.path.endswith("/chat/completions") and server.chat_faults:
                         fault = server.chat_faults.pop(0)
+                    if not fault and self.path.endswith("/rerank") and server.rerank_faults:
+                        fault = server.rerank_faults.pop(0)
                     if self.path.endswith("/embeddings"):
                         server.embed_count += 1
                         n = server.embed_count
@@ -93,6 +104,11 @@ class FakeServer:
                     self.embeddings(body)
                 elif self.path.endswith("/chat/completions"):
                     self.chat(body)
+                elif self.path.endswith("/rerank"):
+                    scores = server.rerank(body["query"], body["documents"])
+                    results = sorted(({"index": i, "relevance_score": x} for i, x in enumerate(scores)),
+                                     key=lambda r: -r["relevance_score"])[:body.get("top_n")]
+                    self.reply(200, {}, json.dumps({"results": results}).encode())
                 else:
                     self.reply(404, {}, b'{"error": {"message": "no such route"}}')
                 if n is not None and server.after_reply:
@@ -785,8 +801,8 @@ class EmbedTests(RagTestCase):
 
     def client(self, server, retries=3):
         self.sleeps = []
-        cfg = rag.Config(base_url=server.url, api_key=SECRET, retries=retries, timeout=5)
-        return rag.HttpClient(cfg, sleep=self.sleeps.append)
+        cfg = rag.Config(retries=retries, timeout=5)
+        return rag.HttpClient(rag.Endpoint(server.url, SECRET), cfg, sleep=self.sleeps.append)
 
     def test_embed_shuffled_results_put_back_in_order(self):
         server = self.online()
@@ -864,6 +880,48 @@ class EmbedTests(RagTestCase):
         self.assertEqual(rag.retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), 0.0)
         self.assertEqual(rag.retry_after({"Retry-After": "2.5"}), 2.5)
         self.assertIsNone(rag.retry_after({}))
+
+    def test_embed_base_url_separates_embeddings_from_chat(self):
+        chat, embed = self.online(), FakeServer()
+        self.addCleanup(embed.close)
+        os.environ.update(EMBED_BASE_URL=embed.url, EMBED_API_KEY="sk-embed-key-42")
+        self.write_docs()
+        out = self.ok("index", self.docs)
+        self.assertIn(f"embeddings fake-embed at {embed.url}, chat gpt-4o-mini at {chat.url}", out)
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual({r[0] for r in chat.requests}, {"/v1/chat/completions"})
+        self.assertEqual({r[0] for r in embed.requests}, {"/v1/embeddings"})
+        self.assertEqual({r[1]["Authorization"] for r in embed.requests}, {"Bearer sk-embed-key-42"})
+        self.assertEqual({r[1]["Authorization"] for r in chat.requests}, {f"Bearer {SECRET}"})
+        other = FakeServer()  # --embed-base-url wins over the environment
+        self.addCleanup(other.close)
+        self.ok("search", "refunds", "--embed-base-url", other.url)
+        self.assertEqual(len(other.paths("/embeddings")), 1)
+
+    def test_chat_key_goes_to_the_chat_host_only(self):
+        chat, embed = self.online(), FakeServer()
+        self.addCleanup(embed.close)
+        self.write_docs()
+        os.environ["EMBED_BASE_URL"] = embed.url  # another port: another server
+        self.ok("index", self.docs)
+        self.assertNotIn("Authorization", embed.requests[0][1])
+        os.environ["EMBED_BASE_URL"] = chat.url + "/"  # the same host: the same key
+        self.ok("index", self.docs, "--prune")
+        self.ok("search", "refunds")
+        self.assertEqual(chat.paths("/embeddings")[-1][1]["Authorization"], f"Bearer {SECRET}")
+        os.environ.pop("LLM_BASE_URL")
+        os.environ.pop("LLM_API_KEY")
+        os.environ["EMBED_BASE_URL"] = embed.url  # embeddings online, answers offline
+        out = self.ok("ask", "How long do refunds take?")
+        self.assertIn("(offline: extractive answer", out)
+
+    def test_chat_server_without_embeddings_says_what_to_set(self):
+        server = self.online()
+        server.faults = [(404, {}, b'{"error": {"message": "File Not Found"}}')]
+        self.write_docs()
+        line = self.error_line("index", self.docs)
+        self.assertIn("embeddings failed: HTTP 404", line)
+        self.assertIn("set EMBED_BASE_URL to one that has, or EMBED_MODEL=builtin-hash-v1", line)
 
     def test_api_key_whitespace_stripped_and_bad_characters_refused(self):
         server = self.online()
@@ -1469,6 +1527,82 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(rag.word_coverage("tundra_melt thaw?", [hit], idf), 1.0)  # once 0.2
 
 
+class RerankTests(RagTestCase):
+    def setUp(self):
+        super().setUp()
+        self.write_docs()
+        self.server = self.online()
+        self.ok("index", self.docs)
+        os.environ["RERANK_MODEL"] = "fake-rerank"
+
+    def paths(self, *args):
+        hits = json.loads(self.ok("search", "card refunds", "--json", *args))
+        return [os.path.basename(h["path"]) for h in hits]
+
+    def test_rerank_order_and_scores_applied(self):
+        self.server.rerank = lambda q, docs: [float("Tomatoes" in d) + 0.1 * i for i, d in enumerate(docs)]
+        hits = json.loads(self.ok("search", "card refunds", "--json", "-k", "3"))
+        body = self.server.paths("/rerank")[-1][2]  # all 4 chunks: fewer than the depth
+        self.assertEqual((body["model"], body["query"], body["top_n"]), ("fake-rerank", "card refunds", 4))
+        self.assertEqual(len(body["documents"]), 4)
+        expected = [float("Tomatoes" in d) + 0.1 * i for i, d in enumerate(body["documents"])]
+        self.assertEqual([h["score"] for h in hits], [round(x, 6) for x in sorted(expected, reverse=True)[:3]])
+        self.assertEqual(os.path.basename(hits[0]["path"]), "garden.txt")
+        for h in hits:  # each candidate is sent as its heading and text
+            self.assertIn((h["heading"] + "\n" + h["text"]).strip(), body["documents"])
+
+    def test_rerank_keeps_candidates_beyond_its_depth_after_them(self):
+        os.environ.pop("RERANK_MODEL")
+        fused = self.paths("-k", "3")
+        self.server.rerank = lambda q, docs: [float(i) for i in range(len(docs))]  # reverses them
+        self.assertEqual(self.paths("-k", "3", "--rerank-model", "r", "--rerank-depth", "2"),
+                         fused[:2][::-1] + fused[2:])
+
+    def test_rerank_failure_keeps_the_fused_order_with_one_note(self):
+        os.environ.pop("RERANK_MODEL")
+        fused = self.paths()
+        replies = [(500, {}, b"down"), (200, {}, b'{"results": []}'), (200, {}, b'{"data": 1}'),
+                   (200, {}, b'{"results": [{"index": 9, "relevance_score": 1}]}'),
+                   (200, {}, b'{"results": [{"index": 0, "relevance_score": 1}, {"index": 0, "relevance_score": 2}]}'),
+                   (200, {}, b'{"results": [{"index": 0, "relevance_score": NaN}]}'),
+                   (200, {}, b"<html>busy</html>"), (404, {}, b"no such route")]
+        for reply in replies:
+            with self.subTest(reply=reply):
+                self.server.rerank_faults = [reply]
+                code, out, err = self.run_cli("search", "card refunds", "--json", "--rerank-model", "r",
+                                              "--retries", "0")
+                self.assertEqual(code, 0, err)
+                self.assertEqual([os.path.basename(h["path"]) for h in json.loads(out)], fused)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertRegex(err, r"^rag: warning: reranking failed \(.+\); keeping the retrieval order\n$")
+                self.assertNotIn(SECRET, err)
+
+    def test_rerank_retries_like_embeddings(self):
+        self.server.rerank = lambda q, docs: [float("Tomatoes" in d) for d in docs]
+        self.server.rerank_faults = [(503, {"Retry-After": "0"}, b"busy")]
+        code, out, err = self.run_cli("search", "card refunds", "--json", "--retries", "1")
+        self.assertEqual(code, 0, err)
+        self.assertIn("rerank failed: HTTP 503: busy; retry 1 of 1", err)
+        self.assertEqual(os.path.basename(json.loads(out)[0]["path"]), "garden.txt")
+
+    def test_rerank_server_missing_is_an_error(self):
+        for key in ("LLM_BASE_URL", "LLM_API_KEY"):
+            os.environ.pop(key)
+        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL
+        db = os.path.join(self.dir, "builtin.db")
+        self.assertEqual(self.run_cli("index", self.docs, db=db)[0], 0)
+        line = self.error_line("search", "card refunds", db=db)
+        self.assertIn("rerank model fake-rerank needs a server", line)
+
+    def test_rerank_server_of_its_own(self):
+        other = FakeServer()
+        self.addCleanup(other.close)
+        os.environ.update(RERANK_BASE_URL=other.url, RERANK_API_KEY="sk-rerank-1")
+        self.paths()
+        self.assertEqual(len(self.server.paths("/rerank")), 0)
+        self.assertEqual(other.paths("/rerank")[0][1]["Authorization"], "Bearer sk-rerank-1")
+
+
 # ---------------------------------------------------------------------------
 # Ask: prompt, answer, citations, fallback
 # ---------------------------------------------------------------------------
@@ -1561,6 +1695,85 @@ class AskTests(RagTestCase):
         out = self.ok("ask", "How long do refunds take?", "--no-stream", "-k", "2")
         self.assertIn("[9] no such passage (only 2 were given)", out)
 
+    def test_ask_uncited_answer_still_ends_with_the_passages_it_was_given(self):
+        server = self.online()
+        self.ok("index", self.docs)
+        for reply, cites in (("Refunds take about a week.", ""), ("About a week [7].", " (it cites [7], but only 2 were given)")):
+            server.chat_reply = reply
+            out = self.ok("ask", "How long do refunds take?", "--no-stream", "-k", "2")
+            answer, sources = out.split("\n\n", 1)
+            self.assertEqual(answer, reply)
+            lines = sources.strip().splitlines()
+            self.assertEqual(lines[0], f"Sources: the answer cites no passage{cites}; it was written from:")
+            self.assertRegex(lines[1], r"^  \[1\] .*refunds\.md:\d+-\d+$")
+            self.assertRegex(lines[2], r"^  \[2\] .*\.(md|txt):\d+-\d+$")
+            self.assertEqual(len(lines), 3)
+            data = json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "2"))
+            self.assertFalse(data["cited"])
+            self.assertEqual(data["invalid_citations"], [7] if cites else [])
+            self.assertEqual(len(data["passages"]), 2)
+        server.chat_reply = "Five to seven days [2]."
+        self.assertTrue(json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "2"))["cited"])
+
+    def test_ask_passages_best_at_the_edges_numbered_by_rank(self):
+        self.write_docs({f"n{i}.md": f"Refunds note {i}: refunds take {i} days here." for i in range(6)})
+        server = self.online()
+        self.ok("index", self.docs)
+        data = json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "5"))
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        order = [int(n) for n in re.findall(r'<passage n="(\d+)"', user)]
+        self.assertEqual(order, [1, 3, 5, 4, 2])
+        for p in data["passages"]:  # each number is still its rank, and the passage is whole
+            self.assertIn(f'<passage n="{p["n"]}" source="{p["source"]}"', user)
+            self.assertIn(p["text"] + "\n</passage>", user)
+        self.assertIn("\n".join(f"  [{p['n']}] {p['source']}" for p in data["passages"][:1]),
+                      self.ok("ask", "How long do refunds take?", "--no-stream", "-k", "5"))
+        shown = self.ok("ask", "How long do refunds take?", "--no-stream", "-k", "5", "--show-prompt")
+        self.assertIn(user, shown)
+
+    def test_ask_max_context_drops_the_weakest_passages_whole(self):
+        self.write_docs({f"n{i}.md": f"Refunds note {i}: refunds take {i} days here. " * 3 for i in range(6)})
+        server = self.online()
+        self.ok("index", self.docs)
+        full = json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "5"))["passages"]
+        sizes = [len(p["text"]) for p in full]
+        budget = sum(sizes[:2]) + sizes[2] // 2  # two fit, the third would not
+        data = json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "5",
+                                  "--max-context", str(budget)))
+        self.assertEqual([p["chunk_id"] for p in data["passages"]], [p["chunk_id"] for p in full[:2]])
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        self.assertEqual(user.count("<passage n="), 2)
+        self.assertIn(full[1]["text"] + "\n</passage>", user)
+        tiny = json.loads(self.ok("ask", "How long do refunds take?", "--json", "--max-context", "1"))
+        self.assertEqual(len(tiny["passages"]), 1)  # the best passage always goes, uncut
+        self.assertEqual(tiny["passages"][0]["text"], full[0]["text"])
+
+    def test_ask_context_length_error_falls_back_with_a_hint(self):
+        server = self.online()
+        self.ok("index", self.docs)
+        msg = {"error": {"message": "Requested tokens (2510) exceed context window of 2048"}}
+        server.chat_faults = [(400, {}, json.dumps(msg).encode())]
+        code, out, err = self.run_cli("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual(code, 0, err)
+        self.assertIn("exceed context window", err)
+        self.assertIn("a smaller --max-context may fit the model; showing an extractive answer", err)
+        self.assertIn("Refunds take 5 to 7 business days", out)
+        self.assertEqual(len(server.paths("/chat/completions")), 1)  # a 400 is not retried
+
+    def test_ask_stream_error_mid_answer_ends_the_line_and_falls_back(self):
+        server = self.online()
+        self.ok("index", self.docs)
+        events = ['data: {"choices": [{"delta": {"content": "Refunds take"}}]}',
+                  'data: {"error": {"message": "the model crashed"}}']
+        server.chat_faults = [(200, {"Content-Type": "text/event-stream"}, "\n\n".join(events).encode())]
+        code, out, err = self.run_cli("ask", "How long do refunds take?", "--stream")
+        self.assertEqual(code, 0, err)
+        self.assertTrue(out.startswith("Refunds take [broken off]\n"), out)
+        self.assertIn("Refunds take 5 to 7 business days to reach your card. [1]", out)
+        self.assertIn("Sources:\n  [1] ", out)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("the model crashed", err)
+
     def test_ask_model_refusal_detected(self):
         server = self.online()
         server.chat_reply = rag.REFUSAL
@@ -1625,8 +1838,21 @@ class AskTests(RagTestCase):
         question, passages = rag.parse_prompt(user)
         self.assertEqual(question, "refund policy rules")
         evil_text = [t for _, t in passages if "PWNED" in t][0]
-        self.assertIn("</passage>", evil_text)  # intact as data, after unescaping
-        self.assertGreater(user.index("</passage>", user.index("PWNED")), user.index("&lt;/passage&gt;"))
+        self.assertIn("</passage>", evil_text)  # intact as data when read back
+        self.assertGreater(user.index("</passage>", user.index("PWNED")), user.index("\u2039/passage>"))
+
+    def test_ask_prompt_and_answer_keep_symbols_as_written(self):
+        server = self.online()
+        self.write("math.md", "# Rules > Limits\n\nThe limit holds when a > b & c < d, for \"quoted\" values.\n")
+        self.ok("index", self.docs)
+        server.chat_reply = "It holds when a > b & c < d [1]."
+        out = self.ok("ask", "when does the limit hold", "--no-stream", "--show-prompt", "--min-score", "-1")
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        self.assertIn("The limit holds when a > b & c < d, for \"quoted\" values.", user)
+        self.assertIn('heading="Rules > Limits"', user)
+        for artefact in ("&gt;", "&lt;", "&amp;", "&quot;"):
+            self.assertNotIn(artefact, out)
+        self.assertIn("It holds when a > b & c < d [1].", out)
 
     def test_ask_json_says_when_the_answer_is_the_extractive_fallback(self):
         server = self.online()
@@ -1721,6 +1947,27 @@ class EvalTests(RagTestCase):
         report = json.loads(self.ok("eval", path, "--generate", "--json"))
         self.assertEqual(report["answers_judged"], 3)
         self.assertEqual([r.get("answer_ok") for r in report["cases_detail"]], [True, False, True])
+
+    def test_eval_generate_reports_citing_answers_and_gold_citations(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        refunds = {"question": "How long do refunds take?", "sources": ["refunds.md"]}
+        path = self.cases([refunds, {**refunds, "sources": ["garden.txt"]},
+                           {"question": "How long do refunds take?", "quote": "Refunds take 5 to 7"},
+                           {"question": "Which planet is largest?", "unanswerable": True}])
+        report = json.loads(self.ok("eval", path, "--generate", "--json", "--min-score", "-1"))
+        rows = report["cases_detail"]
+        first = [r for r in rows if "cited" in r]
+        self.assertEqual(len(first), 3)  # the unanswerable case's answer is judged, not its citations
+        self.assertEqual([r["cited_gold"] for r in first], [True, False, True])  # [1] is refunds.md
+        self.assertEqual((report["answers_citing"], report["citations_gold"]), (1.0, round(2 / 3, 4)))
+        server.chat_reply = "Refunds take a week."
+        report = json.loads(self.ok("eval", path, "--generate", "--json", "--min-score", "-1"))
+        self.assertEqual((report["answers_citing"], report["citations_gold"]), (0.0, None))
+        out = self.ok("eval", path, "--generate", "--min-score", "-1")
+        self.assertIn("answers_citing  0.000", out)
+        self.assertIn("citations_gold  n/a", out)
 
     def test_eval_malformed_cases_name_the_case_and_field(self):
         self.write_docs()
