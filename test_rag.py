@@ -1943,10 +1943,12 @@ class EvalTests(RagTestCase):
                             "answer": "5 to 7 business days"},
                            {"question": "How long do refunds take?", "sources": ["refunds.md"],
                             "answer": "three weeks"},
+                           {"question": "How long do refunds take?", "sources": ["refunds.md"],
+                            "answer": "three weeks", "answers": ["a month", "5 TO 7 business"]},
                            {"question": "Which planet is largest?", "unanswerable": True}])
         report = json.loads(self.ok("eval", path, "--generate", "--json"))
-        self.assertEqual(report["answers_judged"], 3)
-        self.assertEqual([r.get("answer_ok") for r in report["cases_detail"]], [True, False, True])
+        self.assertEqual(report["answers_judged"], 4)
+        self.assertEqual([r.get("answer_ok") for r in report["cases_detail"]], [True, False, True, True])
 
     def test_eval_generate_reports_citing_answers_and_gold_citations(self):
         server = self.online()
@@ -1981,6 +1983,7 @@ class EvalTests(RagTestCase):
                '[{"question": "q", "chunk_ids": [true]}]': "case 1: field 'chunk_ids'",
                '[{"question": "q", "unanswerable": "yes"}]': "case 1: field 'unanswerable'",
                '[{"question": "q", "answer": 1, "source": "a"}]': "case 1: field 'answer'",
+               '[{"question": "q", "answers": ["a", 2], "source": "a"}]': "case 1: field 'answers'",
                '["just a string"]': "case 1: expected an object, got str",
                '{"question": "q", "source": "a"}\n[1, 2]': "case 2: expected an object, got list",
                "[" * 100_000: "nested too deeply",

@@ -40,7 +40,8 @@ CORPORA = {  # name: (folder, answerable cases, off-topic cases)
 
 
 def config(db, server, model):
-    return rag.Config(db=db, base_url=server, embed_model=model or rag.BUILTIN_MODEL)
+    return rag.Config(db=db, embed=rag.Endpoint(server) if server else None,
+                      embed_model=model or rag.BUILTIN_MODEL)
 
 
 def ensure_index(cfg, docs, log):
@@ -62,15 +63,19 @@ def load(data, corpus, limit):
     return os.path.join(data, folder, "docs"), cases
 
 
-def row(corpus, cfg, conn, cases, mode, exact=False):
-    """One eval run; the table row for it."""
+def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
+    """One eval run; the table row for it. rerank: (model, url, depth)."""
     embedder = rag.make_embedder(cfg)
-    retriever = rag.Retriever(conn, embedder, exact=exact)
+    reranker = None
+    if rerank:
+        client = rag.HttpClient(rag.Endpoint(rerank[1]), rag.Config(timeout=600, retries=0))
+        reranker = rag.Rerank(rag.HttpReranker(client, rerank[0]), rerank[2], print)
+    retriever = rag.Retriever(conn, embedder, exact=exact, rerank=reranker)
     floor = rag.floor_in_force(conn, embedder.model).value
     t0 = time.perf_counter()
-    r = rag.evaluate(conn, retriever, cases, mode, 5, floor, rag.Log())
+    r = rag.evaluate(conn, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
     secs = time.perf_counter() - t0
-    label = mode + (" --exact" if exact else "")
+    label = mode + (" --exact" if exact else "") + (f" rerank@{rerank[2]}" if rerank else "")
     return (f"| {corpus} | {embedder.model} | {label} | {r['ndcg@10']:.3f} | {r['recall@5']:.3f} | "
             f"{r['recall@100']:.3f} | {r['mrr']:.3f} | {r['abstention']:.3f} | "
             f"{r['false_refusals']:.3f} | {secs:.0f} |")
@@ -102,6 +107,9 @@ def main():
     p.add_argument("--modes", default="hybrid,dense,keyword", help="comma-separated modes")
     p.add_argument("--exact", action="store_true", help="also run each dense/hybrid mode with --exact")
     p.add_argument("--limit", type=int, help="use only the first N cases of each file")
+    p.add_argument("--rerank", metavar="MODEL@URL", help="also run each mode reranked by this "
+                   "/rerank endpoint (for example bench/rerank_server.py)")
+    p.add_argument("--rerank-depths", default="10,20,30,50", help="comma-separated --rerank-depth values")
     p.add_argument("--heading-prefix", choices=("rag", "always", "never"), default="rag",
                    help="what is embedded: rag.py's rule (default), the whole heading path + "
                         "text, or the text alone")
@@ -123,6 +131,10 @@ def main():
             conn = ensure_index(cfg, docs, rag.Log())
             for mode in a.modes.split(","):
                 print(row(corpus, cfg, conn, cases, mode), flush=True)
+                if a.rerank:
+                    model, _, url = a.rerank.partition("@")
+                    for depth in map(int, a.rerank_depths.split(",")):
+                        print(row(corpus, cfg, conn, cases, mode, rerank=(model, url, depth)), flush=True)
                 if a.exact and mode != "keyword":
                     print(row(corpus, cfg, conn, cases, mode, exact=True), flush=True)
             conn.close()
