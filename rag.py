@@ -245,7 +245,6 @@ class Config:
     llm_model: str = DEFAULT_LLM_MODEL
     rerank_model: str | None = None
     rerank_depth: int = RERANK_DEPTH
-    max_context: int = MAX_CONTEXT
     timeout: float = 60.0
     retries: int = 5
     batch_size: int = EMBED_BATCH
@@ -2843,13 +2842,16 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 
-def source_filter(source: str | None) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching a glob: the
-    path relative to the folder indexed, the whole path, or its end
-    ('json/*' matches /srv/docs/json/a.json however the folder was named)."""
-    if not source:
+def source_filter(source) -> tuple[str, list]:
+    """SQL condition on documents d restricting to paths matching a glob (or
+    every glob of a tuple: a server's restriction and a request's): the path
+    relative to the folder indexed, the whole path, or its end ('json/*'
+    matches /srv/docs/json/a.json however the folder was named)."""
+    globs = [g for g in ((source,) if isinstance(source, str) else source or ()) if g]
+    if not globs:
         return "1", []
-    return "(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)", [source, source, "*/" + source]
+    conds = ["(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)"] * len(globs)
+    return " AND ".join(conds), [x for g in globs for x in (g, g, "*/" + g)]
 
 
 def check_rerank(resp, n: int) -> list[float | None]:
@@ -2888,13 +2890,14 @@ class HttpReranker:
         return check_rerank(self.client.post("/rerank", payload), len(texts))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Rerank:
-    """A reranker, how many candidates it sees, and where its failure is told."""
+    """A reranker (anything with rerank(query, texts)), how many candidates it
+    sees, and warn(message), where its failure is told."""
 
     reranker: object
-    depth: int = RERANK_DEPTH
-    warn: object = print
+    depth: int
+    warn: object
 
 
 class Retriever:
@@ -2924,7 +2927,7 @@ class Retriever:
 
     def allowed(self) -> set[int] | None:
         """Ids of the chunks --source lets this retriever see (None: all of them)."""
-        if self.source and self._allowed is None:
+        if source_filter(self.source)[1] and self._allowed is None:
             cond, args = source_filter(self.source)
             self._allowed = {cid for (cid,) in self.conn.execute(
                 f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
@@ -2960,12 +2963,8 @@ class Retriever:
         return [(cid, s) for cid, s in rows]
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH):
-        """(chunk id, score) best first, reranked when a reranker is set, and
-        the question's vector (None for keyword search, which needs none)."""
-        ranked, qvec = self.first_stage(question, mode, depth)
-        return self.reranked(question, ranked), qvec
-
-    def first_stage(self, question: str, mode: str, depth: int):
+        """(chunk id, score) best first, before any reranking, and the
+        question's vector (None for keyword search, which needs none)."""
         if mode == "keyword":
             return self.keyword(question, depth), None
         qvec = self.embed_question(question)
@@ -2976,6 +2975,17 @@ class Retriever:
             return rrf([[c for c, _ in dense], [c for c, _ in keyword]]), qvec
         weight = DENSE_WEIGHTS.get(self.embedder.model, DEFAULT_DENSE_WEIGHT)
         return fuse(dense, keyword, weight), qvec
+
+    def narrowed(self, source: str | None) -> Retriever:
+        """This retriever limited further to the documents matching source (a
+        request can narrow a server's --source, never widen it), sharing what
+        this one has loaded: signatures, vectors, word weights, the level."""
+        if not source:
+            return self
+        globs = (self.source,) if isinstance(self.source, str) else tuple(self.source or ())
+        r = Retriever(self.conn, self.embedder, globs + (source,), self.exact, self.fusion, self.rerank)
+        r.index, r._idf, r._level, r._n = self.index, self._idf, self._level, self._n
+        return r
 
     def reranked(self, question: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The best rerank.depth candidates in the reranker's order, with its
@@ -2999,12 +3009,20 @@ class Retriever:
 
     def search(self, question: str, mode: str = "hybrid", k: int = DEFAULT_K,
                similarity: bool = True) -> list[Hit]:
-        """The top k hits for a question; without similarity, keyword search
-        leaves each hit's similarity None and calls no embedder."""
-        ranked, qvec = self.rank(question, mode, max(FUSION_DEPTH, k))
+        """The top k hits for a question, reranked when a reranker is set;
+        without similarity, keyword search leaves each hit's similarity None
+        and calls no embedder."""
+        return self.retrieve(question, mode, k, similarity)[0]
+
+    def retrieve(self, question: str, mode: str, k: int, similarity: bool = True):
+        """(the top k hits, reranked when a reranker is set; the top k before
+        reranking, which the refusal floor judges, as it was measured on them)."""
+        first, qvec = self.rank(question, mode, max(FUSION_DEPTH, k))
         if qvec is None and similarity:
             qvec = self.embed_question(question)
-        return self.hits(ranked[:k], qvec)
+        ranked = self.reranked(question, first)
+        hits = self.hits(ranked[:k], qvec)
+        return hits, hits if ranked is first else self.hits(first[:k], qvec)
 
     def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
         if not ranked:
@@ -3098,8 +3116,9 @@ PASSAGE = re.compile(r'<passage n="(\d+)" source="[^"]*"(?: heading="[^"]*")?>\n
 # What could open or close a passage block inside a document ('</passage>',
 # '< /PASSAGE'): its '<' becomes a look-alike. Nothing else is escaped, so
 # 'a > b & c' reaches the model, and its answer, as written.
+LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
 PASSAGE_TAG = re.compile(r"<(?=\s*/?\s*passage)", re.I)
-LOOKALIKE_TAG = re.compile("\u2039(?=\\s*/?\\s*passage)", re.I)  # parse_prompt puts the '<' back
+LOOKALIKE_TAG = re.compile(LOOKALIKE + r"(?=\s*/?\s*passage)", re.I)  # parse_prompt puts the '<' back
 CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
@@ -3134,7 +3153,7 @@ def context_order(n: int) -> list[int]:
 
 def attribute(text: str) -> str:
     """A value for source="..." or heading="...": one line, no double quote."""
-    return PASSAGE_TAG.sub("\u2039", " ".join(text.split()).replace('"', "'"))
+    return PASSAGE_TAG.sub(LOOKALIKE, " ".join(text.split()).replace('"', "'"))
 
 
 def build_prompt(question: str, hits: list[Hit]) -> str:
@@ -3145,7 +3164,7 @@ def build_prompt(question: str, hits: list[Hit]) -> str:
         h = hits[n - 1]
         heading = f' heading="{attribute(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{attribute(h.source)}"{heading}>\n'
-                     f"{PASSAGE_TAG.sub(chr(0x2039), h.chunk.text)}\n</passage>")
+                     f"{PASSAGE_TAG.sub(LOOKALIKE, h.chunk.text)}\n</passage>")
         parts.append("")
     parts.append("Question: " + " ".join(question.split()))
     return "\n".join(parts)
@@ -3334,11 +3353,11 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
                     log: Log) -> Answer:
     """Retrieve, refuse below the floor, otherwise generate with citations."""
     t0 = time.perf_counter()
-    hits = retriever.search(question, opts.mode, opts.k)
+    hits, judged = retriever.retrieve(question, opts.mode, opts.k)
     given = fit_context(hits, opts.max_context)
     prompt = build_prompt(question, given)
     fallback = None
-    rel = relevance(retriever, question, hits)
+    rel = relevance(retriever, question, judged)
     if rel < opts.floor:
         reply, model = Reply(REFUSAL), "none"
     else:
@@ -3530,10 +3549,12 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
     paths = dict(conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
     for i, case in enumerate(cases, 1):
         log.progress(f"eval: {i}/{len(cases)}")
-        ranked, qvec = retriever.rank(case["question"], opts.mode, max(FUSION_DEPTH, opts.k))
-        hits = retriever.hits(ranked[:opts.k], qvec if qvec is not None else
-                              retriever.embed_question(case["question"]))
-        rel = relevance(retriever, case["question"], hits)
+        first, qvec = retriever.rank(case["question"], opts.mode, max(FUSION_DEPTH, opts.k))
+        qvec = qvec if qvec is not None else retriever.embed_question(case["question"])
+        ranked = retriever.reranked(case["question"], first)
+        hits = retriever.hits(ranked[:opts.k], qvec)
+        judged = hits if ranked is first else retriever.hits(first[:opts.k], qvec)
+        rel = relevance(retriever, case["question"], judged)
         row = {"id": case.get("id", i), "question": case["question"], "refused": rel < opts.floor,
                "relevance": round(rel, 4),
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
@@ -3703,7 +3724,6 @@ def make_config(args) -> Config:
                   llm_model=args.model or env.get("LLM_MODEL") or DEFAULT_LLM_MODEL,
                   rerank_model=(getattr(args, "rerank_model", None) or env.get("RERANK_MODEL") or "").strip() or None,
                   rerank_depth=getattr(args, "rerank_depth", None) or RERANK_DEPTH,
-                  max_context=getattr(args, "max_context", None) or MAX_CONTEXT,
                   timeout=args.timeout or (INDEX_TIMEOUT if indexing else QUERY_TIMEOUT),
                   retries=args.retries if args.retries is not None else
                   INDEX_RETRIES if indexing else QUERY_RETRIES,

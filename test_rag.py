@@ -1551,6 +1551,15 @@ class RerankTests(RagTestCase):
         for h in hits:  # each candidate is sent as its heading and text
             self.assertIn((h["heading"] + "\n" + h["text"]).strip(), body["documents"])
 
+    def test_rerank_leaves_the_refusal_floor_to_first_stage_retrieval(self):
+        self.server.rerank = lambda q, docs: [float("Tomatoes" in d) for d in docs]
+        reranked = json.loads(self.ok("ask", "card refunds", "--json", "-k", "1"))
+        os.environ.pop("RERANK_MODEL")
+        plain = json.loads(self.ok("ask", "card refunds", "--json", "-k", "1"))
+        self.assertEqual(os.path.basename(reranked["passages"][0]["path"]), "garden.txt")
+        self.assertNotEqual(reranked["passages"], plain["passages"])
+        self.assertEqual(reranked["relevance"], plain["relevance"])
+
     def test_rerank_keeps_candidates_beyond_its_depth_after_them(self):
         os.environ.pop("RERANK_MODEL")
         fused = self.paths("-k", "3")

@@ -69,7 +69,7 @@ def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
     reranker = None
     if rerank:
         client = rag.HttpClient(rag.Endpoint(rerank[1]), rag.Config(timeout=600, retries=0))
-        reranker = rag.Rerank(rag.HttpReranker(client, rerank[0]), rerank[2], print)
+        reranker = rag.Rerank(rag.HttpReranker(client, rerank[0]), rerank[2], rag.Log().note)
     retriever = rag.Retriever(conn, embedder, exact=exact, rerank=reranker)
     floor = rag.floor_in_force(conn, embedder.model).value
     t0 = time.perf_counter()
