@@ -1788,30 +1788,31 @@ INDEX_TABLES = {"meta", "documents", "chunks"}
 BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
 
 
-def connect(path: str, create: bool = False) -> sqlite3.Connection:
+def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Connection:
     """Open an index database and bring its schema up to date.
 
     Only create (the index command) makes an index, and only in a new or empty
     file; a database that is not an index is never changed. An index in a
     place this process cannot write is opened read-only (asks go unlogged).
+    shared: the connection may move between threads, one at a time (a server's pool).
     """
     if os.path.isdir(path):
         raise RagError(f"{path} is a directory, not an index database")
     if not os.path.exists(path) or not os.path.getsize(path):
         if not create:
             raise RagError(f"no index at {path}: run '{program()} index DIR' first")
-        return open_db(path, writable=True, create=True)
+        return open_db(path, writable=True, create=True, shared=shared)
     writable = os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
     if create and not writable:
         raise RagError(f"the index {path} is read-only here; index into a writable --db")
-    return open_db(path, writable, create)
+    return open_db(path, writable, create, shared)
 
 
-def open_db(path: str, writable: bool, create: bool) -> sqlite3.Connection:
+def open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sqlite3.Connection:
     """Connect, check that the file is an index (or new), and migrate it."""
     try:
         conn = sqlite3.connect(path if writable else read_only_uri(path), timeout=BUSY_TIMEOUT,
-                               isolation_level=None, uri=not writable)
+                               isolation_level=None, uri=not writable, check_same_thread=not shared)
     except sqlite3.Error as e:
         raise RagError(f"cannot open {path}: {e}") from None
     try:
@@ -1822,7 +1823,8 @@ def open_db(path: str, writable: bool, create: bool) -> sqlite3.Connection:
             if writable:
                 raise
             conn.close()  # a WAL index on read-only media: its -shm cannot be made
-            conn = sqlite3.connect(read_only_uri(path, immutable=True), isolation_level=None, uri=True)
+            conn = sqlite3.connect(read_only_uri(path, immutable=True), isolation_level=None, uri=True,
+                                   check_same_thread=not shared)
             version, tables = schema_of(conn)
         check_schema(path, version, tables, create)
         if version < SCHEMA_VERSION:
@@ -3657,6 +3659,639 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# Serve: one warm index for agents (MCP over stdio) and apps (HTTP)
+# ---------------------------------------------------------------------------
+
+def hit_json(h: Hit, n: int) -> dict:
+    """A passage as search --json, ask --json and the servers give it."""
+    return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
+            "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
+            "heading": h.chunk.heading, "score": round(h.score, 6),
+            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text}
+
+
+def answer_json(a: Answer, floor: Floor) -> dict:
+    """An answer as ask --json and the servers give it."""
+    return {"answer": a.text, "refused": a.refused, "cited": a.cites,
+            "citations": [{"n": n, "source": a.hits[n - 1].source if ok else None, "valid": ok}
+                          for n, ok in a.cited],
+            "invalid_citations": [n for n, ok in a.cited if not ok],
+            "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
+            "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
+            "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
+            "floor": a.floor, "floor_source": floor.source}
+
+
+def index_info(conn, db: str) -> dict:
+    """What the index holds (stats --json, the servers' stats and health)."""
+    q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    info = {"database": db, "size_bytes": os.path.getsize(db),
+            "documents": q("SELECT count(*) FROM documents"),
+            "chunks": q("SELECT count(*) FROM chunks"),
+            "embed_model": get_meta(conn, "embed_model"),
+            "dim": int(get_meta(conn, "dim") or 0) or None,
+            "last_indexed": get_meta(conn, "last_indexed"),
+            "chunking": get_meta(conn, "chunking"),
+            "asks": q("SELECT count(*) FROM asks")}
+    if info["chunks"]:
+        floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
+        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn, info["chunks"]), 4))
+    return info
+
+
+MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a 10,000-character question
+REQUEST_TIMEOUT = 30   # seconds a client may take to send its request: a stalled one frees its worker
+MAX_K = 50             # passages one request may ask for
+MODES = ("hybrid", "dense", "keyword")
+
+
+def request_args(params, defaults) -> dict:
+    """A search or ask request's question and options, checked (a RagError
+    names the field at fault); defaults: the server's own options."""
+    if not isinstance(params, dict):
+        raise RagError("the request must be a JSON object")
+    q = params.get("question")
+    if not isinstance(q, str) or not q.strip():
+        raise RagError("'question' must be a non-empty string")
+    if len(q) > MAX_QUESTION:
+        raise RagError(f"'question' is {len(q)} characters long; the limit is {MAX_QUESTION}")
+    k = params.get("k", defaults.k)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise RagError(f"'k' must be a whole number from 1 to {MAX_K}")
+    mode = params.get("mode", defaults.mode)
+    if mode not in MODES:
+        raise RagError("'mode' must be one of " + ", ".join(MODES))
+    source = params.get("source")
+    if source is not None and (not isinstance(source, str) or len(source) > MAX_QUESTION):
+        raise RagError("'source' must be a string: a glob such as 'guides/*.md'")
+    return {"question": valid_text(q), "k": k, "mode": mode, "source": source or None}
+
+
+class Service:
+    """search, ask and stats over one index for the servers. Each worker
+    takes a warm retriever from a pool (its own connection, its loaded
+    signatures and vectors) and gives it back; one whose index another
+    process has changed is rebuilt. The --source set at start is kept: a
+    request can narrow it, never widen it."""
+
+    def __init__(self, cfg: Config, args, log: Log):
+        self.cfg, self.args, self.log = cfg, args, log
+        self.idle: list[tuple] = []  # (connection, retriever, what the index held)
+        self.lock = threading_module().Lock()
+        reranker = make_reranker(cfg, log.note)
+        self.rerank = Rerank(reranker, cfg.rerank_depth, log.note) if reranker else None
+        with self.retriever():  # a missing, empty or mismatched index fails now, not per request
+            pass
+
+    def _open(self) -> tuple:
+        conn = connect(self.cfg.db, shared=True)
+        try:
+            if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+                raise RagError(f"the index {self.cfg.db} is empty: run '{program()} index DIR' first")
+            embedder = make_embedder(self.cfg, self.log.note)
+            check_model(conn, embedder.model)
+        except BaseException:
+            conn.close()
+            raise
+        return conn, self._fresh(conn, embedder), index_state(conn)
+
+    def _fresh(self, conn, embedder) -> Retriever:
+        return Retriever(conn, embedder, self.args.source, self.args.exact, self.args.fusion)
+
+    @contextlib.contextmanager
+    def retriever(self, source: str | None = None):
+        """A warm retriever for one request, narrowed to source."""
+        with self.lock:
+            item = self.idle.pop() if self.idle else None
+        conn, r, state = item or self._open()
+        try:
+            if item and index_state(conn) != state:  # an index run changed it: load it again
+                r, state = self._fresh(conn, r.embedder), index_state(conn)
+            r.rerank = self.rerank  # a failure last time does not turn reranking off for good
+            yield r.narrowed(source)
+        except (RagError, UsageError):
+            self._give_back(conn, r, state)
+            raise
+        except BaseException:
+            conn.close()  # in an unknown state: not reused
+            raise
+        self._give_back(conn, r, state)
+
+    def _give_back(self, conn, r, state) -> None:
+        with self.lock:
+            self.idle.append((conn, r, state))
+
+    def close(self) -> None:
+        with self.lock:
+            for conn, _, _ in self.idle:
+                conn.close()
+            self.idle.clear()
+
+    def search(self, params) -> list[dict]:
+        a = request_args(params, self.args)
+        with self.retriever(a["source"]) as r:
+            hits = r.search(a["question"], a["mode"], a["k"], similarity=a["mode"] != "keyword")
+        return [hit_json(h, n) for n, h in enumerate(hits, 1)]
+
+    def ask(self, params, stream_to=None) -> tuple[Answer, Floor]:
+        """Answer like ask (logged in the asks table); stream_to gets the
+        model's text as it comes when it is written by a chat model."""
+        a = request_args(params, self.args)
+        with self.retriever(a["source"]) as r:
+            floor = floor_in_force(r.conn, r.embedder.model, self.args.min_score)
+            opts = AskOptions(a["mode"], a["k"], floor.value, self.args.max_context)
+            generator = make_generator(self.cfg, stream_to, self.log.note)
+            return answer_question(r.conn, r, generator, a["question"], opts, self.log), floor
+
+    def stats(self) -> dict:
+        with self.retriever() as r:
+            return index_info(r.conn, self.cfg.db)
+
+
+def threading_module():
+    """threading, imported when a server starts: the other commands never need it."""
+    import threading
+    return threading
+
+
+def index_state(conn) -> tuple:
+    """What changes when an index run adds, replaces or removes chunks (cheap:
+    a few pages). PRAGMA data_version alone also moves on every logged ask."""
+    return conn.execute("SELECT (SELECT max(id) FROM chunks), (SELECT count(*) FROM sigs), "
+                        "(SELECT value FROM meta WHERE key = 'last_indexed')").fetchone()
+
+
+# MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
+# An initialize asking for a revision listed here gets it; any other gets the
+# newest. A method we do not know (server/discover of the 2026-07-28 revision
+# among them) is answered at once with -32601, so a client falls back to initialize.
+MCP_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
+QUESTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "description": "The question, in the user's words."},
+        "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
+              "description": "How many passages to retrieve."},
+        "mode": {"type": "string", "enum": list(MODES), "default": "hybrid",
+                 "description": "hybrid (default): meaning and keywords; dense: meaning; keyword: exact words."},
+        "source": {"type": "string", "description": "Only documents whose path matches this glob, "
+                                                    "e.g. 'guides/*.md'."}},
+    "required": ["question"], "additionalProperties": False}
+MCP_TOOLS = [
+    {"name": "search", "title": "Search the documents",
+     "description": "Find the passages of the indexed documents that best match a question. Returns each "
+                    "passage's text with its citation (path:lines), heading and score, best first.",
+     "inputSchema": QUESTION_SCHEMA, "annotations": {"readOnlyHint": True, "openWorldHint": False}},
+    {"name": "ask", "title": "Ask the documents",
+     "description": "Answer a question from the indexed documents only, citing passages as [n] with their "
+                    "sources (path:lines). When the documents do not answer, the answer is exactly: "
+                    f"{REFUSAL!r} (refused: true).",
+     "inputSchema": QUESTION_SCHEMA, "annotations": {"readOnlyHint": True, "openWorldHint": False}},
+    {"name": "stats", "title": "Index statistics",
+     "description": "What the index holds: documents, chunks, embedding model, last indexed, refusal floor.",
+     "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+     "annotations": {"readOnlyHint": True, "openWorldHint": False}},
+]
+
+
+class RpcError(Exception):
+    """A JSON-RPC error reply: code and message."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def rpc_error(msg_id, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+
+
+def passages_text(passages: list[dict]) -> str:
+    """Passages as an agent reads them: citation, heading, score, text."""
+    if not passages:
+        return "No matching passages."
+    return "\n\n".join(f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "")
+                       + f"  score {p['score']}\n{p['text']}" for p in passages)
+
+
+class McpServer:
+    """Answers MCP messages with the Service's search, ask and stats tools."""
+
+    def __init__(self, service: Service):
+        self.service = service
+
+    def handle(self, line: bytes) -> dict | None:
+        """The reply to one message, or None for a notification."""
+        try:
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            return rpc_error(None, -32700, "parse error: a message must be one line of JSON")
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+            msg_id = msg.get("id") if isinstance(msg, dict) else None
+            return rpc_error(msg_id if isinstance(msg_id, (str, int)) else None, -32600,
+                             "invalid request: expected a JSON-RPC 2.0 object with a method")
+        if "id" not in msg:
+            return None  # notifications (initialized, cancelled, ...) need no reply
+        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        method = {"initialize": self.initialize, "ping": lambda p: {},
+                  "tools/list": lambda p: {"tools": MCP_TOOLS}, "tools/call": self.call}.get(msg["method"])
+        if method is None:
+            return rpc_error(msg["id"], -32601, f"method not found: {msg['method']}")
+        try:
+            return {"jsonrpc": "2.0", "id": msg["id"], "result": method(params)}
+        except RpcError as e:
+            return rpc_error(msg["id"], e.code, str(e))
+
+    def initialize(self, params: dict) -> dict:
+        asked = params.get("protocolVersion")
+        return {"protocolVersion": asked if asked in MCP_VERSIONS else MCP_VERSIONS[0],
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": {"name": "rag.py", "title": "rag.py document index", "version": __version__},
+                "instructions": "Search and ask the user's indexed documents. Answers cite passages as [n] "
+                                "with path:lines; quote those sources to the user."}
+
+    def call(self, params: dict) -> dict:
+        """A tools/call: the tool's result, or its failure as a tool error (isError)."""
+        name, args = params.get("name"), params.get("arguments")
+        if name not in ("search", "ask", "stats"):
+            raise RpcError(-32602, f"unknown tool: {name!r} (tools: search, ask, stats)")
+        args = {} if args is None else args
+        try:
+            if name == "search":
+                passages = self.service.search(args)
+                data, text = {"passages": passages}, passages_text(passages)
+            elif name == "ask":
+                answer, floor = self.service.ask(args)
+                data, text = answer_json(answer, floor), "\n\n".join([answer.text] + (
+                    ["\n".join(answer.sources())] if not answer.refused else []))
+            else:
+                data = self.service.stats()
+                text = json.dumps(data, indent=2)
+        except RagError as e:
+            return {"content": [{"type": "text", "text": f"error: {e}"}], "isError": True}
+        except Exception as e:  # the server keeps serving; the client hears what went wrong
+            return {"content": [{"type": "text", "text": f"error: {type(e).__name__}: {e}"}], "isError": True}
+        return {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": False}
+
+
+OVERSIZED = object()  # read_message's answer for a line over the limit
+
+
+def read_message(stream, limit: int = MAX_BODY):
+    """One line from stream without its line end; None at the end of the
+    stream; OVERSIZED (after reading it to its end) for a line over limit."""
+    line = stream.readline(limit + 1)
+    if not line:
+        return None
+    if len(line) > limit:
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(limit)
+        return OVERSIZED
+    return line.strip()
+
+
+def serve_mcp(service: Service, stdin, stdout) -> None:
+    """Answer MCP messages from stdin until it closes. Only protocol messages
+    go to stdout: anything printed meanwhile goes to stderr."""
+    server = McpServer(service)
+    with contextlib.redirect_stdout(sys.stderr):
+        while (line := read_message(stdin)) is not None:
+            if line is OVERSIZED:
+                reply = rpc_error(None, -32700, f"parse error: a message over {MAX_BODY} bytes")
+            else:
+                reply = server.handle(line) if line else None
+            if reply is not None:
+                stdout.write(json.dumps(reply, ensure_ascii=False).encode("utf-8") + b"\n")
+                stdout.flush()
+
+
+# HTTP: an OpenAI-compatible chat endpoint, a JSON API and one page.
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+SERVED_MODEL = "rag.py"  # the model name /v1/models lists: any name a client sends is answered the same
+
+
+class HttpError(Exception):
+    """An HTTP error reply: status and message (sent as JSON)."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.status, self.kind = status, kind
+
+
+def chat_question(body) -> str:
+    """The question of an OpenAI chat request: its last user message's text."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or not messages:
+        raise HttpError(400, "'messages' must be a non-empty list")
+    user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    if not user:
+        raise HttpError(400, "no message with role 'user'")
+    content = user[-1].get("content")
+    if isinstance(content, list):  # content parts: the text ones
+        content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    if not isinstance(content, str) or not content.strip():
+        raise HttpError(400, "the last user message has no text")
+    return content
+
+
+def completion_text(a: Answer) -> str:
+    """The answer with its Sources: lines, as a chat client shows it."""
+    return a.text if a.refused else a.text + "\n\n" + "\n".join(a.sources())
+
+
+class SseOut:
+    """A stream_to for ChatGenerator that sends each piece as an OpenAI chat
+    completion chunk over server-sent events."""
+
+    def __init__(self, wfile, chunk):
+        self.wfile, self.chunk, self.sent = wfile, chunk, False
+
+    def event(self, obj) -> None:
+        self.wfile.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n")
+        self.wfile.flush()
+
+    def write(self, text: str) -> None:
+        if text:
+            self.sent = True
+            self.event(self.chunk({"content": text}))
+
+    def flush(self) -> None:
+        self.wfile.flush()
+
+
+class HttpApi:
+    """Routes of rag.py serve; the request handler calls reply(handler)."""
+
+    def __init__(self, service: Service, api_key: str | None):
+        self.service, self.api_key = service, api_key
+        self.started = int(time.time())
+
+    def authorized(self, header: str | None) -> bool:
+        if not self.api_key:
+            return True
+        import hmac
+        return hmac.compare_digest((header or "").encode(), f"Bearer {self.api_key}".encode())
+
+    def get(self, path: str):
+        """(status, content type, body) for a GET."""
+        if path == "/":
+            return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
+        if path == "/health":
+            info = self.service.stats()
+            return self.json(200, {"status": "ok", "documents": info["documents"], "chunks": info["chunks"],
+                                   "embed_model": info["embed_model"], "version": __version__})
+        if path == "/v1/models":
+            return self.json(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model",
+                                                               "created": self.started, "owned_by": "rag.py"}]})
+        raise HttpError(404, f"no such page: {path}", "not_found_error")
+
+    def post(self, path: str, body):
+        if path == "/search":
+            return self.json(200, self.service.search(body))
+        if path == "/ask":
+            return self.json(200, answer_json(*self.service.ask(body)))
+        if path == "/v1/chat/completions":
+            question = chat_question(body)
+            a, floor = self.service.ask(dict(self.options(body), question=question))
+            return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
+                                   "created": int(time.time()), "model": SERVED_MODEL,
+                                   "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                       "role": "assistant", "content": completion_text(a)}}],
+                                   **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
+        raise HttpError(404, f"no such endpoint: POST {path}", "not_found_error")
+
+    @staticmethod
+    def options(body) -> dict:
+        """Retrieval options a chat request may carry beside the OpenAI fields."""
+        return {key: body[key] for key in ("k", "mode", "source") if key in body}
+
+    def stream_chat(self, body, wfile) -> None:
+        """A streamed chat completion: the answer as it is written, then its
+        sources, a last chunk with the whole result under "rag", [DONE]."""
+        question = chat_question(body)
+        ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
+
+        def chunk(delta, finish=None, **extra):
+            return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": SERVED_MODEL,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+        out = SseOut(wfile, chunk)
+        out.event(chunk({"role": "assistant", "content": ""}))
+        try:
+            a, floor = self.service.ask(dict(self.options(body), question=question), stream_to=out)
+        except (RagError, HttpError) as e:
+            out.event({"error": {"message": str(e), "type": "invalid_request_error"}})
+        else:
+            streamed = out.sent and a.model not in ("none", "extractive")
+            out.write(("" if streamed else a.text) + ("" if a.refused else "\n\n" + "\n".join(a.sources())))
+            out.event(chunk({}, "stop", rag=answer_json(a, floor)))
+            if a.usage and (body.get("stream_options") or {}).get("include_usage"):
+                out.event({**chunk({}), "choices": [], "usage": a.usage})
+        wfile.write(b"data: [DONE]\n\n")
+        wfile.flush()
+
+    @staticmethod
+    def json(status: int, obj):
+        return status, "application/json", json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+# The page at GET /: inline HTML, CSS and script, nothing fetched from elsewhere.
+# Document text is only ever set as textContent, never parsed as HTML.
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rag.py</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:46rem;padding:1rem;color:#222}
+h1{font-size:1.2rem;margin:.2rem 0 1rem}form{display:flex;gap:.5rem;flex-wrap:wrap}
+input{flex:1 1 16rem;font:inherit;padding:.55rem;border:1px solid #999;border-radius:.4rem}
+button{font:inherit;padding:.55rem 1rem;border:0;border-radius:.4rem;background:#2456a6;color:#fff}
+#answer{white-space:pre-wrap;margin:1rem 0;min-height:1.5rem}.refused{color:#8a4b00}
+.cite{background:none;color:#2456a6;padding:0 .1rem;font-weight:600;cursor:pointer}
+#sources li{margin:.3rem 0}#sources button{background:none;color:#2456a6;padding:0;text-align:left;
+text-decoration:underline;cursor:pointer;word-break:break-all}.uncited{color:#555;font-size:.9rem}
+#passage{white-space:pre-wrap;background:#f4f4f4;border-left:3px solid #2456a6;padding:.6rem;
+font-size:.9rem;overflow-wrap:anywhere}#passage:empty{display:none}.where{font-weight:600;display:block}
+#key{display:none}.err{color:#b00020}
+</style></head><body>
+<h1>Ask the documents</h1>
+<form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required autofocus>
+<input id="key" type="password" placeholder="API key"><button>Ask</button></form>
+<div id="answer" aria-live="polite"></div><div id="note" class="uncited"></div>
+<ol id="sources"></ol><div id="passage"></div>
+<script>
+const $ = id => document.getElementById(id);
+let passages = [];
+function show(n) {
+  const p = passages[n - 1], box = $("passage");
+  box.textContent = "";
+  if (!p) return;
+  const where = document.createElement("span");
+  where.className = "where";
+  where.textContent = "[" + n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "");
+  box.append(where, p.text);
+  box.scrollIntoView({block: "nearest"});
+}
+function render(rag) {
+  passages = rag.passages;
+  const box = $("answer");
+  box.textContent = "";
+  box.className = rag.refused ? "refused" : "";
+  for (const part of rag.answer.split(/(\\[\\d+\\])/)) {
+    const m = part.match(/^\\[(\\d+)\\]$/);
+    if (m && +m[1] >= 1 && +m[1] <= passages.length) {
+      const b = document.createElement("button");
+      b.className = "cite"; b.textContent = part; b.onclick = () => show(+m[1]);
+      box.append(b);
+    } else box.append(part);
+  }
+  $("note").textContent = rag.refused ? "" : rag.cited ? "Sources:" :
+    "The answer cites no passage; it was written from these:";
+  const list = $("sources");
+  list.textContent = "";
+  if (rag.refused) return;
+  const cited = new Set(rag.citations.filter(c => c.valid).map(c => c.n));
+  passages.forEach(p => {
+    if (rag.cited && !cited.has(p.n)) return;
+    const li = document.createElement("li"), b = document.createElement("button");
+    li.value = p.n; b.textContent = p.source + (p.heading ? " \\u2014 " + p.heading : "");
+    b.onclick = () => show(p.n);
+    li.append(b); list.append(li);
+  });
+}
+async function ask(question) {
+  ["answer", "note", "sources", "passage"].forEach(id => $(id).textContent = "");
+  $("answer").className = "";
+  const headers = {"Content-Type": "application/json"};
+  const key = sessionStorage.getItem("ragKey");
+  if (key) headers.Authorization = "Bearer " + key;
+  let resp;
+  try {
+    resp = await fetch("/v1/chat/completions", {method: "POST", headers,
+      body: JSON.stringify({model: "rag.py", stream: true, messages: [{role: "user", content: question}]})});
+  } catch (e) { return fail("cannot reach the server: " + e.message); }
+  if (resp.status === 401) { $("key").style.display = "block"; return fail("this server needs its API key"); }
+  if (!resp.ok) return fail((await resp.json()).error.message);
+  const reader = resp.body.getReader(), decoder = new TextDecoder();
+  let buffer = "", text = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, {stream: true});
+    let cut;
+    while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
+      const line = buffer.slice(0, cut).trim(); buffer = buffer.slice(cut + 2);
+      if (!line.startsWith("data:") || line === "data: [DONE]") continue;
+      const event = JSON.parse(line.slice(5));
+      if (event.error) return fail(event.error.message);
+      if (event.rag) { render(event.rag); continue; }
+      const delta = event.choices && event.choices[0] && event.choices[0].delta;
+      if (delta && delta.content) { text += delta.content; $("answer").textContent = text.split("\\n\\nSources:")[0]; }
+    }
+  }
+}
+function fail(message) { $("answer").className = "err"; $("answer").textContent = message; }
+$("f").onsubmit = e => {
+  e.preventDefault();
+  if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
+  ask($("q").value);
+};
+const asked = new URLSearchParams(location.search).get("q");
+if (asked) { $("q").value = asked; ask(asked); }
+</script></body></html>
+"""
+
+
+def http_server(api: HttpApi, host: str, port: int):
+    """A threaded HTTP server for api on host:port (port 0: any free port)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        server_version = f"rag.py/{__version__}"
+        protocol_version = "HTTP/1.1"  # keep-alive: a client's next request finds a warm worker
+        timeout = REQUEST_TIMEOUT
+
+        def log_message(self, fmt, *args):
+            pass  # quiet: errors are answered to the client, not logged
+
+        def do_GET(self):
+            self.answer(lambda: api.get(self.path.split("?", 1)[0]))
+
+        def do_POST(self):
+            self.answer(self.post)
+
+        def post(self):
+            path = self.path.split("?", 1)[0]
+            body = self.body()
+            if path == "/v1/chat/completions" and isinstance(body, dict) and body.get("stream"):
+                chat_question(body)  # a bad request gets its error before the stream starts
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                api.stream_chat(body, self.wfile)
+                return None
+            return api.post(path, body)
+
+        def body(self):
+            try:
+                size = int(self.headers.get("Content-Length", ""))
+            except ValueError:
+                raise HttpError(411, "a request body needs a Content-Length") from None
+            if size > MAX_BODY or size < 0:
+                self.close_connection = True  # the rest of the body is not read
+                raise HttpError(413, f"the request body is {size} bytes; the limit is {MAX_BODY}")
+            try:
+                return json.loads(self.rfile.read(size))
+            except (ValueError, RecursionError):
+                raise HttpError(400, "the request body is not valid JSON") from None
+
+        def answer(self, route):
+            try:
+                # The page holds no data and asks for the key itself; everything else needs it.
+                if (self.command, self.path.split("?", 1)[0]) != ("GET", "/") and \
+                        not api.authorized(self.headers.get("Authorization")):
+                    raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)",
+                                    "authentication_error")
+                reply = route()
+            except HttpError as e:
+                self.close_connection = self.command == "POST"  # its body may be unread
+                reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
+            except RagError as e:
+                reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+            except (OSError, TimeoutError):
+                self.close_connection = True
+                return  # the client went away or stalled
+            except Exception as e:  # never a traceback page: the server keeps serving
+                reply = api.json(500, {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error"}})
+            if reply is not None:
+                self.send(*reply)
+
+        def send(self, status, kind, data):
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("X-Content-Type-Options", "nosniff")
+                if kind.startswith("text/html"):  # the page runs its own inline code only
+                    self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
+                                     "script-src 'unsafe-inline'; connect-src 'self'")
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:
+                self.close_connection = True
+
+    class Server(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            pass  # a client that broke off; nothing to report
+
+    return Server((host, port), Handler)
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
@@ -3897,28 +4532,10 @@ def cmd_search(args, cfg: Config, closer) -> int:
     return 0
 
 
-def hit_json(h: Hit, n: int) -> dict:
-    return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
-            "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
-            "heading": h.chunk.heading, "score": round(h.score, 6),
-            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text}
-
-
 def ask_options(args, conn, model: str) -> tuple[AskOptions, Floor]:
     """ask's and eval's retrieval and answer options, with the floor in force."""
     floor = floor_in_force(conn, model, args.min_score)
     return AskOptions(args.mode, args.k, floor.value, args.max_context), floor
-
-
-def answer_json(a: Answer, floor: Floor) -> dict:
-    return {"answer": a.text, "refused": a.refused, "cited": a.cites,
-            "citations": [{"n": n, "source": a.hits[n - 1].source if ok else None, "valid": ok}
-                          for n, ok in a.cited],
-            "invalid_citations": [n for n, ok in a.cited if not ok],
-            "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
-            "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
-            "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
-            "floor": a.floor, "floor_source": floor.source}
 
 
 def cmd_ask(args, cfg: Config, closer) -> int:
@@ -4010,18 +4627,7 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
 def cmd_stats(args, cfg: Config, closer) -> int:
     """Print what the index holds."""
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-    info = {"database": cfg.db, "size_bytes": os.path.getsize(cfg.db),
-            "documents": q("SELECT count(*) FROM documents"),
-            "chunks": q("SELECT count(*) FROM chunks"),
-            "embed_model": get_meta(conn, "embed_model"),
-            "dim": int(get_meta(conn, "dim") or 0) or None,
-            "last_indexed": get_meta(conn, "last_indexed"),
-            "chunking": get_meta(conn, "chunking"),
-            "asks": q("SELECT count(*) FROM asks")}
-    if info["chunks"]:
-        floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
-        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn, info["chunks"]), 4))
+    info = index_info(conn, cfg.db)
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
@@ -4035,6 +4641,41 @@ def cmd_stats(args, cfg: Config, closer) -> int:
         print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
               f"{info['null_level']:g} under this model)")
     print(f"asks logged     {info['asks']}")
+    return 0
+
+
+def cmd_mcp(args, cfg: Config, closer) -> int:
+    """Serve the index to an MCP client (an agent) over stdin and stdout."""
+    log = Log()
+    service = Service(cfg, args, log)
+    closer.callback(service.close)
+    log.note(f"rag.py MCP server on stdio for {cfg.db} [{mode_label(cfg)}]")
+    serve_mcp(service, sys.stdin.buffer, sys.stdout.buffer)
+    return 0
+
+
+def cmd_serve(args, cfg: Config, closer) -> int:
+    """Serve the index over HTTP: OpenAI-compatible chat, JSON API, a page."""
+    key = header_safe(args.api_key or os.environ.get("RAG_API_KEY"), "the API key")
+    if args.host not in LOOPBACK and not key and not args.insecure:
+        raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key KEY "
+                         "(or RAG_API_KEY), or --insecure to serve it to anyone who can connect")
+    log = Log()
+    service = Service(cfg, args, log)
+    closer.callback(service.close)
+    try:
+        server = http_server(HttpApi(service, key), args.host, args.port)
+    except OSError as e:
+        raise RagError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    closer.callback(server.server_close)
+    host, port = server.server_address[:2]
+    host = f"[{host}]" if ":" in host else host
+    print(f"serving {cfg.db} at http://{host}:{port}/ [{mode_label(cfg)}]"
+          + ("" if key else "; no API key") + "; Ctrl-C stops", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("rag: stopped", file=sys.stderr)
     return 0
 
 
@@ -4166,6 +4807,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="choose the refusal floor that best separates the answerable cases from the "
                         "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("mcp", parents=[common, retrieval], help="serve the index to an agent (MCP over stdio)",
+                       description="A Model Context Protocol server on stdin/stdout with the tools search, ask "
+                                   "and stats. The retrieval options are the tools' defaults; --source "
+                                   "limits every request.")
+    s.set_defaults(func=cmd_mcp)
+
+    s = sub.add_parser("serve", parents=[common, retrieval], help="serve the index over HTTP",
+                       description="POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST "
+                                   "/search and /ask (as --json), GET /health, and a page at /. The retrieval "
+                                   "options are the defaults; --source limits every request.")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
+                   "machine only; any other needs --api-key or --insecure)")
+    s.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
+    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY)")
+    s.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
+    s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("stats", parents=[common], help="show what the index holds",
                        description="Documents, chunks, embedding model, size, last indexed.")
