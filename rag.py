@@ -4004,7 +4004,7 @@ class SseOut:
     completion chunk over server-sent events."""
 
     def __init__(self, wfile, chunk):
-        self.wfile, self.chunk, self.sent = wfile, chunk, False
+        self.wfile, self.chunk, self.text = wfile, chunk, ""
 
     def event(self, obj) -> None:
         self.wfile.write(b"data: " + json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n\n")
@@ -4012,7 +4012,7 @@ class SseOut:
 
     def write(self, text: str) -> None:
         if text:
-            self.sent = True
+            self.text += text
             self.event(self.chunk({"content": text}))
 
     def flush(self) -> None:
@@ -4081,8 +4081,11 @@ class HttpApi:
         except (RagError, HttpError) as e:
             out.event({"error": {"message": str(e), "type": "invalid_request_error"}})
         else:
-            streamed = out.sent and a.model not in ("none", "extractive")
-            out.write(("" if streamed else a.text) + ("" if a.refused else "\n\n" + "\n".join(a.sources())))
+            if not (out.text and a.model not in ("none", "extractive")):  # else the model's text is sent
+                out.text = ""
+                out.write(a.text)
+            ends = len(out.text) - len(out.text.rstrip("\n"))  # the blank line before the sources
+            out.write("" if a.refused else "\n" * max(0, 2 - ends) + "\n".join(a.sources()))
             out.event(chunk({}, "stop", rag=answer_json(a, floor)))
             if a.usage and (body.get("stream_options") or {}).get("include_usage"):
                 out.event({**chunk({}), "choices": [], "usage": a.usage})

@@ -2065,6 +2065,273 @@ class EvalTests(RagTestCase):
 
 
 # ---------------------------------------------------------------------------
+# Serve: MCP over stdio, HTTP
+# ---------------------------------------------------------------------------
+
+class McpTests(RagTestCase):
+    def setUp(self):
+        super().setUp()
+        self.write_docs()
+        self.ok("index", self.docs)
+
+    def mcp(self, *messages, args=()):
+        """Run rag.py mcp in-process over these lines; (replies, stderr)."""
+        lines = [m if isinstance(m, bytes) else json.dumps(m).encode() for m in messages]
+        stdin = io.TextIOWrapper(io.BytesIO(b"\n".join(lines) + b"\n"))
+        stdout = io.TextIOWrapper(io.BytesIO())
+        err = io.StringIO()
+        with mock.patch("sys.stdin", stdin), mock.patch("sys.stdout", stdout), contextlib.redirect_stderr(err):
+            code = rag.main(["mcp", "--db", self.db, *args])
+        self.assertEqual(code, 0, err.getvalue())
+        out = stdout.buffer.getvalue().decode()
+        return [json.loads(line) for line in out.splitlines()], err.getvalue()
+
+    @staticmethod
+    def call(n, tool, **arguments):
+        return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+
+    def test_mcp_handshake_tools_and_answers(self):
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}}
+        replies, err = self.mcp(init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                                self.call(3, "search", question="How long do refunds take?", k=2),
+                                self.call("four", "ask", question="How long do refunds take?"),
+                                self.call(5, "stats"), {"jsonrpc": "2.0", "id": 6, "method": "ping"})
+        self.assertEqual([r["id"] for r in replies], [1, 2, 3, "four", 5, 6])  # no reply to the notification
+        self.assertEqual(replies[0]["result"]["protocolVersion"], "2025-06-18")
+        self.assertEqual(replies[0]["result"]["capabilities"], {"tools": {"listChanged": False}})
+        tools = {t["name"]: t for t in replies[1]["result"]["tools"]}
+        self.assertEqual(set(tools), {"search", "ask", "stats"})
+        self.assertEqual(tools["ask"]["inputSchema"]["required"], ["question"])
+        search = replies[2]["result"]
+        self.assertFalse(search["isError"])
+        passages = search["structuredContent"]["passages"]
+        self.assertEqual(len(passages), 2)
+        self.assertRegex(passages[0]["source"], r"refunds\.md:\d+-\d+$")
+        self.assertIn(passages[0]["source"], search["content"][0]["text"])
+        ask = replies[3]["result"]["structuredContent"]
+        self.assertIn("Refunds take 5 to 7 business days", ask["answer"])
+        self.assertFalse(ask["refused"])
+        self.assertIn("Sources:\n  [1] ", replies[3]["result"]["content"][0]["text"])
+        self.assertEqual(replies[4]["result"]["structuredContent"]["documents"], 3)
+        self.assertEqual(replies[5]["result"], {})
+        self.assertEqual(self.rows("SELECT question, model FROM asks"), [("How long do refunds take?", "extractive")])
+        self.assertIn("MCP server on stdio", err)
+
+    def test_mcp_versions_and_unknown_methods(self):
+        def init(n, version):
+            return {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {"protocolVersion": version}}
+        replies, _ = self.mcp({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {}},
+                              init(1, "2025-11-25"), init(2, "2025-06-18"), init(3, "2099-01-01"),
+                              {"jsonrpc": "2.0", "id": 4, "method": "resources/list"})
+        self.assertEqual(replies[0]["error"]["code"], -32601)  # so a 2026 client falls back to initialize
+        self.assertEqual([r["result"]["protocolVersion"] for r in replies[1:4]],
+                         ["2025-11-25", "2025-06-18", "2025-11-25"])
+        self.assertEqual(replies[4]["error"]["code"], -32601)
+
+    def test_mcp_hostile_input_gets_errors_and_the_server_goes_on(self):
+        before = self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")
+        replies, _ = self.mcp(b"{not json", b"[1, 2]", b'{"jsonrpc": "2.0", "id": 9}', b"   ",
+                              b'{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": []}',
+                              self.call(11, "delete_everything"),
+                              self.call(12, "search", question=5), self.call(13, "search", question="x", k="five"),
+                              self.call(14, "ask", question="x", mode="psychic"),
+                              self.call(15, "search", question="q" * 20_000),
+                              self.call(16, "search", question="x" * (rag.MAX_BODY + 10)),
+                              {"jsonrpc": "2.0", "id": 17, "method": "tools/call",
+                               "params": {"name": "search", "arguments": "refunds"}},
+                              self.call(18, "search", question="refunds"))
+        self.assertEqual(len(replies), 12)  # the blank line gets none
+        self.assertEqual([r.get("error", {}).get("code") for r in replies[:5]], [-32700, -32600, -32600, -32602, -32602])
+        self.assertEqual((replies[0]["id"], replies[2]["id"]), (None, 9))
+        for r, words in zip(replies[5:9], ("'question' must be", "'k' must be", "'mode' must be", "limit is 10000")):
+            self.assertTrue(r["result"]["isError"], r)
+            self.assertIn(words, r["result"]["content"][0]["text"])
+        self.assertEqual(replies[9]["error"]["code"], -32700)
+        self.assertIn("over 1048576 bytes", replies[9]["error"]["message"])
+        self.assertTrue(replies[10]["result"]["isError"])
+        self.assertFalse(replies[11]["result"]["isError"])  # still serving
+        self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
+                         before)
+
+    def test_mcp_child_process_writes_only_protocol_to_stdout(self):
+        server = self.online()
+        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL  # chat from the fake server, the index as built
+        server.chat_faults = [(500, {}, b"down")] * 3  # retry notes and the fallback warning: stderr
+        messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+                    self.call(2, "ask", question="How long do refunds take?")]
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(rag.__file__)))
+        proc = subprocess.run([sys.executable, rag.__file__, "mcp", "--db", self.db, "--retries", "1"],
+                              input="".join(json.dumps(m) + "\n" for m in messages), capture_output=True,
+                              text=True, env=env, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        replies = [json.loads(line) for line in proc.stdout.splitlines()]
+        self.assertEqual([r["id"] for r in replies], [1, 2])
+        self.assertTrue(replies[1]["result"]["structuredContent"]["fallback"])
+        self.assertIn("showing an extractive answer", proc.stderr)
+        self.assertNotIn(SECRET, proc.stdout + proc.stderr)
+
+    def test_mcp_without_an_index_says_so_on_stderr(self):
+        code, out, err = self.run_cli("mcp", db=os.path.join(self.dir, "none.db"))
+        self.assertEqual((code, out), (1, ""))
+        self.assertIn("rag: error: no index at", err)
+
+
+class HttpTests(RagTestCase):
+    def setUp(self):
+        super().setUp()
+        self.write_docs()
+        self.ok("index", self.docs)
+
+    def serve(self, *argv, key=None):
+        args = rag.build_parser().parse_args(["serve", "--db", self.db, *argv])
+        service = rag.Service(rag.make_config(args), args, rag.Log())
+        server = rag.http_server(rag.HttpApi(service, key), "127.0.0.1", 0)
+        thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+        thread.start()
+        self.addCleanup(service.close)
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.port = server.server_address[1]
+
+    def request(self, method, path, body=None, headers=None, raw=None):
+        """(status, headers, parsed JSON or text) of one request on a new connection."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+            conn.request(method, path, data, {"Content-Type": "application/json", **(headers or {})})
+            resp = conn.getresponse()
+            text = resp.read().decode()
+            kind = resp.getheader("Content-Type", "")
+            return resp.status, resp, json.loads(text) if kind.startswith("application/json") else text
+        finally:
+            conn.close()
+
+    @staticmethod
+    def events(text):
+        return [line[6:] for line in text.split("\n\n") if line.startswith("data: ")]
+
+    def test_serve_search_and_ask_give_what_the_cli_gives(self):
+        self.serve()
+        status, _, hits = self.request("POST", "/search", {"question": "card declined", "k": 3})
+        self.assertEqual(status, 200)
+        self.assertEqual(hits, json.loads(self.ok("search", "card declined", "--json", "-k", "3")))
+        status, _, answer = self.request("POST", "/ask", {"question": "How long do refunds take?"})
+        cli = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        self.assertEqual({k: answer[k] for k in ("answer", "citations", "passages", "refused", "cited")},
+                         {k: cli[k] for k in ("answer", "citations", "passages", "refused", "cited")})
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(2,)])  # the server logs as the CLI does
+
+    def test_serve_chat_completions_plain_and_streamed(self):
+        server = self.online()
+        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL  # chat from the fake server, the index as built
+        self.serve()
+        chat = {"model": "anything", "messages": [{"role": "system", "content": "be nice"},
+                                                  {"role": "user", "content": "How long do refunds take?"}]}
+        status, _, plain = self.request("POST", "/v1/chat/completions", chat)
+        self.assertEqual(status, 200, plain)
+        content = plain["choices"][0]["message"]["content"]
+        self.assertTrue(content.startswith(server.chat_reply + "\n\nSources:\n  [1] "), content)
+        self.assertEqual(plain["usage"], {"prompt_tokens": 50, "completion_tokens": 9})
+        self.assertEqual(plain["rag"]["answer"], server.chat_reply)
+        status, resp, text = self.request("POST", "/v1/chat/completions",
+                                          {**chat, "stream": True, "stream_options": {"include_usage": True}})
+        self.assertEqual((status, resp.getheader("Content-Type")), (200, "text/event-stream"))
+        events = self.events(text)
+        self.assertEqual(events[-1], "[DONE]")
+        chunks = [json.loads(e) for e in events[:-1]]
+        pieces = [c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"]]
+        self.assertGreater(len([p for p in pieces if p]), 3)  # the model's pieces pass through as they come
+        self.assertEqual("".join(pieces), content)
+        final = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"] == "stop"]
+        self.assertEqual(len(final), 1)
+        self.assertEqual(final[0]["rag"]["passages"], plain["rag"]["passages"])
+        self.assertEqual(chunks[-1]["usage"], {"prompt_tokens": 50, "completion_tokens": 9})
+
+    def test_serve_refusal_and_offline_stream(self):
+        self.serve()
+        chat = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Who painted the Sistine Chapel?"}]}],
+                "stream": True}
+        chunks = [json.loads(e) for e in self.events(self.request("POST", "/v1/chat/completions", chat)[2])[:-1]]
+        text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+        self.assertEqual(text, rag.REFUSAL)
+        self.assertTrue(chunks[-1]["rag"]["refused"])
+
+    def test_serve_models_health_and_page(self):
+        self.serve()
+        self.assertEqual(self.request("GET", "/v1/models")[2]["data"][0]["id"], "rag.py")
+        health = self.request("GET", "/health")[2]
+        self.assertEqual((health["status"], health["documents"], health["chunks"]), ("ok", 3, 4))
+        status, resp, page = self.request("GET", "/")
+        self.assertEqual((status, resp.getheader("Content-Type")), (200, "text/html; charset=utf-8"))
+        self.assertIn('<form id="f">', page)
+        self.assertIn("default-src 'none'", resp.getheader("Content-Security-Policy"))
+        self.assertNotRegex(page, r"(src|href)=|https?://|@import")  # nothing fetched from elsewhere
+        self.assertNotIn("innerHTML", page)  # document text is only ever set as text
+        self.assertEqual(self.request("GET", "/nothing")[0], 404)
+
+    def test_serve_api_key_checked_on_every_request_but_the_page(self):
+        self.serve(key="s3cret-key")
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-key"}):
+            with self.subTest(headers=headers):
+                status, _, body = self.request("POST", "/search", {"question": "refunds"}, headers)
+                self.assertEqual(status, 401)
+                self.assertEqual(body["error"]["type"], "authentication_error")
+                self.assertEqual(self.request("GET", "/health", headers=headers)[0], 401)
+        good = {"Authorization": "Bearer s3cret-key"}
+        self.assertEqual(self.request("POST", "/search", {"question": "refunds"}, good)[0], 200)
+        self.assertEqual(self.request("GET", "/")[0], 200)
+
+    def test_serve_refuses_other_hosts_without_a_key(self):
+        self.assertIn("--api-key", self.error_line("serve", "--host", "0.0.0.0", code=2))
+        self.assertIn("cannot listen on", self.error_line("serve", "--host", "203.0.113.7", "--insecure"))
+
+    def test_serve_hostile_input_gets_json_errors_and_serving_goes_on(self):
+        self.serve()
+        before = self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")
+        cases = [("POST", "/search", b"{not json", {}, 400, "not valid JSON"),
+                 ("POST", "/search", b"[1]", {}, 400, "JSON object"),
+                 ("POST", "/search", json.dumps({"question": 7}).encode(), {}, 400, "'question'"),
+                 ("POST", "/ask", json.dumps({"question": "x", "k": 10**9}).encode(), {}, 400, "'k'"),
+                 ("POST", "/ask", json.dumps({"question": "q" * 20_000}).encode(), {}, 400, "limit is 10000"),
+                 ("POST", "/search", json.dumps({"question": "q" * (1 << 20)}).encode(), {}, 413, "limit is"),
+                 ("POST", "/v1/chat/completions", b'{"messages": []}', {}, 400, "'messages'"),
+                 ("POST", "/v1/chat/completions", b'{"messages": [{"role": "user"}], "stream": true}', {}, 400,
+                  "no text"),
+                 ("POST", "/nowhere", b"{}", {}, 404, "no such endpoint")]
+        for method, path, raw, headers, status, words in cases:
+            with self.subTest(path=path, status=status, words=words):
+                got, _, body = self.request(method, path, raw=raw, headers=headers)
+                self.assertEqual(got, status, body)
+                self.assertIn(words, body["error"]["message"])
+        slow = socket.create_connection(("127.0.0.1", self.port))  # starts a request and never finishes it
+        self.addCleanup(slow.close)
+        slow.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"quest")
+        self.assertEqual(self.request("POST", "/search", {"question": "refunds"})[0], 200)  # others are served
+        self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
+                         before)
+
+    def test_serve_source_restriction_is_narrowed_never_widened(self):
+        self.serve("--source", "refunds.md")
+        hits = self.request("POST", "/search", {"question": "tomatoes card errors", "k": 5})[2]
+        self.assertEqual({os.path.basename(h["path"]) for h in hits}, {"refunds.md"})
+        self.assertEqual(self.request("POST", "/search", {"question": "tomatoes", "source": "garden.txt"})[2], [])
+        self.assertEqual(self.request("POST", "/search", {"question": "tomatoes", "source": "*"})[2][0]["path"],
+                         hits[0]["path"])
+
+    def test_serve_sees_what_a_later_index_run_adds(self):
+        self.serve()
+        first = self.request("POST", "/search", {"question": "volcano eruption lava", "k": 1})[2]
+        self.assertNotIn("volcano.md", first[0]["path"])
+        self.write("volcano.md", "# Volcanoes\n\nA volcano eruption sends lava down the slopes.\n")
+        self.ok("index", self.docs)
+        after = self.request("POST", "/search", {"question": "volcano eruption lava", "k": 1})[2]
+        self.assertTrue(after[0]["path"].endswith("volcano.md"), after)
+
+
+# ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
 
