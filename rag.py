@@ -3808,6 +3808,11 @@ class Service:
             return index_info(r.conn, self.cfg.db)
 
 
+def socket_module():
+    import socket
+    return socket
+
+
 def threading_module():
     """threading, imported when a server starts: the other commands never need it."""
     import threading
@@ -4110,7 +4115,7 @@ input{flex:1 1 16rem;font:inherit;padding:.55rem;border:1px solid #999;border-ra
 button{font:inherit;padding:.55rem 1rem;border:0;border-radius:.4rem;background:#2456a6;color:#fff}
 #answer{white-space:pre-wrap;margin:1rem 0;min-height:1.5rem}.refused{color:#8a4b00}
 .cite{background:none;color:#2456a6;padding:0 .1rem;font-weight:600;cursor:pointer}
-#sources li{margin:.3rem 0}#sources button{background:none;color:#2456a6;padding:0;text-align:left;
+#sources{list-style:none;padding:0}#sources li{margin:.3rem 0}#sources button{background:none;color:#2456a6;padding:0;text-align:left;
 text-decoration:underline;cursor:pointer;word-break:break-all}.uncited{color:#555;font-size:.9rem}
 #passage{white-space:pre-wrap;background:#f4f4f4;border-left:3px solid #2456a6;padding:.6rem;
 font-size:.9rem;overflow-wrap:anywhere}#passage:empty{display:none}.where{font-weight:600;display:block}
@@ -4156,7 +4161,7 @@ function render(rag) {
   passages.forEach(p => {
     if (rag.cited && !cited.has(p.n)) return;
     const li = document.createElement("li"), b = document.createElement("button");
-    li.value = p.n; b.textContent = p.source + (p.heading ? " \\u2014 " + p.heading : "");
+    b.textContent = "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "");
     b.onclick = () => show(p.n);
     li.append(b); list.append(li);
   });
@@ -4215,6 +4220,12 @@ def http_server(api: HttpApi, host: str, port: int):
 
         def log_message(self, fmt, *args):
             pass  # quiet: errors are answered to the client, not logged
+
+        def setup(self):
+            super().setup()
+            # Headers and body go out in two writes: without this, Nagle's algorithm holds
+            # the body until the client's delayed ACK, 40 ms on every keep-alive request.
+            self.connection.setsockopt(socket_module().IPPROTO_TCP, socket_module().TCP_NODELAY, 1)
 
         def do_GET(self):
             self.answer(lambda: api.get(self.path.split("?", 1)[0]))
