@@ -3813,6 +3813,11 @@ def socket_module():
     return socket
 
 
+def signal_module():
+    import signal
+    return signal
+
+
 def threading_module():
     """threading, imported when a server starts: the other commands never need it."""
     import threading
@@ -4298,6 +4303,11 @@ def http_server(api: HttpApi, host: str, port: int):
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
+        parent = None  # a forked worker's parent process
+
+        def service_actions(self):  # between requests, twice a second at most
+            if self.parent and os.getppid() != self.parent:
+                raise KeyboardInterrupt
 
         def handle_error(self, request, client_address):
             pass  # a client that broke off; nothing to report
@@ -4675,8 +4685,8 @@ def cmd_serve(args, cfg: Config, closer) -> int:
         raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key KEY "
                          "(or RAG_API_KEY), or --insecure to serve it to anyone who can connect")
     log = Log()
-    service = Service(cfg, args, log)
-    closer.callback(service.close)
+    service = Service(cfg, args, log)  # checks the index now; each worker then opens its own
+    service.close()
     try:
         server = http_server(HttpApi(service, key), args.host, args.port)
     except OSError as e:
@@ -4684,13 +4694,46 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     closer.callback(server.server_close)
     host, port = server.server_address[:2]
     host = f"[{host}]" if ":" in host else host
-    print(f"serving {cfg.db} at http://{host}:{port}/ [{mode_label(cfg)}]"
+    workers = args.workers if hasattr(os, "fork") else 1
+    print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]"
           + ("" if key else "; no API key") + "; Ctrl-C stops", file=sys.stderr, flush=True)
+    children = [fork_worker(server) for _ in range(workers - 1)]
+    signal_module().signal(signal_module().SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         print("rag: stopped", file=sys.stderr)
+    finally:
+        service.close()
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal_module().SIGTERM)
+                os.waitpid(pid, 0)
     return 0
+
+
+def stop_serving(signum, frame):
+    raise KeyboardInterrupt
+
+
+def fork_worker(server) -> int:
+    """A worker process serving the same listening socket (the kernel hands
+    each connection to one of them): Python runs one thread at a time, so
+    processes are what use more than one core. Returns the child's pid; the
+    child stops when its parent is gone, however it went."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    server.parent = parent
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    except BaseException:
+        code = 1
+    os._exit(code)
 
 
 def number(kind=float, low=None, low_open=False):
@@ -4837,6 +4880,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
     s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY)")
     s.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
+    s.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
+                   help="processes serving requests, each with its own warm index (default: the "
+                        "number of cores, at most 4; 1 where processes cannot fork)")
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("stats", parents=[common], help="show what the index holds",

@@ -2321,6 +2321,23 @@ class HttpTests(RagTestCase):
         self.assertEqual(self.request("POST", "/search", {"question": "tomatoes", "source": "*"})[2][0]["path"],
                          hits[0]["path"])
 
+    @unittest.skipUnless(hasattr(os, "fork"), "worker processes need fork")
+    def test_serve_workers_answer_and_stop_with_their_parent(self):
+        proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--db", self.db, "--port", "0",
+                                 "--workers", "3"], stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        line = proc.stderr.readline()
+        self.assertIn("with 3 worker(s)", line)
+        self.port = int(re.search(r":(\d+)/", line).group(1))
+        for _ in range(6):  # new connections: the kernel hands them to any of the workers
+            status, _, hits = self.request("POST", "/search", {"question": "refunds", "k": 1})
+            self.assertEqual((status, hits[0]["path"].endswith("refunds.md")), (200, True))
+        proc.send_signal(signal.SIGTERM)  # as a service manager stops it
+        self.assertEqual(proc.wait(60), 0)
+        self.assertIn("rag: stopped", proc.stderr.read())
+        with self.assertRaises(ConnectionRefusedError):  # no worker is left holding the port
+            socket.create_connection(("127.0.0.1", self.port)).close()
+
     def test_serve_sees_what_a_later_index_run_adds(self):
         self.serve()
         first = self.request("POST", "/search", {"question": "volcano eruption lava", "k": 1})[2]

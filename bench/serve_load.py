@@ -7,9 +7,9 @@ The index is copied to a temporary folder first (yours is never changed). One
 client asks --latency questions in turn (median and p95 seconds per POST
 /search, keep-alive); then --clients clients (default 8), each on its own
 keep-alive connection, send POST /search for --seconds (default 60) while
-`rag.py index FOLDER...` runs again and again on the copy, adding the --adding
-folders (then removing them with --prune, then adding them again) until the
-time is up. Any reply that is not 200 with a list of passages is an error.
+`rag.py index` runs again and again on the copy: it adds the --adding folders'
+documents, then removes them (--prune), then adds them again, until the time
+is up. Any reply that is not 200 with a list of passages is an error.
 Standard library only; the README has its figures.
 """
 
@@ -66,12 +66,23 @@ def client_loop(port, questions, stop, out):
     conn.close()
 
 
-def indexer(db, folders, stop, env, runs):
-    """Index the folders, prune them, again, until stopped; each run's result."""
+def indexer(db, folders, stop, env, runs, tmp):
+    """Until stopped: copy the folders into a feed folder and index it (adding
+    their documents), then empty it and index it with --prune (removing them)."""
+    feed = os.path.join(tmp, "feed")
+    os.makedirs(feed)
+    with open(os.path.join(feed, "keep.md"), "w") as f:
+        f.write("# Feed\n\nA document that stays, so that every run has one.\n")
     while not stop.is_set():
-        for args in ([*folders], [os.path.join(HERE, "..", "examples", "docs"), "--prune"]):
+        for adding in (True, False):
+            for i, folder in enumerate(folders):
+                target = os.path.join(feed, f"{i}-{os.path.basename(folder.rstrip('/'))}")
+                if adding:
+                    shutil.copytree(folder, target)
+                else:
+                    shutil.rmtree(target)
             t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, RAG, "index", *args, "--db", db], capture_output=True,
+            p = subprocess.run([sys.executable, RAG, "index", feed, "--prune", "--db", db], capture_output=True,
                                text=True, env=env)
             line = next((l for l in p.stdout.splitlines() if l.startswith("indexed")), p.stderr.strip()[-200:])
             runs.append((time.perf_counter() - t0, p.returncode, line))
@@ -109,7 +120,7 @@ def main():
             workers = [threading.Thread(target=client_loop, args=(port, questions[i::a.clients], stop, o))
                        for i, o in enumerate(outs)]
             if a.adding:
-                workers.append(threading.Thread(target=indexer, args=(db, a.adding, stop, env, runs)))
+                workers.append(threading.Thread(target=indexer, args=(db, a.adding, stop, env, runs, tmp)))
             t0 = time.perf_counter()
             for w in workers:
                 w.start()
@@ -123,8 +134,12 @@ def main():
             print(f"{a.clients} clients for {secs:.0f} s: {len(done)} searches, {len(done) / secs:.1f}/s, "
                   f"median {statistics.median(done):.4f} s, p95 {sorted(done)[int(0.95 * len(done))]:.4f} s, "
                   f"{len(errors)} errors" + (f" (first: {errors[0]})" if errors else ""))
-            for secs_run, code, line in runs:
-                print(f"  index run alongside: {secs_run:.1f} s, exit {code}: {line}")
+            if runs:
+                failed = [line for _, code, line in runs if code]
+                print(f"alongside: {len(runs)} index runs on the same database, each "
+                      f"{min(r[0] for r in runs):.1f}-{max(r[0] for r in runs):.1f} s, {len(failed)} failed"
+                      + (f" (first: {failed[0]})" if failed else "") + f"; first: {runs[0][2]}; "
+                      f"second: {runs[1][2] if len(runs) > 1 else '-'}")
         finally:
             server.terminate()
             server.wait(30)
