@@ -3701,6 +3701,7 @@ def index_info(conn, db: str) -> dict:
 
 MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a 10,000-character question
 REQUEST_TIMEOUT = 30   # seconds a client may take to send its request: a stalled one frees its worker
+DRAIN_LIMIT = 8 * MAX_BODY  # bytes of a too-large body read before the 413; beyond it, the connection is cut
 MAX_K = 50             # passages one request may ask for
 MODES = ("hybrid", "dense", "keyword")
 
@@ -4259,7 +4260,11 @@ def http_server(api: HttpApi, host: str, port: int):
             except ValueError:
                 raise HttpError(411, "a request body needs a Content-Length") from None
             if size > MAX_BODY or size < 0:
-                self.close_connection = True  # the rest of the body is not read
+                # Read (and drop) a body up to a few times the limit first, so that the
+                # client, still sending, hears the 413 rather than a reset connection.
+                left = min(size, DRAIN_LIMIT)
+                while left > 0 and (piece := self.rfile.read(min(left, 1 << 16))):
+                    left -= len(piece)
                 raise HttpError(413, f"the request body is {size} bytes; the limit is {MAX_BODY}")
             try:
                 return json.loads(self.rfile.read(size))
