@@ -11,19 +11,23 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py ask "question"          answer with citations, or refuse
     python rag.py eval cases.json         retrieval metrics on labelled questions
     python rag.py stats                   what the index holds
+    python rag.py mcp                     serve the index to an agent (MCP over stdio)
+    python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
     Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer
-    Embed            the built-in hashing embedder; HttpClient (retries) and HttpEmbedder
+    Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
     Store            SQLite schema, connect (index or not, read-only), transaction, writes
     Index            walk (filters, links, virtual file systems), read, chunk, embed, store
-    Retrieve         signatures, dense, keyword (FTS5), fusion; the relevance floor
-    Generate         prompt, chat and extractive answerers, fallback, citations, the ask log
-    Eval             cases, gold, metrics
-    Command line     configuration, subcommands, argparse, main
+    Retrieve         signatures, dense, keyword (FTS5), fusion, reranking; the relevance floor
+    Generate         prompt (passage order, context budget), chat and extractive answerers,
+                     fallback, citations and sources, the ask log
+    Eval             cases, gold, metrics, answers and their citations
+    Serve            JSON shapes; Service (warm retrievers); MCP over stdio; HTTP and its page
+    Command line     configuration (chat, embeddings, rerank endpoints), subcommands, argparse, main
 """
 
 from __future__ import annotations
