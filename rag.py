@@ -3742,7 +3742,8 @@ class Service:
     def __init__(self, cfg: Config, args, log: Log):
         self.cfg, self.args, self.log = cfg, args, log
         self.idle: list[tuple] = []  # (connection, retriever, what the index held)
-        self.lock = threading_module().Lock()
+        import threading  # here: the other commands never need it
+        self.lock = threading.Lock()
         reranker = make_reranker(cfg, log.note)
         self.rerank = Rerank(reranker, cfg.rerank_depth, log.note) if reranker else None
         with self.retriever():  # a missing, empty or mismatched index fails now, not per request
@@ -3813,27 +3814,11 @@ class Service:
             return index_info(r.conn, self.cfg.db)
 
 
-def socket_module():
-    import socket
-    return socket
-
-
-def signal_module():
-    import signal
-    return signal
-
-
-def threading_module():
-    """threading, imported when a server starts: the other commands never need it."""
-    import threading
-    return threading
-
-
-def index_state(conn) -> tuple:
-    """What changes when an index run adds, replaces or removes chunks (cheap:
-    a few pages). PRAGMA data_version alone also moves on every logged ask."""
-    return conn.execute("SELECT (SELECT max(id) FROM chunks), (SELECT count(*) FROM sigs), "
-                        "(SELECT value FROM meta WHERE key = 'last_indexed')").fetchone()
+def index_state(conn) -> str | None:
+    """The stamp every write of chunks sets (see write_docs): when it moves, an
+    index run has changed what a warm retriever loaded. (PRAGMA data_version
+    would also move on every logged ask.)"""
+    return get_meta(conn, "sig_stamp")
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
@@ -4035,7 +4020,8 @@ class SseOut:
 
 
 class HttpApi:
-    """Routes of rag.py serve; the request handler calls reply(handler)."""
+    """What rag.py serve answers: get and post give (status, content type,
+    body); stream_chat writes a streamed chat completion as it is made."""
 
     def __init__(self, service: Service, api_key: str | None):
         self.service, self.api_key = service, api_key
@@ -4093,8 +4079,11 @@ class HttpApi:
         out.event(chunk({"role": "assistant", "content": ""}))
         try:
             a, floor = self.service.ask(dict(self.options(body), question=question), stream_to=out)
-        except (RagError, HttpError) as e:
-            out.event({"error": {"message": str(e), "type": "invalid_request_error"}})
+        except OSError:
+            return  # the client went away
+        except Exception as e:  # the status line is sent: the error goes in the stream
+            message = str(e) if isinstance(e, (RagError, HttpError)) else f"{type(e).__name__}: {e}"
+            out.event({"error": {"message": message, "type": "invalid_request_error"}})
         else:
             if not (out.text and a.model not in ("none", "extractive")):  # else the model's text is sent
                 out.text = ""
@@ -4221,6 +4210,7 @@ if (asked) { $("q").value = asked; ask(asked); }
 
 def http_server(api: HttpApi, host: str, port: int):
     """A threaded HTTP server for api on host:port (port 0: any free port)."""
+    import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Handler(BaseHTTPRequestHandler):
@@ -4235,7 +4225,7 @@ def http_server(api: HttpApi, host: str, port: int):
             super().setup()
             # Headers and body go out in two writes: without this, Nagle's algorithm holds
             # the body until the client's delayed ACK, 40 ms on every keep-alive request.
-            self.connection.setsockopt(socket_module().IPPROTO_TCP, socket_module().TCP_NODELAY, 1)
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self):
             self.answer(lambda: api.get(self.path.split("?", 1)[0]))
@@ -4706,8 +4696,9 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     workers = args.workers if hasattr(os, "fork") else 1
     print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]"
           + ("" if key else "; no API key") + "; Ctrl-C stops", file=sys.stderr, flush=True)
+    import signal
     children = [fork_worker(server) for _ in range(workers - 1)]
-    signal_module().signal(signal_module().SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
+    signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -4716,7 +4707,7 @@ def cmd_serve(args, cfg: Config, closer) -> int:
         service.close()
         for pid in children:
             with contextlib.suppress(OSError):
-                os.kill(pid, signal_module().SIGTERM)
+                os.kill(pid, signal.SIGTERM)
                 os.waitpid(pid, 0)
     return 0
 

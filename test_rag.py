@@ -2258,6 +2258,9 @@ class HttpTests(RagTestCase):
         text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
         self.assertEqual(text, rag.REFUSAL)
         self.assertTrue(chunks[-1]["rag"]["refused"])
+        events = self.events(self.request("POST", "/v1/chat/completions", {**chat, "k": 0})[2])
+        self.assertEqual(events[-1], "[DONE]")  # once streaming, an error is an event of the stream
+        self.assertIn("'k' must be", json.loads(events[-2])["error"]["message"])
 
     def test_serve_models_health_and_page(self):
         self.serve()
