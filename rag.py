@@ -2173,6 +2173,16 @@ class SignatureIndex:
             self._sigs = packed
         return self._sigs
 
+    def inherit(self, older: SignatureIndex) -> None:
+        """Keep the vectors an index loaded before an index run parsed (most
+        chunks do not change): those of the ids whose signature is the same.
+        (A chunk removed by the run frees its id for a new chunk, which then
+        has another signature.)"""
+        if older._sigs is None or not older._vectors:
+            return
+        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
+        self._vectors = {c: v for c, v in older._vectors.items() if c in new and new[c] == old.get(c)}
+
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, parsed vector) of the chunks that exist, read from the database once."""
         need = [c for c in ids if c not in self._vectors]
@@ -3790,7 +3800,8 @@ class Service:
         conn, r, state = item or self._open()
         try:
             if item and index_state(conn) != state:  # an index run changed it: load it again
-                r, state = self._fresh(conn, r.embedder), index_state(conn)
+                old, r, state = r, self._fresh(conn, r.embedder), index_state(conn)
+                r.index.inherit(old.index)
             r.rerank = self.rerank  # a failure last time does not turn reranking off for good
             yield r.narrowed(source)
         except (RagError, UsageError):

@@ -2341,6 +2341,23 @@ class HttpTests(RagTestCase):
         with self.assertRaises(ConnectionRefusedError):  # no worker is left holding the port
             socket.create_connection(("127.0.0.1", self.port)).close()
 
+    def test_serve_keeps_parsed_vectors_only_where_a_chunk_is_unchanged(self):
+        args = rag.build_parser().parse_args(["serve", "--db", self.db])
+        service = rag.Service(rag.make_config(args), args, rag.Log())
+        self.addCleanup(service.close)
+        question = {"question": "tomatoes need sun and water", "k": 4, "mode": "dense"}
+        service.search(question)  # every vector parsed and kept
+        top = "SELECT d.path, c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.id = " \
+              "(SELECT doc_id FROM chunks ORDER BY id DESC LIMIT 1)"
+        path, freed = self.rows(top)[0][0], {cid for _, cid in self.rows(top)}
+        os.remove(path)  # the document with the highest ids goes, and frees them
+        self.ok("index", self.docs, "--prune")
+        self.write("new.md", "Water the tomatoes at dawn; sun in the afternoon scorches young plants.\n")
+        self.ok("index", self.docs)
+        self.assertLessEqual({cid for _, cid in self.rows(top)}, freed)  # the new chunk has a freed id
+        self.assertEqual(service.search(question), json.loads(self.ok(
+            "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json")))
+
     def test_serve_sees_what_a_later_index_run_adds(self):
         self.serve()
         first = self.request("POST", "/search", {"question": "volcano eruption lava", "k": 1})[2]
