@@ -2020,6 +2020,22 @@ def delete_docs(conn, paths: list[str]) -> None:
         set_meta(conn, "sig_stamp", time.time_ns())
 
 
+def export_lines(conn, source=None):
+    """The index as JSON Lines, one chunk a line, in id order, read as it is
+    written (constant memory): for moving it to a vector database. The vector
+    is copied as stored, never parsed."""
+    model, dim = get_meta(conn, "embed_model"), int(get_meta(conn, "dim") or 0) or None
+    cond, args = source_filter(source)
+    rows = conn.execute(
+        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, c.vector "
+        f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
+    for cid, path, rel, sha, start, end, loc, heading, text, vector in rows:
+        record = {"id": cid, "path": path, "rel": rel, "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
+                  "start_line": start, "end_line": end, "location": loc, "heading": heading, "text": text,
+                  "document_sha256": sha, "embed_model": model, "dim": dim}
+        yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+
+
 def begin_at_once(conn) -> bool:
     """BEGIN IMMEDIATE without waiting: False when another process is writing
     or the index is read-only (a search never waits for a writer)."""
@@ -4696,6 +4712,27 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     return 0
 
 
+def cmd_export(args, cfg: Config, closer) -> int:
+    """Write every chunk (or those of --source) as JSON Lines."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    if args.out and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
+        raise UsageError(f"--out {args.out} is the index itself")
+    if not args.out:
+        sys.stdout.writelines(export_lines(conn, args.source))
+        return 0
+    tmp = f"{args.out}.part-{os.getpid()}"
+    try:  # written beside it and renamed: an interrupted export leaves no half file
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(export_lines(conn, args.source))
+        os.replace(tmp, args.out)
+    except OSError as e:
+        raise RagError(f"cannot write {args.out}: {e.strerror or e}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return 0
+
+
 def cmd_mcp(args, cfg: Config, closer) -> int:
     """Serve the index to an MCP client (an agent) over stdin and stdout."""
     log = Log()
@@ -4893,6 +4930,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="choose the refusal floor that best separates the answerable cases from the "
                         "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
     s.set_defaults(func=cmd_eval)
+
+    s = sub.add_parser("export", parents=[common], help="write the index as JSON Lines",
+                       description="One chunk a line: id, path, citation, lines, heading, text, the "
+                                   "document's SHA-256, the embedding model, its dimension and the vector.")
+    s.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
+    s.add_argument("--source", metavar="GLOB", help="only documents whose path matches GLOB")
+    s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("mcp", parents=[common, retrieval], help="serve the index to an agent (MCP over stdio)",
                        description="A Model Context Protocol server on stdin/stdout with the tools search, ask "

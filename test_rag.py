@@ -1093,6 +1093,36 @@ class StoreTests(RagTestCase):
         self.assertIn("3-dimension", str(cm.exception))
 
 
+class ExportTests(RagTestCase):
+    def test_export_writes_each_chunk_once_with_its_vector_and_citation(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        out = os.path.join(self.dir, "chunks.jsonl")
+        self.assertEqual(self.ok("export", "--out", out), "")
+        with open(out, encoding="utf-8") as f:
+            text = f.read()
+        self.assertEqual(text, self.ok("export"))  # the same to standard output
+        lines = [json.loads(line) for line in text.splitlines()]
+        stored = self.rows("SELECT c.id, c.vector, c.text, d.sha256 FROM chunks c JOIN documents d "
+                           "ON d.id = c.doc_id ORDER BY c.id")
+        self.assertEqual([(r["id"], r["vector"], r["text"], r["document_sha256"]) for r in lines],
+                         [(i, json.loads(v), t, sha) for i, v, t, sha in stored])
+        refunds = [r for r in lines if r["rel"] == "refunds.md"]
+        self.assertEqual(refunds[0]["citation"], f"refunds.md:{refunds[0]['start_line']}-{refunds[0]['end_line']}")
+        self.assertEqual({(r["embed_model"], r["dim"], len(r["vector"])) for r in lines},
+                         {(rag.BUILTIN_MODEL, rag.BUILTIN_DIM, rag.BUILTIN_DIM)})
+        only = [json.loads(line) for line in self.ok("export", "--source", "refunds.md").splitlines()]
+        self.assertEqual(only, refunds)
+
+    def test_export_refuses_the_index_and_leaves_no_half_file(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.assertIn("is the index itself", self.error_line("export", "--out", self.db, code=2))
+        missing = os.path.join(self.dir, "no", "such", "dir", "out.jsonl")
+        self.assertIn("cannot write", self.error_line("export", "--out", missing))
+        self.assertFalse([n for n in os.listdir(self.dir) if ".part-" in n])
+
+
 # ---------------------------------------------------------------------------
 # Index
 # ---------------------------------------------------------------------------
