@@ -89,6 +89,9 @@ MAX_FILE_MB = 20            # larger files are skipped with a note (--max-file-m
 MAX_QUESTION = 10_000       # characters
 EMBED_BATCH = 64             # inputs per embeddings request
 EMBED_BATCH_CHARS = 200_000  # characters per embeddings request
+# Embedding requests in flight at once: a hosted API answers each in about the
+# same time however many arrive, and a local server queues what it cannot take.
+EMBED_PARALLEL = 4
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 NO_ROUTE = {404, 405, 501}  # the server does not offer this endpoint at all
 # How providers word "this input is too long" (OpenAI: "maximum context length",
@@ -225,6 +228,7 @@ class IndexOptions:
     include: tuple = ()
     exclude: tuple = ()
     default_excludes: bool = True
+    parallel: int = 1  # embedding requests in flight
 
 
 @dataclass(frozen=True)
@@ -1527,6 +1531,9 @@ class HttpClient:
         self.sleep = sleep or time.sleep
         self.warn = warn or (lambda msg: None)
         self.opener = no_redirect_opener()
+        # A 429 (or any retried failure) pauses every request of this client, not only
+        # the one that met it: with requests in parallel, the others would hit it too.
+        self.pause_until = 0.0
 
     def _request(self, path: str, payload: dict):
         url = self.endpoint.url.rstrip("/") + path
@@ -1547,6 +1554,9 @@ class HttpClient:
         """POST and return parsed JSON (or the open response when stream)."""
         what = f"{self.endpoint.url.rstrip('/')}{path}"
         for attempt in range(self.cfg.retries + 1):
+            paused = self.pause_until - time.monotonic()
+            if paused > 0:  # another request of this client is waiting out a failure
+                self.sleep(paused)
             try:
                 return self._attempt(path, payload, stream, what)
             except Retryable as e:
@@ -1554,7 +1564,11 @@ class HttpClient:
                     raise e.error from None
                 delay = self._delay(attempt, e.headers)
                 self.warn(f"{e.error}; retry {attempt + 1} of {self.cfg.retries} in {delay:.1f} s")
+                until = time.monotonic() + delay
+                self.pause_until = max(self.pause_until, until)
                 self.sleep(delay)
+                if self.pause_until == until:  # waited out: over for everyone
+                    self.pause_until = 0.0
 
     def _attempt(self, path: str, payload: dict, stream: bool, what: str):
         """One request: its reply, a RagError, or Retryable for a failure worth retrying."""
@@ -2637,48 +2651,117 @@ def load_document(path: str, key: str, root: str, known: str | None, opts: Index
     return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
 
+class EmbedPool:
+    """Embedding requests in flight on worker threads; results come back as
+    they finish. The threads are daemons, so Ctrl-C never waits for a reply."""
+
+    def __init__(self, embedder, workers: int):
+        import queue
+        import threading
+        self.todo, self.done, self.pending, self.workers = queue.Queue(), queue.Queue(), 0, workers
+        for _ in range(workers):
+            threading.Thread(target=self._work, args=(embedder,), daemon=True).start()
+
+    def _work(self, embedder) -> None:
+        while (job := self.todo.get()) is not None:
+            keys, texts = job
+            try:
+                self.done.put((keys, embedder.embed(texts), None))
+            except BaseException as e:  # handed to the main thread, which stops the run
+                self.done.put((keys, None, e))
+
+    def submit(self, keys: list[str], texts: list[str]) -> None:
+        self.pending += 1
+        self.todo.put((keys, texts))
+
+    def next(self) -> tuple[list[str], list[list[float]]]:
+        """The next finished request's keys and vectors (its error is raised)."""
+        keys, vectors, error = self.done.get()
+        self.pending -= 1
+        if error is not None:
+            raise error
+        return keys, vectors
+
+    def close(self) -> None:
+        for _ in range(self.workers):
+            self.todo.put(None)
+
+
 class Batcher:
     """Documents waiting for their vectors. Texts the cache lacks go to the
     embedder in full requests of batch texts as soon as that many wait, so a
     clean run makes ceil(texts / batch) requests whatever the documents' sizes;
-    a document is committed, in the order read, once all its chunks have vectors.
+    with parallel > 1, that many requests are in flight at once while reading
+    goes on. A document is committed, in the order read, once all its chunks
+    have vectors, so the database is the same whatever order replies come in.
     """
 
-    HOLD = 4  # requests' worth of chunks held at most: then a short request goes, so memory stays bounded
+    HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory stays bounded
 
-    def __init__(self, conn, embedder, batch: int, stats: IndexStats):
+    def __init__(self, conn, embedder, batch: int, stats: IndexStats, parallel: int = 1):
         self.conn, self.embedder, self.batch, self.stats = conn, embedder, batch, stats
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
         self.rows: dict[str, tuple[str, bytes]] = {}        # key -> (vector JSON, signature)
         self.new: set[str] = set()                          # keys embedded, not yet in the cache
         self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
+        self.flying: set[str] = set()                       # keys of the requests in flight
         self.held = 0                                       # chunks of the documents waiting
         self.dim = 0
+        self.limit = self.HOLD * batch * parallel
+        self.pool = EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
         texts = [embed_text(c) for c in doc.chunks]
         keys = [text_key(t) for t in texts]
-        unknown = [k for k in dict.fromkeys(keys) if k not in self.rows and k not in self.waiting]
+        unknown = [k for k in dict.fromkeys(keys)
+                   if k not in self.rows and k not in self.waiting and k not in self.flying]
         for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
             self.rows[k] = (v, signature(json.loads(v)))
             self.dim = self.dim or v.count(",") + 1
         for k, t in zip(keys, texts):
-            if k not in self.rows:
+            if k not in self.rows and k not in self.flying:
                 self.waiting.setdefault(k, t)
         self.docs.append((doc, keys))
         self.held += len(doc.chunks)
-        while len(self.waiting) >= self.batch or (self.waiting and self.held >= self.HOLD * self.batch):
+        while len(self.waiting) >= self.batch or (self.waiting and self.held >= self.limit):
             self.send()
+        while self.pool and self.pool.pending and self.held >= self.limit:
+            self.collect()  # too much held: wait for replies
         if self.held >= self.batch:  # from the cache, no request to wait for
             self.commit()
 
     def send(self) -> None:
         keys = list(self.waiting)[:self.batch]
-        for k, v in zip(keys, self.embedder.embed([self.waiting[k] for k in keys])):
+        texts = [self.waiting[k] for k in keys]
+        if self.pool is None:
+            self.receive(keys, self.embedder.embed(texts))
+            return
+        for k in keys:
+            del self.waiting[k]
+        self.flying.update(keys)
+        self.pool.submit(keys, texts)
+        while self.pool.pending >= self.pool.workers:  # every worker busy: wait for one
+            self.collect()
+
+    def collect(self) -> None:
+        """Take the next reply. When a request failed, first take every reply
+        still to come, so that the documents before the failed batch are
+        committed as one request at a time would have; then raise its error."""
+        try:
+            self.receive(*self.pool.next())
+        except Exception:
+            while self.pool.pending:
+                with contextlib.suppress(Exception):
+                    self.receive(*self.pool.next())
+            raise
+
+    def receive(self, keys: list[str], vectors: list[list[float]]) -> None:
+        for k, v in zip(keys, vectors):
             unit = normalize(v)
             self.rows[k] = (vector_json(unit), signature(unit))
             self.new.add(k)
-            del self.waiting[k]
+            self.waiting.pop(k, None)
+            self.flying.discard(k)
             self.dim = len(unit)
         self.commit()
 
@@ -2710,7 +2793,14 @@ class Batcher:
     def finish(self) -> None:
         while self.waiting:
             self.send()
+        while self.pool and self.pool.pending:
+            self.collect()
         self.commit()
+
+    def close(self) -> None:
+        """Let the worker threads end (after the requests they are on)."""
+        if self.pool:
+            self.pool.close()
 
 
 CHUNKER_VERSION = 3  # 3: headings as written, code keeps its lines, tables of contents; bump on change
@@ -2749,7 +2839,6 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     check_model(conn, embedder.model)
     adopt_real_paths(conn)
     stats, seen, stale = IndexStats(), set(), []
-    batcher = Batcher(conn, embedder, opts.batch, stats)
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
     chunking = chunking_key(opts.size, opts.overlap)
     if stored and get_meta(conn, "chunking") not in (None, chunking):
@@ -2759,24 +2848,28 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     files = list(walk(paths, log, filters))
-    for n, (path, root) in enumerate(files, 1):
-        log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
-                     f"{stats.embedded} embedded")
-        key = os.path.realpath(path)
-        if key in seen:  # the same file by another name: a link, a folder given twice
-            continue
-        seen.add(key)
-        status, doc = load_document(path, key, root, stored.get(key), opts, log)
-        stats.unchanged += status == "unchanged"
-        stats.skipped += status in ("skipped", "empty")
-        if status == "skipped" and key in stored:
-            stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
-        elif status == "empty" and key in stored:
-            delete_docs(conn, [key])
-        elif doc:
-            batcher.add(doc)
-            stats.read += 1
-    batcher.finish()
+    batcher = Batcher(conn, embedder, opts.batch, stats, opts.parallel)
+    try:
+        for n, (path, root) in enumerate(files, 1):
+            log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
+                         f"{stats.embedded} embedded")
+            key = os.path.realpath(path)
+            if key in seen:  # the same file by another name: a link, a folder given twice
+                continue
+            seen.add(key)
+            status, doc = load_document(path, key, root, stored.get(key), opts, log)
+            stats.unchanged += status == "unchanged"
+            stats.skipped += status in ("skipped", "empty")
+            if status == "skipped" and key in stored:
+                stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
+            elif status == "empty" and key in stored:
+                delete_docs(conn, [key])
+            elif doc:
+                batcher.add(doc)
+                stats.read += 1
+        batcher.finish()
+    finally:
+        batcher.close()
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
     stats.removed = handle_vanished(conn, filters, seen, stored, opts.prune, log)
@@ -4483,8 +4576,9 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
         overlap = args.overlap
     elif overlap >= size:  # kept from a larger size: take the default's share of this one
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
+    parallel = 1 if cfg.embed_model == BUILTIN_MODEL else args.parallel or EMBED_PARALLEL
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
-                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes)
+                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes, parallel)
 
 
 def cmd_index(args, cfg: Config, closer) -> int:
@@ -4890,6 +4984,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"what the index was built with, else {DEFAULT_OVERLAP})")
     s.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
                    help=f"texts per embeddings request (default: {EMBED_BATCH})")
+    s.add_argument("--parallel", type=positive_int, metavar="N",
+                   help=f"embedding requests in flight at once (default: {EMBED_PARALLEL} for a server; "
+                        "the built-in embedder runs in this process)")
     s.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
     s.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")

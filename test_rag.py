@@ -821,6 +821,29 @@ class EmbedTests(RagTestCase):
         self.assertEqual(self.sleeps[0], 7.0)
         self.assertLessEqual(self.sleeps[1], 1.0)  # exponential backoff from 0.5 s
 
+    def test_a_429_pauses_every_request_of_the_client_not_only_its_own(self):
+        server = self.online()
+        server.faults = [(429, {"Retry-After": "5"}, b"slow down")]
+        first, sleeping, release, others = [], threading.Event(), threading.Event(), []
+
+        def sleep(seconds):  # the request that met the 429 waits until released; others note it
+            if threading.current_thread() is first[0]:
+                sleeping.set()
+                release.wait(30)
+            else:
+                others.append(seconds)
+        client = rag.HttpClient(rag.Endpoint(server.url, SECRET), rag.Config(retries=2, timeout=10), sleep=sleep)
+        body = {"model": "fake-embed", "input": ["amber"]}
+        first.append(threading.Thread(target=client.post, args=("/embeddings", body)))
+        first[0].start()
+        self.assertTrue(sleeping.wait(30))
+        client.post("/embeddings", body)  # another request meanwhile: it waits out the same pause
+        release.set()
+        first[0].join(30)
+        self.assertEqual(len(others), 1)
+        self.assertTrue(4 < others[0] <= 5, others)
+        self.assertEqual(len(server.paths("/embeddings")), 3)  # the 429, the other, the retry
+
     def test_embed_400_fails_at_once_with_provider_message(self):
         server = self.online()
         server.faults = [(400, {}, b'{"error": {"message": "unknown parameter: dimensions"}}')]
@@ -1153,10 +1176,15 @@ class IndexTests(RagTestCase):
         server = self.online()
         for i, w in enumerate(WORDS[:7]):  # 7 documents of 3 one-paragraph chunks: 21 texts
             self.write(f"{i}.md", "\n\n".join(f"{w.title()} part {p} of the {w} notes." for p in "abc"))
-        self.ok("index", self.docs, "--batch-size", "4", "--chunk-size", "40", "--overlap", "0")
-        self.assertEqual([len(r[2]["input"]) for r in server.paths("/embeddings")], [4, 4, 4, 4, 4, 1])
-        self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(21,)])
-        self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(21,)])
+        for parallel in ("1", "4"):
+            server.requests.clear()
+            self.db = os.path.join(self.dir, f"p{parallel}.db")
+            self.ok("index", self.docs, "--batch-size", "4", "--chunk-size", "40", "--overlap", "0",
+                    "--parallel", parallel)
+            sizes = [len(r[2]["input"]) for r in server.paths("/embeddings")]
+            self.assertEqual(sizes if parallel == "1" else sorted(sizes, reverse=True), [4, 4, 4, 4, 4, 1])
+            self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(21,)])
+            self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(21,)])
 
     def test_index_rerun_embeds_nothing(self):
         server = self.online()
@@ -2531,7 +2559,8 @@ class FaultTests(RagTestCase):
                 os.remove(self.db + suffix)
         server = self.online()
         server.fault_at = fault_at
-        return server, self.run_cli("index", self.docs, "--batch-size", "2", "--timeout", timeout, *extra)
+        return server, self.run_cli("index", self.docs, "--batch-size", "2", "--timeout", timeout,
+                                    "--parallel", "1", *extra)  # request n is batch n
 
     def assert_retry_notes(self, err, server, at_least):
         """Every failed request was waited for once and announced in one note."""
@@ -2728,11 +2757,13 @@ class CrashTests(RagTestCase):
         self.clean = snapshot(db)
         self.assertEqual(len(self.clean[0]), self.FILES)
 
-    def spawn(self, point="none", at=0, how="kill"):
-        """Start rag.py index as a child that stops itself at point of its at-th batch."""
+    def spawn(self, point="none", at=0, how="kill", parallel=1):
+        """Start rag.py index as a child that stops itself at point of its at-th batch
+        (one request at a time unless parallel: then the batches commit in any grouping)."""
         self.server.embed_count = 0
         return subprocess.Popen([sys.executable, "-c", CHILD, rag.__file__, point, str(at), how,
-                                 "index", self.docs, "--batch-size", str(self.BATCH), "--db", self.db],
+                                 "index", self.docs, "--batch-size", str(self.BATCH), "--db", self.db,
+                                 "--parallel", str(parallel)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run_child(self, point, at, how):
@@ -2775,6 +2806,50 @@ class CrashTests(RagTestCase):
         code, out, err = self.run_cli("index", self.docs, "--batch-size", str(self.BATCH))
         self.assertEqual((code, err), (0, ""))
         self.assertIn(f" {done} unchanged", out)
+        self.assertEqual(snapshot(self.db), self.clean)
+
+    def test_index_parallel_out_of_order_replies_store_what_one_at_a_time_stores(self):
+        fourth = threading.Event()
+
+        def held(body):  # the first request to arrive is answered after the fourth
+            fourth.wait(60)
+            return 200, {"Content-Type": "application/json"}, embeddings_body(body)
+        self.server.fault_at = {1: held}
+        self.server.after_reply = lambda n: n == 4 and fourth.set()
+        self.server.embed_count = 0
+        code, out, err = self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "4")
+        self.assertEqual((code, err), (0, ""))
+        self.assertTrue(fourth.is_set())
+        self.assertEqual(snapshot(self.db), self.clean)
+        one = os.path.join(self.dir, "one.db")
+        self.assertEqual(self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "1",
+                                      db=one)[0], 0)
+        ids = "SELECT c.id, d.path, c.ordinal FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
+        with contextlib.closing(sqlite3.connect(one)) as conn:
+            self.assertEqual(self.rows(ids), conn.execute(ids).fetchall())
+
+    def test_index_parallel_failed_request_keeps_the_documents_before_it(self):
+        self.server.fault_when = (lambda body: any("item 25." in t for t in body["input"]),
+                                  (400, {}, b'{"error": {"message": "bad input"}}'))
+        code, out, err = self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "4")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("HTTP 400: bad input", err)
+        self.assert_committed_prefix(2 * self.BATCH)  # the batches before the failed third, as in order
+        self.server.fault_when = None
+        self.ok("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "4")
+        self.assertEqual(snapshot(self.db), self.clean)
+
+    def test_index_parallel_sigkill_loses_no_finished_document(self):
+        for at in (1, 3):
+            with self.subTest(at=at):
+                proc = self.spawn("after-commit", at, "kill", parallel=4)
+                proc.communicate(timeout=120)
+                self.assertEqual(proc.returncode, -signal.SIGKILL)
+                self.assertEqual(soundness(self.db), ("ok", True))
+                docs, chunks = snapshot(self.db)
+                self.assertGreaterEqual(len(docs), at)  # each commit held one document at least
+                self.assertEqual(set(chunks), {c for c in self.clean[1] if c[0] in dict(docs)})
+        self.ok("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "4")
         self.assertEqual(snapshot(self.db), self.clean)
 
     def test_index_concurrent_search_ask_and_second_index(self):
