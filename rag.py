@@ -90,8 +90,9 @@ MAX_QUESTION = 10_000       # characters
 EMBED_BATCH = 64             # inputs per embeddings request
 EMBED_BATCH_CHARS = 200_000  # characters per embeddings request
 # Embedding requests in flight at once: a hosted API answers each in about the
-# same time however many arrive, and a local server queues what it cannot take.
-EMBED_PARALLEL = 4
+# same time however many arrive (measured: 7.5 times faster than one at a time
+# at 0.3 s a request; 4 gave 3.9 times), and a local server queues the rest.
+EMBED_PARALLEL = 8
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 NO_ROUTE = {404, 405, 501}  # the server does not offer this endpoint at all
 # How providers word "this input is too long" (OpenAI: "maximum context length",
