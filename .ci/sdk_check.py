@@ -7,7 +7,6 @@ environment that has both packages; prints one PASS or FAIL line per check.
 """
 
 import asyncio
-import json
 import os
 import re
 import subprocess

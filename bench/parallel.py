@@ -37,8 +37,8 @@ def main():
         return 200, {"Content-Type": "application/json"}, test_rag.embeddings_body(body)
     server.fault_when = (lambda body: True, slow)
     os.environ.update(LLM_BASE_URL=server.url, EMBED_MODEL="fake-embed")
-    print(f"| --parallel | seconds | speed-up | requests | same database as --parallel 1 |\n"
-          f"| --- | --- | --- | --- | --- |")
+    print("| --parallel | seconds | speed-up | requests | same database as --parallel 1 |\n"
+          "| --- | --- | --- | --- | --- |")
     base = first = None
     with tempfile.TemporaryDirectory() as tmp:
         for n in map(int, a.parallel.split(",")):
