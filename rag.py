@@ -47,7 +47,7 @@ import time
 import zlib
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from html.parser import HTMLParser
 
@@ -2175,6 +2175,8 @@ def dot_with(qvec: list[float]):
         return lambda v: math.sumprod(qvec, v)
     qq, hypot, dist = math.hypot(*qvec) ** 2, math.hypot, math.dist
     return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
+
+
 # The coarse pass keeps this many times the candidates wanted, and at least this
 # share of all chunks: measured against --exact on SciFact (README, "Search at scale").
 COARSE_FACTOR, COARSE_SHARE = 10, 1 / 50
@@ -2298,8 +2300,7 @@ def measure_null_level(conn) -> float:
                 break
     if not pairs:
         pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
-    need = list({i for p in pairs for i in p})
-    vecs = {cid: json.loads(v) for cid, v in rows_in(conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need)}
+    vecs = dict(SignatureIndex(conn).vectors(list({i for p in pairs for i in p})))
     return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
 
 
@@ -2983,12 +2984,17 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 
+def source_globs(source) -> tuple[str, ...]:
+    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
+    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
+
+
 def source_filter(source) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching a glob (or
-    every glob of a tuple: a server's restriction and a request's): the path
-    relative to the folder indexed, the whole path, or its end ('json/*'
-    matches /srv/docs/json/a.json however the folder was named)."""
-    globs = [g for g in ((source,) if isinstance(source, str) else source or ()) if g]
+    """SQL condition on documents d restricting to paths matching every glob of
+    source (see source_globs): the path relative to the folder indexed, the
+    whole path, or its end ('json/*' matches /srv/docs/json/a.json however the
+    folder was named)."""
+    globs = source_globs(source)
     if not globs:
         return "1", []
     conds = ["(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)"] * len(globs)
@@ -3068,7 +3074,7 @@ class Retriever:
 
     def allowed(self) -> set[int] | None:
         """Ids of the chunks --source lets this retriever see (None: all of them)."""
-        if source_filter(self.source)[1] and self._allowed is None:
+        if self._allowed is None and source_globs(self.source):
             cond, args = source_filter(self.source)
             self._allowed = {cid for (cid,) in self.conn.execute(
                 f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
@@ -3126,8 +3132,8 @@ class Retriever:
         this one has loaded: signatures, vectors, word weights, the level."""
         if not source:
             return self
-        globs = (self.source,) if isinstance(self.source, str) else tuple(self.source or ())
-        r = Retriever(self.conn, self.embedder, globs + (source,), self.exact, self.fusion, self.rerank)
+        r = Retriever(self.conn, self.embedder, source_globs(self.source) + (source,), self.exact,
+                      self.fusion, self.rerank)
         r.index, r._idf, r._level, r._n = self.index, self._idf, self._level, self._n
         return r
 
@@ -3160,13 +3166,14 @@ class Retriever:
 
     def retrieve(self, question: str, mode: str, k: int, similarity: bool = True):
         """(the top k hits, reranked when a reranker is set; the top k before
-        reranking, which the refusal floor judges, as it was measured on them)."""
+        reranking, which the refusal floor judges, as it was measured on them;
+        the whole ranking, FUSION_DEPTH deep, that the hits head)."""
         first, qvec = self.rank(question, mode, max(FUSION_DEPTH, k))
         if qvec is None and similarity:
             qvec = self.embed_question(question)
         ranked = self.reranked(question, first)
         hits = self.hits(ranked[:k], qvec)
-        return hits, hits if ranked is first else self.hits(first[:k], qvec)
+        return hits, hits if ranked is first else self.hits(first[:k], qvec), ranked
 
     def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
         if not ranked:
@@ -3464,6 +3471,11 @@ class Answer:
     floor: float = 0.0
 
     @property
+    def by_model(self) -> bool:
+        """True when a chat model wrote the answer (not the floor, not the extractive one)."""
+        return self.model not in ("none", "extractive")
+
+    @property
     def cites(self) -> bool:
         """True when the answer cites at least one passage it was given."""
         return any(ok for _, ok in self.cited)
@@ -3482,6 +3494,10 @@ class Answer:
         return ["Sources:"] + [f"  [{n}] " + (self.hits[n - 1].source if ok else f"no such passage ({given})")
                                for n, ok in self.cited]
 
+    def with_sources(self) -> str:
+        """The answer, a blank line and its Sources: lines (the refusal alone)."""
+        return "\n\n".join([self.text] + (["\n".join(self.sources())] if not self.refused else []))
+
 
 @dataclass(frozen=True)
 class AskOptions:
@@ -3497,7 +3513,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
                     log: Log) -> Answer:
     """Retrieve, refuse below the floor, otherwise generate with citations."""
     t0 = time.perf_counter()
-    hits, judged = retriever.retrieve(question, opts.mode, opts.k)
+    hits, judged, _ = retriever.retrieve(question, opts.mode, opts.k)
     given = fit_context(hits, opts.max_context)
     prompt = build_prompt(question, given)
     fallback = None
@@ -3693,11 +3709,7 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
     paths = dict(conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
     for i, case in enumerate(cases, 1):
         log.progress(f"eval: {i}/{len(cases)}")
-        first, qvec = retriever.rank(case["question"], opts.mode, max(FUSION_DEPTH, opts.k))
-        qvec = qvec if qvec is not None else retriever.embed_question(case["question"])
-        ranked = retriever.reranked(case["question"], first)
-        hits = retriever.hits(ranked[:opts.k], qvec)
-        judged = hits if ranked is first else retriever.hits(first[:opts.k], qvec)
+        hits, judged, ranked = retriever.retrieve(case["question"], opts.mode, opts.k)
         rel = relevance(retriever, case["question"], judged)
         row = {"id": case.get("id", i), "question": case["question"], "refused": rel < opts.floor,
                "relevance": round(rel, 4),
@@ -3882,18 +3894,14 @@ class Service:
         self.idle: list[tuple] = []  # (connection, retriever, what the index held)
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
-        reranker = make_reranker(cfg, log.note)
-        self.rerank = Rerank(reranker, cfg.rerank_depth, log.note) if reranker else None
+        self.rerank = make_rerank(cfg, log.note)
         with self.retriever():  # a missing, empty or mismatched index fails now, not per request
             pass
 
     def _open(self) -> tuple:
         conn = connect(self.cfg.db, shared=True)
         try:
-            if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
-                raise RagError(f"the index {self.cfg.db} is empty: run '{program()} index DIR' first")
-            embedder = make_embedder(self.cfg, self.log.note)
-            check_model(conn, embedder.model)
+            embedder = query_embedder(self.cfg, conn)
         except BaseException:
             conn.close()
             raise
@@ -3943,8 +3951,8 @@ class Service:
         model's text as it comes when it is written by a chat model."""
         a = request_args(params, self.args)
         with self.retriever(a["source"]) as r:
-            floor = floor_in_force(r.conn, r.embedder.model, self.args.min_score)
-            opts = AskOptions(a["mode"], a["k"], floor.value, self.args.max_context)
+            opts, floor = ask_options(self.args, r.conn, r.embedder.model)
+            opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
             return answer_question(r.conn, r, generator, a["question"], opts, self.log), floor
 
@@ -4061,8 +4069,7 @@ class McpServer:
                 data, text = {"passages": passages}, passages_text(passages)
             elif name == "ask":
                 answer, floor = self.service.ask(args)
-                data, text = answer_json(answer, floor), "\n\n".join([answer.text] + (
-                    ["\n".join(answer.sources())] if not answer.refused else []))
+                data, text = answer_json(answer, floor), answer.with_sources()
             else:
                 data = self.service.stats()
                 text = json.dumps(data, indent=2)
@@ -4133,11 +4140,6 @@ def chat_question(body) -> str:
     return content
 
 
-def completion_text(a: Answer) -> str:
-    """The answer with its Sources: lines, as a chat client shows it."""
-    return a.text if a.refused else a.text + "\n\n" + "\n".join(a.sources())
-
-
 class SseOut:
     """A stream_to for ChatGenerator that sends each piece as an OpenAI chat
     completion chunk over server-sent events."""
@@ -4196,7 +4198,7 @@ class HttpApi:
             return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
                                    "created": int(time.time()), "model": SERVED_MODEL,
                                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                       "role": "assistant", "content": completion_text(a)}}],
+                                       "role": "assistant", "content": a.with_sources()}}],
                                    **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
         raise HttpError(404, f"no such endpoint: POST {path}", "not_found_error")
 
@@ -4224,7 +4226,7 @@ class HttpApi:
             message = str(e) if isinstance(e, (RagError, HttpError)) else f"{type(e).__name__}: {e}"
             out.event({"error": {"message": message, "type": "invalid_request_error"}})
         else:
-            if not (out.text and a.model not in ("none", "extractive")):  # else the model's text is sent
+            if not (out.text and a.by_model):  # else the model's text is sent already
                 out.text = ""
                 out.write(a.text)
             ends = len(out.text) - len(out.text.rstrip("\n"))  # the blank line before the sources
@@ -4544,14 +4546,14 @@ def make_generator(cfg: Config, stream_to=None, warn=None):
     return ChatGenerator(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to)
 
 
-def make_reranker(cfg: Config, warn=None):
-    """The reranking client when a rerank model is named, else None."""
+def make_rerank(cfg: Config, warn) -> Rerank | None:
+    """Reranking as configured (the client, its depth, where a failure is told), or None."""
     if not cfg.rerank_model:
         return None
     if cfg.rerank is None:
         raise RagError(f"rerank model {cfg.rerank_model} needs a server: set RERANK_BASE_URL, "
                        "EMBED_BASE_URL or LLM_BASE_URL")
-    return HttpReranker(HttpClient(cfg.rerank, cfg, warn=warn), cfg.rerank_model)
+    return Rerank(HttpReranker(HttpClient(cfg.rerank, cfg, warn=warn), cfg.rerank_model), cfg.rerank_depth, warn)
 
 
 def mode_label(cfg: Config) -> str:
@@ -4637,23 +4639,28 @@ def index_lock(db: str):
         yield
 
 
-def open_for_query(cfg: Config, args, closer, vectors: bool = True):
-    """The index and a retriever for it; vectors=False for keyword search,
-    which needs no embedder (nor its server)."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+def query_embedder(cfg: Config, conn, vectors: bool = True):
+    """The embedder for questions to this index, which must hold chunks; its
+    model is checked against the index's unless vectors=False (keyword
+    search needs no embedding, nor its server)."""
     if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
         raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
     embedder = make_embedder(cfg, Log().note)
     if vectors:
         check_model(conn, embedder.model)
+    return embedder
+
+
+def open_for_query(cfg: Config, args, closer, vectors: bool = True):
+    """The index and a retriever for it (see query_embedder for vectors)."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    embedder = query_embedder(cfg, conn, vectors)
     cond, params = source_filter(args.source)
     if args.source and not conn.execute(f"SELECT 1 FROM documents d WHERE {cond} LIMIT 1",
                                         params).fetchone():
         Log().note(f"warning: --source {args.source!r} matches no indexed document (a pattern "
                    "matches the path relative to the folder indexed, e.g. 'guides/*.md')")
-    reranker = make_reranker(cfg, Log().note)
-    rerank = Rerank(reranker, cfg.rerank_depth, Log().note) if reranker else None
-    return conn, Retriever(conn, embedder, args.source, args.exact, args.fusion, rerank)
+    return conn, Retriever(conn, embedder, args.source, args.exact, args.fusion, make_rerank(cfg, Log().note))
 
 
 def valid_text(text: str) -> str:
@@ -4716,7 +4723,7 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     if args.json:
         print(json.dumps(answer_json(a, floor), indent=2))
         return 0
-    if not (stream and a.model not in ("none", "extractive")):  # else it is on the screen already
+    if not (stream and a.by_model):  # else it is on the screen already
         print(a.text)
     if not a.refused:
         print("\n" + "\n".join(a.sources()))
