@@ -116,7 +116,7 @@ RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking
 # 2,048-token context. The weakest passages are dropped to fit, never cut.
 MAX_CONTEXT = 5000
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -1777,7 +1777,40 @@ LOCATIONS = """
 ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';
 """
 
-MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS]
+# Each vector is stored once: in its chunk row while some chunk has that text,
+# in embed_cache only after the last such chunk goes (an edited file then finds
+# its unchanged passages' vectors). The triggers move it between the two.
+KEYED = """
+ALTER TABLE chunks ADD COLUMN key TEXT NOT NULL DEFAULT '';
+CREATE INDEX chunks_key ON chunks(key);
+CREATE TRIGGER chunks_ai_cache AFTER INSERT ON chunks BEGIN
+    DELETE FROM embed_cache WHERE sha256 = new.key
+        AND model = (SELECT value FROM meta WHERE key = 'embed_model');
+END;
+CREATE TRIGGER chunks_ad_cache AFTER DELETE ON chunks
+WHEN NOT EXISTS (SELECT 1 FROM chunks WHERE key = old.key) BEGIN
+    INSERT OR IGNORE INTO embed_cache(model, sha256, vector)
+    SELECT value, old.key, old.vector FROM meta WHERE key = 'embed_model';
+END;
+"""
+KEY_PAGE = 2000  # chunks keyed per statement by the migration: memory stays flat
+
+
+def key_vectors(conn: sqlite3.Connection) -> None:
+    """Migration 4 -> 5: each chunk gets the hash of what was embedded for it,
+    and the cache drops the copies its chunks already hold."""
+    for statement in sql_statements(KEYED):
+        conn.execute(statement)
+    last = 0
+    while rows := conn.execute("SELECT id, text, heading FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+                               (last, KEY_PAGE)).fetchall():
+        conn.executemany("UPDATE chunks SET key = ? WHERE id = ?",
+                         [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h in rows])
+        last = rows[-1][0]
+    conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
+
+
+MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS, key_vectors]
 
 
 def vector_json(vec: list[float]) -> str:
@@ -1933,6 +1966,9 @@ def transaction(conn, begun: bool = False):
         raise
 
 
+FREE_SHARE = 4  # a migration leaving over 1/4 of the file unused compacts it
+
+
 def migrate(conn: sqlite3.Connection, version: int) -> None:
     """Apply the migrations after version, each in its own transaction."""
     for i in range(version, SCHEMA_VERSION):
@@ -1945,6 +1981,9 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
                     for statement in sql_statements(step):
                         conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {i + 1}")
+    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
+    if free * FREE_SHARE > pages:
+        conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
@@ -1980,9 +2019,14 @@ def text_key(text: str) -> str:
 
 
 def cached_vectors(conn, model: str, keys: list[str]) -> dict[str, str]:
-    """Stored vector JSON by text hash, for those of keys already embedded."""
+    """Stored vector JSON by text hash, for those of keys already embedded:
+    from the chunks that hold them, else from the cache of removed ones."""
+    if get_meta(conn, "embed_model") != model:
+        return {}  # nothing stored is this model's (write_docs will say so)
+    found = dict(rows_in(conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})", keys))
+    rest = [k for k in keys if k not in found]
     sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
-    return dict(rows_in(conn, sql, keys, (model,)))
+    return found | dict(rows_in(conn, sql, rest, (model,)))
 
 
 @dataclass(frozen=True)
@@ -1998,14 +2042,13 @@ class PendingDoc:
 
 
 def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes]],
-               new_cache: dict[str, str], model: str, dim: int) -> None:
-    """Store documents with their chunks (replacing old ones) in one transaction."""
+               model: str, dim: int) -> None:
+    """Store documents with their chunks (replacing old ones) in one transaction;
+    vectors: (vector JSON, signature) by text_key of each chunk's embed_text."""
     with transaction(conn):
         check_model(conn, model, dim)
         set_meta(conn, "embed_model", model)
         set_meta(conn, "dim", dim)
-        conn.executemany("INSERT OR IGNORE INTO embed_cache(model, sha256, vector) VALUES (?, ?, ?)",
-                         [(model, k, v) for k, v in new_cache.items()])
         stamp = now_iso()
         chunk_rows, sig_rows = [], []
         next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
@@ -2016,13 +2059,14 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
             for c in doc.chunks:
-                vec, sig = vectors[text_key(embed_text(c))]
+                key = text_key(embed_text(c))
+                vec, sig = vectors[key]
                 chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                   c.start_line, c.end_line, c.loc, vec))
+                                   c.start_line, c.end_line, c.loc, vec, key))
                 sig_rows.append((next_id, sig))
                 next_id += 1
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
-                         "end_line, loc, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+                         "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
         conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", sig_rows)
         set_meta(conn, "last_indexed", stamp)
         set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
@@ -2704,7 +2748,7 @@ class Batcher:
         self.conn, self.embedder, self.batch, self.stats = conn, embedder, batch, stats
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
         self.rows: dict[str, tuple[str, bytes]] = {}        # key -> (vector JSON, signature)
-        self.new: set[str] = set()                          # keys embedded, not yet in the cache
+        self.new: set[str] = set()                          # keys embedded by this run, not yet stored
         self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
         self.flying: set[str] = set()                       # keys of the requests in flight
         self.held = 0                                       # chunks of the documents waiting
@@ -2780,8 +2824,7 @@ class Batcher:
             return
         used = {k for _, keys in ready for k in keys}
         fresh = used & self.new
-        write_docs(self.conn, [d for d, _ in ready], self.rows,
-                   {k: self.rows[k][0] for k in fresh}, self.embedder.model, self.dim)
+        write_docs(self.conn, [d for d, _ in ready], self.rows, self.embedder.model, self.dim)
         n = sum(len(d.chunks) for d, _ in ready)
         self.stats.chunks += n
         self.stats.embedded += len(fresh)

@@ -1074,6 +1074,7 @@ class StoreTests(RagTestCase):
         conn.execute("DROP TABLE sig_pack")
         conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
         conn.execute("ALTER TABLE chunks DROP COLUMN loc")
+        self.unkey(conn)
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
         conn.close()
@@ -1085,6 +1086,40 @@ class StoreTests(RagTestCase):
             self.assertEqual(sig, rag.signature(json.loads(vec)))
         self.assertEqual(self.rows("SELECT DISTINCT loc FROM chunks"), [("",)])
         self.assertIn("refunds.md:", self.ok("search", "refunds"))
+
+    @staticmethod
+    def unkey(conn):
+        """Undo migration 4 -> 5, and cache every vector as schema 4 did."""
+        conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
+                     "'embed_model'), key, vector FROM chunks")
+        for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
+                          "DROP INDEX chunks_key", "ALTER TABLE chunks DROP COLUMN key"):
+            conn.execute(statement)
+
+    def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
+        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
+                                                              enumerate(WORDS * 4))}))
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")  # 80+ chunks: pages to free
+        want = self.rows("SELECT id, key, vector FROM chunks ORDER BY id")
+        found = self.ok("search", "refunds", "--json")
+        conn = sqlite3.connect(self.db)
+        self.unkey(conn)
+        conn.execute("INSERT INTO embed_cache VALUES ((SELECT value FROM meta WHERE key = 'embed_model'), "
+                     "'f00d', '[1.0]')")  # a removed text's vector
+        conn.execute("PRAGMA user_version = 4")
+        conn.commit()
+        conn.execute("VACUUM")
+        conn.close()
+        size = os.path.getsize(self.db)
+        self.assertEqual(self.ok("search", "refunds", "--json"), found)
+        self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
+        self.assertEqual(self.rows("SELECT id, key, vector FROM chunks ORDER BY id"), want)
+        self.assertEqual(self.rows("SELECT sha256 FROM embed_cache"), [("f00d",)])
+        self.assertLess(os.path.getsize(self.db), size)  # the copies' space given back
+        self.assertEqual(self.rows("PRAGMA freelist_count"), [(0,)])
+        self.write("garden.txt", "Cucumbers like warm soil.\n\n" + DOCS["garden.txt"])
+        out = self.ok("index", self.docs)  # the tomatoes passage comes from its chunk
+        self.assertIn("(1 embedded, ", out)
 
     def test_packed_signatures_match_rows_and_go_stale(self):
         self.write_docs()
@@ -1183,7 +1218,8 @@ class IndexTests(RagTestCase):
             sizes = [len(r[2]["input"]) for r in server.paths("/embeddings")]
             self.assertEqual(sizes if parallel == "1" else sorted(sizes, reverse=True), [4, 4, 4, 4, 4, 1])
             self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(21,)])
-            self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(21,)])
+            self.assertEqual(self.rows("SELECT count(DISTINCT key) FROM chunks"), [(21,)])
+            self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(0,)])  # stored once
 
     def test_index_rerun_embeds_nothing(self):
         server = self.online()
@@ -1208,6 +1244,26 @@ class IndexTests(RagTestCase):
         fts = self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'tomatoes'")
         self.assertEqual(fts, [])
         self.assertEqual(len(self.rows("SELECT id FROM chunks")), len(ids_before))
+
+    def test_index_vector_stored_once_and_kept_for_a_removed_text(self):
+        server = self.online()
+        self.write_docs()
+        self.write("copy.md", DOCS["refunds.md"])  # the same texts twice: embedded once
+        self.ok("index", self.docs)
+        keys = self.rows("SELECT key, vector FROM chunks ORDER BY id")
+        self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(0,)])
+        requests = len(server.paths("/embeddings"))
+        os.remove(os.path.join(self.docs, "garden.txt"))
+        os.remove(os.path.join(self.docs, "copy.md"))
+        self.ok("index", self.docs, "--prune")  # garden's vectors move to the cache; refunds' stay in chunks
+        garden = {k for k, v in keys if k not in {k2 for k2, _ in self.rows("SELECT key, vector FROM chunks")}}
+        self.assertTrue(garden)
+        self.assertEqual({k for (k,) in self.rows("SELECT sha256 FROM embed_cache")}, garden)
+        self.write_docs()  # garden comes back: nothing is embedded, and the cache empties
+        self.assertIn("0 embedded", self.ok("index", self.docs))
+        self.assertEqual(len(server.paths("/embeddings")), requests)
+        self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(0,)])
+        self.assertEqual(sorted(set(self.rows("SELECT key, vector FROM chunks"))), sorted(set(keys)))
 
     def test_index_chunk_settings_remembered_and_changed_only_by_a_flag(self):
         server = self.online()
