@@ -1780,7 +1780,10 @@ ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';
 # Each vector is stored once: in its chunk row while some chunk has that text,
 # in embed_cache only after the last such chunk goes (an edited file then finds
 # its unchanged passages' vectors). The triggers move it between the two.
+# Beside each signature, the vector's sketch: one byte a dimension and a scale.
 KEYED = """
+ALTER TABLE sigs ADD COLUMN sketch BLOB NOT NULL DEFAULT x'';
+ALTER TABLE sigs ADD COLUMN scale REAL NOT NULL DEFAULT 0;
 ALTER TABLE chunks ADD COLUMN key TEXT NOT NULL DEFAULT '';
 CREATE INDEX chunks_key ON chunks(key);
 CREATE TRIGGER chunks_ai_cache AFTER INSERT ON chunks BEGIN
@@ -1797,15 +1800,17 @@ KEY_PAGE = 2000  # chunks keyed per statement by the migration: memory stays fla
 
 
 def key_vectors(conn: sqlite3.Connection) -> None:
-    """Migration 4 -> 5: each chunk gets the hash of what was embedded for it,
-    and the cache drops the copies its chunks already hold."""
+    """Migration 4 -> 5: each chunk gets the hash of what was embedded for it
+    and a sketch of its vector; the cache drops the copies its chunks hold."""
     for statement in sql_statements(KEYED):
         conn.execute(statement)
     last = 0
-    while rows := conn.execute("SELECT id, text, heading FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
-                               (last, KEY_PAGE)).fetchall():
+    while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? ORDER BY id "
+                               "LIMIT ?", (last, KEY_PAGE)).fetchall():
         conn.executemany("UPDATE chunks SET key = ? WHERE id = ?",
-                         [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h in rows])
+                         [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h, _ in rows])
+        conn.executemany("UPDATE sigs SET sketch = ?, scale = ? WHERE chunk_id = ?",
+                         [(*sketch(json.loads(v)), i) for i, _, _, v in rows])
         last = rows[-1][0]
     conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
 
@@ -1830,6 +1835,26 @@ def signature(vec: list[float]) -> bytes:
     """
     bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
     return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
+
+
+SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
+
+
+def sketch(vec: list[float]) -> tuple[bytes, float]:
+    """A vector as one signed byte a dimension and a scale: v[i] ~ scale * byte[i].
+
+    >>> sketch([0.5, -0.25, 0.0])
+    (b'\\x7f\\xc0\\x00', 0.003937007874015748)
+    """
+    scale = (max(map(abs, vec), default=0.0) or 1.0) / SKETCH_LEVELS
+    return array("b", [round(x / scale) for x in vec]).tobytes(), scale
+
+
+def vector_codes(unit: list[float]) -> tuple[str, bytes, bytes, float]:
+    """What is stored for a unit vector: JSON text, signature, sketch and its scale,
+    the sketch made from the text as stored (as a migration or the cache makes it)."""
+    text = vector_json(unit)
+    return (text, signature(unit), *sketch(json.loads(text)))
 
 
 def now_iso() -> str:
@@ -2041,10 +2066,9 @@ class PendingDoc:
     chunks: tuple
 
 
-def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes]],
-               model: str, dim: int) -> None:
+def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple], model: str, dim: int) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction;
-    vectors: (vector JSON, signature) by text_key of each chunk's embed_text."""
+    vectors: vector_codes by text_key of each chunk's embed_text."""
     with transaction(conn):
         check_model(conn, model, dim)
         set_meta(conn, "embed_model", model)
@@ -2060,14 +2084,14 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple[str, bytes
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
             for c in doc.chunks:
                 key = text_key(embed_text(c))
-                vec, sig = vectors[key]
+                vec, *codes = vectors[key]
                 chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
                                    c.start_line, c.end_line, c.loc, vec, key))
-                sig_rows.append((next_id, sig))
+                sig_rows.append((next_id, *codes))
                 next_id += 1
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
                          "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
-        conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)", sig_rows)
+        conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) VALUES (?, ?, ?, ?)", sig_rows)
         set_meta(conn, "last_indexed", stamp)
         set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
 
@@ -2221,9 +2245,11 @@ def dot_with(qvec: list[float]):
     return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
 
 
-# The coarse pass keeps this many times the candidates wanted, and at least this
-# share of all chunks: measured against --exact on SciFact (README, "Search at scale").
-COARSE_FACTOR, COARSE_SHARE = 10, 1 / 50
+# The signature pass keeps this many times the candidates wanted, and as many as
+# fit the sketch budget (all of them in most indexes): README, "Search at scale".
+COARSE_FACTOR = 10
+SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000 chunks of 384 dims
+SKETCH_CACHE = 200_000_000  # sketch bytes kept parsed between questions (a server's)
 
 
 class SignatureIndex:
@@ -2236,6 +2262,7 @@ class SignatureIndex:
         self._sigs: tuple[list[int], list[int]] | None = None
         self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
         self._vectors: dict[int, list[float]] = {}
+        self._sketches: dict[int, tuple[memoryview, float]] = {}
         self._all: list | None = None
 
     def signatures(self) -> tuple[list[int], list[int]]:
@@ -2268,6 +2295,22 @@ class SignatureIndex:
         # An index run may have replaced a chunk since its id was read: skip it.
         return [(c, self._vectors[c]) for c in ids if c in self._vectors]
 
+    def sketches(self, ids: list[int], every: bool) -> list[tuple[int, memoryview, float]]:
+        """(id, sketch as signed bytes, scale) of the chunks ids that exist (every:
+        ids are all the chunks, read in one scan), kept while they fit SKETCH_CACHE."""
+        need = [c for c in ids if c not in self._sketches]
+        if every and need:
+            wanted = set(need)
+            rows = [r for r in self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs") if r[0] in wanted]
+        else:
+            rows = rows_in(self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})",
+                           need)
+        found = {cid: (memoryview(b).cast("b"), scale) for cid, b, scale in rows}
+        out = [(c, *(found.get(c) or self._sketches[c])) for c in ids if c in found or c in self._sketches]
+        if (len(self._sketches) + len(found)) * len(out[0][1] if out else b"") <= SKETCH_CACHE:
+            self._sketches.update(found)
+        return out
+
     def all_vectors(self):
         """Every (id, vector): kept for the next question while small, streamed
         from the database when the parsed floats would not fit."""
@@ -2287,12 +2330,12 @@ class SignatureIndex:
         self._all = kept
 
     def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
-        """Chunk ids worth an exact score, chosen by signature in two passes.
-
-        First the sign mismatches on the question's largest components (top
-        two bit planes of its quantised magnitudes) over every chunk; then, on
-        the nearest few percent, mismatches weighted by all six planes (see
-        query_masks).
+        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
+        close to the exact order for every embedder measured) among all chunks,
+        or, in an index too large to sketch-score in the budget, among the
+        nearest by signature: sign mismatches on the question's largest
+        components (the top two bit planes of its quantised magnitudes, see
+        query_masks), a popcount a chunk.
         """
         all_ids, sigs = self.signatures()
         if allowed is not None:  # filtered once per id set, not once per question
@@ -2303,16 +2346,17 @@ class SignatureIndex:
         want = exact_count(len(all_ids), depth, len(qvec))
         if want >= len(all_ids):
             return all_ids
-        q = int.from_bytes(signature(qvec), "little")
-        (w1, m1), (w2, m2), (w3, m3), (w4, m4), (w5, m5), (w6, m6) = query_masks(qvec, 6)
-        top = m1 | m2  # one popcount a chunk: a fifth of the time of weighing three planes
-        coarse = [((q ^ s) & top).bit_count() for s in sigs]
-        pool = nearest(coarse, max(COARSE_FACTOR * want, int(len(sigs) * COARSE_SHARE)))
-        fine = [w1 * (x & m1).bit_count() + w2 * (x & m2).bit_count() + w3 * (x & m3).bit_count()
-                + w4 * (x & m4).bit_count() + w5 * (x & m5).bit_count() + w6 * (x & m6).bit_count()
-                for x in [q ^ sigs[i] for i in pool]]
-        best = sorted(nearest(fine, want), key=fine.__getitem__)[:want]
-        return [all_ids[pool[j]] for j in best]
+        room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
+        pool = all_ids
+        if room < len(all_ids):
+            q = int.from_bytes(signature(qvec), "little")
+            (_, m1), (_, m2) = query_masks(qvec, 6)[:2]
+            top = m1 | m2
+            coarse = [((q ^ s) & top).bit_count() for s in sigs]
+            pool = [all_ids[i] for i in nearest(coarse, room)]
+        score = dot_with(qvec)
+        fine = sorted(((-scale * score(b), cid) for cid, b, scale in self.sketches(pool, pool is all_ids)))
+        return [cid for _, cid in fine[:want]]
 
     def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
             exact: bool = False) -> list[tuple[int, float]]:
@@ -2747,7 +2791,7 @@ class Batcher:
     def __init__(self, conn, embedder, batch: int, stats: IndexStats, parallel: int = 1):
         self.conn, self.embedder, self.batch, self.stats = conn, embedder, batch, stats
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
-        self.rows: dict[str, tuple[str, bytes]] = {}        # key -> (vector JSON, signature)
+        self.rows: dict[str, tuple] = {}                    # key -> vector_codes
         self.new: set[str] = set()                          # keys embedded by this run, not yet stored
         self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
         self.flying: set[str] = set()                       # keys of the requests in flight
@@ -2762,7 +2806,8 @@ class Batcher:
         unknown = [k for k in dict.fromkeys(keys)
                    if k not in self.rows and k not in self.waiting and k not in self.flying]
         for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
-            self.rows[k] = (v, signature(json.loads(v)))
+            vec = json.loads(v)
+            self.rows[k] = (v, signature(vec), *sketch(vec))
             self.dim = self.dim or v.count(",") + 1
         for k, t in zip(keys, texts):
             if k not in self.rows and k not in self.flying:
@@ -2804,7 +2849,7 @@ class Batcher:
     def receive(self, keys: list[str], vectors: list[list[float]]) -> None:
         for k, v in zip(keys, vectors):
             unit = normalize(v)
-            self.rows[k] = (vector_json(unit), signature(unit))
+            self.rows[k] = vector_codes(unit)
             self.new.add(k)
             self.waiting.pop(k, None)
             self.flying.discard(k)

@@ -1070,11 +1070,11 @@ class StoreTests(RagTestCase):
         self.write_docs()
         self.ok("index", self.docs)
         conn = sqlite3.connect(self.db)
+        self.unkey(conn)
         conn.execute("DROP TABLE sigs")
         conn.execute("DROP TABLE sig_pack")
         conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
         conn.execute("ALTER TABLE chunks DROP COLUMN loc")
-        self.unkey(conn)
         conn.execute("PRAGMA user_version = 1")
         conn.commit()
         conn.close()
@@ -1089,11 +1089,12 @@ class StoreTests(RagTestCase):
 
     @staticmethod
     def unkey(conn):
-        """Undo migration 4 -> 5, and cache every vector as schema 4 did."""
+        """Undo migration 4 -> 5 (keys, sketches), and cache every vector as schema 4 did."""
         conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
                      "'embed_model'), key, vector FROM chunks")
         for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
-                          "DROP INDEX chunks_key", "ALTER TABLE chunks DROP COLUMN key"):
+                          "DROP INDEX chunks_key", "ALTER TABLE chunks DROP COLUMN key",
+                          "ALTER TABLE sigs DROP COLUMN sketch", "ALTER TABLE sigs DROP COLUMN scale"):
             conn.execute(statement)
 
     def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
@@ -1101,6 +1102,9 @@ class StoreTests(RagTestCase):
                                                               enumerate(WORDS * 4))}))
         self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")  # 80+ chunks: pages to free
         want = self.rows("SELECT id, key, vector FROM chunks ORDER BY id")
+        sketches = self.rows("SELECT * FROM sigs ORDER BY chunk_id")
+        self.assertEqual([(i, rag.sketch(json.loads(v))) for i, _, v in want],
+                         [(i, (b, s)) for i, _, b, s in sketches])
         found = self.ok("search", "refunds", "--json")
         conn = sqlite3.connect(self.db)
         self.unkey(conn)
@@ -1114,6 +1118,7 @@ class StoreTests(RagTestCase):
         self.assertEqual(self.ok("search", "refunds", "--json"), found)
         self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
         self.assertEqual(self.rows("SELECT id, key, vector FROM chunks ORDER BY id"), want)
+        self.assertEqual(self.rows("SELECT * FROM sigs ORDER BY chunk_id"), sketches)
         self.assertEqual(self.rows("SELECT sha256 FROM embed_cache"), [("f00d",)])
         self.assertLess(os.path.getsize(self.db), size)  # the copies' space given back
         self.assertEqual(self.rows("PRAGMA freelist_count"), [(0,)])
@@ -1600,6 +1605,21 @@ class RetrieveTests(RagTestCase):
                 fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3"))
                 exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3", "--exact"))
                 self.assertEqual([h["chunk_id"] for h in fast], [h["chunk_id"] for h in exact], q)
+
+    def test_dense_default_finds_what_exact_finds_where_sign_bits_do_not(self):
+        rnd = random.Random(7)  # short texts of shared words: the built-in's hashed vectors
+        vocab = [f"{w}{i}" for w in WORDS for i in range(5)]
+        self.write_docs({f"d{i}.txt": " ".join(rnd.choice(vocab) for _ in range(12)) for i in range(150)})
+        self.ok("index", self.docs)
+        questions = [" ".join(rnd.choice(vocab) for _ in range(3)) for _ in range(12)]
+        with mock.patch.object(rag, "exact_count", lambda n, depth, dim: 10):
+            for budget in (rag.SKETCH_BUDGET, 0):  # every sketch scored; the signatures' nearest 100
+                with mock.patch.object(rag, "SKETCH_BUDGET", budget):
+                    for q in questions:
+                        fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5"))
+                        exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5",
+                                                   "--exact"))
+                        self.assertEqual([h["chunk_id"] for h in fast], [h["chunk_id"] for h in exact], q)
 
     def test_search_missing_index_and_empty_question(self):
         self.assertIn("no index at", self.error_line("search", "x"))
