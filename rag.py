@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
 import json
 import math
 import operator
@@ -1784,6 +1785,9 @@ ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';
 KEYED = """
 ALTER TABLE sigs ADD COLUMN sketch BLOB NOT NULL DEFAULT x'';
 ALTER TABLE sigs ADD COLUMN scale REAL NOT NULL DEFAULT 0;
+ALTER TABLE sig_pack ADD COLUMN sketches BLOB NOT NULL DEFAULT x'';
+ALTER TABLE sig_pack ADD COLUMN scales BLOB NOT NULL DEFAULT x'';
+DELETE FROM meta WHERE key = 'sig_pack';
 ALTER TABLE chunks ADD COLUMN key TEXT NOT NULL DEFAULT '';
 CREATE INDEX chunks_key ON chunks(key);
 CREATE TRIGGER chunks_ai_cache AFTER INSERT ON chunks BEGIN
@@ -2141,12 +2145,14 @@ def pack_signatures(conn, wait: bool = True) -> bool:
         return False
     with transaction(conn, begun=True):
         conn.execute("DELETE FROM sig_pack")
-        rows = conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id").fetchall()
-        for part, i in enumerate(range(0, len(rows), SIG_PACK_ROWS)):
-            block = rows[i:i + SIG_PACK_ROWS]
-            conn.execute("INSERT INTO sig_pack(part, ids, sigs) VALUES (?, ?, ?)",
-                         (part, array("q", [r[0] for r in block]).tobytes(),
-                          b"".join(r[1] for r in block)))
+        rows = conn.execute("SELECT chunk_id, sig, sketch, scale FROM sigs ORDER BY chunk_id")
+        part = 0
+        while block := rows.fetchmany(SIG_PACK_ROWS):
+            ids, sigs, sketches, scales = zip(*block)
+            conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) VALUES (?, ?, ?, ?, ?)",
+                         (part, array("q", ids).tobytes(), b"".join(sigs), b"".join(sketches),
+                          array("d", scales).tobytes()))
+            part += 1
         set_meta(conn, "sig_pack", get_meta(conn, "sig_stamp") or "0")
     return True
 
@@ -2171,6 +2177,59 @@ def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
         sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
                      for j in range(0, len(sig_bytes), width)])
     return ids, sigs
+
+
+def packed_sketches(conn) -> tuple[list[int], bytes, array] | None:
+    """(ids, sketches end to end, scales) from the packed copy, or None when it is stale."""
+    if not pack_is_fresh(conn):
+        return None
+    ids, scales, blobs = array("q"), array("d"), []
+    for id_bytes, sketches, scale_bytes in conn.execute(
+            "SELECT ids, sketches, scales FROM sig_pack ORDER BY part"):
+        ids.frombytes(id_bytes)
+        scales.frombytes(scale_bytes)
+        blobs.append(sketches)
+    return ids.tolist(), b"".join(blobs), scales
+
+
+UNSIGNED = bytes((b + 128) & 255 for b in range(256))  # a signed byte's value + 128, as a byte
+FIELD = 4  # bytes a chunk's running sum takes in sketch_dots' big integers
+
+
+def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
+    """The question's dot product with every sketch at once, as integers in one
+    scale (question quantised to at most 1,023 levels): for each dimension the
+    column of all sketches' bytes, spread FIELD bytes apart in one big integer,
+    is multiplied by the question's weight and added up, so Python's big-integer
+    arithmetic (C loops) does the work of n x dim multiplications.
+
+    >>> sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
+    [3581, -1024]
+
+    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
+    """
+    n = len(sketches) // dim
+    levels = max(1, min(1023, (2 ** (8 * FIELD) - 1) // (255 * dim)))  # no field can overflow
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    unsigned, spread = sketches.translate(UNSIGNED), bytearray(FIELD * n)
+    pos = neg = offset = 0
+    for d, x in enumerate(qvec):
+        w = round(abs(x) / top * levels)
+        if w:
+            spread[0::FIELD] = unsigned[d::dim]
+            column = int.from_bytes(spread, "little")
+            if x > 0:
+                pos, offset = pos + w * column, offset + w
+            else:
+                neg, offset = neg + w * column, offset - w
+    p, m = array("I"), array("I")
+    p.frombytes(pos.to_bytes(FIELD * n, "little"))
+    m.frombytes(neg.to_bytes(FIELD * n, "little"))
+    if sys.byteorder == "big":
+        p.byteswap()
+        m.byteswap()
+    offset *= 128
+    return [a - b - offset for a, b in zip(p, m)]
 
 
 def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
@@ -2262,7 +2321,7 @@ class SignatureIndex:
         self._sigs: tuple[list[int], list[int]] | None = None
         self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
         self._vectors: dict[int, list[float]] = {}
-        self._sketches: dict[int, tuple[memoryview, float]] = {}
+        self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's, by position
         self._all: list | None = None
 
     def signatures(self) -> tuple[list[int], list[int]]:
@@ -2295,21 +2354,26 @@ class SignatureIndex:
         # An index run may have replaced a chunk since its id was read: skip it.
         return [(c, self._vectors[c]) for c in ids if c in self._vectors]
 
-    def sketches(self, ids: list[int], every: bool) -> list[tuple[int, memoryview, float]]:
-        """(id, sketch as signed bytes, scale) of the chunks ids that exist (every:
-        ids are all the chunks, read in one scan), kept while they fit SKETCH_CACHE."""
-        need = [c for c in ids if c not in self._sketches]
-        if every and need:
-            wanted = set(need)
-            rows = [r for r in self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs") if r[0] in wanted]
-        else:
-            rows = rows_in(self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})",
-                           need)
-        found = {cid: (memoryview(b).cast("b"), scale) for cid, b, scale in rows}
-        out = [(c, *(found.get(c) or self._sketches[c])) for c in ids if c in found or c in self._sketches]
-        if (len(self._sketches) + len(found)) * len(out[0][1] if out else b"") <= SKETCH_CACHE:
-            self._sketches.update(found)
-        return out
+    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
+        """(ids found, their sketches end to end, scales) for ids: every (ids
+        are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
+        copy, kept for the next question; else from the rows, read for these ids."""
+        if every and self._sketches is None:
+            packed = packed_sketches(self.conn)
+            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
+                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
+        if every and self._sketches is not None:
+            where, blob, scales = self._sketches
+            dim = len(blob) // max(len(scales), 1)
+            found = [c for c in ids if c in where]
+            if len(found) == len(where):
+                return found, blob, scales
+            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
+                    [scales[where[c]] for c in found])
+        rows = {cid: (b, scale) for cid, b, scale in rows_in(
+            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+        found = [c for c in ids if c in rows]
+        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
 
     def all_vectors(self):
         """Every (id, vector): kept for the next question while small, streamed
@@ -2354,9 +2418,9 @@ class SignatureIndex:
             top = m1 | m2
             coarse = [((q ^ s) & top).bit_count() for s in sigs]
             pool = [all_ids[i] for i in nearest(coarse, room)]
-        score = dot_with(qvec)
-        fine = sorted(((-scale * score(b), cid) for cid, b, scale in self.sketches(pool, pool is all_ids)))
-        return [cid for _, cid in fine[:want]]
+        found, blob, scales = self.sketches(pool, pool is all_ids)
+        scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
+        return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
 
     def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
             exact: bool = False) -> list[tuple[int, float]]:

@@ -1087,6 +1087,18 @@ class StoreTests(RagTestCase):
         self.assertEqual(self.rows("SELECT DISTINCT loc FROM chunks"), [("",)])
         self.assertIn("refunds.md:", self.ok("search", "refunds"))
 
+    def test_sketch_dots_are_the_integer_dot_products(self):
+        rnd = random.Random(3)
+        for dim in (1, 7, 384, 20_000):  # 20,000: fewer levels, so no sum overflows its field
+            rows = [[rnd.randrange(-127, 128) for _ in range(dim)] for _ in range(5)] + [[127] * dim, [-127] * dim]
+            q = [rnd.gauss(0, 1) * (rnd.random() < 0.7) for _ in range(dim)]
+            levels = min(1023, (2 ** 32 - 1) // (255 * dim))
+            top = max(map(abs, q)) or 1.0
+            w = [round(abs(x) / top * levels) * (1 if x > 0 else -1) for x in q]
+            blob = b"".join(rag.array("b", r).tobytes() for r in rows)
+            self.assertEqual(rag.sketch_dots(q, blob, dim), [sum(a * b for a, b in zip(w, r)) for r in rows])
+        self.assertEqual(rag.sketch([0.5, -0.25, 1e-9]), (bytes([127, 256 - 64, 0]), 0.5 / 127))
+
     @staticmethod
     def unkey(conn):
         """Undo migration 4 -> 5 (keys, sketches), and cache every vector as schema 4 did."""
@@ -1094,7 +1106,8 @@ class StoreTests(RagTestCase):
                      "'embed_model'), key, vector FROM chunks")
         for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
                           "DROP INDEX chunks_key", "ALTER TABLE chunks DROP COLUMN key",
-                          "ALTER TABLE sigs DROP COLUMN sketch", "ALTER TABLE sigs DROP COLUMN scale"):
+                          "ALTER TABLE sigs DROP COLUMN sketch", "ALTER TABLE sigs DROP COLUMN scale",
+                          "ALTER TABLE sig_pack DROP COLUMN sketches", "ALTER TABLE sig_pack DROP COLUMN scales"):
             conn.execute(statement)
 
     def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
