@@ -6,6 +6,7 @@ stop themselves at named points and the fake server holds replies on events."""
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import random
@@ -1628,10 +1629,10 @@ class RetrieveTests(RagTestCase):
         with mock.patch.object(rag, "exact_count", lambda n, depth, dim: 10):
             for budget in (rag.SKETCH_BUDGET, 0):  # every sketch scored; the signatures' nearest 100
                 with mock.patch.object(rag, "SKETCH_BUDGET", budget):
-                    for q in questions:
-                        fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5"))
+                    for q, part in itertools.product(questions, ([], ["--source", "d1*"])):
+                        fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5", *part))
                         exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5",
-                                                   "--exact"))
+                                                   "--exact", *part))
                         self.assertEqual([h["chunk_id"] for h in fast], [h["chunk_id"] for h in exact], q)
 
     def test_search_missing_index_and_empty_question(self):
