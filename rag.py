@@ -1854,11 +1854,11 @@ def sketch(vec: list[float]) -> tuple[bytes, float]:
     return array("b", [round(x / scale) for x in vec]).tobytes(), scale
 
 
-def vector_codes(unit: list[float]) -> tuple[str, bytes, bytes, float]:
-    """What is stored for a unit vector: JSON text, signature, sketch and its scale,
-    the sketch made from the text as stored (as a migration or the cache makes it)."""
-    text = vector_json(unit)
-    return (text, signature(unit), *sketch(json.loads(text)))
+def vector_codes(text: str) -> tuple[str, bytes, bytes, float]:
+    """What is stored for a vector, from its JSON text (so a fresh vector, a
+    cached one and a migrated one get the same): the text, signature, sketch, scale."""
+    vec = json.loads(text)
+    return (text, signature(vec), *sketch(vec))
 
 
 def now_iso() -> str:
@@ -2308,7 +2308,6 @@ def dot_with(qvec: list[float]):
 # fit the sketch budget (all of them in most indexes): README, "Search at scale".
 COARSE_FACTOR = 10
 SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000 chunks of 384 dims
-SKETCH_CACHE = 200_000_000  # sketch bytes kept parsed between questions (a server's)
 
 
 class SignatureIndex:
@@ -2870,8 +2869,7 @@ class Batcher:
         unknown = [k for k in dict.fromkeys(keys)
                    if k not in self.rows and k not in self.waiting and k not in self.flying]
         for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
-            vec = json.loads(v)
-            self.rows[k] = (v, signature(vec), *sketch(vec))
+            self.rows[k] = vector_codes(v)
             self.dim = self.dim or v.count(",") + 1
         for k, t in zip(keys, texts):
             if k not in self.rows and k not in self.flying:
@@ -2913,7 +2911,7 @@ class Batcher:
     def receive(self, keys: list[str], vectors: list[list[float]]) -> None:
         for k, v in zip(keys, vectors):
             unit = normalize(v)
-            self.rows[k] = vector_codes(unit)
+            self.rows[k] = vector_codes(vector_json(unit))
             self.new.add(k)
             self.waiting.pop(k, None)
             self.flying.discard(k)
