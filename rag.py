@@ -1850,15 +1850,16 @@ def sketch(vec: list[float]) -> tuple[bytes, float]:
     >>> sketch([0.5, -0.25, 0.0])
     (b'\\x7f\\xc0\\x00', 0.003937007874015748)
     """
-    scale = (max(map(abs, vec), default=0.0) or 1.0) / SKETCH_LEVELS
-    return array("b", [round(x / scale) for x in vec]).tobytes(), scale
+    top = max(max(vec), -min(vec)) if vec else 0.0
+    inv = SKETCH_LEVELS / (top or 1.0)
+    return array("b", map(round, map(inv.__mul__, vec))).tobytes(), (top or 1.0) / SKETCH_LEVELS
 
 
-def vector_codes(text: str) -> tuple[str, bytes, bytes, float]:
-    """What is stored for a vector, from its JSON text (so a fresh vector, a
-    cached one and a migrated one get the same): the text, signature, sketch, scale."""
-    vec = json.loads(text)
-    return (text, signature(vec), *sketch(vec))
+def vector_codes(vec: list[float], text: str | None = None) -> tuple[str, bytes, bytes, float]:
+    """What is stored for a unit vector: its JSON text (given when it was stored
+    before), signature, sketch and scale. (A sketch made again from the stored
+    text may differ in the last digits of its scale: the text is float32.)"""
+    return (text or vector_json(vec), signature(vec), *sketch(vec))
 
 
 def now_iso() -> str:
@@ -2869,7 +2870,7 @@ class Batcher:
         unknown = [k for k in dict.fromkeys(keys)
                    if k not in self.rows and k not in self.waiting and k not in self.flying]
         for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
-            self.rows[k] = vector_codes(v)
+            self.rows[k] = vector_codes(json.loads(v), v)
             self.dim = self.dim or v.count(",") + 1
         for k, t in zip(keys, texts):
             if k not in self.rows and k not in self.flying:
@@ -2911,7 +2912,7 @@ class Batcher:
     def receive(self, keys: list[str], vectors: list[list[float]]) -> None:
         for k, v in zip(keys, vectors):
             unit = normalize(v)
-            self.rows[k] = vector_codes(vector_json(unit))
+            self.rows[k] = vector_codes(unit)
             self.new.add(k)
             self.waiting.pop(k, None)
             self.flying.discard(k)
