@@ -2312,9 +2312,9 @@ SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000
 
 
 class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures (packed copy
-    and its freshness), the candidates they choose for a question, and the
-    parsed vectors behind them, kept for the next question."""
+    """Dense search over the stored vectors: the sign-bit signatures and byte
+    sketches (packed copy and its freshness), the candidates they choose for a
+    question, and the parsed vectors behind them, kept for the next question."""
 
     def __init__(self, conn):
         self.conn = conn

@@ -1,4 +1,4 @@
-"""Search speed benchmark for rag.py: signature candidates + exact rescoring vs --exact.
+"""Search speed benchmark for rag.py: candidates by sketch (and signature) + exact rescoring vs --exact.
 
 Standard library only. Builds synthetic indexes through rag.py's own storage
 functions (clustered unit vectors, so near neighbours exist), then runs
