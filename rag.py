@@ -5113,7 +5113,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 f"reciprocal rank fusion (k={RRF_K})")
     retrieval.add_argument("--exact", action="store_true",
                            help="score every chunk's vector (slow); default: exact scores on "
-                                "the nearest candidates by sign-bit signature")
+                                "the nearest candidates by byte sketch")
     retrieval.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
                            "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
                            "identical); default: the one eval --calibrate stored, else "
