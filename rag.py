@@ -11,6 +11,7 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py ask "question"          answer with citations, or refuse
     python rag.py eval cases.json         retrieval metrics on labelled questions
     python rag.py stats                   what the index holds
+    python rag.py export                  the index as JSON Lines, for a vector database
     python rag.py mcp                     serve the index to an agent (MCP over stdio)
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
@@ -20,9 +21,10 @@ Sections, in pipeline order:
     Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer
     Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
-    Store            SQLite schema, connect (index or not, read-only), transaction, writes
+    Store            SQLite schema and migrations, connect (index or not, read-only), writes,
+                     export; signatures and sketches (SignatureIndex: dense candidates)
     Index            walk (filters, links, virtual file systems), read, chunk, embed, store
-    Retrieve         signatures, dense, keyword (FTS5), fusion, reranking; the relevance floor
+    Retrieve         dense, keyword (FTS5), fusion, reranking; the relevance floor
     Generate         prompt (passage order, context budget), chat and extractive answerers,
                      fallback, citations and sources, the ask log
     Eval             cases, gold, metrics, answers and their citations
