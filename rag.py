@@ -2073,9 +2073,10 @@ class PendingDoc:
     chunks: tuple
 
 
-def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple], model: str, dim: int) -> None:
+def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str, tuple], model: str,
+               dim: int) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction;
-    vectors: vector_codes by text_key of each chunk's embed_text."""
+    docs: each with its chunks' keys (text_key of embed_text), vectors: vector_codes by key."""
     with transaction(conn):
         check_model(conn, model, dim)
         set_meta(conn, "embed_model", model)
@@ -2083,14 +2084,13 @@ def write_docs(conn, docs: list[PendingDoc], vectors: dict[str, tuple], model: s
         stamp = now_iso()
         chunk_rows, sig_rows = [], []
         next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
-        for doc in docs:
+        for doc, keys in docs:
             conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
             cur = conn.execute(
                 "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
-            for c in doc.chunks:
-                key = text_key(embed_text(c))
+            for c, key in zip(doc.chunks, keys):
                 vec, *codes = vectors[key]
                 chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
                                    c.start_line, c.end_line, c.loc, vec, key))
@@ -2235,26 +2235,19 @@ def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
     return [a - b - offset for a, b in zip(p, m)]
 
 
-def query_masks(qvec: list[float], bits: int = 6) -> list[tuple[int, int]]:
-    """Bit planes of the question's quantised magnitudes: (weight, mask), largest first.
+LARGE_LEVEL = 15.5 / 63  # of the largest |q_i|: a component that reaches level 16 of 63
 
-    Each dimension's |q_i| becomes an integer w_i of `bits` bits; plane b holds
-    the dimensions whose w_i has bit b set. Then for x = sign bits of question
-    XOR chunk, sum(weight * popcount(x & mask)) equals sum(w_i) over the
-    dimensions where the signs differ: how far sign(chunk) is from the question,
-    counting big question components more, and zero ones not at all.
 
-    >>> query_masks([0.9, -0.3, 0.0, 0.6], bits=2)
-    [(2, 9), (1, 3)]
+def large_components(qvec: list[float]) -> int:
+    """Bit mask of the question's largest components (|q_i| at least about a
+    quarter of the largest): the signature pass counts sign mismatches there
+    only, one popcount a chunk.
+
+    >>> bin(large_components([0.9, -0.3, 0.0, 0.2]))
+    '0b11'
     """
     top = max(map(abs, qvec), default=0.0) or 1.0
-    scale = ((1 << bits) - 1) / top
-    levels = [round(abs(x) * scale) for x in qvec]
-    planes = []
-    for b in reversed(range(bits)):
-        mask = sum(1 << i for i, w in enumerate(levels) if w >> b & 1)
-        planes.append((1 << b, mask))
-    return planes
+    return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= LARGE_LEVEL)
 
 
 EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
@@ -2402,8 +2395,7 @@ class SignatureIndex:
         close to the exact order for every embedder measured) among all chunks,
         or, in an index too large to sketch-score in the budget, among the
         nearest by signature: sign mismatches on the question's largest
-        components (the top two bit planes of its quantised magnitudes, see
-        query_masks), a popcount a chunk.
+        components (large_components).
         """
         all_ids, sigs = self.signatures()
         if allowed is not None:  # filtered once per id set, not once per question
@@ -2417,10 +2409,8 @@ class SignatureIndex:
         room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
         pool = all_ids
         if room < len(all_ids):
-            q = int.from_bytes(signature(qvec), "little")
-            (_, m1), (_, m2) = query_masks(qvec, 6)[:2]
-            top = m1 | m2
-            coarse = [((q ^ s) & top).bit_count() for s in sigs]
+            q, large = int.from_bytes(signature(qvec), "little"), large_components(qvec)
+            coarse = [((q ^ s) & large).bit_count() for s in sigs]
             pool = [all_ids[i] for i in nearest(coarse, room)]
         found, blob, scales = self.sketches(pool, pool is all_ids)
         scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
@@ -2874,8 +2864,9 @@ class Batcher:
         unknown = [k for k in dict.fromkeys(keys)
                    if k not in self.rows and k not in self.waiting and k not in self.flying]
         for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
-            self.rows[k] = vector_codes(json.loads(v), v)
-            self.dim = self.dim or v.count(",") + 1
+            vec = json.loads(v)
+            self.rows[k] = vector_codes(vec, v)
+            self.dim = self.dim or len(vec)
         for k, t in zip(keys, texts):
             if k not in self.rows and k not in self.flying:
                 self.waiting.setdefault(k, t)
@@ -2936,7 +2927,7 @@ class Batcher:
             return
         used = {k for _, keys in ready for k in keys}
         fresh = used & self.new
-        write_docs(self.conn, [d for d, _ in ready], self.rows, self.embedder.model, self.dim)
+        write_docs(self.conn, ready, self.rows, self.embedder.model, self.dim)
         n = sum(len(d.chunks) for d, _ in ready)
         self.stats.chunks += n
         self.stats.embedded += len(fresh)
