@@ -1,0 +1,450 @@
+"""Attack replay for rag.py: the findings of the "safe to share" audit, tried again.
+
+Standard library only, loopback only, bounded: every request has a timeout,
+every loop a count, every child process is killed at the end. Each check
+builds what an attacker (or a careless colleague) would put in a folder or
+send to a server, runs rag.py as a separate process (the command line, serve,
+mcp) with a fake OpenAI-compatible server of its own on 127.0.0.1, and prints
+one line: HELD or BROKEN, the finding, and what was seen.
+
+    python bench/attack.py              # every check
+    python bench/attack.py links keys   # only those whose name contains a word
+
+Exit status 0 when every check held, 1 otherwise.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RAG = os.path.join(HERE, "..", "rag.py")
+STEP = 60  # seconds any one command or request may take before the check counts as broken
+
+PEM = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
+       "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+       "QyNTUxOQAAACBhdHRhY2tlcnNwcml2YXRla2V5bWF0ZXJpYWxub3RyZWFsAAAAAAAAAA==\n"
+       "-----END OPENSSH PRIVATE KEY-----\n")
+AWS_ID, AWS_SECRET = "AKIAQWERTYUIOPASDFGH", "wJalrXUtnFEMIqK7MDENGbPxRfiCYzEXAMPLEKEY"
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+OPENAI_KEY = "sk-attack-" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+
+
+# ---------------------------------------------------------------------------
+# A fake OpenAI-compatible server that remembers what it was sent
+# ---------------------------------------------------------------------------
+
+class Recorder:
+    """/v1/embeddings (letter-count vectors) and /v1/chat/completions on a
+    free loopback port; keeps every request's headers and body."""
+
+    def __init__(self):
+        self.seen = []  # (path, headers, body text)
+        self.lock = threading.Lock()
+        rec = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                size = min(int(self.headers.get("Content-Length") or 0), 32 << 20)
+                raw = self.rfile.read(size).decode("utf-8", "replace")
+                with rec.lock:
+                    rec.seen.append((self.path, dict(self.headers), raw))
+                body = json.loads(raw or "{}")
+                if self.path.endswith("/embeddings"):
+                    inputs = body.get("input") or []
+                    data = [{"index": i, "embedding": letters(t)} for i, t in enumerate(inputs)]
+                    reply = {"data": data, "model": body.get("model")}
+                else:
+                    reply = {"choices": [{"message": {"role": "assistant", "content": "It is so [1]."}}]}
+                out = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def everything(self) -> str:
+        with self.lock:
+            return "\n".join(f"{p}\n{json.dumps(h)}\n{b}" for p, h, b in self.seen)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def letters(text: str) -> list[float]:
+    """A 26-dimension unit vector of letter counts: enough to rank by."""
+    v = [0.0] * 26
+    for ch in text.lower():
+        if "a" <= ch <= "z":
+            v[ord(ch) - 97] += 1
+    n = sum(x * x for x in v) ** 0.5 or 1.0
+    return [x / n for x in v]
+
+
+# ---------------------------------------------------------------------------
+# Running rag.py
+# ---------------------------------------------------------------------------
+
+def clean_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not re.match(r"(LLM|OPENAI|EMBED|RERANK|RAG)_", k)}
+    env.update({k: v for k, v in extra.items() if v is not None})
+    return env
+
+
+def rag(args, cwd, env=None, stdin=None):
+    """(exit code, stdout, stderr) of one rag.py command."""
+    p = subprocess.run([sys.executable, RAG, *args], cwd=cwd, env=env or clean_env(),
+                       input=stdin, capture_output=True, timeout=STEP)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+
+class Serve:
+    """rag.py serve on a free port, stopped on exit."""
+
+    def __init__(self, args, cwd, env=None):
+        self.proc = subprocess.Popen([sys.executable, RAG, "serve", "--port", "0", *args], cwd=cwd,
+                                     env=env or clean_env(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        line = b""
+        deadline = time.monotonic() + STEP
+        while b"serving" not in line and time.monotonic() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                raise RuntimeError("serve did not start")
+        self.stderr_first = line.decode("utf-8", "replace")
+        m = re.search(r"http://([^/]+):(\d+)/", self.stderr_first)
+        self.host, self.port = m.group(1), int(m.group(2))
+
+    def raw(self, data: bytes) -> bytes:
+        """Send bytes, read the whole reply (the server closes, or STEP passes)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=STEP) as s:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            out = b""
+            while len(out) < 1 << 20 and (piece := s.recv(65536)):
+                out += piece
+        return out
+
+    def request(self, method, path, body=None, headers=None) -> tuple[int, dict, bytes]:
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=STEP)
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        hdrs = {"Content-Type": "application/json", **(headers or {})}
+        conn.request(method, path, data, hdrs)
+        r = conn.getresponse()
+        out = r.read()
+        conn.close()
+        return r.status, dict(r.getheaders()), out
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(STEP)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def write(root, files: dict) -> str:
+    for rel, text in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    return root
+
+
+DOCS = {
+    "guide/refunds.md": "# Refunds\n\nRefunds take 5 to 7 business days after we receive the item.\n",
+    "guide/shipping.md": "# Shipping\n\nOrders ship within 2 business days from our warehouse.\n",
+}
+
+
+# ---------------------------------------------------------------------------
+# The checks: each returns (held, what was seen)
+# ---------------------------------------------------------------------------
+
+def check_links(tmp):
+    """1. A link to a file outside the folder, and one into a hidden folder, are not indexed."""
+    outside = write(os.path.join(tmp, "home"), {".ssh/id_rsa_copy.txt": "OUTSIDESECRET lives here\n"})
+    repo = write(os.path.join(tmp, "repo"), {**DOCS, ".private/hr.md": "HIDDENSECRET salary list\n"})
+    os.symlink(os.path.join(outside, ".ssh", "id_rsa_copy.txt"), os.path.join(repo, "guide", "notes"))
+    os.symlink(os.path.join(repo, ".private", "hr.md"), os.path.join(repo, "guide", "hr.md"))
+    code, out, err = rag(["index", "repo"], tmp)
+    found = [w for w in ("OUTSIDESECRET", "HIDDENSECRET")
+             if w in rag(["search", w, "--mode", "keyword"], tmp)[1]]
+    noted = "notes" in err and "outside" in err
+    return not found and noted, f"index exit {code}; found {found or 'nothing'}; note on the link: {noted}"
+
+
+def check_secrets(tmp):
+    """2. Credential files are not read; a token pasted in a README never leaves or shows."""
+    rec = Recorder()
+    try:
+        repo = write(os.path.join(tmp, "repo"), {
+            **DOCS, "id_rsa": PEM,
+            "credentials": f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n",
+            "sa.json": json.dumps({"type": "service_account", "project_id": "p", "private_key": PEM}),
+            "env.txt": f"API_KEY={OPENAI_KEY}\nDEBUG=1\n",
+            "README.md": f"# Setup\n\nClone with the token {GITHUB_TOKEN} and the key {AWS_ID}.\n"})
+        env = clean_env(EMBED_BASE_URL=rec.url, EMBED_MODEL="letters")
+        code, out, err = rag(["index", repo], tmp, env)
+        seen = {"search": "\n".join(rag(["search", q], tmp, env)[1] for q in ("private key", "token", "aws")),
+                "export": rag(["export"], tmp, env)[1], "embeddings server": rec.everything()}
+        with open(os.path.join(tmp, "rag.db"), "rb") as f:
+            seen["database file"] = f.read().decode("latin-1")
+    finally:
+        rec.close()
+    secrets = ("PRIVATE KEY-----\nb3Blbn", AWS_ID, AWS_SECRET, GITHUB_TOKEN, OPENAI_KEY)
+    leaks = sorted({where for where, text in seen.items() for s in secrets if s in text})
+    named = all(n in err for n in ("id_rsa", "credentials", "sa.json", "env.txt"))
+    return not leaks and named and code == 0, \
+        f"index exit {code}; leaked into: {', '.join(leaks) or 'nothing'}; credential files named: {named}"
+
+
+def check_host_and_csrf(tmp):
+    """3. A foreign Host header (DNS rebinding) and a cross-site text/plain POST are refused."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    with Serve([], tmp) as s:
+        rebound = s.request("GET", "/health", headers={"Host": f"attacker.example:{s.port}"})[0]
+        form = s.request("POST", "/ask", b'{"question": "refunds"}', {"Content-Type": "text/plain"})[0]
+        own = s.request("GET", "/health")[0]
+    asks = json.loads(rag(["stats", "--json"], tmp)[1] or "{}").get("asks")
+    return rebound == 403 and form in (403, 415) and own == 200 and asks == 0, \
+        f"foreign Host {rebound}, text/plain POST {form}, own Host {own}, asks logged {asks}"
+
+
+def check_keys(tmp):
+    """4. Two colleagues' keys: A never receives B's passages, citations or counts."""
+    write(os.path.join(tmp, "docs"), {"a/plan.md": "# Plan\n\nThe alpha launch is in March.\n",
+                                      "b/salaries.md": "# Salaries\n\nBravo payroll figures are confidential.\n"})
+    rag(["index", "docs"], tmp)
+    keys = [{"name": "ann", "key": "key-ann-0123456789", "source": "a/*"},
+            {"name": "bob", "sha256": hashlib.sha256(b"key-bob-0123456789").hexdigest(), "source": "b/*"}]
+    with open(os.path.join(tmp, "keys.json"), "w") as f:
+        json.dump(keys, f)
+    auth = {"Authorization": "Bearer key-ann-0123456789"}
+    replies = []
+    with Serve(["--keys", "keys.json"], tmp) as s:
+        for path, body in (("/search", {"question": "payroll salaries confidential"}),
+                           ("/ask", {"question": "What are the payroll figures?"}),
+                           ("/search", {"question": "payroll", "source": "b/*"}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user", "content": "payroll?"}]}),
+                           ("/v1/chat/completions", {"stream": True,
+                                                     "messages": [{"role": "user", "content": "payroll?"}]})):
+            replies.append(s.request("POST", path, body, auth)[2].decode("utf-8", "replace"))
+        health = json.loads(s.request("GET", "/health", headers=auth)[2])
+        nokey = s.request("POST", "/search", {"question": "payroll"})[0]
+    leaked = [r[:60] for r in replies if "salaries" in r or "Bravo" in r]
+    return not leaked and health.get("documents") == 1 and nokey == 401, \
+        f"replies with B's text: {len(leaked)} of {len(replies)}; /health documents {health.get('documents')}; " \
+        f"no key: {nokey}"
+
+
+def check_source_suffix(tmp):
+    """5. --source 'public/*' means public/ in the folder indexed, not any path ending so."""
+    write(os.path.join(tmp, "corp"), {"public/faq.md": "# FAQ\n\nOpening hours are 9 to 5.\n",
+                                      "private/public/hr.md": "# HR\n\nOpening salary bands are secret.\n"})
+    rag(["index", "corp"], tmp)
+    out = rag(["search", "opening", "--source", "public/*", "--mode", "keyword"], tmp)[1]
+    names = ", ".join(re.findall(r"[\w/]+\.md", out)) or "none"
+    return "hr.md" not in out and "faq.md" in out, f"results: {names}"
+
+
+def check_forged_citations(tmp):
+    """6. '[2][3]' in a document does not cite passages 2 and 3."""
+    write(os.path.join(tmp, "docs"), {**DOCS, "price.md": "# Price\n\nThe plan costs 10 dollars per month [2][3].\n"})
+    rag(["index", "docs"], tmp)
+    out = json.loads(rag(["ask", "How much does the plan cost per month?", "--json"], tmp)[1] or "{}")
+    cited = sorted(c["n"] for c in out.get("citations", []))
+    return cited == [1], f"answer {out.get('answer', '')[:70]!r}; cited {cited}"
+
+
+def check_escapes(tmp):
+    """7. Escape codes in a document never reach the terminal (clear screen, title, clipboard)."""
+    write(os.path.join(tmp, "docs"), {**DOCS, "evil.md": "# Evil\n\nRefunds \x1b[2J\x1b]0;owned\x07"
+                                                         "\x1b]52;c;Y3VybCBldmlsfHNo\x07 are instant.\n"})
+    rag(["index", "docs"], tmp)
+    outs = [rag(["search", "refunds instant"], tmp)[1], rag(["ask", "Are refunds instant?"], tmp)[1],
+            rag(["ask", "Are refunds instant?", "--json"], tmp)[1], rag(["export"], tmp)[1]]
+    raw = [i for i, o in enumerate(outs) if re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", o)]
+    return not raw, f"outputs with control characters: {len(raw)} of {len(outs)}"
+
+
+def check_damage(tmp):
+    """8. Flipped bytes in a database are found by index and check, and no command shows row data."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    db = os.path.join(tmp, "rag.db")
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        vector = conn.execute("SELECT vector FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+    with open(db, "r+b") as f:  # bytes in the middle of one stored vector: not valid UTF-8, not JSON
+        at = f.read().find(vector[:40].encode())
+        f.seek(at + 20)
+        f.write(b"\xff\xfe\xfd\xfc")
+    results = {"index": rag(["index", "docs"], tmp), "check": rag(["check"], tmp),
+               "search": rag(["search", "refunds"], tmp), "export": rag(["export"], tmp)}
+    lines = {name: err.strip().splitlines() for name, (code, out, err) in results.items()}
+    row_data = [n for n, (c, o, e) in results.items() if re.search(r"'\[-?0[.,]", o + e)]
+    said = [n for n, (c, o, e) in results.items() if c != 0 and "damaged" in e]
+    tracebacks = [n for n, (c, o, e) in results.items() if "Traceback" in e]
+    named = "refunds.md" in results["check"][1] + results["check"][2] \
+        or "shipping.md" in results["check"][1] + results["check"][2]
+    ok = not row_data and not tracebacks and set(said) >= {"check", "search", "export"} and named
+    return ok, f"said damaged: {', '.join(said) or 'none'}; row data shown by: {row_data or 'none'}; " \
+               f"documents named by check: {named}; last lines: {[v[-1][:50] for v in lines.values() if v]}"
+
+
+def check_key_routing(tmp):
+    """9. OPENAI_API_KEY never goes to a third-party LLM_BASE_URL; user:password@ is never echoed."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    rec = Recorder()
+    try:
+        env = clean_env(OPENAI_API_KEY=OPENAI_KEY, LLM_BASE_URL=rec.url, EMBED_MODEL="builtin-hash-v1")
+        rag(["ask", "How long do refunds take?"], tmp, env)
+        sent = OPENAI_KEY in rec.everything()
+        asked = len(rec.seen)
+    finally:
+        rec.close()
+    dead = socket.socket()
+    dead.bind(("127.0.0.1", 0))
+    port = dead.getsockname()[1]
+    dead.close()
+    env = clean_env(LLM_BASE_URL=f"http://alice:hunter2secret@127.0.0.1:{port}/v1", EMBED_MODEL="builtin-hash-v1")
+    code, out, err = rag(["ask", "How long do refunds take?", "--json", "--retries", "0"], tmp, env)
+    echoed = "hunter2secret" in out + err
+    return not sent and not echoed, f"third-party server got the OpenAI key: {sent} ({asked} requests); " \
+                                    f"password echoed: {echoed}"
+
+
+def check_server_details(tmp):
+    """9. Smaller: methods, framing, streams, content parts, absolute paths, MCP ids."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    bad = []
+    with Serve([], tmp) as s:
+        host = f"Host: 127.0.0.1:{s.port}\r\n"
+        for method in ("PUT", "DELETE", "OPTIONS", "PATCH"):
+            status, headers, body = s.request(method, "/search", b"{}")
+            if status < 400 or not headers.get("Content-Type", "").startswith("application/json"):
+                bad.append(f"{method} {status}")
+        for name, raw in (("two Content-Length", "POST /search HTTP/1.1\r\n" + host + "Content-Type: application/json"
+                                                 "\r\nContent-Length: 2\r\nContent-Length: 40\r\n\r\n{}"),
+                          ("Content-Length with chunked", "POST /search HTTP/1.1\r\n" + host + "Content-Type: "
+                           "application/json\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}"),
+                          ("malformed request line", "GARBAGE\r\n\r\n"),
+                          ("HTTP/0.9", "GET /\r\n")):
+            reply = s.raw(raw.encode())
+            if not re.match(rb"HTTP/1\.[01] 4\d\d", reply) or b"application/json" not in reply:
+                bad.append(f"{name}: {reply[:30]!r}")
+        chat = {"messages": [{"role": "user", "content": "refunds?"}], "stream": True}
+        for name, body in (("stream_options not an object", {**chat, "stream_options": 5}),
+                           ("bad k in a stream", {**chat, "k": "many"}),
+                           ("content part text 5", {"messages": [{"role": "user",
+                                                                  "content": [{"type": "text", "text": 5}]}]})):
+            status = s.request("POST", "/v1/chat/completions", body)[0]
+            if status != 400:
+                bad.append(f"{name}: {status}")
+        reply = s.request("POST", "/search", {"question": "refunds"})[2].decode()
+        if tmp in reply:
+            bad.append("absolute server path in /search")
+    mcp = subprocess.run([sys.executable, RAG, "mcp"], cwd=tmp, env=clean_env(), capture_output=True,
+                         timeout=STEP, input=b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode()
+                                                      + b"\n" for i in ({"x": 1}, 1.5, True)))
+    for line in mcp.stdout.splitlines():
+        if json.loads(line).get("id") is not None:
+            bad.append(f"MCP echoed id {json.loads(line)['id']!r}")
+    return not bad, "; ".join(bad) or "every odd request got a JSON 4xx; no absolute path; MCP ids refused"
+
+
+def check_slow_clients(tmp):
+    """9. Slow clients: many connections that trickle bytes are cut by a whole-request deadline."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    env = clean_env(RAG_REQUEST_DEADLINE="3")
+    with Serve([], tmp, env) as s:
+        socks = []
+        for _ in range(50):  # bounded: 50 connections, a byte a second each, for at most STEP seconds
+            c = socket.create_connection(("127.0.0.1", s.port), timeout=STEP)
+            c.sendall(b"POST /search HTTP/1.1\r\n")
+            socks.append(c)
+        start, open_ = time.monotonic(), list(socks)
+        while open_ and time.monotonic() - start < STEP:
+            for c in list(open_):
+                try:
+                    c.sendall(b"X")
+                except OSError:
+                    open_.remove(c)
+            time.sleep(1)
+        took = time.monotonic() - start
+        healthy = s.request("GET", "/health")[0]
+        for c in socks:
+            c.close()
+    return not open_ and healthy == 200, f"{len(socks) - len(open_)} of {len(socks)} trickling connections " \
+                                         f"cut within {took:.0f} s; /health then {healthy}"
+
+
+def check_lock_real_path(tmp):
+    """10. The index lock is on the real path: two names of one database share it."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+    os.symlink(os.path.join(tmp, "rag.db"), os.path.join(tmp, "other-name.db"))
+    lock = open(os.path.join(tmp, "rag.db.lock"), "a+")
+    import fcntl
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out, err = rag(["index", "docs", "--db", "other-name.db"], tmp)
+    finally:
+        lock.close()
+    return code != 0 and "lock" in err.lower() or "another" in err.lower(), f"second name: exit {code}, {err.strip()[:80]!r}"
+
+
+CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_source_suffix,
+          check_forged_citations, check_escapes, check_damage, check_key_routing,
+          check_server_details, check_slow_clients, check_lock_real_path]
+
+
+def main(argv):
+    chosen = [c for c in CHECKS if not argv or any(w in c.__name__ for w in argv)]
+    broken = 0
+    for check in chosen:
+        tmp = tempfile.mkdtemp(prefix="rag-attack-")
+        try:
+            held, seen = check(os.path.realpath(tmp))
+        except Exception as e:  # a check that cannot even run counts as broken
+            held, seen = False, f"{type(e).__name__}: {e}"
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        broken += not held
+        print(f"{'HELD  ' if held else 'BROKEN'} {check.__doc__.splitlines()[0]}\n       {seen}", flush=True)
+    print(f"{len(chosen) - broken} held, {broken} broken")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
