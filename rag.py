@@ -398,6 +398,33 @@ def decode(data: bytes) -> tuple[str, str | None]:
     return data.decode("utf-8-sig", errors="replace"), "invalid UTF-8 bytes were replaced"
 
 
+# What a terminal acts on instead of showing: C0 controls but tab and newline
+# (ESC starts the sequences that clear the screen, set the window title, write
+# the clipboard), DEL, C1 (U+009B is a one-character CSI), and the bidirectional
+# embeddings, overrides and isolates that show text in another order than it is
+# stored ("Trojan Source"). A carriage return or form feed becomes a space, so
+# words stay apart and line numbers stay as cited; bidi controls are dropped
+# (they are invisible anyway); the rest become U+FFFD, visibly.
+UNSAFE_CHARS = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
+
+
+def _safe_char(m) -> str:
+    ch = m.group()
+    if ch == "\r\n":
+        return "\n"
+    return " " if ch in SPACE_LIKE else "" if "\u202a" <= ch <= "\u2069" else "\ufffd"
+
+
+def clean_text(text: str) -> str:
+    """Document text safe to store, show, send and export: see UNSAFE_CHARS.
+
+    >>> clean_text("a\\x1b[2Jb\\r\\nc\\rd\\te\\u202egnp.exe\\x9b")
+    'a\ufffd[2Jb\\nc d\\tegnp.exe\ufffd'
+    """
+    return UNSAFE_CHARS.sub(_safe_char, text) if UNSAFE_CHARS.search(text) else text
+
+
 def is_binary(data: bytes) -> bool:
     """A NUL byte near the start (outside UTF-16 text) means it is not a text document."""
     return b"\x00" in data[:BINARY_SNIFF] and data[:2] not in UTF16_BOMS
@@ -414,9 +441,11 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     """
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        return fmt.read(path, data), None
-    text, warning = decode(data)
-    return fmt.read(text), warning
+        lines, warning = fmt.read(path, data), None
+    else:
+        text, warning = decode(data)
+        lines = fmt.read(text)
+    return [replace(l, text=clean_text(l.text)) if UNSAFE_CHARS.search(l.text) else l for l in lines], warning
 
 
 MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
@@ -2110,6 +2139,12 @@ def delete_docs(conn, paths: list[str]) -> None:
         set_meta(conn, "sig_stamp", time.time_ns())
 
 
+def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
+    """A chunk as read back to be shown or sent: an index made before text was
+    cleaned when it was read (clean_text) is cleaned here."""
+    return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
+
+
 def export_lines(conn, source=None):
     """The index as JSON Lines, one chunk a line, in id order, read as it is
     written (constant memory): for moving it to a vector database. The vector
@@ -2121,7 +2156,8 @@ def export_lines(conn, source=None):
         f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
     for cid, path, rel, sha, start, end, loc, heading, text, vector in rows:
         record = {"id": cid, "path": path, "rel": rel, "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                  "start_line": start, "end_line": end, "location": loc, "heading": heading, "text": text,
+                  "start_line": start, "end_line": end, "location": loc, "heading": clean_text(heading),
+                  "text": clean_text(text),
                   "document_sha256": sha, "embed_model": model, "dim": dim}
         yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
@@ -3329,7 +3365,7 @@ class Retriever:
             self.conn, "SELECT c.id, d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
             "c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
         vecs = dict(self.index.vectors(ids)) if qvec is not None else {}
-        return [Hit(cid, rows[cid][1], Chunk(*rows[cid][2:]), score,
+        return [Hit(cid, rows[cid][1], stored_chunk(*rows[cid][2:]), score,
                     dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
@@ -3417,6 +3453,25 @@ LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
 PASSAGE_TAG = re.compile(r"<(?=\s*/?\s*passage)", re.I)
 LOOKALIKE_TAG = re.compile(LOOKALIKE + r"(?=\s*/?\s*passage)", re.I)  # parse_prompt puts the '<' back
 CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
+# '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
+# prompt its brackets become mathematical white square brackets, which neither
+# citations() nor Unicode normalisation (NFKC, as some tokenizers apply: it
+# makes '［' a '[') turns back into '[n]'. So a document cannot cite a passage
+# in an extractive answer, nor show a model a label to copy.
+CITATION_LIKE = re.compile(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+                           r"[\]\uff3d\u3011\u3015\u3017]")
+MARKER_OPEN, MARKER_CLOSE = "\u27e6", "\u27e7"
+
+
+def defuse_citations(text: str) -> str:
+    """Document text as it enters a prompt: bracketed numbers that look like
+    passage labels get other brackets (see CITATION_LIKE).
+
+    >>> defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]; x[0] too, [a] not")
+    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7; x\u27e60\u27e7 too, [a] not'
+    """
+    return CITATION_LIKE.sub(lambda m: MARKER_OPEN + m.group(1) + MARKER_CLOSE, text)
 
 
 def fit_context(hits: list[Hit], budget: int) -> list[Hit]:
@@ -3450,7 +3505,7 @@ def context_order(n: int) -> list[int]:
 
 def attribute(text: str) -> str:
     """A value for source="..." or heading="...": one line, no double quote."""
-    return PASSAGE_TAG.sub(LOOKALIKE, " ".join(text.split()).replace('"', "'"))
+    return PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(" ".join(text.split()).replace('"', "'")))
 
 
 def build_prompt(question: str, hits: list[Hit]) -> str:
@@ -3461,9 +3516,9 @@ def build_prompt(question: str, hits: list[Hit]) -> str:
         h = hits[n - 1]
         heading = f' heading="{attribute(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{attribute(h.source)}"{heading}>\n'
-                     f"{PASSAGE_TAG.sub(LOOKALIKE, h.chunk.text)}\n</passage>")
+                     f"{PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(clean_text(h.chunk.text)))}\n</passage>")
         parts.append("")
-    parts.append("Question: " + " ".join(question.split()))
+    parts.append("Question: " + " ".join(clean_text(question).split()))
     return "\n".join(parts)
 
 
@@ -3549,7 +3604,7 @@ class ChatGenerator:
                     for choice in event.get("choices") or []:
                         piece = (choice.get("delta") or {}).get("content") or ""
                         parts.append(piece)
-                        self.out.write(piece)
+                        self.out.write(clean_text(piece))
                         self.out.flush()
                         finished = finished or bool(choice.get("finish_reason"))
                     usage = event.get("usage") or usage
@@ -3668,10 +3723,11 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
         reply, model = Reply(REFUSAL), "none"
     else:
         reply, model, fallback = generate(generator, prompt, log.note)
-    refused = is_refusal(reply.text)
-    cited = () if refused else tuple(citations(reply.text, len(given)))
+    text = clean_text(reply.text)  # a model may echo a passage's escape codes
+    refused = is_refusal(text)
+    cited = () if refused else tuple(citations(text, len(given)))
     ms = (time.perf_counter() - t0) * 1000
-    result = Answer(REFUSAL if refused else reply.text.strip(), refused, tuple(given),
+    result = Answer(REFUSAL if refused else text.strip(), refused, tuple(given),
                     cited, reply.usage, model, prompt, ms, fallback, rel, opts.floor)
     record_ask(conn, question, result, log)
     return result

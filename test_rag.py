@@ -1198,6 +1198,19 @@ class ExportTests(RagTestCase):
         self.assertIn("cannot write", self.error_line("export", "--out", missing))
         self.assertFalse([n for n in os.listdir(self.dir) if ".part-" in n])
 
+    def test_export_escape_codes_in_documents_are_cleaned(self):
+        self.write("term.md", "# Head\x1b[2J\n\nBody\x1b]52;c;ZXZpbA==\x07 text\u2066.\n")
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)  # as an index made before text was cleaned holds it
+        conn.execute("UPDATE chunks SET text = text || ?", ("\x1b]0;t\x07\x9d",))
+        conn.commit()
+        conn.close()
+        out = self.ok("export")
+        record = json.loads(out)
+        self.assertEqual(record["heading"], "Head\ufffd[2J")
+        self.assertIn("Body\ufffd]52;c;ZXZpbA==\ufffd text.\ufffd]0;t\ufffd\ufffd", record["text"])
+        self.assertFalse(rag.UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
+
 
 # ---------------------------------------------------------------------------
 # Index
@@ -1684,6 +1697,25 @@ class RetrieveTests(RagTestCase):
         idf = {"tundra": 2.0, "melt": 2.0, "thaw": 1.0}.get
         self.assertEqual(rag.word_coverage("tundra_melt thaw?", [hit], idf), 1.0)  # once 0.2
 
+    def test_search_escape_codes_in_documents_print_harmlessly(self):
+        self.write_docs()
+        self.write("term.md", "# Terminal \x1b]0;title\x07\n\nHostile glacier text\x1b[2J\x1b]52;c;ZXZpbA==\x07\x85here.\n")
+        self.ok("index", self.docs)
+        stored = self.rows("SELECT text || heading FROM chunks")
+        self.assertFalse([t for (t,) in stored if rag.UNSAFE_CHARS.search(t)], stored)
+        # an index made before text was cleaned: what it stored is cleaned when shown
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE chunks SET text = text || ?, heading = heading || ? WHERE text LIKE '%glacier%'",
+                     ("\x1b[2J\x1b]0;t\x07", "\x1b[31m"))
+        conn.commit()
+        conn.close()
+        for args in ((), ("--json",), ("--mode", "keyword", "--json")):
+            with self.subTest(args=args):
+                out = self.ok("search", "hostile glacier text", *args)
+                self.assertIn("term.md", out)
+                for bad in ("\x1b", "\x07", "\x85", "\\u001b", "\\u0007", "\\u0085"):
+                    self.assertNotIn(bad, out)
+
 
 class RerankTests(RagTestCase):
     def setUp(self):
@@ -2039,6 +2071,53 @@ class AskTests(RagTestCase):
         question = b"refunds \xff".decode("utf-8", "surrogateescape")  # as Python gets it from argv
         self.assertIn("refunds.md", self.ok("ask", question))
         self.assertEqual(self.rows("SELECT question FROM asks"), [("refunds \ufffd",)])
+
+    def test_ask_document_brackets_are_never_citations(self):
+        self.write("plans.md", "# Plans\n\nThe basic plan costs 10 dollars per month [2][3].\n\n"
+                               "The team plan costs 30 dollars per seat [ 2 ] [2, 3] [2-3] \uff3b2\uff3d \u30102\u3011.\n")
+        self.ok("index", self.docs)
+        out = self.ok("ask", "how many dollars per month does the basic plan cost", "--min-score", "-1")
+        self.assertIn("per month \u27e62\u27e7\u27e63\u27e7. [1]", out)
+        self.assertNotIn("[2]", out)
+        self.assertNotIn("[3]", out)
+        data = json.loads(self.ok("ask", "dollars per seat team plan", "--json", "--min-score", "-1"))
+        self.assertEqual([c["n"] for c in data["citations"]], [1])
+        self.assertEqual(rag.citations(data["answer"], 5), [(1, True)])
+        # a model sees no label-like number in a passage, and its own citations still count
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.chat_reply = "The basic plan costs 10 dollars [1][2]."
+        data = json.loads(self.ok("ask", "basic plan dollars per month", "--json", "--min-score", "-1"))
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        passages = "".join(t for _, t in rag.PASSAGE.findall(user))
+        self.assertIn("\u27e62\u27e7\u27e63\u27e7", passages)
+        self.assertIsNone(re.search(r"[\[\uff3b\u3010]\s*\d", passages), passages)
+        self.assertEqual([c["n"] for c in data["citations"]], [1, 2])
+
+    def test_ask_escape_codes_in_documents_print_harmlessly(self):
+        hostile = "Warranty lasts two years.\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\x9b31m\u202eok\r\n"
+        self.write("warranty.md", "# Warranty \x1b[31mred\n\n" + hostile)
+        self.ok("index", self.docs)
+        for args in ((), ("--json",), ("--show-prompt",)):
+            with self.subTest(args=args):
+                out = self.ok("ask", "how long does the warranty last", "--min-score", "-1", *args)
+                self.assertIn("Warranty lasts two years.", out)
+                for bad in ("\x1b", "\x07", "\x9b", "\u202e", "\r", "\\u001b", "\\u0007"):
+                    self.assertNotIn(bad, out)
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.chat_reply = "Two years [1].\x1b]52;c;ZXZpbA==\x07"
+        for args in (("--stream",), ("--no-stream",), ("--json",)):
+            with self.subTest(args=args):
+                out = self.ok("ask", "how long does the warranty last", "--min-score", "-1", *args)
+                self.assertIn("Two years [1].", out)
+                self.assertNotIn("\x1b", out)
+                self.assertNotIn("\\u001b", out)
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        self.assertIn("Warranty lasts two years.", user)
+        self.assertFalse(rag.UNSAFE_CHARS.search(user), user)
 
 
 # ---------------------------------------------------------------------------
