@@ -4709,15 +4709,43 @@ def derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) 
     return Endpoint(url, key)
 
 
+USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
+
+
+def base_url(value: str | None, names: str, key_name: str) -> str:
+    """A server's base URL as set (names: where it comes from). One with a user
+    name or password in it is refused, never shown: urllib would not send them
+    as credentials, and a URL is echoed in banners and error messages."""
+    url = (value or "").strip()
+    if USERINFO.match(url):
+        raise UsageError(f"the {names} has a user name or password in it ('user:password@'); "
+                         f"remove it and give the key in {key_name}")
+    return url
+
+
+def chat_key(url: str) -> str | None:
+    """The chat server's key: LLM_API_KEY wherever the chat server is;
+    OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
+    if os.environ.get("LLM_API_KEY", "").strip():
+        return env_key("LLM_API_KEY")
+    openai = {origin(OPENAI_BASE_URL), origin(base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL",
+                                                       "OPENAI_API_KEY") or OPENAI_BASE_URL)}
+    return env_key("OPENAI_API_KEY") if origin(url) in openai else None
+
+
 def make_config(args) -> Config:
     """Merge command-line options over the environment."""
     env = os.environ
-    key = env_key("LLM_API_KEY", "OPENAI_API_KEY")
-    url = (args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or "").strip()
+    url = base_url(args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
+                   "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
+    key = chat_key(url or OPENAI_BASE_URL)
     chat = Endpoint(url or OPENAI_BASE_URL, key) if url or key else None
-    embed = derived_endpoint(args.embed_base_url or env.get("EMBED_BASE_URL"), env_key("EMBED_API_KEY"), chat)
-    rerank = derived_endpoint(getattr(args, "rerank_base_url", None) or env.get("RERANK_BASE_URL"),
-                              env_key("RERANK_API_KEY"), embed)
+    embed = derived_endpoint(base_url(args.embed_base_url or env.get("EMBED_BASE_URL"),
+                                      "embeddings server URL (--embed-base-url or EMBED_BASE_URL)",
+                                      "EMBED_API_KEY"), env_key("EMBED_API_KEY"), chat)
+    rerank = derived_endpoint(base_url(getattr(args, "rerank_base_url", None) or env.get("RERANK_BASE_URL"),
+                                       "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
+                                       "RERANK_API_KEY"), env_key("RERANK_API_KEY"), embed)
     indexing = args.command == "index"
     return Config(db=args.db or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
                   embed_model=args.embed_model or env.get("EMBED_MODEL") or (

@@ -961,6 +961,58 @@ class EmbedTests(RagTestCase):
                 self.assertNotIn(bad.strip(), msg)
                 self.assertNotIn(SECRET[10:], msg)
 
+    def test_openai_key_goes_only_to_openai_or_openai_base_url(self):
+        third, openai = FakeServer(), FakeServer()
+        self.addCleanup(third.close)
+        self.addCleanup(openai.close)
+        self.write_docs()
+        os.environ.update(OPENAI_API_KEY=SECRET, LLM_BASE_URL=third.url, EMBED_MODEL="fake-embed")
+        self.ok("index", self.docs)
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.ok("ask", "How long do refunds take?", "--no-stream", "--base-url", third.url)
+        self.assertEqual({p for p, _, _ in third.requests}, {"/v1/embeddings", "/v1/chat/completions"})
+        self.assertFalse([h for _, h, _ in third.requests if "Authorization" in h or SECRET in str(h)])
+        os.environ["OPENAI_BASE_URL"] = openai.url  # OPENAI_BASE_URL is where the OpenAI key goes
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual(len(openai.requests), 0)
+        self.assertNotIn("Authorization", third.requests[-1][1])
+        os.environ.pop("LLM_BASE_URL")
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual({h["Authorization"] for _, h, _ in openai.requests}, {f"Bearer {SECRET}"})
+        os.environ.pop("OPENAI_BASE_URL")
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        self.assertEqual((cfg.chat.url, cfg.chat.key), (rag.OPENAI_BASE_URL, SECRET))
+        os.environ.update(LLM_BASE_URL=third.url, LLM_API_KEY="sk-llm-key-0123", EMBED_BASE_URL=openai.url)
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        self.assertEqual((cfg.chat.key, cfg.embed.key, cfg.rerank.key), ("sk-llm-key-0123", None, None))
+        os.environ.pop("LLM_API_KEY")
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats", "--base-url", rag.OPENAI_BASE_URL]))
+        self.assertEqual((cfg.chat.key, cfg.embed.key), (SECRET, None))
+
+    def test_base_url_with_user_and_password_is_refused_and_never_shown(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        port = server.httpd.server_address[1]
+        secret_url = f"http://alice:hunter2-pw@127.0.0.1:{port}"
+        for name in ("LLM_BASE_URL", "OPENAI_BASE_URL", "EMBED_BASE_URL", "RERANK_BASE_URL", "--base-url"):
+            with self.subTest(name=name), mock.patch.dict(os.environ):
+                extra = ()
+                if name == "--base-url":
+                    extra = ("--base-url", secret_url + "/v1")
+                else:
+                    os.environ[name] = secret_url + "/v1"
+                if name == "OPENAI_BASE_URL":
+                    os.environ.pop("LLM_BASE_URL")
+                before = len(server.requests)
+                for command in (("search", "refunds"), ("ask", "refunds", "--json"), ("stats",)):
+                    code, out, err = self.run_cli(*command, *extra)
+                    self.assertEqual(code, 2, out + err)
+                    self.assertIn("user name or password", err)
+                    self.assertNotIn("hunter2", out + err)
+                    self.assertNotIn("alice", out + err)
+                self.assertEqual(len(server.requests), before)
+
 
 # ---------------------------------------------------------------------------
 # Store
