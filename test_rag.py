@@ -1173,7 +1173,7 @@ class StoreTests(RagTestCase):
         conn = sqlite3.connect(self.db)
         self.unkey(conn)
         conn.execute("INSERT INTO embed_cache VALUES ((SELECT value FROM meta WHERE key = 'embed_model'), "
-                     "'f00d', '[1.0]')")  # a removed text's vector
+                     "'f00d', ?)", (rag.vector_json([1.0] + [0.0] * 383),))  # a removed text's vector
         conn.execute("PRAGMA user_version = 4")
         conn.commit()
         conn.execute("VACUUM")
@@ -1219,6 +1219,90 @@ class StoreTests(RagTestCase):
         with self.assertRaises(rag.RagError) as cm:
             rag.check_model(conn, "m", 4)
         self.assertIn("3-dimension", str(cm.exception))
+
+    def damage_vector(self, rel, replacement):
+        """Overwrite bytes inside the JSON text of rel's first vector, in the file itself."""
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (vector,) = conn.execute("SELECT c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                 "WHERE d.rel = ? ORDER BY c.id LIMIT 1", (rel,)).fetchone()
+        conn.close()
+        with open(self.db, "r+b") as f:
+            data = f.read()
+            for window in (vector[i:i + 64].encode() for i in range(8, len(vector) - 64, 64)):
+                if data.count(window) == 1:  # in one page, and nowhere else
+                    f.seek(data.index(window) + 8)
+                    f.write(replacement)
+                    return
+        self.fail(f"no unique part of {rel}'s vector in the file")
+
+    def test_check_names_damaged_documents_and_index_reads_them_again(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.assertIn("ok: no damage found", self.ok("check"))
+        self.damage_vector("refunds.md", b"\xff\xfe\xff")  # not UTF-8: SQLite's text does not decode
+        self.damage_vector("errors.md", b"]x[")            # UTF-8, but no longer JSON
+        for argv in (("search", "refunds card errors"), ("search", "refunds", "--json"),
+                     ("ask", "How long do refunds take?"), ("ask", "card declined", "--json"), ("export",)):
+            with self.subTest(argv=argv):
+                line = self.error_line(*argv)
+                self.assertIn("is damaged", line)
+                self.assertIn("check", line)
+                self.assertNotRegex(line, r"\[0|\d\.\d{4}|with text")  # no row data
+        self.assertIn("the export on standard output is INCOMPLETE", self.error_line("export"))
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertRegex(out, r"damaged document: .*refunds\.md: chunk \d+: its vector")
+        self.assertRegex(out, r"damaged document: .*errors\.md: chunk \d+: its vector")
+        self.assertNotRegex(out, r"garden")
+        self.assertIn(f"index {self.docs} --db {self.db}': it removes the damaged rows", out)
+        self.assertEqual(err.count("rag: error: "), 1, err)
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, out + err)
+        self.assertRegex(err, r"damaged in the index: .*refunds\.md \(chunk \d+: its vector is not 384 numbers")
+        self.assertIn("indexed 2 file(s), 1 unchanged", out)
+        self.assertNotIn("nothing changed", out)
+        self.assertIn("ok: no damage found", self.ok("check", "--full"))
+        self.assertIn("refunds.md", self.ok("search", "refunds card"))
+        self.assertEqual(len([json.loads(l) for l in self.ok("export").splitlines()]), 4)
+
+    def test_check_finds_a_damaged_page_and_commands_say_so_in_one_line(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'chunks'").fetchone()[0]
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.close()
+        with open(self.db, "r+b") as f:  # the chunks table's first page claims more cells than fit
+            f.seek((root - 1) * page + 3)
+            f.write(b"\xff\xff")
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("damaged file: ", out)
+        self.assertIn(f"move it aside and index again ('mv {self.db} {self.db}.damaged', then", out)
+        self.assertIn("and the file itself", err)
+        for argv in (("search", "refunds"), ("ask", "How long do refunds take?"), ("export",),
+                     ("index", self.docs)):
+            with self.subTest(argv=argv):
+                code, out, err = self.run_cli(*argv)
+                self.assertEqual(code, 1, out + err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertRegex(err, r"^rag: error: the index .* is damaged")
+                self.assertNotIn("nothing changed", out)
+
+    def test_stats_size_counts_the_write_ahead_log(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        keep = sqlite3.connect(self.db)  # an open writer: its commits stay in the -wal file
+        self.addCleanup(keep.close)
+        keep.execute("CREATE TABLE scratch (x BLOB)")
+        keep.execute("INSERT INTO scratch VALUES (zeroblob(200000))")
+        keep.commit()
+        info = json.loads(self.ok("stats", "--json"))
+        files = [self.db + suffix for suffix in ("", "-wal", "-shm")]
+        self.assertGreater(os.path.getsize(self.db + "-wal"), 200000)
+        self.assertEqual(info["size_bytes"], sum(map(os.path.getsize, files)))
 
 
 class ExportTests(RagTestCase):
