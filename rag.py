@@ -1535,17 +1535,18 @@ MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML 
 
 
 def provider_message(body: bytes) -> str:
-    """The error message an OpenAI-compatible server put in its body."""
+    """The error message an OpenAI-compatible server put in its body (it may
+    quote the prompt, so it is cleaned like document text)."""
     text = body.decode("utf-8", "replace")
     try:
         err = json.loads(text).get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return clean_text(str(err["message"]))
         if isinstance(err, str):
-            return err
+            return clean_text(err)
     except (ValueError, AttributeError):
         pass
-    return " ".join(text.split())[:MAX_PROVIDER_MESSAGE] or "(empty body)"
+    return clean_text(" ".join(text.split())[:MAX_PROVIDER_MESSAGE]) or "(empty body)"
 
 
 class Retryable(Exception):

@@ -2254,6 +2254,12 @@ class AskTests(RagTestCase):
         user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
         self.assertIn("Warranty lasts two years.", user)
         self.assertFalse(rag.UNSAFE_CHARS.search(user), user)
+        # a server's error message may quote the prompt: shown and returned cleaned too
+        server.chat_faults = [(400, {}, json.dumps({"error": {"message": "bad input \x1b]0;x\x07"}}).encode())]
+        code, out, err = self.run_cli("ask", "how long does the warranty last", "--min-score", "-1", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertIn("bad input \ufffd]0;x\ufffd", json.loads(out)["fallback_reason"])
+        self.assertFalse(rag.UNSAFE_CHARS.search(err), err)
 
 
 # ---------------------------------------------------------------------------
