@@ -5405,7 +5405,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
     common.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
                         "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
-                        "is $LLM_API_KEY")
+                        "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
     common.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
                         "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
     common.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "

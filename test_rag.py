@@ -1250,6 +1250,12 @@ class StoreTests(RagTestCase):
                 self.assertIn("check", line)
                 self.assertNotRegex(line, r"\[0|\d\.\d{4}|with text")  # no row data
         self.assertIn("the export on standard output is INCOMPLETE", self.error_line("export"))
+        self.assertIn("is damaged", self.error_line("export", "--out", os.path.join(self.dir, "out.jsonl")))
+        self.assertFalse([n for n in os.listdir(self.dir) if n.startswith("out.jsonl")])  # no half file
+        cases = os.path.join(self.docs, "..", "cases.json")
+        with open(cases, "w") as f:
+            json.dump([{"question": "How long do refunds take?", "source": "refunds.md"}], f)
+        self.assertIn("is damaged", self.error_line("eval", cases))
         code, out, err = self.run_cli("check")
         self.assertEqual(code, 1, out + err)
         self.assertRegex(out, r"damaged document: .*refunds\.md: chunk \d+: its vector")
