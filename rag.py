@@ -11,6 +11,7 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py ask "question"          answer with citations, or refuse
     python rag.py eval cases.json         retrieval metrics on labelled questions
     python rag.py stats                   what the index holds
+    python rag.py check                   find damage: which documents, how to rebuild
     python rag.py export                  the index as JSON Lines, for a vector database
     python rag.py mcp                     serve the index to an agent (MCP over stdio)
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
@@ -398,6 +399,33 @@ def decode(data: bytes) -> tuple[str, str | None]:
     return data.decode("utf-8-sig", errors="replace"), "invalid UTF-8 bytes were replaced"
 
 
+# What a terminal acts on instead of showing: C0 controls but tab and newline
+# (ESC starts the sequences that clear the screen, set the window title, write
+# the clipboard), DEL, C1 (U+009B is a one-character CSI), and the bidirectional
+# embeddings, overrides and isolates that show text in another order than it is
+# stored ("Trojan Source"). A carriage return or form feed becomes a space, so
+# words stay apart and line numbers stay as cited; bidi controls are dropped
+# (they are invisible anyway); the rest become U+FFFD, visibly.
+UNSAFE_CHARS = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
+
+
+def _safe_char(m) -> str:
+    ch = m.group()
+    if ch == "\r\n":
+        return "\n"
+    return " " if ch in SPACE_LIKE else "" if "\u202a" <= ch <= "\u2069" else "\ufffd"
+
+
+def clean_text(text: str) -> str:
+    """Document text safe to store, show, send and export: see UNSAFE_CHARS.
+
+    >>> clean_text("a\\x1b[2Jb\\r\\nc\\rd\\te\\u202egnp.exe\\x9b")
+    'a\ufffd[2Jb\\nc d\\tegnp.exe\ufffd'
+    """
+    return UNSAFE_CHARS.sub(_safe_char, text) if UNSAFE_CHARS.search(text) else text
+
+
 def is_binary(data: bytes) -> bool:
     """A NUL byte near the start (outside UTF-16 text) means it is not a text document."""
     return b"\x00" in data[:BINARY_SNIFF] and data[:2] not in UTF16_BOMS
@@ -414,9 +442,11 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     """
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        return fmt.read(path, data), None
-    text, warning = decode(data)
-    return fmt.read(text), warning
+        lines, warning = fmt.read(path, data), None
+    else:
+        text, warning = decode(data)
+        lines = fmt.read(text)
+    return [replace(l, text=clean_text(l.text)) if UNSAFE_CHARS.search(l.text) else l for l in lines], warning
 
 
 MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
@@ -1505,17 +1535,18 @@ MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML 
 
 
 def provider_message(body: bytes) -> str:
-    """The error message an OpenAI-compatible server put in its body."""
+    """The error message an OpenAI-compatible server put in its body (it may
+    quote the prompt, so it is cleaned like document text)."""
     text = body.decode("utf-8", "replace")
     try:
         err = json.loads(text).get("error")
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
+            return clean_text(str(err["message"]))
         if isinstance(err, str):
-            return err
+            return clean_text(err)
     except (ValueError, AttributeError):
         pass
-    return " ".join(text.split())[:MAX_PROVIDER_MESSAGE] or "(empty body)"
+    return clean_text(" ".join(text.split())[:MAX_PROVIDER_MESSAGE]) or "(empty body)"
 
 
 class Retryable(Exception):
@@ -1924,6 +1955,8 @@ def open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sq
             conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as e:
         conn.close()
+        if "malformed" in str(e):  # not even the schema reads
+            raise RagError(f"the index {path} is damaged ({e}): move it aside and index again") from None
         raise RagError(f"{path} is not a usable index database: {e}") from None
     except BaseException:
         conn.close()
@@ -2110,6 +2143,12 @@ def delete_docs(conn, paths: list[str]) -> None:
         set_meta(conn, "sig_stamp", time.time_ns())
 
 
+def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
+    """A chunk as read back to be shown or sent: an index made before text was
+    cleaned when it was read (clean_text) is cleaned here."""
+    return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
+
+
 def export_lines(conn, source=None):
     """The index as JSON Lines, one chunk a line, in id order, read as it is
     written (constant memory): for moving it to a vector database. The vector
@@ -2117,13 +2156,200 @@ def export_lines(conn, source=None):
     model, dim = get_meta(conn, "embed_model"), int(get_meta(conn, "dim") or 0) or None
     cond, args = source_filter(source)
     rows = conn.execute(
-        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, c.vector "
-        f"FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
-    for cid, path, rel, sha, start, end, loc, heading, text, vector in rows:
+        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, c.vector, "
+        f"json_valid(c.vector) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
+    for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
+        if not valid:  # copied as stored: a damaged one would make the line invalid JSON
+            parse_vector(conn, vector)
         record = {"id": cid, "path": path, "rel": rel, "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                  "start_line": start, "end_line": end, "location": loc, "heading": heading, "text": text,
+                  "start_line": start, "end_line": end, "location": loc, "heading": clean_text(heading),
+                  "text": clean_text(text),
                   "document_sha256": sha, "embed_model": model, "dim": dim}
         yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+
+
+# Damage. A flipped byte in the file shows either as a page SQLite cannot read
+# (PRAGMA quick_check finds it: the file itself must be rebuilt) or as a row
+# that reads but does not decode (text that is not UTF-8, a vector that is not
+# the index's JSON): those rows' documents are removed and their files read again.
+DAMAGE_SHOWN = 20  # structural problems quick_check lists; one is enough to say the file is damaged
+BAD_VECTOR = "NOT json_valid(vector) OR json_type(vector) != 'array' OR json_array_length(vector) != ?"
+
+
+@dataclass
+class Damage:
+    """What find_damage found in the index db: structural problems (the file),
+    damaged rows by document id, and damaged rows outside documents."""
+
+    db: str
+    structure: list = field(default_factory=list)
+    docs: dict = field(default_factory=dict)      # document id -> what is wrong in its rows
+    paths: dict = field(default_factory=dict)     # document id -> path (as far as it reads)
+    roots: set = field(default_factory=set)       # the folders that were indexed
+    settings: list = field(default_factory=list)  # meta rows that do not read
+    asks: list = field(default_factory=list)      # ids of ask log rows that do not read
+    cache: int = 0                                # embedding cache entries that are not vectors
+    texts: bool = False                           # a chunk's text or heading: rebuild the keyword index
+    dim: int = 0
+    counts: tuple = (0, 0)                        # documents and chunks read
+
+    @property
+    def found(self) -> bool:
+        return bool(self.structure or self.docs or self.settings or self.asks or self.cache)
+
+    @property
+    def repairable(self) -> bool:
+        """Only rows are damaged: removing them (index does) leaves a sound index."""
+        return not (self.structure or self.settings)
+
+    def path(self, doc_id: int) -> str:
+        return display_path(self.paths[doc_id]) if doc_id in self.paths else f"(document id {doc_id})"
+
+    def how_to_rebuild(self) -> str:
+        folders, db = " ".join(map(shown, sorted(self.roots))) or "FOLDER...", shown(self.db)
+        if not self.repairable:
+            return (f"the file itself is damaged: move it aside and index again ('mv {db} {db}.damaged', "
+                    f"then '{program()} index {folders} --db {db}')")
+        return f"run '{program()} index {folders} --db {db}': it removes the damaged rows and reads those files again"
+
+
+def decoded(value, what: str, problems: list) -> str:
+    """A text column read as bytes, decoded; a problem noted when it is not UTF-8."""
+    if not isinstance(value, bytes):
+        return "" if value is None else str(value)
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        problems.append(f"its {what} is not readable text")
+        return value.decode("utf-8", "replace")
+
+
+def vector_problem(text: bytes, dim: int) -> str | None:
+    """Why a stored vector (its JSON text) is not dim finite numbers, or None."""
+    try:
+        vec = json.loads(text)
+    except ValueError:
+        return "its vector is not valid JSON"
+    if not isinstance(vec, list) or len(vec) != dim:
+        return f"its vector is not {dim} numbers"
+    if not all(type(x) in (int, float) and math.isfinite(x) for x in vec):
+        return "its vector holds a value that is not a finite number"
+    return None
+
+
+def find_damage(conn, db: str, full: bool = False) -> Damage:
+    """Check an index without changing it: PRAGMA quick_check (integrity_check
+    when full), every text column decoded, every vector parsed by SQLite's JSON
+    parser and its length checked (when full, also by Python's, each number finite)."""
+    d = Damage(db)
+    try:
+        rows = [r for (r,) in conn.execute(f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
+        d.structure = [] if rows == ["ok"] else rows
+    except sqlite3.DatabaseError as e:
+        d.structure = [str(e)]
+    factory = conn.text_factory
+    conn.text_factory = bytes  # a value that is not UTF-8 is found here, not raised by a decode
+    try:
+        scan_settings(conn, d)
+        scan_documents(conn, d)
+        scan_chunks(conn, d, full)
+    except sqlite3.DatabaseError as e:  # a page that does not read: the file is damaged
+        d.structure.append(f"reading the rows failed: {e}")
+    finally:
+        conn.text_factory = factory
+    return d
+
+
+def scan_settings(conn, d: Damage) -> None:
+    for key, value in conn.execute("SELECT key, value FROM meta"):
+        problems: list[str] = []
+        name = decoded(key, "name", problems)
+        value = decoded(value, "value", problems)
+        d.settings += [f"the setting {name!r}: {p}" for p in problems]
+        if name == "dim":
+            try:
+                d.dim = int(value or 0)
+            except ValueError:
+                d.settings.append("the setting 'dim' is not a number")
+
+
+def scan_documents(conn, d: Damage) -> None:
+    for doc_id, path, rel, sha in conn.execute("SELECT id, path, rel, sha256 FROM documents"):
+        problems: list[str] = []
+        path, rel = decoded(path, "path", problems), decoded(rel, "relative path", problems)
+        decoded(sha, "SHA-256", problems)
+        d.paths[doc_id] = path
+        if rel and path.endswith(os.sep + rel):
+            d.roots.add(path[:-len(rel) - 1] or os.sep)
+        if problems:
+            d.docs.setdefault(doc_id, []).extend(problems)
+    for (ask_id, *texts) in conn.execute("SELECT id, at, question, chunk_ids, scores, answer, model FROM asks"):
+        problems = []
+        for value in texts:
+            decoded(value, "text", problems)
+        d.asks += [ask_id] if problems else []
+
+
+def scan_chunks(conn, d: Damage, full: bool) -> None:
+    chunks = 0
+    columns = "id, doc_id, text, heading, loc, key" + (", vector" if full and d.dim else "")
+    for cid, doc_id, text, heading, loc, key, *vector in conn.execute(f"SELECT {columns} FROM chunks"):
+        chunks += 1
+        problems: list[str] = []
+        decoded(text, "text", problems), decoded(heading, "heading", problems)
+        d.texts = d.texts or bool(problems)
+        decoded(loc, "location", problems), decoded(key, "key", problems)
+        problems += [p for p in [vector and vector_problem(vector[0], d.dim)] if p]
+        if problems:
+            d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
+    if d.dim:
+        for cid, doc_id in conn.execute(f"SELECT id, doc_id FROM chunks WHERE {BAD_VECTOR}", (d.dim,)):
+            reasons = d.docs.setdefault(doc_id, [])
+            if not any(r.startswith(f"chunk {cid}: its vector") for r in reasons):
+                reasons.append(f"chunk {cid}: its vector is not {d.dim} numbers in JSON")
+        d.cache = conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,)).fetchone()[0]
+    d.counts = (len(d.paths), chunks)
+
+
+def remove_damaged(conn, d: Damage) -> None:
+    """Remove the rows find_damage found damaged, in one transaction: the
+    documents (so their files are read again), cache entries, ask log rows."""
+    with transaction(conn):
+        for doc_id in d.docs:
+            conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        if d.dim:
+            conn.execute(f"DELETE FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,))
+        conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
+        if d.texts:  # the keyword index was told to forget text it never held
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+        set_meta(conn, "sig_stamp", time.time_ns())
+
+
+def index_damaged(db: str, detail: str) -> RagError:
+    return RagError(f"the index {db} is damaged ({detail}); run '{program()} check --db {db}' "
+                    "to see which documents and how to rebuild them")
+
+
+def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
+    """A database failure met while running a command, as one line without the
+    row data SQLite's message may quote (a text that did not decode)."""
+    msg = str(e)
+    column = re.match(r"Could not decode to UTF-8 column '([^']*)'", msg)
+    if column:
+        return index_damaged(db, f"a stored {column.group(1)} is not readable text")
+    if not isinstance(e, sqlite3.OperationalError) or "malformed" in msg:
+        return index_damaged(db, msg.split(":")[0][:100])
+    return RagError(f"the index database failed: {msg[:200]}")  # locked, full disk, I/O: not damage
+
+
+def parse_vector(conn, text: str) -> list[float]:
+    """A stored vector, parsed; a damaged one is an error naming the index."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise index_damaged(display_path(conn.execute("PRAGMA database_list").fetchone()[2]),
+                            "a stored vector is not valid JSON") from None
 
 
 def begin_at_once(conn) -> bool:
@@ -2347,7 +2573,7 @@ class SignatureIndex:
         """(id, parsed vector) of the chunks that exist, read from the database once."""
         need = [c for c in ids if c not in self._vectors]
         for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need):
-            self._vectors[cid] = json.loads(vec)
+            self._vectors[cid] = parse_vector(self.conn, vec)
         # An index run may have replaced a chunk since its id was read: skip it.
         return [(c, self._vectors[c]) for c in ids if c in self._vectors]
 
@@ -2381,7 +2607,7 @@ class SignatureIndex:
         kept: list | None = []
         size = 0
         for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
-            v = json.loads(vec)
+            v = parse_vector(self.conn, vec)
             size += len(v)
             if kept is not None and size > EXACT_CACHE:
                 kept = None
@@ -3329,7 +3555,7 @@ class Retriever:
             self.conn, "SELECT c.id, d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
             "c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
         vecs = dict(self.index.vectors(ids)) if qvec is not None else {}
-        return [Hit(cid, rows[cid][1], Chunk(*rows[cid][2:]), score,
+        return [Hit(cid, rows[cid][1], stored_chunk(*rows[cid][2:]), score,
                     dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
@@ -3417,6 +3643,25 @@ LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
 PASSAGE_TAG = re.compile(r"<(?=\s*/?\s*passage)", re.I)
 LOOKALIKE_TAG = re.compile(LOOKALIKE + r"(?=\s*/?\s*passage)", re.I)  # parse_prompt puts the '<' back
 CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
+# '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
+# prompt its brackets become mathematical white square brackets, which neither
+# citations() nor Unicode normalisation (NFKC, as some tokenizers apply: it
+# makes '［' a '[') turns back into '[n]'. So a document cannot cite a passage
+# in an extractive answer, nor show a model a label to copy.
+CITATION_LIKE = re.compile(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+                           r"[\]\uff3d\u3011\u3015\u3017]")
+MARKER_OPEN, MARKER_CLOSE = "\u27e6", "\u27e7"
+
+
+def defuse_citations(text: str) -> str:
+    """Document text as it enters a prompt: bracketed numbers that look like
+    passage labels get other brackets (see CITATION_LIKE).
+
+    >>> defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]; x[0] too, [a] not")
+    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7; x\u27e60\u27e7 too, [a] not'
+    """
+    return CITATION_LIKE.sub(lambda m: MARKER_OPEN + m.group(1) + MARKER_CLOSE, text)
 
 
 def fit_context(hits: list[Hit], budget: int) -> list[Hit]:
@@ -3450,7 +3695,7 @@ def context_order(n: int) -> list[int]:
 
 def attribute(text: str) -> str:
     """A value for source="..." or heading="...": one line, no double quote."""
-    return PASSAGE_TAG.sub(LOOKALIKE, " ".join(text.split()).replace('"', "'"))
+    return PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(" ".join(text.split()).replace('"', "'")))
 
 
 def build_prompt(question: str, hits: list[Hit]) -> str:
@@ -3461,9 +3706,9 @@ def build_prompt(question: str, hits: list[Hit]) -> str:
         h = hits[n - 1]
         heading = f' heading="{attribute(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{attribute(h.source)}"{heading}>\n'
-                     f"{PASSAGE_TAG.sub(LOOKALIKE, h.chunk.text)}\n</passage>")
+                     f"{PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(clean_text(h.chunk.text)))}\n</passage>")
         parts.append("")
-    parts.append("Question: " + " ".join(question.split()))
+    parts.append("Question: " + " ".join(clean_text(question).split()))
     return "\n".join(parts)
 
 
@@ -3549,7 +3794,7 @@ class ChatGenerator:
                     for choice in event.get("choices") or []:
                         piece = (choice.get("delta") or {}).get("content") or ""
                         parts.append(piece)
-                        self.out.write(piece)
+                        self.out.write(clean_text(piece))
                         self.out.flush()
                         finished = finished or bool(choice.get("finish_reason"))
                     usage = event.get("usage") or usage
@@ -3668,10 +3913,11 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
         reply, model = Reply(REFUSAL), "none"
     else:
         reply, model, fallback = generate(generator, prompt, log.note)
-    refused = is_refusal(reply.text)
-    cited = () if refused else tuple(citations(reply.text, len(given)))
+    text = clean_text(reply.text)  # a model may echo a passage's escape codes
+    refused = is_refusal(text)
+    cited = () if refused else tuple(citations(text, len(given)))
     ms = (time.perf_counter() - t0) * 1000
-    result = Answer(REFUSAL if refused else reply.text.strip(), refused, tuple(given),
+    result = Answer(REFUSAL if refused else text.strip(), refused, tuple(given),
                     cited, reply.usage, model, prompt, ms, fallback, rel, opts.floor)
     record_ask(conn, question, result, log)
     return result
@@ -3985,7 +4231,8 @@ def answer_json(a: Answer, floor: Floor) -> dict:
 def index_info(conn, db: str) -> dict:
     """What the index holds (stats --json, the servers' stats and health)."""
     q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-    info = {"database": db, "size_bytes": os.path.getsize(db),
+    size = sum(os.path.getsize(p) for p in (db, db + "-wal", db + "-shm") if os.path.exists(p))
+    info = {"database": db, "size_bytes": size,  # with the write-ahead log, where recent commits are
             "documents": q("SELECT count(*) FROM documents"),
             "chunks": q("SELECT count(*) FROM chunks"),
             "embed_model": get_meta(conn, "embed_model"),
@@ -4653,15 +4900,43 @@ def derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) 
     return Endpoint(url, key)
 
 
+USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
+
+
+def base_url(value: str | None, names: str, key_name: str) -> str:
+    """A server's base URL as set (names: where it comes from). One with a user
+    name or password in it is refused, never shown: urllib would not send them
+    as credentials, and a URL is echoed in banners and error messages."""
+    url = (value or "").strip()
+    if USERINFO.match(url):
+        raise UsageError(f"the {names} has a user name or password in it ('user:password@'); "
+                         f"remove it and give the key in {key_name}")
+    return url
+
+
+def chat_key(url: str) -> str | None:
+    """The chat server's key: LLM_API_KEY wherever the chat server is;
+    OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
+    if os.environ.get("LLM_API_KEY", "").strip():
+        return env_key("LLM_API_KEY")
+    openai = {origin(OPENAI_BASE_URL), origin(base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL",
+                                                       "OPENAI_API_KEY") or OPENAI_BASE_URL)}
+    return env_key("OPENAI_API_KEY") if origin(url) in openai else None
+
+
 def make_config(args) -> Config:
     """Merge command-line options over the environment."""
     env = os.environ
-    key = env_key("LLM_API_KEY", "OPENAI_API_KEY")
-    url = (args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or "").strip()
+    url = base_url(args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
+                   "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
+    key = chat_key(url or OPENAI_BASE_URL)
     chat = Endpoint(url or OPENAI_BASE_URL, key) if url or key else None
-    embed = derived_endpoint(args.embed_base_url or env.get("EMBED_BASE_URL"), env_key("EMBED_API_KEY"), chat)
-    rerank = derived_endpoint(getattr(args, "rerank_base_url", None) or env.get("RERANK_BASE_URL"),
-                              env_key("RERANK_API_KEY"), embed)
+    embed = derived_endpoint(base_url(args.embed_base_url or env.get("EMBED_BASE_URL"),
+                                      "embeddings server URL (--embed-base-url or EMBED_BASE_URL)",
+                                      "EMBED_API_KEY"), env_key("EMBED_API_KEY"), chat)
+    rerank = derived_endpoint(base_url(getattr(args, "rerank_base_url", None) or env.get("RERANK_BASE_URL"),
+                                       "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
+                                       "RERANK_API_KEY"), env_key("RERANK_API_KEY"), embed)
     indexing = args.command == "index"
     return Config(db=args.db or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
                   embed_model=args.embed_model or env.get("EMBED_MODEL") or (
@@ -4744,6 +5019,7 @@ def cmd_index(args, cfg: Config, closer) -> int:
         connect(cfg.db, create=True).close()  # not an index, read-only: say so before making DB.lock
     closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
+    repair_damage(conn, cfg.db, log)
     s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
     secs = time.perf_counter() - t0
     if s.read + s.unchanged == 0:
@@ -4755,6 +5031,45 @@ def cmd_index(args, cfg: Config, closer) -> int:
         print("nothing changed: no embeddings were needed")
     print(f"[{mode_label(cfg)}] -> {cfg.db}")
     return 0
+
+
+def repair_damage(conn, db: str, log: Log) -> None:
+    """Before an index run: a damaged file stops it (writing would spread the
+    damage); damaged rows are named and removed, so their files are read again."""
+    d = find_damage(conn, db)
+    if not d.repairable:
+        raise index_damaged(db, "; ".join((d.structure + d.settings)[:2])[:300])
+    for doc_id, reasons in d.docs.items():
+        log.note(f"damaged in the index: {d.path(doc_id)} ({'; '.join(reasons[:3])}); removed, "
+                 "and read again when its folder is indexed")
+    if d.cache or d.asks:
+        log.note(f"damaged in the index: {d.cache} embedding cache entries, {len(d.asks)} logged asks; removed")
+    if d.found:
+        remove_damaged(conn, d)
+
+
+def cmd_check(args, cfg: Config, closer) -> int:
+    """Check the index for damage; say which documents are affected and how to rebuild."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    d = find_damage(conn, cfg.db, args.full)
+    what = "integrity_check" if args.full else "quick_check"
+    print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
+          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''})")
+    if not d.found:
+        print("ok: no damage found")
+        return 0
+    for problem in d.structure[:DAMAGE_SHOWN]:
+        print(f"damaged file: {clean_text(problem)}")
+    for problem in d.settings:
+        print(f"damaged setting: {problem}")
+    for doc_id, reasons in d.docs.items():
+        print(f"damaged document: {d.path(doc_id)}: {'; '.join(reasons[:5])}"
+              + (f" and {len(reasons) - 5} more" if len(reasons) > 5 else ""))
+    if d.cache or d.asks:
+        print(f"damaged: {d.cache} embedding cache entries, {len(d.asks)} logged asks")
+    print(f"to rebuild: {d.how_to_rebuild()}")
+    raise RagError(f"the index {cfg.db} is damaged: {len(d.docs)} document(s) affected"
+                   + (", and the file itself" if not d.repairable else "") + " (see above)")
 
 
 @contextlib.contextmanager
@@ -4966,7 +5281,15 @@ def cmd_export(args, cfg: Config, closer) -> int:
     if args.out and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
         raise UsageError(f"--out {args.out} is the index itself")
     if not args.out:
-        sys.stdout.writelines(export_lines(conn, args.source))
+        written = 0
+        try:
+            for line in export_lines(conn, args.source):
+                sys.stdout.write(line)
+                written += 1
+        except (RagError, sqlite3.DatabaseError) as e:  # what was written must not pass for all of it
+            e = database_error(e, cfg.db) if isinstance(e, sqlite3.DatabaseError) else e
+            raise RagError(f"{e}; the export on standard output is INCOMPLETE (it stopped after "
+                           f"{written} chunk(s))") from None
         return 0
     tmp = f"{args.out}.part-{os.getpid()}"
     try:  # written beside it and renamed: an interrupted export leaves no half file
@@ -5082,7 +5405,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
     common.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
                         "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
-                        "is $LLM_API_KEY")
+                        "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
     common.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
                         "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
     common.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
@@ -5209,6 +5532,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "number of cores, at most 4; 1 where processes cannot fork)")
     s.set_defaults(func=cmd_serve)
 
+    s = sub.add_parser("check", parents=[common], help="check the index for damage",
+                       description="PRAGMA quick_check, every stored text decoded and every vector parsed; "
+                                   "names the damaged documents and how to rebuild them (exit 1 when damaged).")
+    s.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each vector's "
+                   "numbers checked in Python too")
+    s.set_defaults(func=cmd_check)
+
     s = sub.add_parser("stats", parents=[common], help="show what the index holds",
                        description="Documents, chunks, embedding model, size, last indexed.")
     s.add_argument("--json", action="store_true", help="print JSON")
@@ -5233,8 +5563,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except sqlite3.DatabaseError as e:  # found damaged or locked after it was opened
-        hint = "" if isinstance(e, sqlite3.OperationalError) else "; move it aside and index again"
-        print(f"rag: error: the index database failed: {e}{hint}", file=sys.stderr)
+        if os.environ.get("RAG_DEBUG") == "1":
+            raise
+        db = getattr(args, "db", None) or os.environ.get("RAG_DB") or DEFAULT_DB
+        print(f"rag: error: {database_error(e, db)}", file=sys.stderr)
         return 1
     except Exception as e:  # a bug, or an OS failure we did not foresee
         if os.environ.get("RAG_DEBUG") == "1":

@@ -961,6 +961,58 @@ class EmbedTests(RagTestCase):
                 self.assertNotIn(bad.strip(), msg)
                 self.assertNotIn(SECRET[10:], msg)
 
+    def test_openai_key_goes_only_to_openai_or_openai_base_url(self):
+        third, openai = FakeServer(), FakeServer()
+        self.addCleanup(third.close)
+        self.addCleanup(openai.close)
+        self.write_docs()
+        os.environ.update(OPENAI_API_KEY=SECRET, LLM_BASE_URL=third.url, EMBED_MODEL="fake-embed")
+        self.ok("index", self.docs)
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.ok("ask", "How long do refunds take?", "--no-stream", "--base-url", third.url)
+        self.assertEqual({p for p, _, _ in third.requests}, {"/v1/embeddings", "/v1/chat/completions"})
+        self.assertFalse([h for _, h, _ in third.requests if "Authorization" in h or SECRET in str(h)])
+        os.environ["OPENAI_BASE_URL"] = openai.url  # OPENAI_BASE_URL is where the OpenAI key goes
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual(len(openai.requests), 0)
+        self.assertNotIn("Authorization", third.requests[-1][1])
+        os.environ.pop("LLM_BASE_URL")
+        self.ok("ask", "How long do refunds take?", "--no-stream")
+        self.assertEqual({h["Authorization"] for _, h, _ in openai.requests}, {f"Bearer {SECRET}"})
+        os.environ.pop("OPENAI_BASE_URL")
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        self.assertEqual((cfg.chat.url, cfg.chat.key), (rag.OPENAI_BASE_URL, SECRET))
+        os.environ.update(LLM_BASE_URL=third.url, LLM_API_KEY="sk-llm-key-0123", EMBED_BASE_URL=openai.url)
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        self.assertEqual((cfg.chat.key, cfg.embed.key, cfg.rerank.key), ("sk-llm-key-0123", None, None))
+        os.environ.pop("LLM_API_KEY")
+        cfg = rag.make_config(rag.build_parser().parse_args(["stats", "--base-url", rag.OPENAI_BASE_URL]))
+        self.assertEqual((cfg.chat.key, cfg.embed.key), (SECRET, None))
+
+    def test_base_url_with_user_and_password_is_refused_and_never_shown(self):
+        server = self.online()
+        self.write_docs()
+        self.ok("index", self.docs)
+        port = server.httpd.server_address[1]
+        secret_url = f"http://alice:hunter2-pw@127.0.0.1:{port}"
+        for name in ("LLM_BASE_URL", "OPENAI_BASE_URL", "EMBED_BASE_URL", "RERANK_BASE_URL", "--base-url"):
+            with self.subTest(name=name), mock.patch.dict(os.environ):
+                extra = ()
+                if name == "--base-url":
+                    extra = ("--base-url", secret_url + "/v1")
+                else:
+                    os.environ[name] = secret_url + "/v1"
+                if name == "OPENAI_BASE_URL":
+                    os.environ.pop("LLM_BASE_URL")
+                before = len(server.requests)
+                for command in (("search", "refunds"), ("ask", "refunds", "--json"), ("stats",)):
+                    code, out, err = self.run_cli(*command, *extra)
+                    self.assertEqual(code, 2, out + err)
+                    self.assertIn("user name or password", err)
+                    self.assertNotIn("hunter2", out + err)
+                    self.assertNotIn("alice", out + err)
+                self.assertEqual(len(server.requests), before)
+
 
 # ---------------------------------------------------------------------------
 # Store
@@ -1121,7 +1173,7 @@ class StoreTests(RagTestCase):
         conn = sqlite3.connect(self.db)
         self.unkey(conn)
         conn.execute("INSERT INTO embed_cache VALUES ((SELECT value FROM meta WHERE key = 'embed_model'), "
-                     "'f00d', '[1.0]')")  # a removed text's vector
+                     "'f00d', ?)", (rag.vector_json([1.0] + [0.0] * 383),))  # a removed text's vector
         conn.execute("PRAGMA user_version = 4")
         conn.commit()
         conn.execute("VACUUM")
@@ -1168,6 +1220,96 @@ class StoreTests(RagTestCase):
             rag.check_model(conn, "m", 4)
         self.assertIn("3-dimension", str(cm.exception))
 
+    def damage_vector(self, rel, replacement):
+        """Overwrite bytes inside the JSON text of rel's first vector, in the file itself."""
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (vector,) = conn.execute("SELECT c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                 "WHERE d.rel = ? ORDER BY c.id LIMIT 1", (rel,)).fetchone()
+        conn.close()
+        with open(self.db, "r+b") as f:
+            data = f.read()
+            for window in (vector[i:i + 64].encode() for i in range(8, len(vector) - 64, 64)):
+                if data.count(window) == 1:  # in one page, and nowhere else
+                    f.seek(data.index(window) + 8)
+                    f.write(replacement)
+                    return
+        self.fail(f"no unique part of {rel}'s vector in the file")
+
+    def test_check_names_damaged_documents_and_index_reads_them_again(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.assertIn("ok: no damage found", self.ok("check"))
+        self.damage_vector("refunds.md", b"\xff\xfe\xff")  # not UTF-8: SQLite's text does not decode
+        self.damage_vector("errors.md", b"]x[")            # UTF-8, but no longer JSON
+        for argv in (("search", "refunds card errors"), ("search", "refunds", "--json"),
+                     ("ask", "How long do refunds take?"), ("ask", "card declined", "--json"), ("export",)):
+            with self.subTest(argv=argv):
+                line = self.error_line(*argv)
+                self.assertIn("is damaged", line)
+                self.assertIn("check", line)
+                self.assertNotRegex(line, r"\[0|\d\.\d{4}|with text")  # no row data
+        self.assertIn("the export on standard output is INCOMPLETE", self.error_line("export"))
+        self.assertIn("is damaged", self.error_line("export", "--out", os.path.join(self.dir, "out.jsonl")))
+        self.assertFalse([n for n in os.listdir(self.dir) if n.startswith("out.jsonl")])  # no half file
+        cases = os.path.join(self.docs, "..", "cases.json")
+        with open(cases, "w") as f:
+            json.dump([{"question": "How long do refunds take?", "source": "refunds.md"}], f)
+        self.assertIn("is damaged", self.error_line("eval", cases))
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertRegex(out, r"damaged document: .*refunds\.md: chunk \d+: its vector")
+        self.assertRegex(out, r"damaged document: .*errors\.md: chunk \d+: its vector")
+        self.assertNotRegex(out, r"garden")
+        self.assertIn(f"index {self.docs} --db {self.db}': it removes the damaged rows", out)
+        self.assertEqual(err.count("rag: error: "), 1, err)
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, out + err)
+        self.assertRegex(err, r"damaged in the index: .*refunds\.md \(chunk \d+: its vector is not 384 numbers")
+        self.assertIn("indexed 2 file(s), 1 unchanged", out)
+        self.assertNotIn("nothing changed", out)
+        self.assertIn("ok: no damage found", self.ok("check", "--full"))
+        self.assertIn("refunds.md", self.ok("search", "refunds card"))
+        self.assertEqual(len([json.loads(l) for l in self.ok("export").splitlines()]), 4)
+
+    def test_check_finds_a_damaged_page_and_commands_say_so_in_one_line(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'chunks'").fetchone()[0]
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        conn.close()
+        with open(self.db, "r+b") as f:  # the chunks table's first page claims more cells than fit
+            f.seek((root - 1) * page + 3)
+            f.write(b"\xff\xff")
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("damaged file: ", out)
+        self.assertIn(f"move it aside and index again ('mv {self.db} {self.db}.damaged', then", out)
+        self.assertIn("and the file itself", err)
+        for argv in (("search", "refunds"), ("ask", "How long do refunds take?"), ("export",),
+                     ("index", self.docs)):
+            with self.subTest(argv=argv):
+                code, out, err = self.run_cli(*argv)
+                self.assertEqual(code, 1, out + err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertRegex(err, r"^rag: error: the index .* is damaged")
+                self.assertNotIn("nothing changed", out)
+
+    def test_stats_size_counts_the_write_ahead_log(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        keep = sqlite3.connect(self.db)  # an open writer: its commits stay in the -wal file
+        self.addCleanup(keep.close)
+        keep.execute("CREATE TABLE scratch (x BLOB)")
+        keep.execute("INSERT INTO scratch VALUES (zeroblob(200000))")
+        keep.commit()
+        info = json.loads(self.ok("stats", "--json"))
+        files = [self.db + suffix for suffix in ("", "-wal", "-shm")]
+        self.assertGreater(os.path.getsize(self.db + "-wal"), 200000)
+        self.assertEqual(info["size_bytes"], sum(map(os.path.getsize, files)))
+
 
 class ExportTests(RagTestCase):
     def test_export_writes_each_chunk_once_with_its_vector_and_citation(self):
@@ -1197,6 +1339,19 @@ class ExportTests(RagTestCase):
         missing = os.path.join(self.dir, "no", "such", "dir", "out.jsonl")
         self.assertIn("cannot write", self.error_line("export", "--out", missing))
         self.assertFalse([n for n in os.listdir(self.dir) if ".part-" in n])
+
+    def test_export_escape_codes_in_documents_are_cleaned(self):
+        self.write("term.md", "# Head\x1b[2J\n\nBody\x1b]52;c;ZXZpbA==\x07 text\u2066.\n")
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)  # as an index made before text was cleaned holds it
+        conn.execute("UPDATE chunks SET text = text || ?", ("\x1b]0;t\x07\x9d",))
+        conn.commit()
+        conn.close()
+        out = self.ok("export")
+        record = json.loads(out)
+        self.assertEqual(record["heading"], "Head\ufffd[2J")
+        self.assertIn("Body\ufffd]52;c;ZXZpbA==\ufffd text.\ufffd]0;t\ufffd\ufffd", record["text"])
+        self.assertFalse(rag.UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
 
 
 # ---------------------------------------------------------------------------
@@ -1684,6 +1839,25 @@ class RetrieveTests(RagTestCase):
         idf = {"tundra": 2.0, "melt": 2.0, "thaw": 1.0}.get
         self.assertEqual(rag.word_coverage("tundra_melt thaw?", [hit], idf), 1.0)  # once 0.2
 
+    def test_search_escape_codes_in_documents_print_harmlessly(self):
+        self.write_docs()
+        self.write("term.md", "# Terminal \x1b]0;title\x07\n\nHostile glacier text\x1b[2J\x1b]52;c;ZXZpbA==\x07\x85here.\n")
+        self.ok("index", self.docs)
+        stored = self.rows("SELECT text || heading FROM chunks")
+        self.assertFalse([t for (t,) in stored if rag.UNSAFE_CHARS.search(t)], stored)
+        # an index made before text was cleaned: what it stored is cleaned when shown
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE chunks SET text = text || ?, heading = heading || ? WHERE text LIKE '%glacier%'",
+                     ("\x1b[2J\x1b]0;t\x07", "\x1b[31m"))
+        conn.commit()
+        conn.close()
+        for args in ((), ("--json",), ("--mode", "keyword", "--json")):
+            with self.subTest(args=args):
+                out = self.ok("search", "hostile glacier text", *args)
+                self.assertIn("term.md", out)
+                for bad in ("\x1b", "\x07", "\x85", "\\u001b", "\\u0007", "\\u0085"):
+                    self.assertNotIn(bad, out)
+
 
 class RerankTests(RagTestCase):
     def setUp(self):
@@ -2039,6 +2213,59 @@ class AskTests(RagTestCase):
         question = b"refunds \xff".decode("utf-8", "surrogateescape")  # as Python gets it from argv
         self.assertIn("refunds.md", self.ok("ask", question))
         self.assertEqual(self.rows("SELECT question FROM asks"), [("refunds \ufffd",)])
+
+    def test_ask_document_brackets_are_never_citations(self):
+        self.write("plans.md", "# Plans\n\nThe basic plan costs 10 dollars per month [2][3].\n\n"
+                               "The team plan costs 30 dollars per seat [ 2 ] [2, 3] [2-3] \uff3b2\uff3d \u30102\u3011.\n")
+        self.ok("index", self.docs)
+        out = self.ok("ask", "how many dollars per month does the basic plan cost", "--min-score", "-1")
+        self.assertIn("per month \u27e62\u27e7\u27e63\u27e7. [1]", out)
+        self.assertNotIn("[2]", out)
+        self.assertNotIn("[3]", out)
+        data = json.loads(self.ok("ask", "dollars per seat team plan", "--json", "--min-score", "-1"))
+        self.assertEqual([c["n"] for c in data["citations"]], [1])
+        self.assertEqual(rag.citations(data["answer"], 5), [(1, True)])
+        # a model sees no label-like number in a passage, and its own citations still count
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.chat_reply = "The basic plan costs 10 dollars [1][2]."
+        data = json.loads(self.ok("ask", "basic plan dollars per month", "--json", "--min-score", "-1"))
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        passages = "".join(t for _, t in rag.PASSAGE.findall(user))
+        self.assertIn("\u27e62\u27e7\u27e63\u27e7", passages)
+        self.assertIsNone(re.search(r"[\[\uff3b\u3010]\s*\d", passages), passages)
+        self.assertEqual([c["n"] for c in data["citations"]], [1, 2])
+
+    def test_ask_escape_codes_in_documents_print_harmlessly(self):
+        hostile = "Warranty lasts two years.\x1b[2J\x1b]0;owned\x07\x1b]52;c;ZXZpbA==\x07\x9b31m\u202eok\r\n"
+        self.write("warranty.md", "# Warranty \x1b[31mred\n\n" + hostile)
+        self.ok("index", self.docs)
+        for args in ((), ("--json",), ("--show-prompt",)):
+            with self.subTest(args=args):
+                out = self.ok("ask", "how long does the warranty last", "--min-score", "-1", *args)
+                self.assertIn("Warranty lasts two years.", out)
+                for bad in ("\x1b", "\x07", "\x9b", "\u202e", "\r", "\\u001b", "\\u0007"):
+                    self.assertNotIn(bad, out)
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.chat_reply = "Two years [1].\x1b]52;c;ZXZpbA==\x07"
+        for args in (("--stream",), ("--no-stream",), ("--json",)):
+            with self.subTest(args=args):
+                out = self.ok("ask", "how long does the warranty last", "--min-score", "-1", *args)
+                self.assertIn("Two years [1].", out)
+                self.assertNotIn("\x1b", out)
+                self.assertNotIn("\\u001b", out)
+        user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
+        self.assertIn("Warranty lasts two years.", user)
+        self.assertFalse(rag.UNSAFE_CHARS.search(user), user)
+        # a server's error message may quote the prompt: shown and returned cleaned too
+        server.chat_faults = [(400, {}, json.dumps({"error": {"message": "bad input \x1b]0;x\x07"}}).encode())]
+        code, out, err = self.run_cli("ask", "how long does the warranty last", "--min-score", "-1", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertIn("bad input \ufffd]0;x\ufffd", json.loads(out)["fallback_reason"])
+        self.assertFalse(rag.UNSAFE_CHARS.search(err), err)
 
 
 # ---------------------------------------------------------------------------
