@@ -1450,12 +1450,12 @@ class IndexTests(RagTestCase):
         os.symlink(self.docs, os.path.join(self.dir, "docs-link"))
         here = os.getcwd()
         self.addCleanup(os.chdir, here)
-        self.ok("index", self.docs)
+        self.ok("index", self.docs, "--follow-links")  # a-link leads outside docs
         os.chdir(self.dir)
-        self.ok("index", "docs", "--db", self.db)
-        self.ok("index", "./docs-link/", "--db", self.db)
+        self.ok("index", "docs", "--db", self.db, "--follow-links")
+        self.ok("index", "./docs-link/", "--db", self.db, "--follow-links")
         os.chdir(self.docs)
-        code, out, err = self.run_cli("index", ".", real)
+        code, out, err = self.run_cli("index", ".", real)  # a-link leads into real, a path given
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(4,)])
         self.assertIn("refunds.md:5-8", self.ok("search", "refunds take", "-k", "1"))  # relative to here
