@@ -432,17 +432,21 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
 
 REDACTED = "[redacted: {}]"
 TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
-SECRET_TOKENS = tuple((name, re.compile(pattern)) for name, pattern in (
-    ("aws-access-key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("github-token", TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    ("gitlab-token", TOKEN_START + r"glpat-[A-Za-z0-9_-]{20,}"),
-    ("slack-token", TOKEN_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
-    ("stripe-key", TOKEN_START + r"[sr]k_live_[A-Za-z0-9]{16,}"),
-    ("anthropic-key", TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
-    ("openai-key", TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    ("google-api-key", TOKEN_START + r"AIza[A-Za-z0-9_-]{35}"),
-    ("jwt", TOKEN_START + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"),
+# (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
+SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, pattern in (
+    ("aws-access-key", ("AKIA", "ASIA"), r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("github-token", ("gh", "github_pat_"),
+     TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("gitlab-token", ("glpat-",), TOKEN_START + r"glpat-[A-Za-z0-9_-]{20,}"),
+    ("slack-token", ("xox",), TOKEN_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+    ("stripe-key", ("k_live_",), TOKEN_START + r"[sr]k_live_[A-Za-z0-9]{16,}"),
+    ("anthropic-key", ("sk-ant-",), TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai-key", ("sk-",), TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("google-api-key", ("AIza",), TOKEN_START + r"AIza[A-Za-z0-9_-]{35}"),
+    ("jwt", ("eyJ",), TOKEN_START + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"),
 ))
+# Words one of which a line must hold (lower-cased) for its assignments to be looked at.
+SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 WEAK_TOKENS = {"openai-key"}
 BEARER = re.compile(r"(?i)(?<![\w-])(bearer|basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
@@ -525,21 +529,27 @@ def redact_text(text: str) -> tuple[str, bool]:
     """One line with its secrets as markers, and whether a private key began
     on it without ending (its next lines are the key's body)."""
     open_key, parts, pos = False, [], 0
-    while (begin := PEM_BEGIN.search(text, pos)):
+    while "-----BEGIN" in text and (begin := PEM_BEGIN.search(text, pos)):
         end = PEM_END.search(text, begin.end())
         parts.append(text[pos:begin.start()] + REDACTED.format("private-key"))
         pos = end.end() if end else len(text)
         open_key = end is None
     text = "".join(parts) + text[pos:] if parts else text
-    for name, pattern in SECRET_TOKENS:
-        weak = name in WEAK_TOKENS
-        text = pattern.sub(lambda m, n=name, w=weak: m.group() if w and not looks_secret(m.group()[3:])
-                           else REDACTED.format(n), text)
-    text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2)) else
-                      m.group(1) + " " + REDACTED.format("token"), text)
-    text = URL_PASSWORD.sub(lambda m: m.group() if PLACEHOLDER.search(m.group(1)) else
-                            m.group()[:m.start(1) - m.start()] + REDACTED.format("password") + "@", text)
-    return redact_assignments(text), open_key
+    for name, hints, pattern in SECRET_TOKENS:
+        if any(h in text for h in hints):
+            weak = name in WEAK_TOKENS
+            text = pattern.sub(lambda m, n=name, w=weak: m.group() if w and not looks_secret(m.group()[3:])
+                               else REDACTED.format(n), text)
+    low = text.lower()
+    if "bearer" in low or "basic" in low:
+        text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2)) else
+                          m.group(1) + " " + REDACTED.format("token"), text)
+    if "://" in text:
+        text = URL_PASSWORD.sub(lambda m: m.group() if PLACEHOLDER.search(m.group(1)) else
+                                m.group()[:m.start(1) - m.start()] + REDACTED.format("password") + "@", text)
+    if any(w in low for w in SECRET_WORDS):
+        text = redact_assignments(text)
+    return text, open_key
 
 
 def redact_lines(lines: list[Line]) -> list[Line]:
