@@ -18,7 +18,8 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
-    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; the format table
+    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; secrets (credential
+                     files, redaction); the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer
     Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
     Store            SQLite schema and migrations, connect (index or not, read-only), writes,
@@ -435,7 +436,7 @@ TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token chara
 # (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
 SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, pattern in (
     ("aws-access-key", ("AKIA", "ASIA"), r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    ("github-token", ("gh", "github_pat_"),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
      TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
     ("gitlab-token", ("glpat-",), TOKEN_START + r"glpat-[A-Za-z0-9_-]{20,}"),
     ("slack-token", ("xox",), TOKEN_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
@@ -449,13 +450,15 @@ SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, patter
 SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 WEAK_TOKENS = {"openai-key"}
-BEARER = re.compile(r"(?i)(?<![\w-])(bearer|basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
+# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region/leucine').
+BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@]{1,256}:([^\s/@]{1,256})@")
 # The name of an assignment ('API_KEY=', '"password": ', "secret: "), then, apart, its value.
 ASSIGNED_NAME = re.compile(r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4}[=:][ \t]{0,4}""")
 ASSIGNED_VALUE = re.compile(r""""([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512})""")
-SECRET_NAME = re.compile(r"passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
-                         r"(?:private|access|signing|encryption)_?key|(?:^|[_.-])key$", re.I)
+# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or 'keyboard'.
+SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
+                         r"(?:private|access|signing|encryption)_?key)s?(?![a-z])|(?:^|[_.-])key$", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
                          r"dummy|none|null|true|false)$|^\[redacted|^[<{$%]|\$\{|\{\{|\$\(|environ|getenv|"
@@ -482,22 +485,25 @@ ENV_LINE = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,
 ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAME=value
 
 
-def looks_secret(value: str) -> bool:
-    """A value that could be a key or password, not a placeholder, a word or code.
+def looks_secret(value: str, letters_and_digits: bool = False) -> bool:
+    """A value that could be a key or password, not a placeholder, a word or code;
+    with letters_and_digits, one that mixes cases or digits even without symbols
+    (a token after 'Bearer', where 'bonds/notes' is prose).
 
     >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
     [True, False, False, False, False, False]
     """
     if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value):
         return False
-    if "(" in value or "[" in value:  # a call or a subscript: code that fetches the secret
+    if any(c in value for c in "()[]"):  # a call or a subscript: code that fetches the secret
         return False
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
-               any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-." for c in value))
-    return sum(classes) >= SECRET_MIN_CLASSES
+               any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
+    return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
 
 
 def secret_name_kind(name: str) -> str:
+    """The marker's name for the value of an assignment to name."""
     low = name.lower()
     if "pass" in low or "pwd" in low:
         return "password"
@@ -529,7 +535,10 @@ def redact_text(text: str) -> tuple[str, bool]:
     """One line with its secrets as markers, and whether a private key began
     on it without ending (its next lines are the key's body)."""
     open_key, parts, pos = False, [], 0
-    while "-----BEGIN" in text and (begin := PEM_BEGIN.search(text, pos)):
+    begins = PEM_BEGIN.finditer(text) if "-----BEGIN" in text else ()
+    for begin in begins:
+        if begin.start() < pos:
+            continue  # inside the key just redacted
         end = PEM_END.search(text, begin.end())
         parts.append(text[pos:begin.start()] + REDACTED.format("private-key"))
         pos = end.end() if end else len(text)
@@ -542,8 +551,8 @@ def redact_text(text: str) -> tuple[str, bool]:
                                else REDACTED.format(n), text)
     low = text.lower()
     if "bearer" in low or "basic" in low:
-        text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2)) else
-                          m.group(1) + " " + REDACTED.format("token"), text)
+        text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2), letters_and_digits=True)
+                          else m.group(1) + " " + REDACTED.format("token"), text)
     if "://" in text:
         text = URL_PASSWORD.sub(lambda m: m.group() if PLACEHOLDER.search(m.group(1)) else
                                 m.group()[:m.start(1) - m.start()] + REDACTED.format("password") + "@", text)
