@@ -3293,7 +3293,7 @@ def remove_linked(conn, refused: list[tuple[str, str, str]], seen, log: Log) -> 
     if gone:
         delete_docs(conn, gone)
         log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
-                 f"{listed(gone)}")
+                 f"{listed(gone)} (to keep them, index their folder too, or use --follow-links)")
     return len(gone)
 
 
