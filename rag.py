@@ -19,7 +19,8 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
-    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; the format table
+    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; secrets (credential
+                     files, redaction); the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer
     Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
     Store            SQLite schema and migrations, connect (index or not, read-only), writes,
@@ -234,6 +235,8 @@ class IndexOptions:
     exclude: tuple = ()
     default_excludes: bool = True
     parallel: int = 1  # embedding requests in flight
+    follow_links: bool = False     # links may lead outside the folders given
+    include_secrets: bool = False  # read files that look like credentials (secrets in them still redacted)
 
 
 @dataclass(frozen=True)
@@ -438,6 +441,7 @@ class Unreadable(Exception):
 def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
 
+    Every format passes here, so secrets in any of them are redacted (redact_lines).
     Raises Unreadable for files that are damaged, encrypted or need a missing tool.
     """
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
@@ -446,7 +450,199 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     else:
         text, warning = decode(data)
         lines = fmt.read(text)
-    return [replace(l, text=clean_text(l.text)) if UNSAFE_CHARS.search(l.text) else l for l in lines], warning
+    lines = [replace(l, text=clean_text(l.text)) if UNSAFE_CHARS.search(l.text) else l for l in lines]
+    return redact_lines(lines), warning
+
+
+# Secrets. Files that are credentials are not read (credential_name, credential_content), and inside
+# the documents that are read, every secret the table below recognises becomes a
+# marker before anything is chunked, stored, embedded or sent (redact_lines).
+# Linear by construction: each pattern starts with a literal, after a
+# lookbehind that lets it start only at the beginning of a run of token
+# characters, and each repeat is one character class that cannot also match
+# what follows it; assignments are matched in two steps (name, then value).
+
+REDACTED = "[redacted: {}]"
+TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
+# (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
+SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, pattern in (
+    ("aws-access-key", ("AKIA", "ASIA"), r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+     TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+    ("gitlab-token", ("glpat-",), TOKEN_START + r"glpat-[A-Za-z0-9_-]{20,}"),
+    ("slack-token", ("xox",), TOKEN_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
+    ("stripe-key", ("k_live_",), TOKEN_START + r"[sr]k_live_[A-Za-z0-9]{16,}"),
+    ("anthropic-key", ("sk-ant-",), TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
+    ("openai-key", ("sk-",), TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    ("google-api-key", ("AIza",), TOKEN_START + r"AIza[A-Za-z0-9_-]{35}"),
+    ("jwt", ("eyJ",), TOKEN_START + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"),
+))
+# Words one of which a line must hold (lower-cased) for its assignments to be looked at.
+SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
+# Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
+WEAK_TOKENS = {"openai-key"}
+# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region/leucine').
+BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
+URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@]{1,256}:([^\s/@]{1,256})@")
+# The name of an assignment ('API_KEY=', '"password": ', "secret: "), then, apart, its value.
+ASSIGNED_NAME = re.compile(r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4}[=:][ \t]{0,4}""")
+ASSIGNED_VALUE = re.compile(r""""([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512})""")
+# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or 'keyboard'.
+SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
+                         r"(?:private|access|signing|encryption)_?key)s?(?![a-z])|(?:^|[_.-])key$", re.I)
+# Values that stand for a secret without being one: templates, variables, examples.
+PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
+                         r"dummy|none|null|true|false)$|^\[redacted|^[<{$%]|\$\{|\{\{|\$\(|environ|getenv|"
+                         r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
+CODE_NAME = re.compile(r"[A-Za-z_.]+")  # letters only, maybe dotted (self.token, settings.KEY): code or a word
+SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
+SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
+PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
+PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
+PEM_BODY = re.compile(r"[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*")  # base64, or a Proc-Type: / DEK-Info: header
+
+CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its content is credentials
+CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
+                                     "id_ed25519_sk"), "private key"),
+                    "credentials": "cloud credentials",
+                    **dict.fromkeys((".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd"),
+                                    "password file")}
+CREDENTIAL_EXTS = {".pem": "certificate or private key", ".key": "private key", ".ppk": "private key",
+                   **dict.fromkeys((".p12", ".pfx", ".jks", ".keystore"), "key store"),
+                   ".kdbx": "password database", ".env": "environment file"}
+ENV_TEMPLATES = (".example", ".sample", ".template", ".dist")  # '.env.example': judged by its content
+SERVICE_ACCOUNT = re.compile(r'"(?:private_key|client_secret)"\s*:|"type"\s*:\s*"service_account"')
+ENV_LINE = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,4}=[ \t]{0,4}(.*)")
+ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAME=value
+
+
+def looks_secret(value: str, letters_and_digits: bool = False) -> bool:
+    """A value that could be a key or password, not a placeholder, a word or code;
+    with letters_and_digits, one that mixes cases or digits even without symbols
+    (a token after 'Bearer', where 'bonds/notes' is prose).
+
+    >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
+    [True, False, False, False, False, False]
+    """
+    if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value):
+        return False
+    if any(c in value for c in "()[]"):  # a call or a subscript: code that fetches the secret
+        return False
+    classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
+               any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
+    return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
+
+
+def secret_name_kind(name: str) -> str:
+    """The marker's name for the value of an assignment to name."""
+    low = name.lower()
+    if "pass" in low or "pwd" in low:
+        return "password"
+    return "aws-secret-key" if "aws" in low and "secret" in low else "secret"
+
+
+def redact_assignments(text: str) -> str:
+    """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
+    out, pos = [], 0
+    while (m := ASSIGNED_NAME.search(text, pos)):
+        if not SECRET_NAME.search(m.group(2)):
+            out.append(text[pos:m.end()])
+            pos = m.end()  # not a secret's name: its value may still hold one ('note: token=...')
+            continue
+        v = ASSIGNED_VALUE.match(text, m.end())
+        if not v:
+            out.append(text[pos:m.end()])
+            pos = m.end()
+            continue
+        group = next(g for g in (1, 2, 3) if v.group(g) is not None)
+        secret = looks_secret(v.group(group))
+        out.append(text[pos:v.start(group)] + (REDACTED.format(secret_name_kind(m.group(2))) if secret
+                                                 else v.group(group)))
+        pos = v.end(group)
+    return "".join(out) + text[pos:]
+
+
+def redact_text(text: str) -> tuple[str, bool]:
+    """One line with its secrets as markers, and whether a private key began
+    on it without ending (its next lines are the key's body)."""
+    open_key, parts, pos = False, [], 0
+    begins = PEM_BEGIN.finditer(text) if "-----BEGIN" in text else ()
+    for begin in begins:
+        if begin.start() < pos:
+            continue  # inside the key just redacted
+        end = PEM_END.search(text, begin.end())
+        parts.append(text[pos:begin.start()] + REDACTED.format("private-key"))
+        pos = end.end() if end else len(text)
+        open_key = end is None
+    text = "".join(parts) + text[pos:] if parts else text
+    for name, hints, pattern in SECRET_TOKENS:
+        if any(h in text for h in hints):
+            weak = name in WEAK_TOKENS
+            text = pattern.sub(lambda m, n=name, w=weak: m.group() if w and not looks_secret(m.group()[3:])
+                               else REDACTED.format(n), text)
+    low = text.lower()
+    if "bearer" in low or "basic" in low:
+        text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2), letters_and_digits=True)
+                          else m.group(1) + " " + REDACTED.format("token"), text)
+    if "://" in text:
+        text = URL_PASSWORD.sub(lambda m: m.group() if PLACEHOLDER.search(m.group(1)) else
+                                m.group()[:m.start(1) - m.start()] + REDACTED.format("password") + "@", text)
+    if any(w in low for w in SECRET_WORDS):
+        text = redact_assignments(text)
+    return text, open_key
+
+
+def redact_lines(lines: list[Line]) -> list[Line]:
+    """The lines with every secret recognised replaced by a marker such as
+    '[redacted: github-token]'. A private key's lines become empty, each line
+    keeping its number, so citations of the text after it stay right."""
+    out, in_key = [], False
+    for line in lines:
+        text = line.text
+        if in_key:
+            end = PEM_END.search(text)
+            if end:
+                text, in_key = text[end.end():], False
+            elif PEM_BODY.fullmatch(text.strip()):
+                text = ""
+            else:
+                in_key = False  # a key without its END line: its body is over
+        if not in_key and text:
+            text, in_key = redact_text(text)
+        out.append(line if text == line.text else replace(line, text=text))
+    return out
+
+
+def credential_name(path: str) -> str | None:
+    """What kind of credentials a file's name says it holds, or None."""
+    name = os.path.basename(path).lower()
+    ext = os.path.splitext(name)[1]
+    if name in CREDENTIAL_NAMES:
+        return CREDENTIAL_NAMES[name]
+    if (name == ".env" or name.startswith(".env.")) and not name.endswith(ENV_TEMPLATES):
+        return "environment file"
+    return CREDENTIAL_EXTS.get(ext)
+
+
+def credential_content(data: bytes, fmt: Format) -> str | None:
+    """What kind of credentials a file's first bytes show it holds, or None:
+    a private key, a service-account JSON, or an .env-style file (most lines
+    NAME=value, one of them a secret)."""
+    head = data[:CREDENTIAL_SNIFF].decode("utf-8", "replace")
+    first = head.lstrip()
+    if PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
+        return "private key"
+    if first.startswith("{") and SERVICE_ACCOUNT.search(head):
+        return "service-account key"
+    if fmt.binary or fmt.definitions not in (None, "ini", "sh", "none"):
+        return None  # source code: its assignments are code; the secrets in it are redacted
+    lines = [l.strip() for l in head.splitlines()]
+    lines = [l for l in lines if l and not l.startswith(("#", ";", "[", "//"))]
+    pairs = [m.groups() for m in map(ENV_LINE.fullmatch, lines) if m]
+    if len(pairs) > ENV_SHARE * len(lines) and any(
+            SECRET_NAME.search(k) and looks_secret(v.strip().strip("\"'")) for k, v in pairs):
+        return "environment file with secrets"
+    return None
 
 
 MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
@@ -2776,18 +2972,23 @@ VIRTUAL_FS = frozenset("""proc sysfs devtmpfs devpts devfs cgroup cgroup2 debugf
 pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rpc_pipefs selinuxfs""".split())
 
 
+FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what links lead to
+
+
 class PathFilter:
     """Which paths under a folder to index: the default excludes, the folder's
     .ragignore and --exclude globs (gitignore style: '#' comments, '!'
     re-includes, a trailing '/' matches folders only; the last matching line
-    wins), and --include globs."""
+    wins), and --include globs. The .ragignore line FOLLOW_LINKS is no pattern:
+    it lets links under the folder lead outside it, as --follow-links does."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
         self.include = [re.compile(glob_regex(p)) for p in include]
         self.rules = []
+        self.follow_links = FOLLOW_LINKS in (line.strip() for line in ignore_lines)
         for line in list(DEFAULT_EXCLUDES if defaults else ()) + list(ignore_lines) + list(exclude):
             line = line.rstrip("\n").rstrip()
-            if not line or line.startswith("#"):
+            if not line or line.startswith("#") or line == FOLLOW_LINKS:
                 continue
             negate = line.startswith("!")
             line = line[1:] if negate else line
@@ -2833,14 +3034,19 @@ def virtual_mounts() -> set[str]:
     return {r[1].replace("\\040", " ") for r in rows if len(r) > 2 and r[2] in VIRTUAL_FS}
 
 
-def walk(paths: list[str], log: Log, filters: dict | None = None):
+def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
+         refused: list | None = None):
     """Yield (path, root) for files under paths, depth first in name order.
 
     Hidden entries, filtered ones and virtual file systems are skipped; each
     real directory is entered once (a link to a folder walked already adds
     nothing); an explicit stack, not recursion, so any depth of folders works.
+    A link is followed only when its real target is one this walk would reach
+    by itself (see link_refusal), unless follow_links or the folder's .ragignore
+    says so; refused gets (root, the link relative to it, its target) for the others.
     """
     virtual = virtual_mounts()
+    bounds = [os.path.realpath(p) for p in paths]
     for root in paths:
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
@@ -2874,11 +3080,38 @@ def walk(paths: list[str], log: Log, filters: dict | None = None):
                 is_dir = is_dir_entry(e)
                 if keep.excluded(rel + e.name, is_dir):
                     continue
+                why = None if follow_links or keep.follow_links else link_refusal(e, bounds)
+                if why:
+                    target = os.path.realpath(e.path)
+                    log.note(f"skipped {shown(e.path)}: a link to {shown(target)}, {why} "
+                             "(--follow-links follows it)")
+                    if refused is not None:
+                        refused.append((root, rel + e.name, target))
+                    continue
                 if is_dir:
                     subdirs.append((e.path, rel + e.name + "/"))
                 else:
                     yield e.path, root
             stack.extend(reversed(subdirs))
+
+
+def link_refusal(entry, bounds: list[str]) -> str | None:
+    """Why walk does not follow this entry, a link (None: it is not one, or
+    it stays inside): its real target is outside every path given (bounds,
+    real paths), or, inside them, in a hidden folder or a hidden file, which
+    the walk itself skips."""
+    try:
+        if not entry.is_symlink():
+            return None
+    except OSError:
+        return None
+    target = os.path.realpath(entry.path)
+    inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
+    if not inside:
+        return "outside the folders indexed"
+    if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep)) for rel in inside):
+        return "a hidden file or folder, which is not indexed"
+    return None
 
 
 def is_dir_entry(entry) -> bool:
@@ -2957,6 +3190,7 @@ class IndexStats:
     embedded: int = 0
     cached: int = 0
     removed: int = 0
+    secrets: list = field(default_factory=list)  # files not read: they look like credentials
 
 
 def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
@@ -2995,10 +3229,18 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
 def load_document(path: str, key: str, root: str, known: str | None, opts: IndexOptions,
                   log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file: ('read', document), or ('unchanged' |
-    'empty' | 'skipped', None), with a note saying why a file is skipped.
+    'empty' | 'skipped' | 'secret', None), with a note saying why a file is skipped.
     key: its real path, the document's identity; known: the SHA-256 stored for
-    it. No error in one file stops the run."""
-    got = read_file(path, log, opts.max_bytes)
+    it. No error in one file stops the run. A file that looks like
+    credentials is 'secret': not read unless opts.include_secrets."""
+    kind = None if opts.include_secrets else credential_name(path)
+    got = None if kind else read_file(path, log, opts.max_bytes)
+    if got:
+        kind = None if opts.include_secrets else credential_content(got[0], got[2])
+    if kind:
+        log.note(f"skipped {shown(path)}: looks like credentials ({kind}), so it is not read "
+                 "(--include-secrets reads it)")
+        return "secret", None
     if got is None:
         return "skipped", None
     data, st, fmt = got
@@ -3177,7 +3419,9 @@ class Batcher:
             self.pool.close()
 
 
-CHUNKER_VERSION = 3  # 3: headings as written, code keeps its lines, tables of contents; bump on change
+# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted. Bump on
+# change: every document of an older index is read again (its redacted text embedded, once).
+CHUNKER_VERSION = 4
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -3221,7 +3465,8 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
         stored = {p: "" for p in stored}  # known paths, but no hash matches
     filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
-    files = list(walk(paths, log, filters))
+    refused: list[tuple[str, str, str]] = []
+    files = list(walk(paths, log, filters, opts.follow_links, refused))
     batcher = Batcher(conn, embedder, opts.batch, stats, opts.parallel)
     try:
         for n, (path, root) in enumerate(files, 1):
@@ -3233,8 +3478,13 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
             seen.add(key)
             status, doc = load_document(path, key, root, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
-            stats.skipped += status in ("skipped", "empty")
-            if status == "skipped" and key in stored:
+            stats.skipped += status in ("skipped", "empty", "secret")
+            if status == "secret":
+                stats.secrets.append(path)
+                if key in stored:  # indexed by an earlier version: its text goes now
+                    delete_docs(conn, [key])
+                    stats.removed += 1
+            elif status == "skipped" and key in stored:
                 stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
             elif status == "empty" and key in stored:
                 delete_docs(conn, [key])
@@ -3246,7 +3496,8 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
         batcher.close()
     set_meta(conn, "chunking", chunking)  # only once every document has been redone
     log.clear()
-    stats.removed = handle_vanished(conn, filters, seen, stored, opts.prune, log)
+    stats.removed += handle_vanished(conn, filters, seen, stored, opts.prune, log)
+    stats.removed += remove_linked(conn, refused, seen, log)
     # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
     stats.removed += prune_or_report(conn, stale, "can no longer be read (see above) and keep "
                                      "their old text", opts.prune, log)
@@ -3254,6 +3505,23 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
         pack_signatures(conn)
     null_level(conn)  # measured now, so that no question pays for it
     return stats
+
+
+def remove_linked(conn, refused: list[tuple[str, str, str]], seen, log: Log) -> int:
+    """Remove the documents an earlier run read through links this run did not
+    follow (refused: root, link, target, from walk): stored under the target,
+    by a name through the link. Unlike a vanished file, at once: the link was
+    never meant to bring them in. Returns how many."""
+    if not refused:
+        return 0
+    gone = [p for p, rel in conn.execute("SELECT path, rel FROM documents") if p not in seen and any(
+        under(p, target) and (rel.replace(os.sep, "/") + "/").startswith(link + "/")
+        for _, link, target in refused)]
+    if gone:
+        delete_docs(conn, gone)
+        log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
+                 f"{listed(gone)} (to keep them, index their folder too, or use --follow-links)")
+    return len(gone)
 
 
 def under(path: str, root: str) -> bool:
@@ -3363,14 +3631,37 @@ def source_globs(source) -> tuple[str, ...]:
 
 def source_filter(source) -> tuple[str, list]:
     """SQL condition on documents d restricting to paths matching every glob of
-    source (see source_globs): the path relative to the folder indexed, the
-    whole path, or its end ('json/*' matches /srv/docs/json/a.json however the
-    folder was named)."""
+    source (see source_globs): a glob matches the path relative to the folder
+    indexed (d.rel: 'public/*' is public/ at the top of that folder), one
+    starting with '/' the whole path (d.path). Never the end of a path: that
+    let 'public/*' match /srv/corp/private/public/hr.md."""
     globs = source_globs(source)
     if not globs:
         return "1", []
-    conds = ["(d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?)"] * len(globs)
-    return " AND ".join(conds), [x for g in globs for x in (g, g, "*/" + g)]
+    conds = ["d.path GLOB ?" if g.startswith("/") else "d.rel GLOB ?" for g in globs]
+    return " AND ".join(conds), list(globs)
+
+
+def source_warnings(conn, source) -> list[str]:
+    """Warnings for the globs of a --source that match no document, or fewer
+    than the rule before this one did (any end of the whole path matched)."""
+    out = []
+    for g in source_globs(source):
+        cond, args = source_filter(g)
+        now = conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
+        before = now if g.startswith("/") else conn.execute(
+            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?",
+            (g, g, "*/" + g)).fetchone()[0]
+        if before > now:
+            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where it used "
+                       f"to match {before}: a pattern matches the path relative to the folder indexed, no "
+                       f"longer the end of the whole path; '*/{g}' matches it deeper in that folder, "
+                       f"'/*/{g}' anywhere in the whole path")
+        elif not now:
+            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches the path "
+                       "relative to the folder indexed, e.g. 'guides/*.md'; one starting with '/' the "
+                       "whole path)")
+    return out
 
 
 def check_rerank(resp, n: int) -> list[float | None]:
@@ -4288,8 +4579,9 @@ class Service:
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
-        with self.retriever():  # a missing, empty or mismatched index fails now, not per request
-            pass
+        with self.retriever() as r:  # a missing, empty or mismatched index fails now, not per request
+            for warning in source_warnings(r.conn, args.source):
+                log.note(warning)
 
     def _open(self) -> tuple:
         conn = connect(self.cfg.db, shared=True)
@@ -5002,7 +5294,8 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
     parallel = 1 if cfg.embed_model == BUILTIN_MODEL else args.parallel or EMBED_PARALLEL
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
-                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes, parallel)
+                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes, parallel,
+                        getattr(args, "follow_links", False), getattr(args, "include_secrets", False))
 
 
 def cmd_index(args, cfg: Config, closer) -> int:
@@ -5027,6 +5320,9 @@ def cmd_index(args, cfg: Config, closer) -> int:
     print(f"indexed {s.read} file(s), {s.unchanged} unchanged, {s.skipped} skipped, "
           f"{s.removed} removed; {s.chunks} chunks ({s.embedded} embedded, {s.cached} from cache) "
           f"in {secs:.2f} s")
+    if s.secrets:
+        print(f"not read: {len(s.secrets)} file(s) that look like credentials: {listed(s.secrets)} "
+              "(--include-secrets reads them)")
     if not s.read:
         print("nothing changed: no embeddings were needed")
     print(f"[{mode_label(cfg)}] -> {cfg.db}")
@@ -5080,8 +5376,9 @@ def index_lock(db: str):
     alone would keep the file sound but not stop that. Searches and asks take
     no lock: WAL readers never wait for the writer. The operating system drops
     the lock when the process dies, so a killed run never leaves it held.
+    The lock is beside the real file, so every name of one index shares it.
     """
-    path = db + ".lock"
+    path = os.path.realpath(db) + ".lock"
     try:
         f = open(path, "a+b")
     except OSError as e:
@@ -5116,11 +5413,8 @@ def open_for_query(cfg: Config, args, closer, vectors: bool = True):
     """The index and a retriever for it (see query_embedder for vectors)."""
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     embedder = query_embedder(cfg, conn, vectors)
-    cond, params = source_filter(args.source)
-    if args.source and not conn.execute(f"SELECT 1 FROM documents d WHERE {cond} LIMIT 1",
-                                        params).fetchone():
-        Log().note(f"warning: --source {args.source!r} matches no indexed document (a pattern "
-                   "matches the path relative to the folder indexed, e.g. 'guides/*.md')")
+    for warning in source_warnings(conn, args.source):
+        Log().note(warning)
     return conn, Retriever(conn, embedder, args.source, args.exact, args.fusion, make_rerank(cfg, Log().note))
 
 
@@ -5280,6 +5574,8 @@ def cmd_export(args, cfg: Config, closer) -> int:
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     if args.out and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
         raise UsageError(f"--out {args.out} is the index itself")
+    for warning in source_warnings(conn, args.source):
+        Log().note(warning)
     if not args.out:
         written = 0
         try:
@@ -5423,7 +5719,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help=f"passages to retrieve (default: {DEFAULT_K})")
     retrieval.add_argument("--mode", choices=("hybrid", "dense", "keyword"), default="hybrid",
                            help="dense vectors, FTS5 keywords, or both fused (default: hybrid)")
-    retrieval.add_argument("--source", metavar="GLOB", help="only search documents whose path matches GLOB")
+    retrieval.add_argument("--source", metavar="GLOB", help="only search documents whose path "
+                           "relative to the folder indexed matches GLOB ('guides/*'; '/...': the whole path)")
     retrieval.add_argument("--fusion", choices=("score", "rrf"), default="score",
                            help="hybrid merge: normalised score combination (default) or "
                                 f"reciprocal rank fusion (k={RRF_K})")
@@ -5474,6 +5771,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
     s.add_argument("--no-default-excludes", action="store_true",
                    help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
+    s.add_argument("--follow-links", action="store_true",
+                   help="follow symbolic links wherever they lead; by default a link whose real target is "
+                        "outside the paths given, or hidden, is skipped with a note (a .ragignore line "
+                        f"'{FOLLOW_LINKS}' does this for its folder)")
+    s.add_argument("--include-secrets", action="store_true",
+                   help="read files that look like credentials (private keys, .pem/.key/.p12, credentials, "
+                        ".netrc, .pgpass, service-account JSON, .env-style files), skipped by default; "
+                        "secrets recognised inside any document are still replaced by [redacted: ...]")
     s.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", parents=[common, retrieval], help="show the ranked passages",
@@ -5509,7 +5814,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="One chunk a line: id, path, citation, lines, heading, text, the "
                                    "document's SHA-256, the embedding model, its dimension and the vector.")
     s.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
-    s.add_argument("--source", metavar="GLOB", help="only documents whose path matches GLOB")
+    s.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the folder "
+                   "indexed matches GLOB ('/...': the whole path)")
     s.set_defaults(func=cmd_export)
 
     s = sub.add_parser("mcp", parents=[common, retrieval], help="serve the index to an agent (MCP over stdio)",

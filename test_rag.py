@@ -1605,12 +1605,12 @@ class IndexTests(RagTestCase):
         os.symlink(self.docs, os.path.join(self.dir, "docs-link"))
         here = os.getcwd()
         self.addCleanup(os.chdir, here)
-        self.ok("index", self.docs)
+        self.ok("index", self.docs, "--follow-links")  # a-link leads outside docs
         os.chdir(self.dir)
-        self.ok("index", "docs", "--db", self.db)
-        self.ok("index", "./docs-link/", "--db", self.db)
+        self.ok("index", "docs", "--db", self.db, "--follow-links")
+        self.ok("index", "./docs-link/", "--db", self.db, "--follow-links")
         os.chdir(self.docs)
-        code, out, err = self.run_cli("index", ".", real)
+        code, out, err = self.run_cli("index", ".", real)  # a-link leads into real, a path given
         self.assertEqual((code, err), (0, ""))
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(4,)])
         self.assertIn("refunds.md:5-8", self.ok("search", "refunds take", "-k", "1"))  # relative to here
@@ -1660,6 +1660,182 @@ class IndexTests(RagTestCase):
         self.assertIn("new\\nline.md:1-1", out)
         self.assertEqual(len(out.splitlines()), 2)
 
+    def links_fixture(self):
+        """docs with links: to a file and a folder outside it, into its hidden
+        folder, and one that stays inside (kept)."""
+        self.write_docs()
+        outside = os.path.join(self.dir, "outside")
+        os.mkdir(outside)
+        for name, text in (("key.md", "Narwhal tusks are teeth.\n"), ("far.md", "Okapi live in forests.\n")):
+            with open(os.path.join(outside, name), "w") as f:
+                f.write(text)
+        self.write(".private/hidden.md", "Pangolin scales are keratin.\n")
+        links = {"notes.md": os.path.join(outside, "key.md"), "ext": outside,
+                 "peek.md": os.path.join(self.docs, ".private", "hidden.md"),
+                 "peekdir": os.path.join(self.docs, ".private"), "inner.md": os.path.join(self.docs, "refunds.md")}
+        for name, target in links.items():
+            os.symlink(target, os.path.join(self.docs, name))
+        return outside
+
+    def test_index_links_outside_or_into_hidden_are_skipped_unless_followed(self):
+        outside = self.links_fixture()
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        for link, target, why in (("notes.md", os.path.join(outside, "key.md"), "outside the folders indexed"),
+                                  ("ext", outside, "outside the folders indexed"),
+                                  ("peek.md", os.path.join(self.docs, ".private", "hidden.md"), "hidden"),
+                                  ("peekdir", os.path.join(self.docs, ".private"), "hidden")):
+            self.assertRegex(err, rf"rag: skipped {re.escape(os.path.join(self.docs, link))}: a link to "
+                                  rf"{re.escape(os.path.realpath(target))}, [^\n]*{why}[^\n]*--follow-links")
+        self.assertNotIn("inner.md", err)  # inside the folder: followed (one document with refunds.md)
+        paths = {p for (p,) in self.rows("SELECT path FROM documents")}
+        self.assertEqual(paths, {os.path.realpath(os.path.join(self.docs, n)) for n in DOCS})
+        for word in ("narwhal", "okapi", "pangolin"):
+            self.assertEqual(self.rows(f"SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '{word}'"), [])
+        code, out, err = self.run_cli("index", self.docs, "--follow-links")
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(6,)])
+        self.assertIn("narwhal", self.ok("search", "narwhal tusks", "-k", "1").lower())
+        code, out, err = self.run_cli("index", self.docs)  # not followed again: what they brought in goes
+        self.assertIn("removed 3 document(s) indexed before through links not followed now", err)
+        self.assertEqual({p for (p,) in self.rows("SELECT path FROM documents")}, paths)
+        one = os.path.join(self.dir, "one.db")  # a link named on the command line is followed
+        code, out, err = self.run_cli("index", os.path.join(self.docs, "notes.md"), db=one)
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("indexed 1 file(s)", out)
+
+    def test_index_ragignore_line_follows_links(self):
+        self.links_fixture()
+        self.write(".ragignore", rag.FOLLOW_LINKS + "\n")
+        self.ok("index", self.docs)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(6,)])
+
+    def test_index_lock_is_shared_by_every_name_of_the_index(self):
+        self.write_docs()
+        link = os.path.join(self.dir, "link.db")
+        os.symlink(self.db, link)
+        with rag.index_lock(self.db):  # held as another run would hold it
+            msg = self.error_line("index", self.docs, db=link)
+        self.assertIn("another 'rag index' is writing", msg)
+        self.ok("index", self.docs, "--db", link)
+
+    PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzVq8Xr3kqGv0Zp1TfXkE9mZ0H2yQ\n"
+           "c2VjcmV0a2V5Ym9keWxpbmV0d28xMjM0NTY3ODkw+/Q=\n-----END RSA PRIVATE KEY-----\n")
+    GITHUB = "ghp_" + "Zq8Xr3kqGv0Zp1TfXkE9mZ0H2yQa7Bc4Dd5Ee6"
+    AWS_ID, AWS_SECRET = "AKIA" + "QW3RT7YU1OP2AS4D", "wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY12/+xQe"
+
+    def credential_files(self):
+        return {"id_rsa": self.PEM,
+                "credentials": f"[default]\naws_access_key_id = {self.AWS_ID}\n"
+                               f"aws_secret_access_key = {self.AWS_SECRET}\n",
+                "gcp.json": json.dumps({"type": "service_account", "project_id": "demo",
+                                        "private_key_id": "a1b2c3", "private_key": self.PEM}),
+                "env.txt": "# local settings\nDEBUG=true\nAPI_KEY=Zx9sQ2mVt7Lp4Rk8Wd3N\nPORT=8080\n",
+                "backup.txt": "\n" + self.PEM}  # by its first line, whatever the name
+
+    def test_index_credential_files_are_not_read_and_are_named(self):
+        self.write_docs()
+        self.write_docs(self.credential_files())
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        for name, kind in (("id_rsa", "private key"), ("credentials", "cloud credentials"),
+                           ("gcp.json", "service-account key"), ("env.txt", "environment file with secrets"),
+                           ("backup.txt", "private key")):
+            self.assertIn(f"skipped {os.path.join(self.docs, name)}: looks like credentials ({kind}), so it "
+                          "is not read (--include-secrets reads it)", err)
+        self.assertIn("not read: 5 file(s) that look like credentials:", out)
+        self.assertIn("indexed 3 file(s), 0 unchanged, 5 skipped", out)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(3,)])
+        secrets = ("MIIEowIBAAKCAQEAzVq8", self.AWS_ID, self.AWS_SECRET, "Zx9sQ2mVt7Lp4Rk8Wd3N")
+        for secret in secrets:
+            self.assertNotIn(secret, out + err)
+        code, out, err = self.run_cli("index", self.docs, "--include-secrets")  # read, still redacted
+        self.assertEqual((code, err), (0, ""))
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(8,)])
+        texts = " ".join(t for (t,) in self.rows("SELECT text FROM chunks"))
+        self.assertIn("[redacted: private-key]", texts)
+        self.assertIn("API_KEY=[redacted: secret]", texts)
+        for secret in secrets:
+            self.assertNotIn(secret, texts)
+        code, out, err = self.run_cli("index", self.docs)  # an index that holds them drops them
+        self.assertIn("5 removed", out)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(3,)])
+
+    def test_index_secrets_in_documents_never_leave_redacted(self):
+        server = self.online()
+        self.write_docs()
+        placeholders = ('API_KEY="<your-key>"', "password: changeme", "token=xxx", "SECRET=${VAR}",
+                        'key = os.environ["API_KEY"]')
+        self.write("README.md", "# Deploy\n\nThe kestrel deploy needs a token.\n\n"
+                                f"    export GITHUB_TOKEN={self.GITHUB}\n    aws_key = {self.AWS_ID}\n\n"
+                                "Template lines stay: " + " ".join(placeholders) + "\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual((code, err), (0, ""))
+        server.chat_reply = "Use the kestrel token [1]."
+        outputs = [self.ok("search", "kestrel deploy token", "--json"), self.ok("export"),
+                   self.ok("ask", "kestrel deploy token", "--json", "--no-stream"),
+                   self.ok("search", "kestrel deploy token", "--mode", "keyword")]
+        outputs.append(json.dumps([r[2] for r in server.requests]))  # embeddings and chat requests
+        self.assertTrue(server.paths("/chat/completions"))
+        for text in outputs:
+            self.assertNotIn(self.GITHUB, text)
+            self.assertNotIn(self.AWS_ID, text)
+        text = self.rows("SELECT text FROM chunks WHERE text LIKE '%kestrel%'")[0][0]
+        self.assertIn("GITHUB_TOKEN=[redacted: github-token]", text)
+        self.assertIn("aws_key = [redacted: aws-access-key]", text)
+        for p in placeholders:
+            self.assertIn(p, text)
+
+    def test_index_redacted_private_key_keeps_line_numbers(self):
+        self.write("keys.md", "# Keys\n\nThe deploy key:\n\n" + self.PEM + "\n# Walrus\n\nWalrus colonies rest on ice.\n")
+        self.ok("index", self.docs)
+        self.assertIn("keys.md:10-12", self.ok("search", "walrus colonies", "-k", "1"))
+        lines = rag.text_lines("a\n" + self.PEM + "b\n")
+        redacted = rag.redact_lines(lines)
+        self.assertEqual([(l.no, l.text) for l in redacted],
+                         [(1, "a"), (2, "[redacted: private-key]"), (3, ""), (4, ""), (5, ""), (6, "b")])
+        one_line = rag.redact_lines([rag.Line(1, "key: " + self.PEM.replace("\n", "\\n") + " done")])
+        self.assertEqual(one_line[0].text, "key: [redacted: private-key]\\n done")
+
+    def test_redactor_each_kind_and_placeholders(self):
+        cases = {"AKIA" + "QW3RT7YU1OP2AS4D": "aws-access-key",
+                 "ghs_" + "a" * 30 + "B1c2D3": "github-token", "github_pat_" + "11AB" * 6: "github-token",
+                 "glpat-" + "xY3" * 7: "gitlab-token", "xoxb-" + "1234-5678-abcdEFGH": "slack-token",
+                 "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc": "stripe-key", "sk-ant-" + "api03-" + "Ab1" * 8: "anthropic-key",
+                 "sk-proj-" + "Ab1Cd2" * 5: "openai-key", "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q": "google-api-key",
+                 "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fw": "jwt",
+                 "Authorization: Bearer abcDEF123456789xyz": "token", "postgres://app:Sup3rS3cret@db/x": "password",
+                 "DB_PASSWORD=hunter2!x": "password", '"client_secret": "Zx9sQ2mVt7Lp4Rk8"': "secret",
+                 "aws_secret_access_key: " + self.AWS_SECRET: "aws-secret-key", "STRIPE_KEY = 'Ab12Cd34Ef56'": "secret"}
+        for text, kind in cases.items():
+            with self.subTest(text):
+                out = rag.redact_lines([rag.Line(1, f"see {text} here")])[0].text
+                self.assertIn(f"[redacted: {kind}]", out)
+                self.assertTrue(out.startswith("see ") and out.endswith(" here"), out)
+        kept = ("sk-learn-compatible-estimators", "password: changeme", 'api_key: "<your-key>"', "TOKEN=${TOKEN}",
+                "token = os.environ['TOKEN']", "secret_key = settings.SECRET_KEY", "max_tokens: 4096",
+                "https://user:password@example.com/", "AWS_SECRET=xxxxxxxxxxxxxxxx", "Bearer token here",
+                "tokenizer: bert-base-uncased", "Note: passwords must be long.")
+        for text in kept:
+            with self.subTest(text):
+                self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
+
+    def test_redactor_completes_on_adversarial_text(self):
+        # Each pattern starts only where a run of token characters does and repeats one class:
+        # a megabyte of any of these is read a bounded number of times (no timing asserted).
+        size = 1 << 20
+        seeds = ("sk-", "eyJ", "a=", "AKIA", "ghp_", "-----BEGIN ", "://a:", "bearer ", "x", "password=",
+                 "'a': '", '"', "eyJa.", "a" * 63 + "=", "API_KEY: ", "postgres://u:p", "-")
+        for seed in seeds:
+            with self.subTest(seed):
+                text = seed * (size // len(seed))
+                out = rag.redact_lines([rag.Line(1, text)])
+                self.assertEqual(len(out), 1)
+        key = ["-----BEGIN PRIVATE KEY-----"] + ["QUJD" * 16] * 20000  # a key with no END line
+        out = rag.redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
+        self.assertEqual(out[-1].text, "after the key")
+        self.assertEqual({l.text for l in out[1:-1]}, {""})
+
 
 class FilterTests(RagTestCase):
     def indexed(self):
@@ -1695,6 +1871,50 @@ class FilterTests(RagTestCase):
         for (rel, is_dir), want in cases.items():
             with self.subTest(rel):
                 self.assertEqual(f.excluded(rel, is_dir), want)
+
+    def test_source_matches_the_path_relative_to_the_folder_indexed(self):
+        corp = os.path.join(self.dir, "corp")
+        for name in ("public/menu.md", "private/public/hr.md"):
+            os.makedirs(os.path.dirname(os.path.join(corp, name)), exist_ok=True)
+            with open(os.path.join(corp, name), "w") as f:
+                f.write(f"Quokka notes of {name}.\n")
+        self.ok("index", corp)
+        found = lambda *a: sorted(os.path.relpath(h["path"], corp) for h in json.loads(
+            self.run_cli("search", "quokka notes", "--json", *a)[1]))
+        self.assertEqual(found("--source", "public/*"), ["public/menu.md"])
+        code, out, err = self.run_cli("search", "quokka notes", "--source", "public/*")
+        self.assertIn("warning: --source 'public/*' matches 1 indexed document(s), where it used to match 2", err)
+        self.assertIn("'*/public/*'", err)
+        self.assertEqual(found("--source", "*/public/*"), ["private/public/hr.md"])
+        self.assertEqual(found("--source", corp + "/private/*"), ["private/public/hr.md"])
+        args = rag.build_parser().parse_args(["serve", "--db", self.db, "--source", "public/*"])
+        with contextlib.redirect_stderr(io.StringIO()):
+            service = rag.Service(rag.make_config(args), args, rag.Log())
+        self.addCleanup(service.close)
+        for source in (None, "*", "*/public/*"):  # a request narrows the server's --source, never widens it
+            hits = service.search({"question": "quokka notes hr", "source": source})
+            self.assertEqual({os.path.relpath(h["path"], corp) for h in hits}, set() if source == "*/public/*"
+                             else {"public/menu.md"})
+
+    def test_source_of_a_folder_named_like_the_pattern_matches_nothing_and_warns(self):
+        site = os.path.join(self.dir, "srv", "public", "site")
+        os.makedirs(site)
+        for name in ("a.md", "b.md"):
+            with open(os.path.join(site, name), "w") as f:
+                f.write(f"Wombat page {name}.\n")
+        self.ok("index", site)
+        code, out, err = self.run_cli("search", "wombat page", "--source", "public/*", "--json")
+        self.assertEqual((code, json.loads(out)), (0, []))
+        self.assertIn("warning: --source 'public/*' matches no indexed document(s), where it used to match 2", err)
+        self.assertIn("'/*/public/*' anywhere in the whole path", err)
+        hits = json.loads(self.ok("search", "wombat page", "--source", "/*/public/site/*", "--json"))
+        self.assertEqual(len(hits), 2)
+        self.assertEqual(len(self.ok("export", "--source", os.path.join(site, "*")).splitlines()), 2)
+        one = os.path.join(self.dir, "one.db")  # a file named alone: its path relative to its folder is its name
+        self.assertEqual(self.run_cli("index", os.path.join(site, "a.md"), db=one)[0], 0)
+        self.assertEqual(self.rows("SELECT rel FROM documents ORDER BY rel"), [("a.md",), ("b.md",)])
+        code, out, err = self.run_cli("search", "wombat", "--source", "a.md", "--json", db=one)
+        self.assertEqual(([h["path"] for h in json.loads(out)], err), ([os.path.join(site, "a.md")], ""))
 
 
 # ---------------------------------------------------------------------------
@@ -2777,7 +2997,8 @@ class CommandLineTests(RagTestCase):
         common = ["--db", "--base-url", "--embed-model", "--model", "--timeout", "--retries"]
         retrieval = ["-k", "--mode", "--source", "--exact", "--fusion", "--min-score"]
         must = {"index": common + ["--chunk-size", "--overlap", "--batch-size", "--prune", "--include",
-                                   "--exclude", "--max-file-mb", "--no-default-excludes", "default: 20"],
+                                   "--exclude", "--max-file-mb", "--no-default-excludes", "default: 20",
+                                   "--follow-links", "--include-secrets"],
                 "search": common + retrieval + ["--json"],
                 "ask": common + retrieval + ["--stream", "--no-stream", "--show-prompt", "--json"],
                 "eval": common + retrieval + ["--json", "--fail-under", "--generate"],
