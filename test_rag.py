@@ -2371,13 +2371,24 @@ class HttpTests(RagTestCase):
     def events(text):
         return [line[6:] for line in text.split("\n\n") if line.startswith("data: ")]
 
+    def served(self, hits):
+        """The CLI's --json passages as the servers give them: paths relative to the folder indexed."""
+        out = []
+        for h in hits:
+            rel = os.path.relpath(h["path"], self.docs)
+            out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
+        return out
+
     def test_serve_search_and_ask_give_what_the_cli_gives(self):
         self.serve()
         status, _, hits = self.request("POST", "/search", {"question": "card declined", "k": 3})
         self.assertEqual(status, 200)
-        self.assertEqual(hits, json.loads(self.ok("search", "card declined", "--json", "-k", "3")))
+        self.assertEqual(hits, self.served(json.loads(self.ok("search", "card declined", "--json", "-k", "3"))))
         status, _, answer = self.request("POST", "/ask", {"question": "How long do refunds take?"})
         cli = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        cli["passages"] = self.served(cli["passages"])
+        cli["citations"] = [dict(c, source=c["source"] and cli["passages"][c["n"] - 1]["source"])
+                            for c in cli["citations"]]
         self.assertEqual({k: answer[k] for k in ("answer", "citations", "passages", "refused", "cited")},
                          {k: cli[k] for k in ("answer", "citations", "passages", "refused", "cited")})
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(2,)])  # the server logs as the CLI does
@@ -2416,9 +2427,9 @@ class HttpTests(RagTestCase):
         text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
         self.assertEqual(text, rag.REFUSAL)
         self.assertTrue(chunks[-1]["rag"]["refused"])
-        events = self.events(self.request("POST", "/v1/chat/completions", {**chat, "k": 0})[2])
-        self.assertEqual(events[-1], "[DONE]")  # once streaming, an error is an event of the stream
-        self.assertIn("'k' must be", json.loads(events[-2])["error"]["message"])
+        status, _, body = self.request("POST", "/v1/chat/completions", {**chat, "k": 0})
+        self.assertEqual(status, 400)  # found before the stream starts
+        self.assertIn("'k' must be", body["error"]["message"])
 
     def test_serve_models_health_and_page(self):
         self.serve()
@@ -2469,7 +2480,8 @@ class HttpTests(RagTestCase):
                 self.assertIn(words, body["error"]["message"])
         slow = socket.create_connection(("127.0.0.1", self.port))  # starts a request and never finishes it
         self.addCleanup(slow.close)
-        slow.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"quest")
+        slow.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{\"quest" % self.port)
         self.assertEqual(self.request("POST", "/search", {"question": "refunds"})[0], 200)  # others are served
         self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
                          before)
@@ -2513,8 +2525,8 @@ class HttpTests(RagTestCase):
         self.write("new.md", "Water the tomatoes at dawn; sun in the afternoon scorches young plants.\n")
         self.ok("index", self.docs)
         self.assertLessEqual({cid for _, cid in self.rows(top)}, freed)  # the new chunk has a freed id
-        self.assertEqual(service.search(question), json.loads(self.ok(
-            "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json")))
+        self.assertEqual(service.search(question), self.served(json.loads(self.ok(
+            "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json"))))
 
     def test_serve_sees_what_a_later_index_run_adds(self):
         self.serve()
