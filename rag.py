@@ -4818,6 +4818,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
             """http.server's, with a whole-request deadline (a 408 once a request
             has begun), JSON errors, and each request counted while in flight."""
             self.raw.rest()
+            self.command, self.requestline, self.request_version = None, "", self.default_request_version
             try:
                 self.raw_requestline = self.rfile.readline(65537)
                 if not self.raw_requestline:
@@ -5432,17 +5433,20 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     host = f"[{host}]" if ":" in host else host
     workers = args.workers if hasattr(os, "fork") else 1
     guard = f"{len(keys)} key(s) from --keys" if keys else "an API key" if key else "no API key"
-    print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
-          f"{guard}; Ctrl-C stops", file=sys.stderr, flush=True)
-    if args.api_key:  # after the line above, which scripts read for the address
-        log.note("note: --api-key is visible to every user of this machine (ps); "
-                 "use --api-key-file FILE or $RAG_API_KEY")
+
+    def ready():  # once the workers run (their pids exist); scripts read this line for the address
+        print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
+              f"{guard}; Ctrl-C stops", file=sys.stderr, flush=True)
+        if args.api_key:
+            log.note("note: --api-key is visible to every user of this machine (ps); "
+                     "use --api-key-file FILE or $RAG_API_KEY")
     import signal
     signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
-            supervise(server, workers)
+            supervise(server, workers, ready)
         else:
+            ready()
             serve_until_stopped(server)
     finally:
         service.close()
@@ -5489,14 +5493,17 @@ def serve_until_stopped(server) -> None:
             print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut", file=sys.stderr)
 
 
-def supervise(server, workers: int) -> None:
+def supervise(server, workers: int, ready=lambda: None) -> None:
     """Keep workers processes serving server's socket, replacing any that
     dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
     while each lets its requests in flight finish. This process serves none:
     it forks its workers while it has a single thread."""
     import signal
-    born = {fork_worker(server): time.monotonic() for _ in range(workers)}
+    born: dict[int, float] = {}  # worker pid -> when it started
     try:
+        for _ in range(workers):
+            born[fork_worker(server)] = time.monotonic()
+        ready()
         while True:
             pid, status = os.wait()
             if pid not in born:
