@@ -4022,9 +4022,9 @@ REQUEST_DEADLINE = 30
 # clients connecting at once retry their SYNs for 42 s. 128 was Linux's somaxconn
 # default for years (the kernel caps it at somaxconn in any case).
 ACCEPT_BACKLOG = 128
-# Seconds a stopping server (SIGTERM, Ctrl-C) lets requests in flight finish: an
-# ask through a chat model takes up to QUERY_TIMEOUT-ish seconds; service managers
-# wait longer than this before they kill (systemd: 90 s).
+# Seconds a stopping server (SIGTERM, Ctrl-C) lets requests in flight finish: one
+# chat model call may take its 30 s timeout (QUERY_TIMEOUT); a service manager
+# waits longer than this before it kills (systemd: 90 s).
 DRAIN_TIMEOUT = 30
 WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
 DRAIN_LIMIT = 8 * MAX_BODY  # bytes of a too-large body read before the 413; beyond it, the connection is cut
@@ -4607,6 +4607,7 @@ class HostRule:
 
 
 def host_rule(host: str, port: int, allow=()) -> HostRule:
+    """The Host headers a server on host:port answers (allow: --allow-host)."""
     import socket
     names = {host.strip("[]").lower()}
     if host in LOOPBACK or host.startswith("127."):
@@ -4931,18 +4932,23 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
             except (ValueError, RecursionError):
                 raise HttpError(400, "the request body is not valid JSON") from None
 
+        def admit(self) -> Caller | None:
+            """Whom the request comes from, once its Host, framing and key are
+            checked (an HttpError if any is wrong)."""
+            if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
+                raise HttpError(403, f"this server does not answer to the host "
+                                f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
+                                "NAME to allow a name)", "permission_error")
+            self.length()
+            if (self.command, self.path.split("?", 1)[0]) == ("GET", "/"):
+                return None  # the page holds no data and asks for the key itself; everything else needs it
+            return api.caller(self.headers.get("Authorization"))
+
         def answer(self, route):
             try:
-                if not host_allowed(self.headers.get("Host"), self.server.hosts):
-                    raise HttpError(403, f"this server does not answer to the host "
-                                    f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
-                                    "NAME to allow a name)", "permission_error")
-                self.length()
-                # The page holds no data and asks for the key itself; everything else needs it.
-                caller = None if (self.command, self.path.split("?", 1)[0]) == ("GET", "/") else \
-                    api.caller(self.headers.get("Authorization"))
+                caller = self.admit()
                 if self.command != "POST":
-                    self.raw.rest()
+                    self.raw.rest()  # no body to wait for
                 reply = route(caller)
             except HttpError as e:
                 self.close_connection = self.close_connection or self.command == "POST"  # its body may be unread

@@ -2335,6 +2335,25 @@ class McpTests(RagTestCase):
         self.assertEqual((code, out), (1, ""))
         self.assertIn("rag: error: no index at", err)
 
+    def test_mcp_ids_only_strings_and_integers(self):
+        ping = lambda msg_id: {"jsonrpc": "2.0", "id": msg_id, "method": "ping"}  # noqa: E731
+        replies, _ = self.mcp(ping({"a": 1}), ping(1.5), ping(True), ping(None), ping([1]), ping("x"), ping(7),
+                              {"jsonrpc": "2.0", "id": {"a": 1}})
+        for r in replies[:5] + replies[7:]:
+            self.assertEqual((r["id"], r["error"]["code"]), (None, -32600), r)  # never echoed
+        self.assertEqual([(r["id"], r["result"]) for r in replies[5:7]], [("x", {}), (7, {})])
+
+    def test_mcp_stats_and_passages_under_source_without_server_paths(self):
+        replies, _ = self.mcp(self.call(1, "stats"), self.call(2, "search", question="refunds card", k=5),
+                              args=("--source", "refunds.md"))
+        stats = replies[0]["result"]["structuredContent"]
+        own = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel = 'refunds.md'")
+        self.assertEqual((stats["documents"], stats["chunks"]), (1, own[0][0]))
+        self.assertEqual(stats["database"], os.path.basename(self.db))
+        passages = replies[1]["result"]["structuredContent"]["passages"]
+        self.assertEqual({p["path"] for p in passages}, {"refunds.md"})
+        self.assertNotIn(self.dir, json.dumps(replies))
+
 
 class HttpTests(RagTestCase):
     def setUp(self):
@@ -2346,7 +2365,7 @@ class HttpTests(RagTestCase):
         """Serve in this process (keys: a --keys file; options: http_server's); the server."""
         args = rag.build_parser().parse_args(["serve", "--db", self.db, *argv])
         service = rag.Service(rag.make_config(args), args, rag.Log())
-        api = rag.HttpApi(service, key, rag.load_keys(keys) if keys else ())
+        api = rag.HttpApi(service, key, rag.load_keys(keys)) if keys else rag.HttpApi(service, key)
         server = rag.http_server(api, "127.0.0.1", 0, **options)
         thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
         thread.start()
