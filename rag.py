@@ -4093,7 +4093,8 @@ class ServedRetriever(Retriever):
         found = super().hits(ranked, qvec)
         rels = dict(rows_in(self.conn, "SELECT c.id, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id "
                                        "WHERE c.id IN ({marks})", [h.chunk_id for h in found]))
-        return [replace(h, path=served_path(rels[h.chunk_id])) for h in found]
+        # (a document an index run removed since: its file name, never its absolute path)
+        return [replace(h, path=served_path(rels.get(h.chunk_id, os.path.basename(h.path)))) for h in found]
 
     def counts(self) -> dict:
         """The documents and chunks this retriever may see."""

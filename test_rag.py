@@ -1102,7 +1102,9 @@ class StoreTests(RagTestCase):
 
     @staticmethod
     def unkey(conn):
-        """Undo migration 4 -> 5 (keys, sketches), and cache every vector as schema 4 did."""
+        """Undo migrations 5 -> 6 (the asks' caller) and 4 -> 5 (keys, sketches), and cache
+        every vector as schema 4 did."""
+        conn.execute("ALTER TABLE asks DROP COLUMN caller")
         conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
                      "'embed_model'), key, vector FROM chunks")
         for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
