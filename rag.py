@@ -5447,8 +5447,19 @@ def cmd_serve(args, cfg: Config, closer) -> int:
         if args.api_key:
             log.note("note: --api-key is visible to every user of this machine (ps); "
                      "use --api-key-file FILE or $RAG_API_KEY")
+    try:
+        run_server(server, workers, ready)
+    finally:
+        service.close()
+    print("rag: stopped", file=sys.stderr)
+    return 0
+
+
+def run_server(server, workers: int, ready) -> None:
+    """Serve until SIGTERM or Ctrl-C: in this process, or in workers
+    processes it supervises; ready() once serving has started."""
     import signal
-    signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
+    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
             supervise(server, workers, ready)
@@ -5456,9 +5467,7 @@ def cmd_serve(args, cfg: Config, closer) -> int:
             ready()
             serve_until_stopped(server)
     finally:
-        service.close()
-    print("rag: stopped", file=sys.stderr)
-    return 0
+        signal.signal(signal.SIGTERM, previous)
 
 
 def serve_keys(args) -> tuple[str | None, tuple]:
