@@ -4540,7 +4540,7 @@ class HttpApi:
         one is a 400, before a stream would start)."""
         params = dict(self.options(body), question=chat_question(body))
         extra = body.get("stream_options")
-        if extra is not None and (not isinstance(extra, dict) or not isinstance(extra.get("include_usage", False), bool)):
+        if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
             raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")
         request_args(params, self.service.args)  # k, mode and source: a RagError, a 400
         return params
