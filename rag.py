@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import heapq
 import json
 import math
@@ -121,7 +122,7 @@ RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking
 # 2,048-token context. The weakest passages are dropped to fit, never cut.
 MAX_CONTEXT = 5000
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -2048,7 +2049,13 @@ def key_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
 
 
-MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS, key_vectors]
+# Who asked: the name of the serve --keys entry whose key the request carried
+# (NULL for the command line and a server without --keys); never the key itself.
+ASK_CALLER = """
+ALTER TABLE asks ADD COLUMN caller TEXT;
+"""
+
+MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS, key_vectors, ASK_CALLER]
 
 
 def vector_json(vec: list[float]) -> str:
@@ -3735,10 +3742,15 @@ class Retriever:
             self._level = null_level(self.conn, self.chunks())
         return self._level
 
+    def where(self) -> tuple[str, list]:
+        """The SQL condition on documents d that this retriever's restriction
+        sets, and its parameters (none: every document)."""
+        return source_filter(self.source)
+
     def allowed(self) -> set[int] | None:
         """Ids of the chunks --source lets this retriever see (None: all of them)."""
-        if self._allowed is None and source_globs(self.source):
-            cond, args = source_filter(self.source)
+        if self._allowed is None and (limit := self.where())[1]:
+            cond, args = limit
             self._allowed = {cid for (cid,) in self.conn.execute(
                 f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
         return self._allowed
@@ -3764,7 +3776,7 @@ class Retriever:
         query = fts_query(question)
         if not query:
             return []
-        cond, args = source_filter(self.source)
+        cond, args = self.where()
         if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
                                      "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?", (query, depth)).fetchall()
@@ -3795,9 +3807,8 @@ class Retriever:
         this one has loaded: signatures, vectors, word weights, the level."""
         if not source:
             return self
-        r = Retriever(self.conn, self.embedder, source_globs(self.source) + (source,), self.exact,
-                      self.fusion, self.rerank)
-        r.index, r._idf, r._level, r._n = self.index, self._idf, self._level, self._n
+        r = copy.copy(self)  # of its own class, with what a subclass adds
+        r.source, r._allowed = source_globs(self.source) + (source,), None
         return r
 
     def reranked(self, question: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
@@ -4192,8 +4203,9 @@ class AskOptions:
 
 
 def answer_question(conn, retriever: Retriever, generator, question: str, opts: AskOptions,
-                    log: Log) -> Answer:
-    """Retrieve, refuse below the floor, otherwise generate with citations."""
+                    log: Log, caller: str | None = None) -> Answer:
+    """Retrieve, refuse below the floor, otherwise generate with citations;
+    caller: the name of who asked, for the ask log (a server's key entry)."""
     t0 = time.perf_counter()
     hits, judged, _ = retriever.retrieve(question, opts.mode, opts.k)
     given = fit_context(hits, opts.max_context)
@@ -4210,7 +4222,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
     ms = (time.perf_counter() - t0) * 1000
     result = Answer(REFUSAL if refused else text.strip(), refused, tuple(given),
                     cited, reply.usage, model, prompt, ms, fallback, rel, opts.floor)
-    record_ask(conn, question, result, log)
+    record_ask(conn, question, result, log, caller)
     return result
 
 
@@ -4228,16 +4240,17 @@ def generate(generator, prompt: str, warn) -> tuple[Reply, str, str | None]:
         return ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), "extractive", str(e)
 
 
-def record_ask(conn, question: str, a: Answer, log: Log) -> None:
-    """Keep every ask in the database for later inspection (not in a read-only index)."""
+def record_ask(conn, question: str, a: Answer, log: Log, caller: str | None = None) -> None:
+    """Keep every ask in the database for later inspection (not in a read-only
+    index); caller: the name of who asked (a server's key entry), never a key."""
     usage = a.usage or {}
     try:
         conn.execute(
             "INSERT INTO asks(at, question, chunk_ids, scores, answer, refused, model, "
-            "prompt_tokens, completion_tokens, latency_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "prompt_tokens, completion_tokens, latency_ms, caller) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
              json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
-             usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1)))
+             usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1), caller))
     except sqlite3.OperationalError as e:
         if "readonly" not in str(e) and "read-only" not in str(e):
             raise
@@ -4538,7 +4551,20 @@ def index_info(conn, db: str) -> dict:
 
 
 MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a 10,000-character question
-REQUEST_TIMEOUT = 30   # seconds a client may take to send its request: a stalled one frees its worker
+REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requests, or one read)
+# Seconds from a request's first byte to the end of its body, however the bytes
+# trickle in: a per-read timeout alone lets a client sending a byte a second hold
+# a worker for ever. 30 s sends a full MAX_BODY at 35 KB/s, a slow mobile link.
+REQUEST_DEADLINE = 30
+# Connections the kernel queues before they are accepted: the default 5 made 300
+# clients connecting at once retry their SYNs for 42 s. 128 was Linux's somaxconn
+# default for years (the kernel caps it at somaxconn in any case).
+ACCEPT_BACKLOG = 128
+# Seconds a stopping server (SIGTERM, Ctrl-C) lets requests in flight finish: one
+# chat model call may take its 30 s timeout (QUERY_TIMEOUT); a service manager
+# waits longer than this before it kills (systemd: 90 s).
+DRAIN_TIMEOUT = 30
+WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
 DRAIN_LIMIT = 8 * MAX_BODY  # bytes of a too-large body read before the 413; beyond it, the connection is cut
 MAX_K = 50             # passages one request may ask for
 MODES = ("hybrid", "dense", "keyword")
@@ -4566,12 +4592,125 @@ def request_args(params, defaults) -> dict:
     return {"question": valid_text(q), "k": k, "mode": mode, "source": source or None}
 
 
+def served_path(rel: str) -> str:
+    """A document's path as the servers show it: relative to the folder it was
+    indexed from, never the server's absolute path (user name, layout); a
+    stored absolute one shows its file name only."""
+    rel = rel.replace(os.sep, "/")
+    return os.path.basename(rel) if os.path.isabs(rel) else rel
+
+
+class ServedRetriever(Retriever):
+    """A server's retriever. Its hits carry the path relative to the folder
+    indexed; only (a key's globs: a document may match any one of them)
+    restricts it beside --source and a request's source, before ranking."""
+
+    only: tuple = ()
+
+    def where(self) -> tuple[str, list]:
+        cond, args = super().where()
+        if not self.only:
+            return cond, args
+        parts = [source_filter(g) for g in self.only]
+        return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
+                args + [a for _, more in parts for a in more])
+
+    def limited(self, only: tuple) -> ServedRetriever:
+        """This retriever restricted to a key's globs; the chunks each key may
+        see are found once per warm retriever (its memo), not per request."""
+        if not only:
+            return self
+        memo = self.__dict__.setdefault("memo", {})  # shared with the copies below
+        r = copy.copy(self)
+        r.only, r._allowed = tuple(only), memo.get(tuple(only))
+        if r._allowed is None:
+            memo[r.only] = r.allowed()
+        return r
+
+    def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
+        found = super().hits(ranked, qvec)
+        rels = dict(rows_in(self.conn, "SELECT c.id, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                       "WHERE c.id IN ({marks})", [h.chunk_id for h in found]))
+        # (a document an index run removed since: its file name, never its absolute path)
+        return [replace(h, path=served_path(rels.get(h.chunk_id, os.path.basename(h.path)))) for h in found]
+
+    def counts(self) -> dict:
+        """The documents and chunks this retriever may see."""
+        cond, args = self.where()
+        docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
+        chunks = self.conn.execute(f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                   f"WHERE {cond}", args).fetchone()[0]
+        return {"documents": docs, "chunks": chunks}
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Whom a request's key names: the name of its serve --keys entry (None
+    for the single --api-key), the SHA-256 of the key, and the globs it may
+    read (any one of them; none: whatever the server's --source allows)."""
+
+    name: str | None
+    digest: bytes = field(repr=False)
+    globs: tuple = ()
+
+
+KEY_FIELDS = {"name", "key", "sha256", "source"}
+
+
+def load_keys(path: str) -> tuple[Caller, ...]:
+    """The entries of a serve --keys file: a JSON list of {name, key or
+    sha256, source}, or an object of such entries by name. Any fault is one
+    usage error naming the entry, never showing a key."""
+    where = f"--keys {shown(path)}"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:
+        raise UsageError(f"{where}: not valid JSON ({e})") from None
+    if isinstance(data, dict):
+        data = [dict(v, name=k) if isinstance(v, dict) else v for k, v in data.items()]
+    if not isinstance(data, list) or not data:
+        raise UsageError(f"{where}: expected a non-empty list of {{name, key or sha256, source}}")
+    callers = tuple(key_entry(e, f"{where}: entry {n}") for n, e in enumerate(data, 1))
+    for attr, what in (("name", "name"), ("digest", "key")):
+        values = [getattr(c, attr) for c in callers]
+        if len(set(values)) < len(values):
+            raise UsageError(f"{where}: two entries have the same {what}")
+    return callers
+
+
+def key_entry(e, where: str) -> Caller:
+    """One entry of a --keys file, checked."""
+    import hashlib
+    if not isinstance(e, dict):
+        raise UsageError(f"{where}: expected an object {{name, key or sha256, source}}")
+    if set(e) - KEY_FIELDS:  # a typo ('sources') must not quietly give everything
+        raise UsageError(f"{where}: unknown field(s) {', '.join(sorted(set(e) - KEY_FIELDS))}")
+    name, key, digest, source = e.get("name"), e.get("key"), e.get("sha256"), e.get("source")
+    if not isinstance(name, str) or not name.strip() or not name.isprintable():
+        raise UsageError(f"{where}: 'name' must be a non-empty line of text")
+    where = f"{where} ({name})"
+    if (key is None) == (digest is None):
+        raise UsageError(f"{where}: give exactly one of 'key' and 'sha256'")
+    if key is not None and (not isinstance(key, str) or not re.fullmatch(r"[!-~]+", key)):
+        raise UsageError(f"{where}: 'key' must be printable ASCII without spaces")
+    if digest is not None and (not isinstance(digest, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", digest)):
+        raise UsageError(f"{where}: 'sha256' must be 64 hex digits (the SHA-256 of the key)")
+    globs = [source] if isinstance(source, str) else source if source is not None else []
+    if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs) or \
+            (source is not None and not globs):
+        raise UsageError(f"{where}: 'source' must be a glob or a non-empty list of globs")
+    return Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest), tuple(globs))
+
+
 class Service:
     """search, ask and stats over one index for the servers. Each worker
     takes a warm retriever from a pool (its own connection, its loaded
     signatures and vectors) and gives it back; one whose index another
     process has changed is rebuilt. The --source set at start is kept: a
-    request can narrow it, never widen it."""
+    request can narrow it, never widen it; a caller's key narrows it too."""
 
     def __init__(self, cfg: Config, args, log: Log):
         self.cfg, self.args, self.log = cfg, args, log
@@ -4593,11 +4732,12 @@ class Service:
         return conn, self._fresh(conn, embedder), index_state(conn)
 
     def _fresh(self, conn, embedder) -> Retriever:
-        return Retriever(conn, embedder, self.args.source, self.args.exact, self.args.fusion)
+        return ServedRetriever(conn, embedder, self.args.source, self.args.exact, self.args.fusion)
 
     @contextlib.contextmanager
-    def retriever(self, source: str | None = None):
-        """A warm retriever for one request, narrowed to source."""
+    def retriever(self, source: str | None = None, caller: Caller | None = None):
+        """A warm retriever for one request, narrowed to source and to what
+        the caller's key may read."""
         with self.lock:
             item = self.idle.pop() if self.idle else None
         conn, r, state = item or self._open()
@@ -4606,7 +4746,7 @@ class Service:
                 old, r, state = r, self._fresh(conn, r.embedder), index_state(conn)
                 r.index.inherit(old.index)
             r.rerank = self.rerank  # a failure last time does not turn reranking off for good
-            yield r.narrowed(source)
+            yield r.limited(caller.globs if caller else ()).narrowed(source)
         except (RagError, UsageError):
             self._give_back(conn, r, state)
             raise
@@ -4625,25 +4765,29 @@ class Service:
                 conn.close()
             self.idle.clear()
 
-    def search(self, params) -> list[dict]:
+    def search(self, params, caller: Caller | None = None) -> list[dict]:
         a = request_args(params, self.args)
-        with self.retriever(a["source"]) as r:
+        with self.retriever(a["source"], caller) as r:
             hits = r.search(a["question"], a["mode"], a["k"], similarity=a["mode"] != "keyword")
         return [hit_json(h, n) for n, h in enumerate(hits, 1)]
 
-    def ask(self, params, stream_to=None) -> tuple[Answer, Floor]:
-        """Answer like ask (logged in the asks table); stream_to gets the
-        model's text as it comes when it is written by a chat model."""
+    def ask(self, params, stream_to=None, caller: Caller | None = None) -> tuple[Answer, Floor]:
+        """Answer like ask (logged in the asks table with the caller's name);
+        stream_to gets the model's text as it comes when a chat model writes it."""
         a = request_args(params, self.args)
-        with self.retriever(a["source"]) as r:
+        with self.retriever(a["source"], caller) as r:
             opts, floor = ask_options(self.args, r.conn, r.embedder.model)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
-            return answer_question(r.conn, r, generator, a["question"], opts, self.log), floor
+            return answer_question(r.conn, r, generator, a["question"], opts, self.log,
+                                   caller.name if caller else None), floor
 
-    def stats(self) -> dict:
-        with self.retriever() as r:
-            return index_info(r.conn, self.cfg.db)
+    def stats(self, caller: Caller | None = None) -> dict:
+        """index_info as a client may see it: counts under --source and the
+        caller's globs, the database by its file name only."""
+        with self.retriever(None, caller) as r:
+            info = index_info(r.conn, self.cfg.db)
+            return dict(info, database=os.path.basename(self.cfg.db), **r.counts())
 
 
 def index_state(conn) -> str | None:
@@ -4698,6 +4842,12 @@ def rpc_error(msg_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
+def valid_id(msg_id) -> bool:
+    """An id as MCP allows one: a string or an integer (not null, a float, a
+    boolean or an object, which are never echoed back)."""
+    return isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
+
+
 def passages_text(passages: list[dict]) -> str:
     """Passages as an agent reads them: citation, heading, score, text."""
     if not passages:
@@ -4720,10 +4870,12 @@ class McpServer:
             return rpc_error(None, -32700, "parse error: a message must be one line of JSON")
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
             msg_id = msg.get("id") if isinstance(msg, dict) else None
-            return rpc_error(msg_id if isinstance(msg_id, (str, int)) else None, -32600,
+            return rpc_error(msg_id if valid_id(msg_id) else None, -32600,
                              "invalid request: expected a JSON-RPC 2.0 object with a method")
         if "id" not in msg:
             return None  # notifications (initialized, cancelled, ...) need no reply
+        if not valid_id(msg["id"]):
+            return rpc_error(None, -32600, "invalid request: 'id' must be a string or an integer")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         method = {"initialize": self.initialize, "ping": lambda p: {},
                   "tools/list": lambda p: {"tools": MCP_TOOLS}, "tools/call": self.call}.get(msg["method"])
@@ -4819,10 +4971,22 @@ def chat_question(body) -> str:
         raise HttpError(400, "no message with role 'user'")
     content = user[-1].get("content")
     if isinstance(content, list):  # content parts: the text ones
-        content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        texts = [part_text(part, n) for n, part in enumerate(content, 1)]
+        content = "\n".join(t for t in texts if t is not None)
     if not isinstance(content, str) or not content.strip():
         raise HttpError(400, "the last user message has no text")
     return content
+
+
+def part_text(part, n: int) -> str | None:
+    """The text of the n-th content part (None for a part of another type)."""
+    if not isinstance(part, dict):
+        raise HttpError(400, f"content part {n} of the last user message is not an object")
+    if part.get("type") != "text":
+        return None
+    if not isinstance(part.get("text"), str):
+        raise HttpError(400, f"content part {n} of the last user message: 'text' must be a string")
+    return part["text"]
 
 
 class SseOut:
@@ -4847,24 +5011,48 @@ class SseOut:
 
 class HttpApi:
     """What rag.py serve answers: get and post give (status, content type,
-    body); stream_chat writes a streamed chat completion as it is made."""
+    body); stream_chat writes a streamed chat completion as it is made.
+    api_key: the one key every request needs; keys: the entries of --keys
+    (each request then sees what its key's entry may read)."""
 
-    def __init__(self, service: Service, api_key: str | None):
+    def __init__(self, service: Service, api_key: str | None = None, keys: tuple = ()):
+        import hashlib
         self.service, self.api_key = service, api_key
+        self.callers = tuple(keys) or ((Caller(None, hashlib.sha256(api_key.encode()).digest()),)
+                                       if api_key else ())
         self.started = int(time.time())
 
-    def authorized(self, header: str | None) -> bool:
-        if not self.api_key:
-            return True
+    def caller(self, header: str | None) -> Caller | None:
+        """The entry whose key the Authorization header carries (None: the
+        server needs no key); 401 for any other. The key's SHA-256 is compared
+        with every entry's in constant time, whichever matches."""
+        if not self.callers:
+            return None
+        import hashlib
         import hmac
-        return hmac.compare_digest((header or "").encode(), f"Bearer {self.api_key}".encode())
+        token = header[7:] if header and header.startswith("Bearer ") else ""
+        digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
+        found = None
+        for c in self.callers:
+            if hmac.compare_digest(digest, c.digest) and found is None:
+                found = c
+        if found is None or not token:
+            raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)", "authentication_error")
+        return found
 
-    def get(self, path: str):
+    def authorized(self, header: str | None) -> bool:
+        try:
+            self.caller(header)
+        except HttpError:
+            return False
+        return True
+
+    def get(self, path: str, caller: Caller | None = None):
         """(status, content type, body) for a GET."""
         if path == "/":
             return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
         if path == "/health":
-            info = self.service.stats()
+            info = self.service.stats(caller)  # counted under --source and the caller's key
             return self.json(200, {"status": "ok", "documents": info["documents"], "chunks": info["chunks"],
                                    "embed_model": info["embed_model"], "version": __version__})
         if path == "/v1/models":
@@ -4872,14 +5060,13 @@ class HttpApi:
                                                                "created": self.started, "owned_by": "rag.py"}]})
         raise HttpError(404, f"no such page: {path}", "not_found_error")
 
-    def post(self, path: str, body):
+    def post(self, path: str, body, caller: Caller | None = None):
         if path == "/search":
-            return self.json(200, self.service.search(body))
+            return self.json(200, self.service.search(body, caller))
         if path == "/ask":
-            return self.json(200, answer_json(*self.service.ask(body)))
+            return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
         if path == "/v1/chat/completions":
-            question = chat_question(body)
-            a, floor = self.service.ask(dict(self.options(body), question=question))
+            a, floor = self.service.ask(self.chat_params(body), caller=caller)
             return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
                                    "created": int(time.time()), "model": SERVED_MODEL,
                                    "choices": [{"index": 0, "finish_reason": "stop", "message": {
@@ -4887,15 +5074,25 @@ class HttpApi:
                                    **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
         raise HttpError(404, f"no such endpoint: POST {path}", "not_found_error")
 
+    def chat_params(self, body) -> dict:
+        """A chat request as Service.ask takes it, every field checked (a bad
+        one is a 400, before a stream would start)."""
+        params = dict(self.options(body), question=chat_question(body))
+        extra = body.get("stream_options")
+        if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
+            raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")
+        request_args(params, self.service.args)  # k, mode and source: a RagError, a 400
+        return params
+
     @staticmethod
     def options(body) -> dict:
         """Retrieval options a chat request may carry beside the OpenAI fields."""
         return {key: body[key] for key in ("k", "mode", "source") if key in body}
 
-    def stream_chat(self, body, wfile) -> None:
+    def stream_chat(self, body, wfile, caller: Caller | None = None) -> None:
         """A streamed chat completion: the answer as it is written, then its
         sources, a last chunk with the whole result under "rag", [DONE]."""
-        question = chat_question(body)
+        params = self.chat_params(body)
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
         def chunk(delta, finish=None, **extra):
@@ -4904,7 +5101,7 @@ class HttpApi:
         out = SseOut(wfile, chunk)
         out.event(chunk({"role": "assistant", "content": ""}))
         try:
-            a, floor = self.service.ask(dict(self.options(body), question=question), stream_to=out)
+            a, floor = self.service.ask(params, stream_to=out, caller=caller)
         except OSError:
             return  # the client went away
         except Exception as e:  # the status line is sent: the error goes in the stream
@@ -4925,6 +5122,77 @@ class HttpApi:
     @staticmethod
     def json(status: int, obj):
         return status, "application/json", json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+# Who may call. A browser page on another site can reach a loopback server by
+# DNS rebinding (its own name made to resolve to 127.0.0.1), but its requests
+# then carry that name in Host: only names (and addresses) the server was
+# started on are answered. On a wildcard address (0.0.0.0, ::) any address
+# literal is the machine's own (no DNS is involved, so no rebinding) as is its
+# host name; a name a proxy forwards is allowed with --allow-host.
+WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
+HOST_HEADER = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]/@\s]+)(?::([0-9]{1,5}))?")
+
+
+@dataclass(frozen=True)
+class HostRule:
+    """The Host headers a server answers: names (and addresses) on its own
+    port, any address literal when it listens on all (any_ip), and the
+    --allow-host names on any port (a proxy's public one)."""
+
+    names: frozenset
+    port: int
+    any_ip: bool = False
+    extra: frozenset = frozenset()
+
+
+def host_rule(host: str, port: int, allow=()) -> HostRule:
+    """The Host headers a server on host:port answers (allow: --allow-host)."""
+    import socket
+    names = {host.strip("[]").lower()}
+    if host in LOOPBACK or host.startswith("127."):
+        names |= LOOPBACK
+    else:  # a colleague types the machine's name
+        names.add(socket.gethostname().lower())
+    if host in WILDCARD_HOSTS:
+        names |= LOOPBACK
+    return HostRule(frozenset(names), port, host in WILDCARD_HOSTS,
+                    frozenset(a.strip().strip("[]").lower().rstrip(".") for a in allow))
+
+
+def host_allowed(value: str | None, rule: HostRule) -> bool:
+    """Whether a request's Host header names this server.
+
+    >>> rule = host_rule("127.0.0.1", 8000, ["rag.example.com"])
+    >>> [host_allowed(h, rule) for h in ("localhost:8000", "[::1]:8000", "evil.example:8000",
+    ...                                  "localhost:9000", "rag.example.com", None)]
+    [True, True, False, False, True, False]
+    """
+    m = HOST_HEADER.fullmatch((value or "").strip())
+    if not m:
+        return False
+    name, port = m.group(1).strip("[]").lower().rstrip("."), m.group(2)
+    if name in rule.extra:
+        return True
+    if (int(port) if port else 80) != rule.port:
+        return False
+    if name in rule.names:
+        return True
+    import ipaddress
+    try:
+        return rule.any_ip and bool(ipaddress.ip_address(name))
+    except ValueError:
+        return False
+
+
+# Every reply carries these: the page runs its own inline code only and cannot
+# be framed (a framed page could be clicked into asking); nothing is cached or
+# read by another origin's page.
+SECURITY_HEADERS = (
+    ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
+                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
+    ("Cross-Origin-Resource-Policy", "same-origin"), ("Cache-Control", "no-store"))
 
 
 # The page at GET /: inline HTML, CSS and script, nothing fetched from elsewhere.
@@ -5028,20 +5296,51 @@ $("f").onsubmit = e => {
   if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
   ask($("q").value);
 };
+// A link to /?q=... only fills the box: asking is the visitor's own click, so a
+// page elsewhere cannot make one spend an ask by linking (or navigating) here.
 const asked = new URLSearchParams(location.search).get("q");
-if (asked) { $("q").value = asked; ask(asked); }
+if (asked) $("q").value = asked;
 </script></body></html>
 """
 
 
-def http_server(api: HttpApi, host: str, port: int):
-    """A threaded HTTP server for api on host:port (port 0: any free port)."""
+def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = REQUEST_DEADLINE):
+    """A threaded HTTP server for api on host:port (port 0: any free port). It
+    answers only requests whose Host names it (host_rule; allow: more names),
+    each request's head and body within deadline seconds in all."""
+    import io
     import socket
+    import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Reader(socket.SocketIO):
+        """The raw stream under a handler's rfile: once a request's first bytes
+        have come, the rest of its head and body must come by `until`."""
+
+        until: float | None = None
+
+        def readinto(self, b):
+            if self.until is not None:
+                left = self.until - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the request deadline passed")
+                self._sock.settimeout(min(left, REQUEST_TIMEOUT))
+            n = super().readinto(b)
+            if self.until is None and n:
+                self.until = time.monotonic() + deadline
+            return n
+
+        def rest(self) -> None:
+            """The request is read: no deadline until the next one starts."""
+            self.until = None
+            self._sock.settimeout(REQUEST_TIMEOUT)
 
     class Handler(BaseHTTPRequestHandler):
         server_version = f"rag.py/{__version__}"
         protocol_version = "HTTP/1.1"  # keep-alive: a client's next request finds a warm worker
+        # So that every reply has its headers (security headers, JSON type), an error to
+        # a malformed request line too: http.server sends HTTP/0.9 replies bare.
+        default_request_version = "HTTP/1.0"
         timeout = REQUEST_TIMEOUT
 
         def log_message(self, fmt, *args):
@@ -5052,83 +5351,215 @@ def http_server(api: HttpApi, host: str, port: int):
             # Headers and body go out in two writes: without this, Nagle's algorithm holds
             # the body until the client's delayed ACK, 40 ms on every keep-alive request.
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.rfile.close()  # read through the deadline instead
+            self.raw = Reader(self.connection, "rb")
+            self.rfile = io.BufferedReader(self.raw)
+
+        def handle_one_request(self):
+            """http.server's, with a whole-request deadline (a 408 once a request
+            has begun), JSON errors, and each request counted while in flight."""
+            self.raw.rest()
+            self.command, self.requestline, self.request_version = None, "", self.default_request_version
+            try:
+                self.raw_requestline = self.rfile.readline(65537)
+                if not self.raw_requestline:
+                    self.close_connection = True
+                    return
+                with self.server.busy():
+                    self.dispatch()
+            except TimeoutError:
+                self.close_connection = True
+                if self.raw.until is not None:  # begun and not finished in time; else idle or a stalled write
+                    self.raw.rest()
+                    self.send_error(408, f"the request was not received within {deadline:g} s")
+
+        def dispatch(self):
+            if len(self.raw_requestline) > 65536:
+                self.requestline, self.command = "", ""
+                return self.send_error(414)
+            if not self.parse_request():
+                return None
+            method = getattr(self, "do_" + self.command, None)
+            if method is None:
+                return self.send_error(501, f"unsupported method {self.command!r}")
+            method()
+            self.wfile.flush()
+            return None
+
+        def parse_request(self):
+            words = str(self.raw_requestline, "iso-8859-1").split()
+            if len(words) == 2:  # HTTP/0.9 ('GET /'): no headers follow, so none are read
+                self.command, self.close_connection = None, True
+                self.requestline = " ".join(words)
+                self.send_error(400, "HTTP/0.9 requests are not served: send HTTP/1.0 or later")
+                return False
+            return super().parse_request()
+
+        def send_error(self, code, message=None, explain=None):
+            """Every error http.server itself finds (a malformed request line,
+            an unknown method, headers too long) as JSON, like ours."""
+            self.close_connection = True
+            text = message or self.responses.get(code, ("error",))[0]
+            self.send(*api.json(code, {"error": {"message": text, "type": "invalid_request_error"
+                                                 if code < 500 else "server_error"}}))
+
+        def refuse_method(self):
+            self.close_connection = True  # any body it has is not read
+            self.send(*api.json(405, {"error": {"message": f"method {self.command} is not allowed here: "
+                                                "use GET or POST", "type": "invalid_request_error"}}),
+                      allow="GET, POST")
+
+        do_HEAD = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = refuse_method
 
         def do_GET(self):
-            self.answer(lambda: api.get(self.path.split("?", 1)[0]))
+            self.answer(lambda caller: api.get(self.path.split("?", 1)[0], caller))
 
         def do_POST(self):
             self.answer(self.post)
 
-        def post(self):
+        def post(self, caller):
             path = self.path.split("?", 1)[0]
             body = self.body()
             if path == "/v1/chat/completions" and isinstance(body, dict) and body.get("stream"):
-                chat_question(body)  # a bad request gets its error before the stream starts
+                api.chat_params(body)  # every bad request gets its 4xx before the stream starts
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
+                self.security_headers()
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
-                api.stream_chat(body, self.wfile)
+                api.stream_chat(body, self.wfile, caller)
                 return None
-            return api.post(path, body)
+            return api.post(path, body, caller)
+
+        def length(self) -> int | None:
+            """The body's length by its Content-Length. Framing that a proxy in
+            front could read another way (request smuggling) is refused."""
+            lengths = self.headers.get_all("Content-Length") or []
+            if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
+                self.close_connection = True  # a body that is not read: the next request cannot follow it
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                if lengths:
+                    raise HttpError(400, "a request may not have both Content-Length and Transfer-Encoding")
+                raise HttpError(411, "chunked request bodies are not supported: send a Content-Length")
+            if len(lengths) > 1:
+                self.close_connection = True
+                raise HttpError(400, "a request may have one Content-Length header only")
+            if lengths and not re.fullmatch(r"[0-9]{1,18}", lengths[0].strip()):
+                self.close_connection = True
+                raise HttpError(400, "Content-Length must be a number of bytes")
+            return int(lengths[0]) if lengths else None
 
         def body(self):
-            try:
-                size = int(self.headers.get("Content-Length", ""))
-            except ValueError:
-                raise HttpError(411, "a request body needs a Content-Length") from None
-            if size > MAX_BODY or size < 0:
+            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if kind != "application/json":  # a cross-site form or text/plain POST is never processed
+                raise HttpError(415, "a request body must be JSON sent with Content-Type: application/json")
+            size = self.length()
+            if size is None:
+                raise HttpError(411, "a request body needs a Content-Length")
+            if size > MAX_BODY:
                 # Read (and drop) a body up to a few times the limit first, so that the
                 # client, still sending, hears the 413 rather than a reset connection.
                 left = min(size, DRAIN_LIMIT)
                 while left > 0 and (piece := self.rfile.read(min(left, 1 << 16))):
                     left -= len(piece)
                 raise HttpError(413, f"the request body is {size} bytes; the limit is {MAX_BODY}")
+            data = self.rfile.read(size)
+            self.raw.rest()
             try:
-                return json.loads(self.rfile.read(size))
+                return json.loads(data)
             except (ValueError, RecursionError):
                 raise HttpError(400, "the request body is not valid JSON") from None
 
+        def admit(self) -> Caller | None:
+            """Whom the request comes from, once its Host, framing and key are
+            checked (an HttpError if any is wrong)."""
+            if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
+                raise HttpError(403, f"this server does not answer to the host "
+                                f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
+                                "NAME to allow a name)", "permission_error")
+            self.length()
+            if (self.command, self.path.split("?", 1)[0]) == ("GET", "/"):
+                return None  # the page holds no data and asks for the key itself; everything else needs it
+            return api.caller(self.headers.get("Authorization"))
+
         def answer(self, route):
             try:
-                # The page holds no data and asks for the key itself; everything else needs it.
-                if (self.command, self.path.split("?", 1)[0]) != ("GET", "/") and \
-                        not api.authorized(self.headers.get("Authorization")):
-                    raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)",
-                                    "authentication_error")
-                reply = route()
+                caller = self.admit()
+                if self.command != "POST":
+                    self.raw.rest()  # no body to wait for
+                reply = route(caller)
             except HttpError as e:
-                self.close_connection = self.command == "POST"  # its body may be unread
+                self.close_connection = self.close_connection or self.command == "POST"  # its body may be unread
                 reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
             except RagError as e:
                 reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
-            except (OSError, TimeoutError):
+            except TimeoutError:
                 self.close_connection = True
-                return  # the client went away or stalled
+                if self.raw.until is None:
+                    return  # a reply's write stalled: the client is gone
+                self.raw.rest()
+                reply = api.json(408, {"error": {"message": f"the request was not received within {deadline:g} s",
+                                                 "type": "invalid_request_error"}})
+            except OSError:
+                self.close_connection = True
+                return  # the client went away
             except Exception as e:  # never a traceback page: the server keeps serving
                 reply = api.json(500, {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error"}})
             if reply is not None:
                 self.send(*reply)
 
-        def send(self, status, kind, data):
+        def security_headers(self):
+            for name, value in SECURITY_HEADERS:
+                self.send_header(name, value)
+
+        def send(self, status, kind, data, allow=None):
+            self.raw.rest()  # reading is over (or given up): writes get the plain timeout
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
-                self.send_header("X-Content-Type-Options", "nosniff")
-                if kind.startswith("text/html"):  # the page runs its own inline code only
-                    self.send_header("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; "
-                                     "script-src 'unsafe-inline'; connect-src 'self'")
+                self.security_headers()
+                if allow:
+                    self.send_header("Allow", allow)
+                if self.close_connection or self.server.draining:
+                    self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(data)
+                if self.command != "HEAD":
+                    self.wfile.write(data)
             except OSError:
                 self.close_connection = True
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
+        request_queue_size = ACCEPT_BACKLOG
         parent = None  # a forked worker's parent process
+        draining = False  # stopping: replies close their connections
+
+        def __init__(self, address, handler):
+            super().__init__(address, handler)
+            self.hosts = host_rule(host, self.server_address[1], allow)
+            self.flight, self.quiet = 0, threading.Condition()
+
+        @contextlib.contextmanager
+        def busy(self):
+            """Count a request in flight while it is handled."""
+            with self.quiet:
+                self.flight += 1
+            try:
+                yield
+            finally:
+                with self.quiet:
+                    self.flight -= 1
+                    self.quiet.notify_all()
+
+        def drain(self, limit: float = DRAIN_TIMEOUT) -> int:
+            """Wait until no request is in flight, at most limit seconds; how many are left."""
+            with self.quiet:
+                self.draining = True
+                self.quiet.wait_for(lambda: not self.flight, limit)
+                return self.flight
 
         def service_actions(self):  # between requests, twice a second at most
             if self.parent and os.getppid() != self.parent:
@@ -5612,37 +6043,121 @@ def cmd_mcp(args, cfg: Config, closer) -> int:
 
 def cmd_serve(args, cfg: Config, closer) -> int:
     """Serve the index over HTTP: OpenAI-compatible chat, JSON API, a page."""
-    key = header_safe(args.api_key or os.environ.get("RAG_API_KEY"), "the API key")
-    if args.host not in LOOPBACK and not key and not args.insecure:
-        raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key KEY "
-                         "(or RAG_API_KEY), or --insecure to serve it to anyone who can connect")
+    key, keys = serve_keys(args)
+    if args.host not in LOOPBACK and not (key or keys) and not args.insecure:
+        raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key-file FILE, "
+                         "$RAG_API_KEY or --keys FILE, or --insecure to serve it to anyone who can connect")
     log = Log()
     service = Service(cfg, args, log)  # checks the index now; each worker then opens its own
     service.close()
     try:
-        server = http_server(HttpApi(service, key), args.host, args.port)
+        server = http_server(HttpApi(service, key, keys), args.host, args.port, args.allow_host or ())
     except OSError as e:
         raise RagError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     closer.callback(server.server_close)
     host, port = server.server_address[:2]
     host = f"[{host}]" if ":" in host else host
     workers = args.workers if hasattr(os, "fork") else 1
-    print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]"
-          + ("" if key else "; no API key") + "; Ctrl-C stops", file=sys.stderr, flush=True)
-    import signal
-    children = [fork_worker(server) for _ in range(workers - 1)]
-    signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
+    guard = f"{len(keys)} key(s) from --keys" if keys else "an API key" if key else "no API key"
+
+    def ready():  # once the workers run (their pids exist); scripts read this line for the address
+        print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
+              f"{guard}; Ctrl-C stops", file=sys.stderr, flush=True)
+        if args.api_key:
+            log.note("note: --api-key is visible to every user of this machine (ps); "
+                     "use --api-key-file FILE or $RAG_API_KEY")
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("rag: stopped", file=sys.stderr)
+        run_server(server, workers, ready)
     finally:
         service.close()
-        for pid in children:
+    print("rag: stopped", file=sys.stderr)
+    return 0
+
+
+def run_server(server, workers: int, ready) -> None:
+    """Serve until SIGTERM or Ctrl-C: in this process, or in workers
+    processes it supervises; ready() once serving has started."""
+    import signal
+    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
+    try:
+        if workers > 1:
+            supervise(server, workers, ready)
+        else:
+            ready()
+            serve_until_stopped(server)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def serve_keys(args) -> tuple[str | None, tuple]:
+    """The one API key (--api-key-file, $RAG_API_KEY, or --api-key) or the
+    entries of --keys, whichever the command line gives."""
+    given = [name for name, value in (("--keys", args.keys), ("--api-key", args.api_key),
+                                      ("--api-key-file", args.api_key_file)) if value]
+    if len(given) > 1:
+        raise UsageError(f"give one of {' and '.join(given)}, not both")
+    if args.keys:
+        if os.environ.get("RAG_API_KEY"):
+            Log().note("note: $RAG_API_KEY is not used: the --keys file says who may read")
+        return None, load_keys(args.keys)
+    value = args.api_key or os.environ.get("RAG_API_KEY")
+    if args.api_key_file:
+        try:
+            with open(args.api_key_file, encoding="utf-8") as f:
+                value = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"--api-key-file {shown(args.api_key_file)}: cannot read it "
+                             f"({getattr(e, 'strerror', None) or e})") from None
+        if not value.strip():
+            raise UsageError(f"--api-key-file {shown(args.api_key_file)} is empty")
+    return header_safe(value, "the API key"), ()
+
+
+def serve_until_stopped(server) -> None:
+    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish
+    (at most DRAIN_TIMEOUT seconds; a second Ctrl-C stops at once)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    with server.quiet:
+        flight = server.flight
+    if flight:
+        print(f"rag: stopping: {flight} request(s) in flight may finish first (at most {DRAIN_TIMEOUT} s)",
+              file=sys.stderr, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        if server.drain(DRAIN_TIMEOUT):
+            print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut", file=sys.stderr)
+
+
+def supervise(server, workers: int, ready=lambda: None) -> None:
+    """Keep workers processes serving server's socket, replacing any that
+    dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
+    while each lets its requests in flight finish. This process serves none:
+    it forks its workers while it has a single thread."""
+    import signal
+    born: dict[int, float] = {}  # worker pid -> when it started
+    try:
+        for _ in range(workers):
+            born[fork_worker(server)] = time.monotonic()
+        ready()
+        while True:
+            pid, status = os.wait()
+            if pid not in born:
+                continue
+            how = f"was killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status) else \
+                f"exited with code {os.waitstatus_to_exitcode(status)}"
+            time.sleep(max(0.0, born.pop(pid) + WORKER_MIN_LIFE - time.monotonic()))
+            new = fork_worker(server)
+            born[new] = time.monotonic()
+            print(f"rag: worker {pid} {how}; worker {new} replaces it", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for pid in born:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+        for pid in born:
+            with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
-    return 0
 
 
 def stop_serving(signum, frame):
@@ -5653,7 +6168,9 @@ def fork_worker(server) -> int:
     """A worker process serving the same listening socket (the kernel hands
     each connection to one of them): Python runs one thread at a time, so
     processes are what use more than one core. Returns the child's pid; the
-    child stops when its parent is gone, however it went."""
+    child stops when its parent is gone, however it went, and lets its
+    requests in flight finish first."""
+    import signal
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -5666,7 +6183,12 @@ def fork_worker(server) -> int:
         pass
     except BaseException:
         code = 1
-    os._exit(code)
+    try:
+        for sig in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut
+            signal.signal(sig, signal.SIG_IGN)
+        server.drain(DRAIN_TIMEOUT)
+    finally:
+        os._exit(code)
 
 
 def number(kind=float, low=None, low_open=False):
@@ -5831,7 +6353,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
                    "machine only; any other needs --api-key or --insecure)")
     s.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
-    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY)")
+    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY); other "
+                   "users of this machine can read it in ps: prefer --api-key-file")
+    s.add_argument("--api-key-file", metavar="FILE", help="require the key this file holds (its one line)")
+    s.add_argument("--keys", metavar="FILE", help="one key per person: a JSON list of {name, key or sha256, "
+                   "source}; each request sees only the documents its key's source globs allow, and the "
+                   "ask log records the key's name")
+    s.add_argument("--allow-host", action="append", metavar="NAME", help="also answer requests for this "
+                   "Host name, on any port (a proxy's public name; repeatable). Others get 403: a guard "
+                   "against DNS rebinding")
     s.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
     s.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="processes serving requests, each with its own warm index (default: the "

@@ -1154,7 +1154,9 @@ class StoreTests(RagTestCase):
 
     @staticmethod
     def unkey(conn):
-        """Undo migration 4 -> 5 (keys, sketches), and cache every vector as schema 4 did."""
+        """Undo migrations 5 -> 6 (the asks' caller) and 4 -> 5 (keys, sketches), and cache
+        every vector as schema 4 did."""
+        conn.execute("ALTER TABLE asks DROP COLUMN caller")
         conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
                      "'embed_model'), key, vector FROM chunks")
         for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
@@ -2782,6 +2784,25 @@ class McpTests(RagTestCase):
         self.assertEqual((code, out), (1, ""))
         self.assertIn("rag: error: no index at", err)
 
+    def test_mcp_ids_only_strings_and_integers(self):
+        ping = lambda msg_id: {"jsonrpc": "2.0", "id": msg_id, "method": "ping"}  # noqa: E731
+        replies, _ = self.mcp(ping({"a": 1}), ping(1.5), ping(True), ping(None), ping([1]), ping("x"), ping(7),
+                              {"jsonrpc": "2.0", "id": {"a": 1}})
+        for r in replies[:5] + replies[7:]:
+            self.assertEqual((r["id"], r["error"]["code"]), (None, -32600), r)  # never echoed
+        self.assertEqual([(r["id"], r["result"]) for r in replies[5:7]], [("x", {}), (7, {})])
+
+    def test_mcp_stats_and_passages_under_source_without_server_paths(self):
+        replies, _ = self.mcp(self.call(1, "stats"), self.call(2, "search", question="refunds card", k=5),
+                              args=("--source", "refunds.md"))
+        stats = replies[0]["result"]["structuredContent"]
+        own = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel = 'refunds.md'")
+        self.assertEqual((stats["documents"], stats["chunks"]), (1, own[0][0]))
+        self.assertEqual(stats["database"], os.path.basename(self.db))
+        passages = replies[1]["result"]["structuredContent"]["passages"]
+        self.assertEqual({p["path"] for p in passages}, {"refunds.md"})
+        self.assertNotIn(self.dir, json.dumps(replies))
+
 
 class HttpTests(RagTestCase):
     def setUp(self):
@@ -2789,16 +2810,19 @@ class HttpTests(RagTestCase):
         self.write_docs()
         self.ok("index", self.docs)
 
-    def serve(self, *argv, key=None):
+    def serve(self, *argv, key=None, keys=None, **options):
+        """Serve in this process (keys: a --keys file; options: http_server's); the server."""
         args = rag.build_parser().parse_args(["serve", "--db", self.db, *argv])
         service = rag.Service(rag.make_config(args), args, rag.Log())
-        server = rag.http_server(rag.HttpApi(service, key), "127.0.0.1", 0)
+        api = rag.HttpApi(service, key, rag.load_keys(keys)) if keys else rag.HttpApi(service, key)
+        server = rag.http_server(api, "127.0.0.1", 0, **options)
         thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
         thread.start()
         self.addCleanup(service.close)
         self.addCleanup(server.server_close)
         self.addCleanup(server.shutdown)
         self.port = server.server_address[1]
+        return server
 
     def request(self, method, path, body=None, headers=None, raw=None):
         """(status, headers, parsed JSON or text) of one request on a new connection."""
@@ -2818,13 +2842,24 @@ class HttpTests(RagTestCase):
     def events(text):
         return [line[6:] for line in text.split("\n\n") if line.startswith("data: ")]
 
+    def served(self, hits):
+        """The CLI's --json passages as the servers give them: paths relative to the folder indexed."""
+        out = []
+        for h in hits:
+            rel = os.path.relpath(h["path"], self.docs)
+            out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
+        return out
+
     def test_serve_search_and_ask_give_what_the_cli_gives(self):
         self.serve()
         status, _, hits = self.request("POST", "/search", {"question": "card declined", "k": 3})
         self.assertEqual(status, 200)
-        self.assertEqual(hits, json.loads(self.ok("search", "card declined", "--json", "-k", "3")))
+        self.assertEqual(hits, self.served(json.loads(self.ok("search", "card declined", "--json", "-k", "3"))))
         status, _, answer = self.request("POST", "/ask", {"question": "How long do refunds take?"})
         cli = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        cli["passages"] = self.served(cli["passages"])
+        cli["citations"] = [dict(c, source=c["source"] and cli["passages"][c["n"] - 1]["source"])
+                            for c in cli["citations"]]
         self.assertEqual({k: answer[k] for k in ("answer", "citations", "passages", "refused", "cited")},
                          {k: cli[k] for k in ("answer", "citations", "passages", "refused", "cited")})
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(2,)])  # the server logs as the CLI does
@@ -2863,9 +2898,9 @@ class HttpTests(RagTestCase):
         text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
         self.assertEqual(text, rag.REFUSAL)
         self.assertTrue(chunks[-1]["rag"]["refused"])
-        events = self.events(self.request("POST", "/v1/chat/completions", {**chat, "k": 0})[2])
-        self.assertEqual(events[-1], "[DONE]")  # once streaming, an error is an event of the stream
-        self.assertIn("'k' must be", json.loads(events[-2])["error"]["message"])
+        status, _, body = self.request("POST", "/v1/chat/completions", {**chat, "k": 0})
+        self.assertEqual(status, 400)  # found before the stream starts
+        self.assertIn("'k' must be", body["error"]["message"])
 
     def test_serve_models_health_and_page(self):
         self.serve()
@@ -2916,7 +2951,8 @@ class HttpTests(RagTestCase):
                 self.assertIn(words, body["error"]["message"])
         slow = socket.create_connection(("127.0.0.1", self.port))  # starts a request and never finishes it
         self.addCleanup(slow.close)
-        slow.sendall(b"POST /search HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"quest")
+        slow.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 100\r\n\r\n{\"quest" % self.port)
         self.assertEqual(self.request("POST", "/search", {"question": "refunds"})[0], 200)  # others are served
         self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
                          before)
@@ -2960,8 +2996,8 @@ class HttpTests(RagTestCase):
         self.write("new.md", "Water the tomatoes at dawn; sun in the afternoon scorches young plants.\n")
         self.ok("index", self.docs)
         self.assertLessEqual({cid for _, cid in self.rows(top)}, freed)  # the new chunk has a freed id
-        self.assertEqual(service.search(question), json.loads(self.ok(
-            "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json")))
+        self.assertEqual(service.search(question), self.served(json.loads(self.ok(
+            "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json"))))
 
     def test_serve_sees_what_a_later_index_run_adds(self):
         self.serve()
@@ -2971,6 +3007,338 @@ class HttpTests(RagTestCase):
         self.ok("index", self.docs)
         after = self.request("POST", "/search", {"question": "volcano eruption lava", "k": 1})[2]
         self.assertTrue(after[0]["path"].endswith("volcano.md"), after)
+
+    def raw(self, data, timeout=60):
+        """(status line, headers, body bytes) of what the server sends back for these
+        bytes, read until it closes the connection (timeout: a safety net only)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as conn:
+            conn.sendall(data)
+            got = b""
+            while piece := conn.recv(65536):
+                got += piece
+        head, _, body = got.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+        return lines[0], headers, body
+
+    def assert_secure(self, headers):
+        for name, value in rag.SECURITY_HEADERS:
+            self.assertEqual(headers.get(name.lower()), value, name)
+
+    def test_serve_host_header_must_name_the_server(self):
+        self.serve(allow=["rag.example.com"])
+        good = [f"127.0.0.1:{self.port}", f"localhost:{self.port}", f"LOCALHOST:{self.port}", f"[::1]:{self.port}",
+                "rag.example.com", "rag.example.com:443"]
+        bad = [f"attacker.example:{self.port}", "attacker.example", f"127.0.0.1:{self.port + 1}",
+               f"127.0.0.2:{self.port}", f"localhost.attacker.example:{self.port}", "", "a:b:c"]
+        for host in good + bad:
+            with self.subTest(host=host):
+                for method, path, body in (("POST", "/search", {"question": "refunds"}), ("GET", "/health", None),
+                                           ("GET", "/", None)):
+                    status, _, reply = self.request(method, path, body, {"Host": host})
+                    self.assertEqual(status, 200 if host in good else 403, reply)
+                    if host not in good:  # a DNS rebinding page reads nothing, not even the page
+                        self.assertEqual(reply["error"]["type"], "permission_error")
+        status, _, _ = self.raw(b"GET /health HTTP/1.0\r\n\r\n")  # no Host at all
+        self.assertIn(" 403 ", status)
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+        wild = rag.host_rule("0.0.0.0", 8000)  # all addresses: address literals and the machine's name
+        self.assertEqual([rag.host_allowed(h, wild) for h in (
+            "192.0.2.7:8000", "[2001:db8::1]:8000", f"{socket.gethostname()}:8000", "localhost:8000",
+            "attacker.example:8000", "192.0.2.7:8001")], [True, True, True, True, False, False])
+
+    def test_serve_post_bodies_must_be_sent_as_json(self):
+        self.serve()
+        ask = json.dumps({"question": "How long do refunds take?"}).encode()
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", None):
+            with self.subTest(kind=kind):  # what a cross-site form or fetch without a preflight can send
+                if kind:
+                    status, _, body = self.request("POST", "/ask", raw=ask, headers={"Content-Type": kind})
+                else:
+                    status, _, body = self.raw_post("/ask", ask)
+                self.assertEqual(status, 415, body)
+                self.assertIn("application/json", body["error"]["message"])
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])  # nothing asked, no tokens spent
+        status, _, _ = self.request("POST", "/ask", raw=ask, headers={"Content-Type": "Application/JSON; charset=utf-8"})
+        self.assertEqual(status, 200)
+
+    def raw_post(self, path, data):
+        """A POST without any Content-Type header: (status, None, parsed JSON body)."""
+        status, _, body = self.raw(b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n"
+                                   b"Connection: close\r\n\r\n%s" % (path.encode(), self.port, len(data), data))
+        return int(status.split()[1]), None, json.loads(body)
+
+    def test_serve_page_fills_a_linked_question_but_never_asks_by_itself(self):
+        self.serve()
+        status, resp, page = self.request("GET", "/?q=How+long+do+refunds+take%3F")
+        self.assertEqual(status, 200)
+        script = page[page.index("<script>"):]
+        self.assertIn('if (asked) $("q").value = asked;', script)
+        calls = [m.start() for m in re.finditer(r"(?<!function )\bask\(", script)]
+        self.assertEqual(len(calls), 1, calls)  # the only ask is the visitor's own submit
+        self.assertLess(script.index('$("f").onsubmit'), calls[0])
+        self.assertIn("frame-ancestors 'none'", resp.getheader("Content-Security-Policy"))  # no clickjacking
+        self.assertEqual(resp.getheader("X-Frame-Options"), "DENY")
+
+    def keys_setup(self):
+        """Two people on one index: alice may read a/*, bob (by his key's SHA-256) b/*."""
+        import hashlib
+        self.write("a/plan.md", "# Falcon plan\n\nProject Falcon ships in March; its budget is ten thousand.\n")
+        self.write("b/pay.md", "# Falcon pay\n\nProject Falcon salaries: Bob earns ninety thousand, zebrafish.\n")
+        self.ok("index", self.docs)
+        keys = os.path.join(self.dir, "keys.json")
+        with open(keys, "w") as f:
+            json.dump([{"name": "alice", "key": "alice-key-0123456789", "source": "a/*"},
+                       {"name": "bob", "sha256": hashlib.sha256(b"bob-key-9876543210").hexdigest(),
+                        "source": ["b/*"]}], f)
+        return keys
+
+    def test_serve_keys_give_each_person_only_their_documents(self):
+        self.serve(keys=self.keys_setup())
+        alice, bob = ({"Authorization": "Bearer alice-key-0123456789"}, {"Authorization": "Bearer bob-key-9876543210"})
+        question = "Project Falcon salaries budget Bob March"
+        chat = {"model": "rag.py", "messages": [{"role": "user", "content": question}]}
+        seen = {"alice": [], "bob": []}
+        for who, headers in (("alice", alice), ("bob", bob)):
+            for method, path, body in (("POST", "/search", {"question": question, "k": 10}),
+                                       ("POST", "/search", {"question": question, "mode": "keyword"}),
+                                       ("POST", "/search", {"question": question, "source": "*"}),
+                                       ("POST", "/ask", {"question": question}), ("POST", "/v1/chat/completions", chat),
+                                       ("POST", "/v1/chat/completions", {**chat, "stream": True}),
+                                       ("GET", "/health", None), ("GET", "/v1/models", None),
+                                       ("POST", "/search", {"question": question, "source": 7}),
+                                       ("POST", "/ask", {"question": question, "source": "b/*"}),
+                                       ("POST", "/v1/chat/completions", {**chat, "stream": True, "mode": "x"})):
+                status, _, reply = self.request(method, path, body, headers)
+                seen[who].append(reply if isinstance(reply, str) else json.dumps(reply))
+        a_text, b_text = "\n".join(seen["alice"]), "\n".join(seen["bob"])
+        for secret in ("b/pay.md", "pay.md", "Bob earns", "zebrafish", "salaries"):
+            self.assertNotIn(secret, a_text)  # alice never receives bob's passages, citations or errors
+        for secret in ("a/plan.md", "plan.md", "ships in March", "budget is"):
+            self.assertNotIn(secret, b_text)
+        self.assertIn("a/plan.md", a_text)  # each does get their own
+        self.assertIn("b/pay.md", b_text)
+        hits = self.request("POST", "/search", {"question": question, "k": 10}, alice)[2]
+        self.assertEqual({h["path"] for h in hits}, {"a/plan.md"})
+        self.assertEqual(self.request("POST", "/search", {"question": question, "source": "b/*"}, alice)[2], [])
+        own = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel = 'a/plan.md'")
+        health = self.request("GET", "/health", headers=alice)[2]
+        self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "alice-key-0123456789"}):
+            self.assertEqual(self.request("GET", "/health", headers=headers)[0], 401)
+        asks = self.rows("SELECT * FROM asks")
+        self.assertEqual(sorted({r for (r,) in self.rows("SELECT caller FROM asks")}), ["alice", "bob"])
+        self.assertNotIn("-key-", json.dumps(asks))  # the log names who asked, never a key
+
+    def test_serve_bad_keys_file_is_one_usage_error(self):
+        cases = {"[": "not valid JSON", "[]": "non-empty list", '[{"name": "a"}]': "exactly one of",
+                 '[{"name": "a", "key": "k1", "sha256": "00"}]': "exactly one of",
+                 '[{"name": "a", "key": "k1", "sources": "a/*"}]': "unknown field(s) sources",
+                 '[{"name": "a", "sha256": "abc"}]': "64 hex digits",
+                 '[{"name": "a", "key": "has space"}]': "printable ASCII",
+                 '[{"name": "a", "key": "k1", "source": []}]': "'source' must be",
+                 '[{"name": "a", "key": "k1"}, {"name": "a", "key": "k2"}]': "same name",
+                 '[{"name": "a", "key": "k1"}, {"name": "b", "key": "k1"}]': "same key",
+                 '{"alice": "k1"}': "expected an object", '[{"key": "k1"}]': "'name' must be"}
+        path = os.path.join(self.dir, "keys.json")
+        for text, words in cases.items():
+            with self.subTest(text=text):
+                with open(path, "w") as f:
+                    f.write(text)
+                line = self.error_line("serve", "--keys", path, code=2)
+                self.assertIn("--keys", line)
+                self.assertIn(words, line)
+                self.assertNotIn("k1", line.replace("--keys", ""))  # a key is never shown
+        self.assertIn("no such file", self.error_line("serve", "--keys", path + ".none", code=2).lower())
+        self.assertIn("not both", self.error_line("serve", "--keys", path, "--api-key", "k", code=2))
+        with open(path, "w") as f:
+            json.dump({"alice": {"key": "k1"}}, f)  # an object of entries by name also works
+        self.assertEqual(rag.load_keys(path)[0].name, "alice")
+
+    def test_serve_api_key_from_a_file_and_a_note_for_the_command_line(self):
+        path = os.path.join(self.dir, "key.txt")
+        with open(path, "w") as f:
+            f.write("from-a-file-123\n")
+        parse = rag.build_parser().parse_args
+        self.assertEqual(rag.serve_keys(parse(["serve", "--api-key-file", path])), ("from-a-file-123", ()))
+        os.environ["RAG_API_KEY"] = "from-the-env"
+        self.assertEqual(rag.serve_keys(parse(["serve"])), ("from-the-env", ()))
+        with mock.patch("rag.serve_until_stopped") as serving:  # serve starts, then stops at once
+            code, _, err = self.run_cli("serve", "--port", "0", "--workers", "1", "--api-key", "on-the-line")
+        self.assertEqual((code, serving.call_count), (0, 1))
+        self.assertIn("--api-key is visible to every user of this machine (ps); use --api-key-file", err)
+        with open(path, "w") as f:
+            f.write("\n")
+        self.assertIn("is empty", self.error_line("serve", "--api-key-file", path, code=2))
+
+    def test_serve_request_deadline_cuts_a_slow_client(self):
+        server = self.serve(deadline=0.2)
+        self.assertEqual(server.request_queue_size, rag.ACCEPT_BACKLOG)  # the listen() backlog
+        head = b"POST /search HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % self.port
+        for partial in (head + b"Content-Length: 100\r\n\r\n{\"quest", head, b"POST /sea"):
+            with self.subTest(partial=partial[-12:]):
+                status, headers, body = self.raw(partial)  # sent, then nothing more: read until closed
+                self.assertIn(" 408 ", status)
+                self.assertIn("not received within 0.2 s", json.loads(body)["error"]["message"])
+                self.assert_secure(headers)
+        self.assertEqual(self.request("POST", "/search", {"question": "refunds"})[0], 200)
+
+    def test_serve_stream_requests_are_checked_before_the_stream_starts(self):
+        self.serve()
+        chat = {"messages": [{"role": "user", "content": "How long do refunds take?"}]}
+        cases = [({"stream_options": "yes"}, "'stream_options'"), ({"stream_options": {"include_usage": 1}},
+                                                                    "'stream_options'"),
+                 ({"k": 0}, "'k' must be"), ({"mode": "psychic"}, "'mode' must be"), ({"source": 5}, "'source'"),
+                 ({"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]}, "'text' must be"),
+                 ({"messages": [{"role": "user", "content": ["hi"]}]}, "not an object")]
+        for extra, words in cases:
+            for stream in (True, False):
+                with self.subTest(extra=extra, stream=stream):
+                    status, headers, body = self.raw_chat({**chat, **extra, "stream": stream})
+                    self.assertEqual(status.count("HTTP/1.1"), 1)
+                    self.assertIn(" 400 ", status)
+                    self.assertEqual(headers["content-type"], "application/json")
+                    self.assertIn(words, json.loads(body)["error"]["message"])
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+        parts = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}},
+                                                          {"type": "text", "text": "How long do refunds take?"}]}]}
+        status, _, body = self.raw_chat({**parts, "stream": True, "stream_options": {"include_usage": True}})
+        self.assertIn(" 200 ", status)
+        self.assertTrue(body.endswith(b"data: [DONE]\n\n"), body[-80:])
+
+    def raw_chat(self, body):
+        data = json.dumps(body).encode()
+        return self.raw(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+                        b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (self.port, len(data), data))
+
+    def test_serve_every_method_and_malformed_request_gets_json(self):
+        self.serve()
+        host = b"Host: 127.0.0.1:%d\r\n" % self.port
+        cases = [(b"HEAD / HTTP/1.1\r\n" + host + b"\r\n", 405), (b"PUT /ask HTTP/1.1\r\n" + host + b"\r\n", 405),
+                 (b"DELETE /ask HTTP/1.1\r\n" + host + b"\r\n", 405), (b"PATCH / HTTP/1.1\r\n" + host + b"\r\n", 405),
+                 (b"OPTIONS /ask HTTP/1.1\r\n" + host + b"Origin: http://evil.example\r\n\r\n", 405),
+                 (b"BREW /pot HTTP/1.1\r\n" + host + b"\r\n", 501), (b"GARBAGE\r\n\r\n", 400),
+                 (b"GET /\r\n", 400), (b"GET / HTTP/1.1 extra\r\n\r\n", 400), (b"GET / HTTP/9.9\r\n\r\n", 505),
+                 (b"GET /" + b"x" * 70_000 + b" HTTP/1.1\r\n\r\n", 414)]
+        for data, code in cases:
+            with self.subTest(data=data[:30]):
+                status, headers, body = self.raw(data)
+                self.assertTrue(status.startswith(f"HTTP/1.1 {code} "), status)  # headers even for HTTP/0.9
+                self.assert_secure(headers)
+                self.assertEqual(headers["content-type"], "application/json")
+                if data.startswith(b"HEAD"):
+                    self.assertEqual(body, b"")
+                else:
+                    self.assertIn("message", json.loads(body)["error"])
+                if code == 405:
+                    self.assertEqual(headers["allow"], "GET, POST")
+                    self.assertNotIn("access-control-allow-origin", headers)  # a preflight is never granted
+        for method, path in (("GET", "/health"), ("GET", "/nothing"), ("POST", "/search"), ("GET", "/")):
+            status, resp, _ = self.request(method, path, {"question": "refunds"} if method == "POST" else None)
+            self.assert_secure({k.lower(): v for k, v in resp.getheaders()})
+
+    def test_serve_conflicting_framing_is_refused(self):
+        self.serve()
+        body = json.dumps({"question": "How long do refunds take?"}).encode()
+        head = b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % self.port
+        n = b"%d" % len(body)
+        cases = [(b"Content-Length: " + n + b"\r\nContent-Length: " + n + b"\r\n", 400, "one Content-Length"),
+                 (b"Content-Length: " + n + b"\r\nContent-Length: 5\r\n", 400, "one Content-Length"),
+                 (b"Content-Length: " + n + b", " + n + b"\r\n", 400, "number of bytes"),
+                 (b"Content-Length: +" + n + b"\r\n", 400, "number of bytes"),
+                 (b"Content-Length: " + n + b"\r\nTransfer-Encoding: chunked\r\n", 400, "both"),
+                 (b"Transfer-Encoding: chunked\r\n", 411, "chunked")]
+        for framing, code, words in cases:
+            with self.subTest(framing=framing):
+                status, headers, reply = self.raw(head + framing + b"\r\n" + body)
+                self.assertIn(f" {code} ", status)
+                self.assertEqual(headers.get("connection"), "close")
+                self.assertIn(words, json.loads(reply)["error"]["message"])
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+
+    def serve_process(self, *argv, env=None):
+        """rag.py serve in a child process; (process, its first stderr line) once it serves."""
+        proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--db", self.db, "--port", "0", *argv],
+                                stderr=subprocess.PIPE, text=True, env=env)
+        self.addCleanup(proc.stderr.close)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        line = proc.stderr.readline()
+        self.port = int(re.search(r":(\d+)/", line).group(1))
+        return proc, line
+
+    def test_serve_sigterm_lets_requests_in_flight_finish(self):
+        server = self.online()
+        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL  # chat from the fake server, the index as built
+        entered, release = threading.Event(), threading.Event()
+
+        def held(body):  # the chat model is busy with the question until the test lets it answer
+            entered.set()
+            release.wait(60)
+            return 200, {"Content-Type": "application/json"}, json.dumps(
+                {"choices": [{"message": {"role": "assistant", "content": server.chat_reply}}]}).encode()
+        server.chat_faults = [held]
+        proc, _ = self.serve_process("--workers", "1", env=dict(os.environ))
+        got = {}
+        client = threading.Thread(target=lambda: got.update(r=self.request(
+            "POST", "/ask", {"question": "How long do refunds take?"})))
+        client.start()
+        self.assertTrue(entered.wait(60))
+        proc.send_signal(signal.SIGTERM)  # while the ask is in flight
+        self.assertIn("1 request(s) in flight may finish first", proc.stderr.readline())
+        release.set()
+        client.join(60)
+        status, _, answer = got["r"]
+        self.assertEqual((status, answer["answer"]), (200, server.chat_reply))
+        self.assertEqual(proc.wait(60), 0)
+        self.assertIn("rag: stopped", proc.stderr.read())
+
+    @unittest.skipUnless(hasattr(os, "fork") and os.path.isdir("/proc/self/task"), "needs fork and Linux /proc")
+    def test_serve_worker_killed_is_replaced(self):
+        def children(pid):
+            found = set()
+            for entry in os.listdir("/proc"):
+                with contextlib.suppress(OSError, IndexError):
+                    with open(f"/proc/{entry}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                            found.add(int(entry))
+            return found
+        proc, line = self.serve_process("--workers", "2")
+        workers = children(proc.pid)  # forked before that line was printed
+        self.assertEqual(len(workers), 2, line)
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        replaced = proc.stderr.readline()
+        self.assertRegex(replaced, rf"worker {victim} was killed by signal 9; worker \d+ replaces it")
+        new = int(re.search(r"worker (\d+) replaces", replaced).group(1))
+        self.assertEqual(children(proc.pid), workers - {victim} | {new})
+        for _ in range(4):
+            self.assertEqual(self.request("POST", "/search", {"question": "refunds", "k": 1})[0], 200)
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(60), 0)
+
+    def test_serve_replies_carry_no_absolute_server_paths(self):
+        self.serve()
+        chat = {"messages": [{"role": "user", "content": "How long do refunds take?"}]}
+        replies = [self.request("POST", "/search", {"question": "refunds", "k": 3}),
+                   self.request("POST", "/ask", {"question": "How long do refunds take?"}),
+                   self.request("POST", "/v1/chat/completions", chat),
+                   self.request("POST", "/v1/chat/completions", {**chat, "stream": True}),
+                   self.request("GET", "/health"), self.request("POST", "/search", {"question": 5})]
+        for status, _, body in replies:
+            text = body if isinstance(body, str) else json.dumps(body)
+            self.assertNotIn(self.dir, text)
+            self.assertNotIn(os.path.realpath(self.dir), text)
+        self.assertEqual(replies[0][2][0]["path"], "refunds.md")
+        self.assertRegex(replies[0][2][0]["source"], r"^refunds\.md:\d+-\d+$")
+        self.assertIn("Sources:\n  [1] refunds.md:", replies[2][2]["choices"][0]["message"]["content"])
+        cli = json.loads(self.ok("search", "refunds", "-k", "3", "--json"))  # the command line is unchanged
+        self.assertEqual(cli[0]["path"], os.path.join(self.docs, "refunds.md"))
+
+    def test_serve_health_counts_only_what_source_allows(self):
+        self.serve("--source", "refunds.md")
+        own = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel = 'refunds.md'")
+        health = self.request("GET", "/health")[2]
+        self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
 
 
 # ---------------------------------------------------------------------------
