@@ -306,17 +306,17 @@ def check_damage(tmp):
         at = f.read().find(vector[:40].encode())
         f.seek(at + 20)
         f.write(b"\xff\xfe\xfd\xfc")
-    results = {"index": rag(["index", "docs"], tmp), "check": rag(["check"], tmp),
-               "search": rag(["search", "refunds"], tmp), "export": rag(["export"], tmp)}
-    lines = {name: err.strip().splitlines() for name, (code, out, err) in results.items()}
+    results = {"check": rag(["check"], tmp), "search": rag(["search", "refunds"], tmp),
+               "export": rag(["export"], tmp)}
+    results["index"] = rag(["index", "docs"], tmp)  # removes the damaged rows and reads their files again
+    after = rag(["check"], tmp)[0]
     row_data = [n for n, (c, o, e) in results.items() if re.search(r"'\[-?0[.,]", o + e)]
-    said = [n for n, (c, o, e) in results.items() if c != 0 and "damaged" in e]
     tracebacks = [n for n, (c, o, e) in results.items() if "Traceback" in e]
-    named = "refunds.md" in results["check"][1] + results["check"][2] \
-        or "shipping.md" in results["check"][1] + results["check"][2]
-    ok = not row_data and not tracebacks and set(said) >= {"check", "search", "export"} and named
+    said = [n for n, (c, o, e) in results.items() if "damaged" in e and (c != 0 or n == "index")]
+    named = "refunds.md" in results["check"][1] or "shipping.md" in results["check"][1]
+    ok = not row_data and not tracebacks and len(said) == 4 and named and after == 0
     return ok, f"said damaged: {', '.join(said) or 'none'}; row data shown by: {row_data or 'none'}; " \
-               f"documents named by check: {named}; last lines: {[v[-1][:50] for v in lines.values() if v]}"
+               f"document named by check: {named}; check after index: exit {after}"
 
 
 def check_key_routing(tmp):
