@@ -4782,6 +4782,18 @@ class Service:
             return answer_question(r.conn, r, generator, a["question"], opts, self.log,
                                    caller.name if caller else None), floor
 
+    def failure(self, e: Exception) -> str:
+        """What a client is told of a failure (RagError: its message): never
+        row data, a server path or a bug's details, which go to the server's
+        stderr instead."""
+        if isinstance(e, RagError):
+            return str(e)
+        if isinstance(e, sqlite3.DatabaseError):
+            self.log.note(str(database_error(e, self.cfg.db)))
+            return str(database_error(e, os.path.basename(self.cfg.db)))
+        self.log.note(f"internal error: {type(e).__name__}: {clean_text(str(e))[:MAX_PROVIDER_MESSAGE]}")
+        return f"internal error ({type(e).__name__}); the server's log says more"
+
     def stats(self, caller: Caller | None = None) -> dict:
         """index_info as a client may see it: counts under --source and the
         caller's globs, the database by its file name only."""
@@ -4910,10 +4922,8 @@ class McpServer:
             else:
                 data = self.service.stats()
                 text = json.dumps(data, indent=2)
-        except RagError as e:
-            return {"content": [{"type": "text", "text": f"error: {e}"}], "isError": True}
         except Exception as e:  # the server keeps serving; the client hears what went wrong
-            return {"content": [{"type": "text", "text": f"error: {type(e).__name__}: {e}"}], "isError": True}
+            return {"content": [{"type": "text", "text": f"error: {self.service.failure(e)}"}], "isError": True}
         return {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": False}
 
 
@@ -5105,7 +5115,7 @@ class HttpApi:
         except OSError:
             return  # the client went away
         except Exception as e:  # the status line is sent: the error goes in the stream
-            message = str(e) if isinstance(e, (RagError, HttpError)) else f"{type(e).__name__}: {e}"
+            message = str(e) if isinstance(e, HttpError) else self.service.failure(e)
             out.event({"error": {"message": message, "type": "invalid_request_error"}})
         else:
             if not (out.text and a.by_model):  # else the model's text is sent already
@@ -5506,7 +5516,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
                 self.close_connection = True
                 return  # the client went away
             except Exception as e:  # never a traceback page: the server keeps serving
-                reply = api.json(500, {"error": {"message": f"{type(e).__name__}: {e}", "type": "server_error"}})
+                reply = api.json(500, {"error": {"message": api.service.failure(e), "type": "server_error"}})
             if reply is not None:
                 self.send(*reply)
 

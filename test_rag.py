@@ -276,6 +276,22 @@ class RagTestCase(unittest.TestCase):
         finally:
             conn.close()
 
+    def damage_vector(self, rel, replacement):
+        """Overwrite bytes inside the JSON text of rel's first vector, in the file itself."""
+        conn = sqlite3.connect(self.db)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (vector,) = conn.execute("SELECT c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                 "WHERE d.rel = ? ORDER BY c.id LIMIT 1", (rel,)).fetchone()
+        conn.close()
+        with open(self.db, "r+b") as f:
+            data = f.read()
+            for window in (vector[i:i + 64].encode() for i in range(8, len(vector) - 64, 64)):
+                if data.count(window) == 1:  # in one page, and nowhere else
+                    f.seek(data.index(window) + 8)
+                    f.write(replacement)
+                    return
+        self.fail(f"no unique part of {rel}'s vector in the file")
+
 
 # ---------------------------------------------------------------------------
 # Parse: files to lines (the format readers)
@@ -1222,21 +1238,6 @@ class StoreTests(RagTestCase):
             rag.check_model(conn, "m", 4)
         self.assertIn("3-dimension", str(cm.exception))
 
-    def damage_vector(self, rel, replacement):
-        """Overwrite bytes inside the JSON text of rel's first vector, in the file itself."""
-        conn = sqlite3.connect(self.db)
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        (vector,) = conn.execute("SELECT c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                                 "WHERE d.rel = ? ORDER BY c.id LIMIT 1", (rel,)).fetchone()
-        conn.close()
-        with open(self.db, "r+b") as f:
-            data = f.read()
-            for window in (vector[i:i + 64].encode() for i in range(8, len(vector) - 64, 64)):
-                if data.count(window) == 1:  # in one page, and nowhere else
-                    f.seek(data.index(window) + 8)
-                    f.write(replacement)
-                    return
-        self.fail(f"no unique part of {rel}'s vector in the file")
 
     def test_check_names_damaged_documents_and_index_reads_them_again(self):
         self.write_docs()
@@ -2804,6 +2805,15 @@ class McpTests(RagTestCase):
         self.assertNotIn(self.dir, json.dumps(replies))
 
 
+    def test_mcp_damage_is_a_tool_error_without_row_data(self):
+        self.damage_vector("refunds.md", b"\xff\xfe\xff")
+        replies, err = self.mcp(self.call(1, "search", question="refunds", mode="dense"))
+        result = replies[0]["result"]
+        self.assertTrue(result["isError"])
+        self.assertIn("is damaged", result["content"][0]["text"])
+        self.assertNotRegex(json.dumps(replies), r"\[0|\d\.\d{4}|with text")
+        self.assertNotIn(self.dir, json.dumps(replies))
+
 class HttpTests(RagTestCase):
     def setUp(self):
         super().setUp()
@@ -3344,6 +3354,26 @@ class HttpTests(RagTestCase):
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
+
+    def test_serve_failures_are_told_without_row_data_paths_or_a_bug_s_details(self):
+        self.damage_vector("refunds.md", b"\xff\xfe\xff")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # the server's own log
+            self.serve()
+            replies = [self.request("POST", path, body) for path, body in (
+                ("/search", {"question": "refunds", "mode": "dense"}), ("/ask", {"question": "refunds?"}))]
+            with mock.patch.object(rag.Service, "search", side_effect=KeyError("row 7: salary 91000")):
+                bug = self.request("POST", "/search", {"question": "refunds"})
+        for status, _, reply in replies:
+            self.assertEqual(status, 500, reply)
+            message = reply["error"]["message"]
+            self.assertIn("is damaged", message)
+            self.assertNotRegex(message, r"\[0|\d\.\d{4}|with text")  # no row data
+            self.assertNotIn(self.dir, message)  # no server path
+        self.assertEqual((bug[0], bug[2]["error"]["message"]),
+                         (500, "internal error (KeyError); the server's log says more"))
+        self.assertIn("salary 91000", err.getvalue())  # the details go to the server's own stderr
+        self.assertIn("is damaged", err.getvalue())
 
 class CommandLineTests(RagTestCase):
     def test_doctests_worked_examples_hold(self):
