@@ -5416,13 +5416,15 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
         def refuse_method(self):
             self.close_connection = True  # any body it has is not read
             self.send(*api.json(405, {"error": {"message": f"method {self.command} is not allowed here: "
-                                                "use GET or POST", "type": "invalid_request_error"}}),
-                      allow="GET, POST")
+                                                "use GET, HEAD or POST", "type": "invalid_request_error"}}),
+                      allow="GET, HEAD, POST")
 
-        do_HEAD = do_PUT = do_DELETE = do_OPTIONS = do_PATCH = refuse_method
+        do_PUT = do_DELETE = do_OPTIONS = do_PATCH = refuse_method
 
         def do_GET(self):
             self.answer(lambda caller: api.get(self.path.split("?", 1)[0], caller))
+
+        do_HEAD = do_GET  # what a GET would send, without the body (send leaves it out)
 
         def do_POST(self):
             self.answer(self.post)

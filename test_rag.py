@@ -3224,7 +3224,7 @@ class HttpTests(RagTestCase):
     def test_serve_every_method_and_malformed_request_gets_json(self):
         self.serve()
         host = b"Host: 127.0.0.1:%d\r\n" % self.port
-        cases = [(b"HEAD / HTTP/1.1\r\n" + host + b"\r\n", 405), (b"PUT /ask HTTP/1.1\r\n" + host + b"\r\n", 405),
+        cases = [(b"HEAD /nothing HTTP/1.1\r\n" + host + b"Connection: close\r\n\r\n", 404), (b"PUT /ask HTTP/1.1\r\n" + host + b"\r\n", 405),
                  (b"DELETE /ask HTTP/1.1\r\n" + host + b"\r\n", 405), (b"PATCH / HTTP/1.1\r\n" + host + b"\r\n", 405),
                  (b"OPTIONS /ask HTTP/1.1\r\n" + host + b"Origin: http://evil.example\r\n\r\n", 405),
                  (b"BREW /pot HTTP/1.1\r\n" + host + b"\r\n", 501), (b"GARBAGE\r\n\r\n", 400),
@@ -3241,11 +3241,16 @@ class HttpTests(RagTestCase):
                 else:
                     self.assertIn("message", json.loads(body)["error"])
                 if code == 405:
-                    self.assertEqual(headers["allow"], "GET, POST")
+                    self.assertEqual(headers["allow"], "GET, HEAD, POST")
                     self.assertNotIn("access-control-allow-origin", headers)  # a preflight is never granted
         for method, path in (("GET", "/health"), ("GET", "/nothing"), ("POST", "/search"), ("GET", "/")):
             status, resp, _ = self.request(method, path, {"question": "refunds"} if method == "POST" else None)
             self.assert_secure({k.lower(): v for k, v in resp.getheaders()})
+        for path in ("/", "/health"):  # HEAD: a GET's status and headers (uptime monitors), no body
+            status, headers, body = self.raw(b"HEAD %s HTTP/1.1\r\n%sConnection: close\r\n\r\n" % (path.encode(), host))
+            self.assertTrue(status.startswith("HTTP/1.1 200 "), status)
+            self.assertEqual(body, b"")
+            self.assertNotEqual(headers["content-length"], "0")
 
     def test_serve_conflicting_framing_is_refused(self):
         self.serve()
