@@ -2979,6 +2979,7 @@ class HttpTests(RagTestCase):
     def test_serve_workers_answer_and_stop_with_their_parent(self):
         proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--db", self.db, "--port", "0",
                                  "--workers", "3"], stderr=subprocess.PIPE, text=True)
+        self.addCleanup(proc.stderr.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         line = proc.stderr.readline()
         self.assertIn("with 3 worker(s)", line)
