@@ -3143,14 +3143,14 @@ class HttpTests(RagTestCase):
 
     def test_serve_bad_keys_file_is_one_usage_error(self):
         cases = {"[": "not valid JSON", "[]": "non-empty list", '[{"name": "a"}]': "exactly one of",
-                 '[{"name": "a", "key": "k1", "sha256": "00"}]': "exactly one of",
-                 '[{"name": "a", "key": "k1", "sources": "a/*"}]': "unknown field(s) sources",
+                 '[{"name": "a", "key": "Key-Q7zX", "sha256": "00"}]': "exactly one of",
+                 '[{"name": "a", "key": "Key-Q7zX", "sources": "a/*"}]': "unknown field(s) sources",
                  '[{"name": "a", "sha256": "abc"}]': "64 hex digits",
                  '[{"name": "a", "key": "has space"}]': "printable ASCII",
-                 '[{"name": "a", "key": "k1", "source": []}]': "'source' must be",
-                 '[{"name": "a", "key": "k1"}, {"name": "a", "key": "k2"}]': "same name",
-                 '[{"name": "a", "key": "k1"}, {"name": "b", "key": "k1"}]': "same key",
-                 '{"alice": "k1"}': "expected an object", '[{"key": "k1"}]': "'name' must be"}
+                 '[{"name": "a", "key": "Key-Q7zX", "source": []}]': "'source' must be",
+                 '[{"name": "a", "key": "Key-Q7zX"}, {"name": "a", "key": "Key-Q8zY"}]': "same name",
+                 '[{"name": "a", "key": "Key-Q7zX"}, {"name": "b", "key": "Key-Q7zX"}]': "same key",
+                 '{"alice": "Key-Q7zX"}': "expected an object", '[{"key": "Key-Q7zX"}]': "'name' must be"}
         path = os.path.join(self.dir, "keys.json")
         for text, words in cases.items():
             with self.subTest(text=text):
@@ -3159,11 +3159,11 @@ class HttpTests(RagTestCase):
                 line = self.error_line("serve", "--keys", path, code=2)
                 self.assertIn("--keys", line)
                 self.assertIn(words, line)
-                self.assertNotIn("k1", line.replace("--keys", ""))  # a key is never shown
+                self.assertNotIn("Key-Q7zX", line.replace("--keys", ""))  # a key is never shown
         self.assertIn("no such file", self.error_line("serve", "--keys", path + ".none", code=2).lower())
         self.assertIn("not both", self.error_line("serve", "--keys", path, "--api-key", "k", code=2))
         with open(path, "w") as f:
-            json.dump({"alice": {"key": "k1"}}, f)  # an object of entries by name also works
+            json.dump({"alice": {"key": "Key-Q7zX"}}, f)  # an object of entries by name also works
         self.assertEqual(rag.load_keys(path)[0].name, "alice")
 
     def test_serve_api_key_from_a_file_and_a_note_for_the_command_line(self):
