@@ -486,11 +486,13 @@ WEAK_TOKENS = {"openai-key"}
 BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@]{1,256}:([^\s/@]{1,256})@")
 # The name of an assignment ('API_KEY=', '"password": ', "secret: "), then, apart, its value.
-ASSIGNED_NAME = re.compile(r"""(?<![\w.-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4}[=:][ \t]{0,4}""")
+# Not after or before another ':' ('apt::key::', 'node::credentials::' are scopes, not assignments).
+ASSIGNED_NAME = re.compile(r"""(?<![\w.:-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4}[=:](?!:)[ \t]{0,4}""")
 ASSIGNED_VALUE = re.compile(r""""([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512})""")
 # Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or 'keyboard'.
 SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
                          r"(?:private|access|signing|encryption)_?key)s?(?![a-z])|(?:^|[_.-])key$", re.I)
+NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working directories, which SECRET_NAME's 'pwd' would take
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
                          r"dummy|none|null|true|false)$|^\[redacted|^[<{$%]|\$\{|\{\{|\$\(|environ|getenv|"
@@ -534,6 +536,11 @@ def looks_secret(value: str, letters_and_digits: bool = False) -> bool:
     return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
 
 
+def secret_name(name: str) -> bool:
+    """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'api_key'; not 'PWD')."""
+    return bool(SECRET_NAME.search(name)) and name.lower() not in NOT_SECRET_NAMES
+
+
 def secret_name_kind(name: str) -> str:
     """The marker's name for the value of an assignment to name."""
     low = name.lower()
@@ -546,7 +553,7 @@ def redact_assignments(text: str) -> str:
     """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
     out, pos = [], 0
     while (m := ASSIGNED_NAME.search(text, pos)):
-        if not SECRET_NAME.search(m.group(2)):
+        if not secret_name(m.group(2)):
             out.append(text[pos:m.end()])
             pos = m.end()  # not a secret's name: its value may still hold one ('note: token=...')
             continue
@@ -641,7 +648,7 @@ def credential_content(data: bytes, fmt: Format) -> str | None:
     lines = [l for l in lines if l and not l.startswith(("#", ";", "[", "//"))]
     pairs = [m.groups() for m in map(ENV_LINE.fullmatch, lines) if m]
     if len(pairs) > ENV_SHARE * len(lines) and any(
-            SECRET_NAME.search(k) and looks_secret(v.strip().strip("\"'")) for k, v in pairs):
+            secret_name(k) and looks_secret(v.strip().strip("\"'")) for k, v in pairs):
         return "environment file with secrets"
     return None
 

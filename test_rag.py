@@ -1818,7 +1818,8 @@ class IndexTests(RagTestCase):
         kept = ("sk-learn-compatible-estimators", "password: changeme", 'api_key: "<your-key>"', "TOKEN=${TOKEN}",
                 "token = os.environ['TOKEN']", "secret_key = settings.SECRET_KEY", "max_tokens: 4096",
                 "https://user:password@example.com/", "AWS_SECRET=xxxxxxxxxxxxxxxx", "Bearer token here",
-                "tokenizer: bert-base-uncased", "Note: passwords must be long.")
+                "tokenizer: bert-base-uncased", "Note: passwords must be long.", "PWD: '/home/Ann/src2'",
+                '"OLDPWD": "/tmp/Build-7"', 'apt::key::"Ab12Cd34Ef56"', "node::credentials::SafeGetenv2()")
         for text in kept:
             with self.subTest(text):
                 self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
