@@ -19,18 +19,21 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
-    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; secrets (credential
-                     files, redaction); the format table
+    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; clean text (no
+                     control characters); secrets (credential files, redaction); the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer
     Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
     Store            SQLite schema and migrations, connect (index or not, read-only), writes,
-                     export; signatures and sketches (SignatureIndex: dense candidates)
-    Index            walk (filters, links, virtual file systems), read, chunk, embed, store
+                     export; damage (find_damage, what check and index say); signatures and
+                     sketches (SignatureIndex: dense candidates)
+    Index            walk (filters, links only inside the folders given, virtual file systems),
+                     read, chunk, embed, store
     Retrieve         dense, keyword (FTS5), fusion, reranking; the relevance floor
-    Generate         prompt (passage order, context budget), chat and extractive answerers,
-                     fallback, citations and sources, the ask log
+    Generate         prompt (passage order, context budget, document brackets defused), chat and
+                     extractive answerers, fallback, citations and sources, the ask log
     Eval             cases, gold, metrics, answers and their citations
-    Serve            JSON shapes; Service (warm retrievers); MCP over stdio; HTTP and its page
+    Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
+                     says); MCP over stdio; HTTP (Host rule, keys, deadline, drain) and its page
     Command line     configuration (chat, embeddings, rerank endpoints), subcommands, argparse, main
 """
 
