@@ -5060,13 +5060,6 @@ class HttpApi:
             raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)", "authentication_error")
         return found
 
-    def authorized(self, header: str | None) -> bool:
-        try:
-            self.caller(header)
-        except HttpError:
-            return False
-        return True
-
     def get(self, path: str, caller: Caller | None = None):
         """(status, content type, body) for a GET."""
         if path == "/":
