@@ -3098,6 +3098,13 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                 if keep.excluded(rel + e.name, is_dir):
                     continue
                 why = None if follow_links or keep.follow_links else link_refusal(e, bounds)
+                if why == LINK_INSIDE:  # the walk reaches its target under its own path, rules and all
+                    if is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
+                        log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
+                    elif not os.path.exists(e.path):
+                        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, "
+                                 "which leads nowhere (a missing file or a loop of links)")
+                    continue
                 if why:
                     target = os.path.realpath(e.path)
                     log.note(f"skipped {shown(e.path)}: a link to {shown(target)}, {why} "
@@ -3112,11 +3119,18 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             stack.extend(reversed(subdirs))
 
 
+# A link to a file or folder inside the paths given is not followed either: its
+# target is walked under its own path, where .ragignore, --exclude, the credential
+# rules and --source (which matches that path) apply; through the link it would
+# be one more way in, under a name of the link's choosing (a key's folder).
+LINK_INSIDE = "inside the folders indexed"
+
+
 def link_refusal(entry, bounds: list[str]) -> str | None:
-    """Why walk does not follow this entry, a link (None: it is not one, or
-    it stays inside): its real target is outside every path given (bounds,
-    real paths), or, inside them, in a hidden folder or a hidden file, which
-    the walk itself skips."""
+    """Why walk does not follow this entry, a link (None: it is not one): its
+    real target is outside every path given (bounds, real paths), or, inside
+    them, in a hidden folder or a hidden file, which the walk itself skips, or
+    anywhere else inside them (LINK_INSIDE: reached without the link)."""
     try:
         if not entry.is_symlink():
             return None
@@ -3128,7 +3142,7 @@ def link_refusal(entry, bounds: list[str]) -> str | None:
         return "outside the folders indexed"
     if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep)) for rel in inside):
         return "a hidden file or folder, which is not indexed"
-    return None
+    return LINK_INSIDE
 
 
 def is_dir_entry(entry) -> bool:
@@ -3250,7 +3264,7 @@ def load_document(path: str, key: str, root: str, known: str | None, opts: Index
     key: its real path, the document's identity; known: the SHA-256 stored for
     it. No error in one file stops the run. A file that looks like
     credentials is 'secret': not read unless opts.include_secrets."""
-    kind = None if opts.include_secrets else credential_name(path)
+    kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
     got = None if kind else read_file(path, log, opts.max_bytes)
     if got:
         kind = None if opts.include_secrets else credential_content(got[0], got[2])
@@ -3280,8 +3294,17 @@ def load_document(path: str, key: str, root: str, known: str | None, opts: Index
     if not chunks:
         log.note(f"skipped {shown(path)}: no text")
         return "empty", None
-    rel = os.path.relpath(path, root) if root else path
-    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
+    return "read", PendingDoc(key, doc_rel(path, key, root), sha, st.st_size, st.st_mtime, tuple(chunks))
+
+
+def doc_rel(path: str, key: str, root: str) -> str:
+    """A document's path relative to the folder indexed, which --source and a
+    key's globs match: that of its real path (key) when it is inside the real
+    folder, whatever name (a followed link) it was reached by."""
+    real_root = os.path.realpath(root) if root else ""
+    if real_root and under(key, real_root):
+        return os.path.relpath(key, real_root)
+    return os.path.relpath(path, root) if root else path
 
 
 class EmbedPool:
@@ -3475,6 +3498,7 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     adopt_real_paths(conn)
     stats, seen, stale = IndexStats(), set(), []
     stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
+    stored_rel = dict(conn.execute("SELECT path, rel FROM documents"))
     chunking = chunking_key(opts.size, opts.overlap)
     if stored and get_meta(conn, "chunking") not in (None, chunking):
         log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
@@ -3495,6 +3519,9 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
             seen.add(key)
             status, doc = load_document(path, key, root, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
+            if status == "unchanged" and stored_rel.get(key) != doc_rel(path, key, root):
+                with transaction(conn):  # stored by an earlier run under a link's name
+                    conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (doc_rel(path, key, root), key))
             stats.skipped += status in ("skipped", "empty", "secret")
             if status == "secret":
                 stats.secrets.append(path)
@@ -3531,9 +3558,11 @@ def remove_linked(conn, refused: list[tuple[str, str, str]], seen, log: Log) -> 
     never meant to bring them in. Returns how many."""
     if not refused:
         return 0
+    def through(rel: str, link: str) -> bool:  # named by the link, or (doc_rel) in a hidden folder
+        rel = rel.replace(os.sep, "/")
+        return (rel + "/").startswith(link + "/") or any(part.startswith(".") for part in rel.split("/"))
     gone = [p for p, rel in conn.execute("SELECT path, rel FROM documents") if p not in seen and any(
-        under(p, target) and (rel.replace(os.sep, "/") + "/").startswith(link + "/")
-        for _, link, target in refused)]
+        under(p, target) and through(rel, link) for _, link, target in refused)]
     if gone:
         delete_docs(conn, gone)
         log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
@@ -3656,7 +3685,17 @@ def source_filter(source) -> tuple[str, list]:
     if not globs:
         return "1", []
     conds = ["d.path GLOB ?" if g.startswith("/") else "d.rel GLOB ?" for g in globs]
-    return " AND ".join(conds), list(globs)
+    return " AND ".join(conds), [sql_glob(g) for g in globs]
+
+
+def sql_glob(pattern: str) -> str:
+    """A --source glob as SQLite's GLOB reads it: '[!a]' (not a, as in shells and
+    .ragignore) is '[^a]' there, where '[!a]' would mean '!' or 'a'.
+
+    >>> sql_glob("[!h]*/[!.]*.md")
+    '[^h]*/[^.]*.md'
+    """
+    return re.sub(r"\[!", "[^", pattern)
 
 
 def source_warnings(conn, source) -> list[str]:

@@ -1690,7 +1690,7 @@ class IndexTests(RagTestCase):
                                   ("peekdir", os.path.join(self.docs, ".private"), "hidden")):
             self.assertRegex(err, rf"rag: skipped {re.escape(os.path.join(self.docs, link))}: a link to "
                                   rf"{re.escape(os.path.realpath(target))}, [^\n]*{why}[^\n]*--follow-links")
-        self.assertNotIn("inner.md", err)  # inside the folder: followed (one document with refunds.md)
+        self.assertNotIn("inner.md", err)  # inside the folder: its target is walked under its own path
         paths = {p for (p,) in self.rows("SELECT path FROM documents")}
         self.assertEqual(paths, {os.path.realpath(os.path.join(self.docs, n)) for n in DOCS})
         for word in ("narwhal", "okapi", "pangolin"):
@@ -1706,6 +1706,35 @@ class IndexTests(RagTestCase):
         code, out, err = self.run_cli("index", os.path.join(self.docs, "notes.md"), db=one)
         self.assertEqual((code, err), (0, ""))
         self.assertIn("indexed 1 file(s)", out)
+
+    def test_index_link_inside_the_folder_is_no_second_way_in(self):
+        self.write("hr/salary.md", "Salary bands for the okapi team.\n")
+        self.write("cfg/prod.env", "# settings\nDB_PASSWORD=Correct-Horse-7-Battery\n")
+        self.write("ignored/notes.md", "Pangolin notes kept out.\n")
+        self.write(".ragignore", "ignored/\n")
+        os.makedirs(os.path.join(self.docs, "public"))
+        for link, target in (("public/s.md", "../hr/salary.md"), ("readme.txt", "cfg/prod.env"),
+                             ("visible.md", "ignored/notes.md")):
+            os.symlink(target, os.path.join(self.docs, link))
+        for flags in ((), ("--follow-links",)):
+            with self.subTest(flags=flags):
+                code, out, err = self.run_cli("index", self.docs, *flags)
+                self.assertEqual(code, 0, err)
+                rels = {r for (r,) in self.rows("SELECT rel FROM documents")}
+                self.assertIn("hr/salary.md", rels)  # its own path, not the link's
+                self.assertFalse(rels & {"public/s.md", "readme.txt", "visible.md"}, rels)
+                self.assertIn("looks like credentials", err)  # by whichever name it is reached
+                self.assertNotIn("Correct-Horse", self.ok("export"))
+                self.assertNotIn("salary.md", self.run_cli("search", "okapi salary", "--source", "public/*")[1])
+                self.assertIn("hr/salary.md", self.ok("search", "okapi salary", "--source", "hr/*"))
+                if not flags:
+                    self.assertNotIn("Pangolin", self.ok("export"))  # .ragignore holds
+        conn = sqlite3.connect(self.db)
+        with conn:  # as an index made before stored it, under the link's name
+            conn.execute("UPDATE documents SET rel = 'public/s.md' WHERE rel = 'hr/salary.md'")
+        conn.close()
+        self.assertEqual(self.run_cli("index", self.docs)[0], 0)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents WHERE rel = 'hr/salary.md'"), [(1,)])
 
     def test_index_ragignore_line_follows_links(self):
         self.links_fixture()
@@ -1891,6 +1920,8 @@ class FilterTests(RagTestCase):
         self.assertIn("'*/public/*'", err)
         self.assertEqual(found("--source", "*/public/*"), ["private/public/hr.md"])
         self.assertEqual(found("--source", corp + "/private/*"), ["private/public/hr.md"])
+        self.assertEqual(found("--source", "[!p]*"), [])  # '[!p]' is not p, as in .ragignore
+        self.assertEqual(found("--source", "[!u]*"), ["private/public/hr.md", "public/menu.md"])
         args = rag.build_parser().parse_args(["serve", "--db", self.db, "--source", "public/*"])
         with contextlib.redirect_stderr(io.StringIO()):
             service = rag.Service(rag.make_config(args), args, rag.Log())
@@ -3898,7 +3929,7 @@ class HostileInputTests(RagTestCase):
         self.assertNotIn("Traceback", err)
         for note in ("noise.txt: binary file", "huge.txt: 50 MB is over the 20 MB limit",
                      "empty.md: no text", "noise.md: invalid UTF-8 bytes were replaced",
-                     "loop: directory already visited (symlink loop)", "x.md: unreadable",
+                     "loop: directory already visited (symlink loop)", "x.md: a link to", "leads nowhere",
                      "caf\ufffd.md: the file name is not valid UTF-8", "locked.md: unreadable (Permission denied)"):
             self.assertIn(note, err)
         paths = {os.path.basename(p) for (p,) in self.rows("SELECT path FROM documents")}
