@@ -2265,8 +2265,10 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
 
 
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
+    """A setting as stored, cleaned (clean_text): stats and index print them, and
+    an index someone hands you may hold escape codes there."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
+    return clean_text(row[0]) if row and isinstance(row[0], str) else row[0] if row else None
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
@@ -2403,12 +2405,13 @@ class Damage:
     asks: list = field(default_factory=list)      # ids of ask log rows that do not read
     cache: int = 0                                # embedding cache entries that are not vectors
     texts: bool = False                           # a chunk's text or heading: rebuild the keyword index
+    keyword: str = ""                             # the keyword index's own damage (rebuilt from the chunks)
     dim: int = 0
     counts: tuple = (0, 0)                        # documents and chunks read
 
     @property
     def found(self) -> bool:
-        return bool(self.structure or self.docs or self.settings or self.asks or self.cache)
+        return bool(self.structure or self.docs or self.settings or self.asks or self.cache or self.keyword)
 
     @property
     def repairable(self) -> bool:
@@ -2470,7 +2473,23 @@ def find_damage(conn, db: str, full: bool = False) -> Damage:
         d.structure.append(f"reading the rows failed: {e}")
     finally:
         conn.text_factory = factory
+    if not d.structure:
+        d.keyword = keyword_damage(conn, full)
     return d
+
+
+def keyword_damage(conn, full: bool) -> str:
+    """What FTS5's own integrity check finds wrong in the keyword index ('' if
+    nothing; when full, also that it indexes exactly the chunks' text). It is
+    written as an INSERT: a read-only index is not checked this way."""
+    try:
+        conn.execute("INSERT INTO chunks_fts(chunks_fts" + (", rank) VALUES ('integrity-check', 1)" if full
+                                                            else ") VALUES ('integrity-check')"))
+    except sqlite3.OperationalError as e:
+        return "" if "readonly" in str(e) or "read-only" in str(e) else f"the keyword index: {e}"
+    except sqlite3.DatabaseError as e:
+        return f"the keyword index: {e}"
+    return ""
 
 
 def scan_settings(conn, d: Damage) -> None:
@@ -2534,7 +2553,7 @@ def remove_damaged(conn, d: Damage) -> None:
         if d.dim:
             conn.execute(f"DELETE FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,))
         conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
-        if d.texts:  # the keyword index was told to forget text it never held
+        if d.texts or d.keyword:  # told to forget text it never held, or damaged itself: rebuilt
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
         set_meta(conn, "sig_stamp", time.time_ns())
 
@@ -3152,7 +3171,8 @@ def is_dir_entry(entry) -> bool:
         return False
 
 
-CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f]")
+# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (UNSAFE_CHARS).
+CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def shown(path: str) -> str:
@@ -4646,7 +4666,7 @@ def served_path(rel: str) -> str:
     indexed from, never the server's absolute path (user name, layout); a
     stored absolute one shows its file name only."""
     rel = rel.replace(os.sep, "/")
-    return os.path.basename(rel) if os.path.isabs(rel) else rel
+    return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)  # a file name's escape codes too
 
 
 class ServedRetriever(Retriever):
@@ -5825,6 +5845,8 @@ def repair_damage(conn, db: str, log: Log) -> None:
                  "and read again when its folder is indexed")
     if d.cache or d.asks:
         log.note(f"damaged in the index: {d.cache} embedding cache entries, {len(d.asks)} logged asks; removed")
+    if d.keyword:
+        log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
         remove_damaged(conn, d)
 
@@ -5835,7 +5857,8 @@ def cmd_check(args, cfg: Config, closer) -> int:
     d = find_damage(conn, cfg.db, args.full)
     what = "integrity_check" if args.full else "quick_check"
     print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
-          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''})")
+          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, the keyword "
+          f"index's structure{' and contents' if args.full else ''})")
     if not d.found:
         print("ok: no damage found")
         return 0
@@ -5848,6 +5871,8 @@ def cmd_check(args, cfg: Config, closer) -> int:
               + (f" and {len(reasons) - 5} more" if len(reasons) > 5 else ""))
     if d.cache or d.asks:
         print(f"damaged: {d.cache} embedding cache entries, {len(d.asks)} logged asks")
+    if d.keyword:
+        print(f"damaged: {clean_text(d.keyword)}")
     print(f"to rebuild: {d.how_to_rebuild()}")
     raise RagError(f"the index {cfg.db} is damaged: {len(d.docs)} document(s) affected"
                    + (", and the file itself" if not d.repairable else "") + " (see above)")

@@ -1275,6 +1275,26 @@ class StoreTests(RagTestCase):
         self.assertIn("refunds.md", self.ok("search", "refunds card"))
         self.assertEqual(len([json.loads(l) for l in self.ok("export").splitlines()]), 4)
 
+    def test_check_finds_a_damaged_keyword_index_and_index_rebuilds_it(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)
+        with conn:  # a flipped bit in one block of the full-text index's own data
+            block_id, block = conn.execute("SELECT id, block FROM chunks_fts_data ORDER BY id DESC LIMIT 1").fetchone()
+            block = bytearray(block)
+            block[2] ^= 0x40
+            conn.execute("UPDATE chunks_fts_data SET block = ? WHERE id = ?", (bytes(block), block_id))
+        conn.close()
+        for full in ((), ("--full",)):
+            code, out, err = self.run_cli("check", *full)
+            self.assertEqual(code, 1, out + err)
+            self.assertIn("damaged: the keyword index", out)
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("keyword index", err)
+        self.assertIn("ok: no damage found", self.ok("check", "--full"))
+        self.assertIn("refunds.md", self.ok("search", "refunds", "--mode", "keyword"))
+
     def test_check_finds_a_damaged_page_and_commands_say_so_in_one_line(self):
         self.write_docs()
         self.ok("index", self.docs)
@@ -3412,6 +3432,22 @@ class HttpTests(RagTestCase):
                          (500, "internal error (KeyError); the server's log says more"))
         self.assertIn("salary 91000", err.getvalue())  # the details go to the server's own stderr
         self.assertIn("is damaged", err.getvalue())
+
+    def test_file_names_and_settings_never_carry_escape_codes_to_a_terminal_or_client(self):
+        name = "red\x1b[31mX\u202eDM.md"
+        self.write(name, "Quetzal feathers are green.\n")
+        self.ok("index", self.docs)
+        conn = sqlite3.connect(self.db)
+        with conn:  # an index someone hands you
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'last_indexed'", ("x\x1b]0;PWN\x07",))
+        conn.close()
+        self.serve()
+        status, _, hits = self.request("POST", "/search", {"question": "quetzal feathers"})
+        outputs = [self.ok("search", "quetzal feathers"), self.ok("ask", "What colour are quetzal feathers?"),
+                   self.ok("stats"), json.dumps(hits, ensure_ascii=False)]
+        for out in outputs:
+            self.assertNotRegex(out, "[\x1b\x07\u202e]")
+        self.assertIn("red\\x1b[31mX\\u202eDM.md", hits[0]["path"])  # escaped, visibly
 
 class CommandLineTests(RagTestCase):
     def test_doctests_worked_examples_hold(self):
