@@ -505,7 +505,10 @@ SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are 
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-PEM_BODY = re.compile(r"[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*")  # base64, or a Proc-Type: / DEK-Info: header
+# A key's body line: base64, or a Proc-Type: / DEK-Info: header, as pasted: after a quote
+# or comment mark ('> ', '# ', '// ', '| '), inside a string ('"MIIE...\\n" +'), in a table row.
+PEM_BODY = re.compile(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
+                      r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
 
 CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its content is credentials
 CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
@@ -522,7 +525,7 @@ ENV_LINE = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,
 ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAME=value
 
 
-def looks_secret(value: str, letters_and_digits: bool = False) -> bool:
+def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = False) -> bool:
     """A value that could be a key or password, not a placeholder, a word or code;
     with letters_and_digits, one that mixes cases or digits even without symbols
     (a token after 'Bearer', where 'bonds/notes' is prose).
@@ -532,8 +535,8 @@ def looks_secret(value: str, letters_and_digits: bool = False) -> bool:
     """
     if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value):
         return False
-    if any(c in value for c in "()[]"):  # a call or a subscript: code that fetches the secret
-        return False
+    if not quoted and any(c in value for c in "()[]"):  # a call or a subscript: code that fetches it
+        return False  # (inside quotes, brackets are the value's own: Django's SECRET_KEY has them)
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
                any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
     return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
@@ -566,7 +569,7 @@ def redact_assignments(text: str) -> str:
             pos = m.end()
             continue
         group = next(g for g in (1, 2, 3) if v.group(g) is not None)
-        secret = looks_secret(v.group(group))
+        secret = looks_secret(v.group(group), quoted=group != 3)
         out.append(text[pos:v.start(group)] + (REDACTED.format(secret_name_kind(m.group(2))) if secret
                                                  else v.group(group)))
         pos = v.end(group)

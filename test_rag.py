@@ -1858,7 +1858,8 @@ class IndexTests(RagTestCase):
                  "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fw": "jwt",
                  "Authorization: Bearer abcDEF123456789xyz": "token", "postgres://app:Sup3rS3cret@db/x": "password",
                  "DB_PASSWORD=hunter2!x": "password", '"client_secret": "Zx9sQ2mVt7Lp4Rk8"': "secret",
-                 "aws_secret_access_key: " + self.AWS_SECRET: "aws-secret-key", "STRIPE_KEY = 'Ab12Cd34Ef56'": "secret"}
+                 "aws_secret_access_key: " + self.AWS_SECRET: "aws-secret-key", "STRIPE_KEY = 'Ab12Cd34Ef56'": "secret",
+                 "SECRET_KEY = 'django-insecure-8f#k2@x!q9z(p0)l3j6h'": "secret", 'password = "Hunter2(x)yz"': "password"}
         for text, kind in cases.items():
             with self.subTest(text):
                 out = rag.redact_lines([rag.Line(1, f"see {text} here")])[0].text
@@ -1872,6 +1873,16 @@ class IndexTests(RagTestCase):
         for text in kept:
             with self.subTest(text):
                 self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
+
+    def test_redactor_private_key_pasted_with_a_line_prefix(self):
+        body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+        for pre, post in (("> ", ""), ("# ", ""), ("// ", ""), ("| ", " |"), ('    "', '\\n"'), ('    "', '\\n" +')):
+            with self.subTest(prefix=pre, suffix=post):
+                key = ["-----BEGIN PRIVATE KEY-----", body, body, "-----END PRIVATE KEY-----"]
+                lines = [rag.Line(i, pre + t + post) for i, t in enumerate(key, 1)] + [rag.Line(5, "after it")]
+                out = [l.text for l in rag.redact_lines(lines)]
+                self.assertFalse([t for t in out if "MIIE" in t or "END" in t], out)
+                self.assertEqual(out[-1], "after it")
 
     def test_redactor_completes_on_adversarial_text(self):
         # Each pattern starts only where a run of token characters does and repeats one class:
