@@ -496,6 +496,11 @@ ASSIGNED_VALUE = re.compile(r""""([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{
 SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
                          r"(?:private|access|signing|encryption)_?key)s?(?![a-z])|(?:^|[_.-])key$", re.I)
 NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working directories, which SECRET_NAME's 'pwd' would take
+# Names that say where a secret is or what it is called, not what it is ('api_key_file', 'TOKEN_URL').
+ABOUT_A_SECRET = re.compile(r"[_.-](?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length|size|"
+                            r"ttl|expiry|expires)s?$", re.I)
+# Values that are a place, not a secret: a URL without a password in it, a file path.
+PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
                          r"dummy|none|null|true|false)$|^\[redacted|^[<{$%]|\$\{|\{\{|\$\(|environ|getenv|"
@@ -533,7 +538,8 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
     >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
     [True, False, False, False, False, False]
     """
-    if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value):
+    if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value) \
+            or PLACE.fullmatch(value):
         return False
     if not quoted and any(c in value for c in "()[]"):  # a call or a subscript: code that fetches it
         return False  # (inside quotes, brackets are the value's own: Django's SECRET_KEY has them)
@@ -544,7 +550,7 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
 
 def secret_name(name: str) -> bool:
     """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'api_key'; not 'PWD')."""
-    return bool(SECRET_NAME.search(name)) and name.lower() not in NOT_SECRET_NAMES
+    return bool(SECRET_NAME.search(name)) and name.lower() not in NOT_SECRET_NAMES and not ABOUT_A_SECRET.search(name)
 
 
 def secret_name_kind(name: str) -> str:

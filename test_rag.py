@@ -1869,7 +1869,9 @@ class IndexTests(RagTestCase):
                 "token = os.environ['TOKEN']", "secret_key = settings.SECRET_KEY", "max_tokens: 4096",
                 "https://user:password@example.com/", "AWS_SECRET=xxxxxxxxxxxxxxxx", "Bearer token here",
                 "tokenizer: bert-base-uncased", "Note: passwords must be long.", "PWD: '/home/Ann/src2'",
-                '"OLDPWD": "/tmp/Build-7"', 'apt::key::"Ab12Cd34Ef56"', "node::credentials::SafeGetenv2()")
+                '"OLDPWD": "/tmp/Build-7"', 'apt::key::"Ab12Cd34Ef56"', "node::credentials::SafeGetenv2()",
+                'TOKEN_URL = "https://oauth2.googleapis.com/token"', "api_key_header: X-Api-Key",
+                "api_key_file: /etc/app/api.key", "secret_name: MyAppSecret2", "PASSWORD_FILE=/run/secrets/Db2")
         for text in kept:
             with self.subTest(text):
                 self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
