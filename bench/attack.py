@@ -264,6 +264,23 @@ def check_keys(tmp):
         f"no key: {nokey}"
 
 
+def check_link_inside(tmp):
+    """4. A link in one colleague's folder to a file in another's gives the first nothing."""
+    write(os.path.join(tmp, "docs"), {"hr/salary.md": "# Salaries\n\nBravo payroll figures are confidential.\n",
+                                      "a_public/menu.md": "# Menu\n\nSoup of the day.\n"})
+    os.symlink("../hr/salary.md", os.path.join(tmp, "docs", "a_public", "s.md"))
+    rag(["index", "docs"], tmp)
+    with open(os.path.join(tmp, "keys.json"), "w") as f:
+        json.dump([{"name": "pub", "key": "key-pub-0123456789", "source": "a_public/*"},
+                   {"name": "hr", "key": "key-hr-0123456789", "source": "hr/*"}], f)
+    with Serve(["--keys", "keys.json"], tmp) as s:
+        seen = {who: s.request("POST", "/search", {"question": "payroll figures"},
+                               {"Authorization": f"Bearer key-{who}-0123456789"})[2].decode()
+                for who in ("pub", "hr")}
+    return "payroll" not in seen["pub"] and "payroll" in seen["hr"], \
+        f"pub sees the payroll: {'payroll' in seen['pub']}; hr sees it: {'payroll' in seen['hr']}"
+
+
 def check_source_suffix(tmp):
     """5. --source 'public/*' means public/ in the folder indexed, not any path ending so."""
     write(os.path.join(tmp, "corp"), {"public/faq.md": "# FAQ\n\nOpening hours are 9 to 5.\n",
@@ -441,7 +458,7 @@ def check_lock_real_path(tmp):
     return code != 0 and "is writing" in err, f"second name: exit {code}, {err.strip()[:80]!r}"
 
 
-CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_source_suffix,
+CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path]
 
