@@ -454,7 +454,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     else:
         text, warning = decode(data)
         lines = fmt.read(text)
-    lines = [replace(l, text=clean_text(l.text)) if UNSAFE_CHARS.search(l.text) else l for l in lines]
+    lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return redact_lines(lines), warning
 
 
@@ -2277,7 +2277,9 @@ def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     """A setting as stored, cleaned (clean_text): stats and index print them, and
     an index someone hands you may hold escape codes there."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return clean_text(row[0]) if row and isinstance(row[0], str) else row[0] if row else None
+    if row is None:
+        return None
+    return clean_text(row[0]) if isinstance(row[0], str) else row[0]
 
 
 def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
@@ -3286,11 +3288,12 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
     return data, st, fmt
 
 
-def load_document(path: str, key: str, root: str, known: str | None, opts: IndexOptions,
+def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexOptions,
                   log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file: ('read', document), or ('unchanged' |
     'empty' | 'skipped' | 'secret', None), with a note saying why a file is skipped.
-    key: its real path, the document's identity; known: the SHA-256 stored for
+    key: its real path, the document's identity; rel: its path in the folder
+    indexed (doc_rel); known: the SHA-256 stored for
     it. No error in one file stops the run. A file that looks like
     credentials is 'secret': not read unless opts.include_secrets."""
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
@@ -3323,7 +3326,7 @@ def load_document(path: str, key: str, root: str, known: str | None, opts: Index
     if not chunks:
         log.note(f"skipped {shown(path)}: no text")
         return "empty", None
-    return "read", PendingDoc(key, doc_rel(path, key, root), sha, st.st_size, st.st_mtime, tuple(chunks))
+    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
 
 def doc_rel(path: str, key: str, root: str) -> str:
@@ -3526,8 +3529,8 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
     check_model(conn, embedder.model)
     adopt_real_paths(conn)
     stats, seen, stale = IndexStats(), set(), []
-    stored = dict(conn.execute("SELECT path, sha256 FROM documents"))
-    stored_rel = dict(conn.execute("SELECT path, rel FROM documents"))
+    rows = conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
+    stored, stored_rel = {p: sha for p, sha, _ in rows}, {p: rel for p, _, rel in rows}
     chunking = chunking_key(opts.size, opts.overlap)
     if stored and get_meta(conn, "chunking") not in (None, chunking):
         log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
@@ -3546,11 +3549,12 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
             if key in seen:  # the same file by another name: a link, a folder given twice
                 continue
             seen.add(key)
-            status, doc = load_document(path, key, root, stored.get(key), opts, log)
+            rel = doc_rel(path, key, root)
+            status, doc = load_document(path, key, rel, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
-            if status == "unchanged" and stored_rel.get(key) != doc_rel(path, key, root):
+            if status == "unchanged" and stored_rel.get(key) != rel:
                 with transaction(conn):  # stored by an earlier run under a link's name
-                    conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (doc_rel(path, key, root), key))
+                    conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, key))
             stats.skipped += status in ("skipped", "empty", "secret")
             if status == "secret":
                 stats.secrets.append(path)
@@ -3932,12 +3936,17 @@ class Retriever:
             return []
         ids = [c for c, _ in ranked]
         rows = {r[0]: r for r in rows_in(
-            self.conn, "SELECT c.id, d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
+            self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
             "c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
         vecs = dict(self.index.vectors(ids)) if qvec is not None else {}
-        return [Hit(cid, rows[cid][1], stored_chunk(*rows[cid][2:]), score,
+        return [Hit(cid, self.hit_path(*rows[cid][1:3]), stored_chunk(*rows[cid][3:]), score,
                     dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
+
+    @staticmethod
+    def hit_path(path: str, rel: str) -> str:
+        """The path a hit carries (the stored absolute one; a server's, see ServedRetriever)."""
+        return path
 
 
 @dataclass(frozen=True)
@@ -4086,7 +4095,7 @@ def build_prompt(question: str, hits: list[Hit]) -> str:
         h = hits[n - 1]
         heading = f' heading="{attribute(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{attribute(h.source)}"{heading}>\n'
-                     f"{PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(clean_text(h.chunk.text)))}\n</passage>")
+                     f"{PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(h.chunk.text))}\n</passage>")
         parts.append("")
     parts.append("Question: " + " ".join(clean_text(question).split()))
     return "\n".join(parts)
@@ -4705,12 +4714,9 @@ class ServedRetriever(Retriever):
             memo[r.only] = r.allowed()
         return r
 
-    def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
-        found = super().hits(ranked, qvec)
-        rels = dict(rows_in(self.conn, "SELECT c.id, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                                       "WHERE c.id IN ({marks})", [h.chunk_id for h in found]))
-        # (a document an index run removed since: its file name, never its absolute path)
-        return [replace(h, path=served_path(rels.get(h.chunk_id, os.path.basename(h.path)))) for h in found]
+    @staticmethod
+    def hit_path(path: str, rel: str) -> str:
+        return served_path(rel)
 
     def counts(self) -> dict:
         """The documents and chunks this retriever may see."""
@@ -5105,7 +5111,7 @@ class HttpApi:
 
     def __init__(self, service: Service, api_key: str | None = None, keys: tuple = ()):
         import hashlib
-        self.service, self.api_key = service, api_key
+        self.service = service
         self.callers = tuple(keys) or ((Caller(None, hashlib.sha256(api_key.encode()).digest()),)
                                        if api_key else ())
         self.started = int(time.time())
@@ -5170,10 +5176,10 @@ class HttpApi:
         """Retrieval options a chat request may carry beside the OpenAI fields."""
         return {key: body[key] for key in ("k", "mode", "source") if key in body}
 
-    def stream_chat(self, body, wfile, caller: Caller | None = None) -> None:
-        """A streamed chat completion: the answer as it is written, then its
+    def stream_chat(self, body, params: dict, wfile, caller: Caller | None = None) -> None:
+        """A streamed chat completion of body (params: its chat_params, checked
+        before the stream started): the answer as it is written, then its
         sources, a last chunk with the whole result under "rag", [DONE]."""
-        params = self.chat_params(body)
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
         def chunk(delta, finish=None, **extra):
@@ -5504,14 +5510,14 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
             path = self.path.split("?", 1)[0]
             body = self.body()
             if path == "/v1/chat/completions" and isinstance(body, dict) and body.get("stream"):
-                api.chat_params(body)  # every bad request gets its 4xx before the stream starts
+                params = api.chat_params(body)  # every bad request gets its 4xx before the stream starts
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.security_headers()
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.close_connection = True
-                api.stream_chat(body, self.wfile, caller)
+                api.stream_chat(body, params, self.wfile, caller)
                 return None
             return api.post(path, body, caller)
 
@@ -5563,7 +5569,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
                                 f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
                                 "NAME to allow a name)", "permission_error")
             self.length()
-            if (self.command, self.path.split("?", 1)[0]) == ("GET", "/"):
+            if self.command in ("GET", "HEAD") and self.path.split("?", 1)[0] == "/":
                 return None  # the page holds no data and asks for the key itself; everything else needs it
             return api.caller(self.headers.get("Authorization"))
 
