@@ -55,6 +55,7 @@ import sys
 import time
 import zlib
 from array import array
+from collections.abc import Callable
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -112,9 +113,8 @@ MAX_RETRY_SLEEP = 60.0
 
 RRF_K = 60
 # Hybrid: keyword score + weight * dense score, each min-max scaled over its top
-# FUSION_DEPTH. The weight is per embedding model, measured on SciFact (README):
-# the built-in hashed vectors add little to bm25, a real model adds much.
-DENSE_WEIGHTS = {BUILTIN_MODEL: 0.1}
+# FUSION_DEPTH. The weight is per kind of embedder (Embedder.dense_weight),
+# measured on SciFact (README): a real model's vectors add much to bm25.
 DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
@@ -1666,18 +1666,62 @@ def terms(text: str) -> list[str]:
     return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
-class HashEmbedder:
+class Embedder:
+    """What the pipeline needs of an embedding model: embed(texts) -> one
+    vector per text, in order. model is the name stored with the index (a
+    question must be embedded by the same model); dim its vectors' length
+    (None: whatever the first vector says).
+
+    What refusal and fusion need to know of its similarity are attributes
+    with defaults, measured for models behind an API (README, "Floor"):
+    coverage_weight, the share of the question's IDF weight found in a passage
+    added to its relevance (0: the cosine alone); floor, the default
+    relevance floor; dense_weight, its dense score's weight in hybrid fusion.
+    local: it runs in this process (no server, so no parallel requests).
+
+    A new embedder is a subclass and one entry in EMBEDDERS; a model behind
+    an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
+    """
+
+    model: str = ""
+    dim: int | None = None
+    coverage_weight = 0.0
+    floor = DEFAULT_FLOOR
+    floor_source = "default for embedding models"
+    dense_weight = DEFAULT_DENSE_WEIGHT
+    local = False
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, cfg: Config, warn=None) -> Embedder:
+        """The embedder cfg asks for (cfg.embed_model), ready to use."""
+        return cls()
+
+    @classmethod
+    def describe(cls, cfg: Config) -> str:
+        """Where its vectors come from, for the one-line banner."""
+        return f"embeddings {cfg.embed_model} at {cfg.embed.url if cfg.embed else '?'}"
+
+
+class HashEmbedder(Embedder):
     """Offline embedder: signed feature hashing of words and character n-grams.
 
     Its similarity alone separates on- from off-topic questions poorly, so its
     relevance adds a third of the IDF-weighted share of the question's words
-    found in the best passage (measured on SciFact: README), and has its own floor.
+    found in the best passage (measured on SciFact: README), and has its own
+    floor; its hashed vectors add little to bm25 in hybrid search (measured on
+    SciFact: README), so their weight there is small.
     """
 
     model = BUILTIN_MODEL
     dim = BUILTIN_DIM
     coverage_weight = 1 / 3
     floor = BUILTIN_FLOOR
+    floor_source = "default for the built-in embedder"
+    dense_weight = 0.1
+    local = True
     NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
 
     def features(self, text: str) -> dict[str, float]:
@@ -1701,6 +1745,10 @@ class HashEmbedder:
                 vec[h % self.dim] += weight if h & 0x80000000 else -weight
             out.append(normalize(vec))
         return out
+
+    @classmethod
+    def describe(cls, cfg: Config) -> str:
+        return f"embeddings built in ({cls.model})"
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -1907,12 +1955,20 @@ def too_long(e: RagError) -> bool:
             and bool(TOO_LONG.search(str(e))))
 
 
-class HttpEmbedder:
-    """Embeddings from POST {base}/embeddings, batched, in input order."""
+class HttpEmbedder(Embedder):
+    """Embeddings from POST {base}/embeddings, batched, in input order: any
+    model an OpenAI-compatible server offers, by its name."""
 
     def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None):
         self.client, self.model, self.batch = client, model, batch
         self.warn = warn or (lambda msg: None)
+
+    @classmethod
+    def from_config(cls, cfg: Config, warn=None) -> HttpEmbedder:
+        if cfg.embed is None:
+            raise RagError(f"embedding model {cfg.embed_model} needs a server: set EMBED_BASE_URL or "
+                           f"LLM_BASE_URL (or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
+        return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """One vector per text, in the order given."""
@@ -1957,6 +2013,20 @@ class HttpEmbedder:
             self.warn(f"a {len(text)}-character passage was too long for {self.model}; "
                       f"embedding its first {len(short)} characters ({e})")
             return vectors
+
+
+# The embedders by model name; any other name is a model behind an embeddings server.
+EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder}
+
+
+def embedder_class(model: str) -> type[Embedder]:
+    """The kind of embedder a model name stands for (what its similarity is like, see Embedder)."""
+    return EMBEDDERS.get(model, HttpEmbedder)
+
+
+def make_embedder(cfg: Config, warn=None) -> Embedder:
+    """The embedder cfg.embed_model names: built in, or behind a server."""
+    return embedder_class(cfg.embed_model).from_config(cfg, warn)
 
 
 # ---------------------------------------------------------------------------
@@ -3776,12 +3846,34 @@ def check_rerank(resp, n: int) -> list[float | None]:
     return scores
 
 
-class HttpReranker:
+class Reranker:
+    """What reranking needs of a model: rerank(query, texts) -> one relevance
+    score per text (higher is better; None for one it leaves out). A new one
+    is a subclass and one entry in RERANKERS."""
+
+    model = "?"
+
+    def rerank(self, query: str, texts: list[str]) -> list[float | None]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, cfg: Config, warn=None) -> Reranker:
+        return cls()
+
+
+class HttpReranker(Reranker):
     """Scores from POST {base}/rerank, in the shape Cohere, Jina, vLLM,
     llama.cpp's server, TEI and Infinity accept."""
 
     def __init__(self, client: HttpClient, model: str):
         self.client, self.model = client, model
+
+    @classmethod
+    def from_config(cls, cfg: Config, warn=None) -> HttpReranker:
+        if cfg.rerank is None:
+            raise RagError(f"rerank model {cfg.rerank_model} needs a server: set RERANK_BASE_URL, "
+                           "EMBED_BASE_URL or LLM_BASE_URL")
+        return cls(HttpClient(cfg.rerank, cfg, warn=warn), cfg.rerank_model)
 
     def rerank(self, query: str, texts: list[str]) -> list[float | None]:
         """One relevance score per text (higher is better), None if left out."""
@@ -3789,14 +3881,25 @@ class HttpReranker:
         return check_rerank(self.client.post("/rerank", payload), len(texts))
 
 
+# The rerankers by kind: one behind a /rerank endpoint is the only kind today.
+RERANKERS: dict[str, type[Reranker]] = {"http": HttpReranker}
+
+
 @dataclass(frozen=True)
 class Rerank:
-    """A reranker (anything with rerank(query, texts)), how many candidates it
-    sees, and warn(message), where its failure is told."""
+    """A reranker, how many candidates it sees, and warn(message), where its
+    failure is told."""
 
-    reranker: object
+    reranker: Reranker
     depth: int
-    warn: object
+    warn: Callable[[str], None]
+
+
+def make_rerank(cfg: Config, warn) -> Rerank | None:
+    """Reranking as configured (the client, its depth, where a failure is told), or None."""
+    if not cfg.rerank_model:
+        return None
+    return Rerank(RERANKERS["http"].from_config(cfg, warn), cfg.rerank_depth, warn)
 
 
 class Retriever:
@@ -3880,8 +3983,7 @@ class Retriever:
         dense, keyword = self.dense(qvec, depth), self.keyword(question, depth)
         if self.fusion == "rrf":
             return rrf([[c for c, _ in dense], [c for c, _ in keyword]]), qvec
-        weight = DENSE_WEIGHTS.get(self.embedder.model, DEFAULT_DENSE_WEIGHT)
-        return fuse(dense, keyword, weight), qvec
+        return fuse(dense, keyword, self.embedder.dense_weight), qvec
 
     def narrowed(self, source: str | None) -> Retriever:
         """This retriever limited further to the documents matching source (a
@@ -3965,9 +4067,8 @@ def floor_in_force(conn, model: str, min_score: float | None = None) -> Floor:
     stored = get_meta(conn, "floor")
     if stored is not None and get_meta(conn, "floor_model") == model:
         return Floor(float(stored), get_meta(conn, "floor_source") or "calibrated")
-    if model == HashEmbedder.model:
-        return Floor(HashEmbedder.floor, "default for the built-in embedder")
-    return Floor(DEFAULT_FLOOR, "default for embedding models")
+    kind = embedder_class(model)
+    return Floor(kind.floor, kind.floor_source)
 
 
 def word_coverage(question: str, hits: list[Hit], idf) -> float:
@@ -3995,7 +4096,7 @@ def relevance(retriever, question: str, hits: list[Hit]) -> float:
     if not hits:
         return 0.0
     score = max(h.similarity for h in hits)
-    weight = getattr(retriever.embedder, "coverage_weight", 0.0)
+    weight = retriever.embedder.coverage_weight
     if weight:
         score += weight * word_coverage(question, hits, retriever.idf)
     return on_scale(score, retriever.null_level())
@@ -4108,10 +4209,31 @@ def parse_prompt(prompt: str) -> tuple[str, list[tuple[int, str]]]:
     return question, passages
 
 
-class ExtractiveGenerator:
+class Generator:
+    """What answering needs of a model: generate(system, prompt) -> Reply.
+    model names it in the ask log; out, when set, is a file the answer is
+    written to as it comes (streaming); is_model is False for an answerer
+    that extracts rather than writes (its failure has no fallback). A new
+    one is a subclass and one entry in GENERATORS."""
+
+    model = "?"
+    out = None
+    is_model = True
+
+    def generate(self, system: str, prompt: str) -> Reply:
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, cfg: Config, stream_to=None, warn=None) -> Generator:
+        """The generator cfg asks for, streaming to stream_to when given."""
+        return cls()
+
+
+class ExtractiveGenerator(Generator):
     """Offline answerer: the passage sentences that best match the question."""
 
     model = "extractive"
+    is_model = False
     PASSAGES = 3  # the answer comes from the best few passages: lower ones rarely hold it
     SENTENCES = 2  # at most; a longer extract buries the answer
 
@@ -4136,11 +4258,15 @@ class ExtractiveGenerator:
         return Reply(" ".join(f"{s[4]} [{s[3]}]" for s in scored))
 
 
-class ChatGenerator:
+class ChatGenerator(Generator):
     """Answers from POST {base}/chat/completions, streamed to out when given."""
 
     def __init__(self, client: HttpClient, model: str, out=None):
         self.client, self.model, self.out = client, model, out
+
+    @classmethod
+    def from_config(cls, cfg: Config, stream_to=None, warn=None) -> ChatGenerator:
+        return cls(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to)
 
     def generate(self, system: str, prompt: str) -> Reply:
         """Send the system rules and prompt at temperature 0."""
@@ -4195,6 +4321,15 @@ class ChatGenerator:
         return Reply("".join(parts), usage)
 
 
+# The answerers by kind: a chat model when a chat server is configured, else extracted.
+GENERATORS: dict[str, type[Generator]] = {"chat": ChatGenerator, "extractive": ExtractiveGenerator}
+
+
+def make_generator(cfg: Config, stream_to=None, warn=None) -> Generator:
+    """The chat client when a chat server is configured, else the extractive answerer."""
+    return GENERATORS["extractive" if cfg.offline else "chat"].from_config(cfg, stream_to, warn)
+
+
 def sse_events(lines):
     """JSON objects from server-sent event lines, then None for data: [DONE].
 
@@ -4233,6 +4368,9 @@ def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
     return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
 
 
+NO_MODEL = "none"  # an Answer's model when the floor refused before any was called
+
+
 @dataclass(frozen=True)
 class Answer:
     """The outcome of ask: answer text, refusal flag, the passages the model
@@ -4253,7 +4391,7 @@ class Answer:
     @property
     def by_model(self) -> bool:
         """True when a chat model wrote the answer (not the floor, not the extractive one)."""
-        return self.model not in ("none", "extractive")
+        return self.model not in (NO_MODEL, ExtractiveGenerator.model)
 
     @property
     def cites(self) -> bool:
@@ -4300,7 +4438,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
     fallback = None
     rel = relevance(retriever, question, judged)
     if rel < opts.floor:
-        reply, model = Reply(REFUSAL), "none"
+        reply, model = Reply(REFUSAL), NO_MODEL
     else:
         reply, model, fallback = generate(generator, prompt, log.note)
     text = clean_text(reply.text)  # a model may echo a passage's escape codes
@@ -4313,18 +4451,17 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
     return result
 
 
-def generate(generator, prompt: str, warn) -> tuple[Reply, str, str | None]:
+def generate(generator: Generator, prompt: str, warn) -> tuple[Reply, str, str | None]:
     """(reply, model that wrote it, why the model failed): a failed model call
     falls back to the extractive answer with a warning, never an error."""
-    model = getattr(generator, "model", "?")
     try:
-        return generator.generate(SYSTEM_PROMPT, prompt), model, None
+        return generator.generate(SYSTEM_PROMPT, prompt), generator.model, None
     except RagError as e:
-        if isinstance(generator, ExtractiveGenerator):
+        if not generator.is_model:
             raise
         hint = "; a smaller --max-context may fit the model" if too_long(e) else ""
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
-        return ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), "extractive", str(e)
+        return ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), ExtractiveGenerator.model, str(e)
 
 
 def record_ask(conn, question: str, a: Answer, log: Log, caller: str | None = None) -> None:
@@ -4549,7 +4686,7 @@ def score_answer(case: dict, row: dict, hits: list[Hit], gold: list[bool], gener
         return None
     failure = None
     if row["refused"]:
-        text, row["answer_model"] = REFUSAL, "none"
+        text, row["answer_model"] = REFUSAL, NO_MODEL
     else:
         reply, row["answer_model"], failure = generate(
             generator, build_prompt(case["question"], hits), lambda msg: None)
@@ -5762,39 +5899,10 @@ def make_config(args) -> Config:
                   batch_size=getattr(args, "batch_size", EMBED_BATCH))
 
 
-def make_embedder(cfg: Config, warn=None):
-    """The built-in embedder when asked for or without a server, else the HTTP one."""
-    if cfg.embed_model == BUILTIN_MODEL:
-        return HashEmbedder()
-    if cfg.embed is None:
-        raise RagError(f"embedding model {cfg.embed_model} needs a server: set EMBED_BASE_URL or "
-                       f"LLM_BASE_URL (or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
-    return HttpEmbedder(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn)
-
-
-def make_generator(cfg: Config, stream_to=None, warn=None):
-    """The chat client when a chat server is configured, else the extractive answerer."""
-    if cfg.offline:
-        return ExtractiveGenerator()
-    return ChatGenerator(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to)
-
-
-def make_rerank(cfg: Config, warn) -> Rerank | None:
-    """Reranking as configured (the client, its depth, where a failure is told), or None."""
-    if not cfg.rerank_model:
-        return None
-    if cfg.rerank is None:
-        raise RagError(f"rerank model {cfg.rerank_model} needs a server: set RERANK_BASE_URL, "
-                       "EMBED_BASE_URL or LLM_BASE_URL")
-    return Rerank(HttpReranker(HttpClient(cfg.rerank, cfg, warn=warn), cfg.rerank_model), cfg.rerank_depth, warn)
-
-
 def mode_label(cfg: Config) -> str:
     """The one-line banner: where embeddings, answers and reranking come from."""
-    if cfg.embed_model == BUILTIN_MODEL:
-        parts = [("offline: " if cfg.offline else "") + f"embeddings built in ({BUILTIN_MODEL})"]
-    else:
-        parts = [f"embeddings {cfg.embed_model} at {cfg.embed.url if cfg.embed else '?'}"]
+    kind = embedder_class(cfg.embed_model)
+    parts = [("offline: " if cfg.offline and kind.local else "") + kind.describe(cfg)]
     parts.append(f"chat {cfg.llm_model} at {cfg.chat.url}" if cfg.chat else "answers extracted (no chat server)")
     if cfg.rerank_model and cfg.rerank:
         parts.append(f"rerank {cfg.rerank_model} at {cfg.rerank.url}")
@@ -5812,7 +5920,7 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
         overlap = args.overlap
     elif overlap >= size:  # kept from a larger size: take the default's share of this one
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
-    parallel = 1 if cfg.embed_model == BUILTIN_MODEL else args.parallel or EMBED_PARALLEL
+    parallel = 1 if embedder_class(cfg.embed_model).local else args.parallel or EMBED_PARALLEL
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
                         tuple(args.include), tuple(args.exclude), not args.no_default_excludes, parallel,
                         getattr(args, "follow_links", False), getattr(args, "include_secrets", False))
