@@ -274,6 +274,27 @@ class Config:
         """No chat server: answers are extracted from the passages."""
         return self.chat is None
 
+    @classmethod
+    def from_env(cls, env=None, indexing: bool = False, **given) -> Config:
+        """The configuration the environment (os.environ, or env) sets, with
+        given values over it (CONFIG_GIVEN: db, chat_url, embed_url, ...; None:
+        not given); indexing: an index run's network defaults (see wired_config)."""
+        return wired_config(os.environ if env is None else env, indexing, given)
+
+
+@dataclass(frozen=True)
+class QueryOptions:
+    """How questions are retrieved and answered, set once for a command or a
+    server (a server's request may narrow source, and choose mode and k)."""
+
+    mode: str = "hybrid"
+    k: int = DEFAULT_K
+    source: str | None = None
+    exact: bool = False
+    fusion: str = "score"  # or "rrf"
+    min_score: float | None = None  # None: the floor in force (floor_in_force)
+    max_context: int = MAX_CONTEXT
+
 
 # ---------------------------------------------------------------------------
 # Parse: files to lines of text
@@ -4733,6 +4754,187 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
 
 
 # ---------------------------------------------------------------------------
+# Wiring: configuration and the parts it chooses
+# ---------------------------------------------------------------------------
+# Every caller (the command line, both servers, bench, the tests) builds its
+# parts here: Config.from_env (the command line passes its flags as overrides),
+# QueryOptions once per command or server, then the builders below and the
+# make_* functions beside each part's name table.
+
+# Network defaults a person will wait for: a question gives up after about a
+# minute and a half (each retry announced); an unattended index run keeps trying.
+QUERY_TIMEOUT, QUERY_RETRIES = 30.0, 2
+INDEX_TIMEOUT, INDEX_RETRIES = 60.0, 5
+
+
+def header_safe(value: str | None, name: str) -> str | None:
+    """An API key as it goes into the Authorization header: surrounding white
+    space (a Windows .env leaves a '\\r') is dropped, any other character a
+    header cannot carry is refused. The message never shows the key."""
+    value = (value or "").strip()
+    bad = sum(1 for ch in value if not " " < ch <= "~")
+    if bad:
+        raise RagError(f"{name} has {bad} character(s) that cannot be sent in an HTTP header "
+                       "(only printable ASCII without spaces); check how it was set")
+    return value or None
+
+
+def origin(url: str) -> str:
+    """scheme://host:port of a URL, lowercased: where a key would be sent.
+
+    >>> origin("HTTP://Example.com:8080/v1/x") == origin("http://example.com:8080/v2")
+    True
+    """
+    m = re.match(r"[a-z][a-z0-9+.-]*://[^/?#]*", url.strip(), re.I)
+    return (m.group() if m else url).lower()
+
+
+def env_key(env, *names: str) -> str | None:
+    """The first of the named keys that is set in env, checked for a header."""
+    name = next((n for n in names if env.get(n, "").strip()), names[0])
+    return header_safe(env.get(name), name)
+
+
+def derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) -> Endpoint | None:
+    """A server given by its own URL and key, or else the parent's (embeddings
+    fall back to chat, reranking to embeddings). The parent's key is sent only
+    to the parent's own host: a hosted chat key never goes to a local server."""
+    url = (url or "").strip() or None
+    if not url:
+        if parent:
+            return Endpoint(parent.url, key or parent.key)
+        return Endpoint(OPENAI_BASE_URL, key) if key else None
+    if not key and parent and origin(url) == origin(parent.url):
+        key = parent.key
+    return Endpoint(url, key)
+
+
+USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
+
+
+def base_url(value: str | None, names: str, key_name: str) -> str:
+    """A server's base URL as set (names: where it comes from). One with a user
+    name or password in it is refused, never shown: urllib would not send them
+    as credentials, and a URL is echoed in banners and error messages."""
+    url = (value or "").strip()
+    if USERINFO.match(url):
+        raise UsageError(f"the {names} has a user name or password in it ('user:password@'); "
+                         f"remove it and give the key in {key_name}")
+    return url
+
+
+def chat_key(url: str, env) -> str | None:
+    """The chat server's key: LLM_API_KEY wherever the chat server is;
+    OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
+    if env.get("LLM_API_KEY", "").strip():
+        return env_key(env, "LLM_API_KEY")
+    openai = {origin(OPENAI_BASE_URL), origin(base_url(env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL",
+                                                       "OPENAI_API_KEY") or OPENAI_BASE_URL)}
+    return env_key(env, "OPENAI_API_KEY") if origin(url) in openai else None
+
+
+# What Config.from_env(**given) takes: each None when not given, then the environment decides.
+CONFIG_GIVEN = frozenset({"db", "chat_url", "embed_url", "rerank_url", "embed_model", "llm_model",
+                          "rerank_model", "rerank_depth", "timeout", "retries", "batch_size"})
+
+
+def wired_config(env, indexing: bool, given: dict) -> Config:
+    """Config.from_env's work: given values over the environment's."""
+    if set(given) - CONFIG_GIVEN:
+        raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - CONFIG_GIVEN))}")
+    g = lambda name: given.get(name)  # noqa: E731
+    url = base_url(g("chat_url") or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
+                   "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
+    key = chat_key(url or OPENAI_BASE_URL, env)
+    chat = Endpoint(url or OPENAI_BASE_URL, key) if url or key else None
+    embed = derived_endpoint(base_url(g("embed_url") or env.get("EMBED_BASE_URL"),
+                                      "embeddings server URL (--embed-base-url or EMBED_BASE_URL)",
+                                      "EMBED_API_KEY"), env_key(env, "EMBED_API_KEY"), chat)
+    rerank = derived_endpoint(base_url(g("rerank_url") or env.get("RERANK_BASE_URL"),
+                                       "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
+                                       "RERANK_API_KEY"), env_key(env, "RERANK_API_KEY"), embed)
+    return Config(db=g("db") or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
+                  embed_model=g("embed_model") or env.get("EMBED_MODEL") or (
+                      DEFAULT_EMBED_MODEL if embed else BUILTIN_MODEL),
+                  llm_model=g("llm_model") or env.get("LLM_MODEL") or DEFAULT_LLM_MODEL,
+                  rerank_model=(g("rerank_model") or env.get("RERANK_MODEL") or "").strip() or None,
+                  rerank_depth=g("rerank_depth") or RERANK_DEPTH,
+                  timeout=g("timeout") or (INDEX_TIMEOUT if indexing else QUERY_TIMEOUT),
+                  retries=g("retries") if g("retries") is not None else
+                  INDEX_RETRIES if indexing else QUERY_RETRIES,
+                  batch_size=g("batch_size") or EMBED_BATCH)
+
+
+def mode_label(cfg: Config) -> str:
+    """The one-line banner: where embeddings, answers and reranking come from."""
+    kind = embedder_class(cfg.embed_model)
+    parts = [("offline: " if cfg.offline and kind.local else "") + kind.describe(cfg)]
+    parts.append(f"chat {cfg.llm_model} at {cfg.chat.url}" if cfg.chat else "answers extracted (no chat server)")
+    if cfg.rerank_model and cfg.rerank:
+        parts.append(f"rerank {cfg.rerank_model} at {cfg.rerank.url}")
+    return ", ".join(parts)
+
+
+def question_problem(q) -> str | None:
+    """What is wrong with a question (None: nothing): every way in (the command
+    line, a server's request, a chat message) holds it to the same limits."""
+    if not isinstance(q, str) or not q.strip():
+        return "is empty"
+    if len(q) > MAX_QUESTION:
+        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
+    return None
+
+
+def query_embedder(cfg: Config, conn, vectors: bool = True):
+    """The embedder for questions to this index, which must hold chunks; its
+    model is checked against the index's unless vectors=False (keyword
+    search needs no embedding, nor its server)."""
+    if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+        raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
+    embedder = make_embedder(cfg, Log().note)
+    if vectors:
+        check_model(conn, embedder.model)
+    return embedder
+
+
+def make_retriever(conn, embedder: Embedder, q: QueryOptions, rerank: Rerank | None = None,
+                   kind: type[Retriever] = Retriever) -> Retriever:
+    """A retriever of kind over conn as q says (--source, --exact, --fusion)."""
+    return kind(conn, embedder, q.source, q.exact, q.fusion, rerank)
+
+
+def open_for_query(cfg: Config, q: QueryOptions, closer, vectors: bool = True):
+    """The index and a retriever for it (see query_embedder for vectors)."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    embedder = query_embedder(cfg, conn, vectors)
+    for warning in source_warnings(conn, q.source):
+        Log().note(warning)
+    return conn, make_retriever(conn, embedder, q, make_rerank(cfg, Log().note))
+
+
+def valid_text(text: str) -> str:
+    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
+    Python as lone surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def check_question(q: str) -> str:
+    """The question, or a usage error when it is empty or unreasonably long."""
+    if why := question_problem(q):
+        raise UsageError(f"the question {why}")
+    return valid_text(q)
+
+
+def ask_options(q: QueryOptions, conn, model: str) -> tuple[AskOptions, Floor]:
+    """ask's and eval's retrieval and answer options, with the floor in force."""
+    floor = floor_in_force(conn, model, q.min_score)
+    return AskOptions(q.mode, q.k, floor.value, q.max_context), floor
+
+
+# ---------------------------------------------------------------------------
 # Serve: one warm index for agents (MCP over stdio) and apps (HTTP)
 # ---------------------------------------------------------------------------
 
@@ -4800,10 +5002,8 @@ def request_args(params, defaults) -> dict:
     if not isinstance(params, dict):
         raise RagError("the request must be a JSON object")
     q = params.get("question")
-    if not isinstance(q, str) or not q.strip():
-        raise RagError("'question' must be a non-empty string")
-    if len(q) > MAX_QUESTION:
-        raise RagError(f"'question' is {len(q)} characters long; the limit is {MAX_QUESTION}")
+    if why := question_problem(q):
+        raise RagError("'question' must be a non-empty string" if why == "is empty" else f"'question' {why}")
     k = params.get("k", defaults.k)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
         raise RagError(f"'k' must be a whole number from 1 to {MAX_K}")
@@ -4933,14 +5133,14 @@ class Service:
     process has changed is rebuilt. The --source set at start is kept: a
     request can narrow it, never widen it; a caller's key narrows it too."""
 
-    def __init__(self, cfg: Config, args, log: Log):
-        self.cfg, self.args, self.log = cfg, args, log
+    def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
+        self.cfg, self.opts, self.log = cfg, opts, log
         self.idle: list[tuple] = []  # (connection, retriever, what the index held)
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
         with self.retriever() as r:  # a missing, empty or mismatched index fails now, not per request
-            for warning in source_warnings(r.conn, args.source):
+            for warning in source_warnings(r.conn, opts.source):
                 log.note(warning)
 
     def _open(self) -> tuple:
@@ -4953,7 +5153,7 @@ class Service:
         return conn, self._fresh(conn, embedder), index_state(conn)
 
     def _fresh(self, conn, embedder) -> Retriever:
-        return ServedRetriever(conn, embedder, self.args.source, self.args.exact, self.args.fusion)
+        return make_retriever(conn, embedder, self.opts, kind=ServedRetriever)
 
     @contextlib.contextmanager
     def retriever(self, source: str | None = None, caller: Caller | None = None):
@@ -4986,8 +5186,12 @@ class Service:
                 conn.close()
             self.idle.clear()
 
+    def request(self, params) -> dict:
+        """A request's question and options, checked, over this server's (request_args)."""
+        return request_args(params, self.opts)
+
     def search(self, params, caller: Caller | None = None) -> list[dict]:
-        a = request_args(params, self.args)
+        a = self.request(params)
         with self.retriever(a["source"], caller) as r:
             hits = r.search(a["question"], a["mode"], a["k"], similarity=a["mode"] != "keyword")
         return [hit_json(h, n) for n, h in enumerate(hits, 1)]
@@ -4995,9 +5199,9 @@ class Service:
     def ask(self, params, stream_to=None, caller: Caller | None = None) -> tuple[Answer, Floor]:
         """Answer like ask (logged in the asks table with the caller's name);
         stream_to gets the model's text as it comes when a chat model writes it."""
-        a = request_args(params, self.args)
+        a = self.request(params)
         with self.retriever(a["source"], caller) as r:
-            opts, floor = ask_options(self.args, r.conn, r.embedder.model)
+            opts, floor = ask_options(self.opts, r.conn, r.embedder.model)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
             return answer_question(r.conn, r, generator, a["question"], opts, self.log,
@@ -5305,7 +5509,7 @@ class HttpApi:
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
             raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")
-        request_args(params, self.service.args)  # k, mode and source: a RagError, a 400
+        self.service.request(params)  # k, mode and source: a RagError, a 400
         return params
 
     @staticmethod
@@ -5801,112 +6005,22 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
 # Command line
 # ---------------------------------------------------------------------------
 
-# Network defaults a person will wait for: a question gives up after about a
-# minute and a half (each retry announced); an unattended index run keeps trying.
-QUERY_TIMEOUT, QUERY_RETRIES = 30.0, 2
-INDEX_TIMEOUT, INDEX_RETRIES = 60.0, 5
+# Config.from_env's overrides by the flag that gives each.
+CONFIG_FLAGS = {"db": "db", "base_url": "chat_url", "embed_base_url": "embed_url",
+                "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
+                "rerank_model": "rerank_model", "rerank_depth": "rerank_depth", "timeout": "timeout",
+                "retries": "retries", "batch_size": "batch_size"}
 
 
-def header_safe(value: str | None, name: str) -> str | None:
-    """An API key as it goes into the Authorization header: surrounding white
-    space (a Windows .env leaves a '\\r') is dropped, any other character a
-    header cannot carry is refused. The message never shows the key."""
-    value = (value or "").strip()
-    bad = sum(1 for ch in value if not " " < ch <= "~")
-    if bad:
-        raise RagError(f"{name} has {bad} character(s) that cannot be sent in an HTTP header "
-                       "(only printable ASCII without spaces); check how it was set")
-    return value or None
+def config_from_args(args) -> Config:
+    """The configuration the command line sets, over the environment's."""
+    given = {name: getattr(args, flag, None) for flag, name in CONFIG_FLAGS.items()}
+    return Config.from_env(indexing=args.command == "index", **given)
 
 
-def origin(url: str) -> str:
-    """scheme://host:port of a URL, lowercased: where a key would be sent.
-
-    >>> origin("HTTP://Example.com:8080/v1/x") == origin("http://example.com:8080/v2")
-    True
-    """
-    m = re.match(r"[a-z][a-z0-9+.-]*://[^/?#]*", url.strip(), re.I)
-    return (m.group() if m else url).lower()
-
-
-def env_key(*names: str) -> str | None:
-    """The first of the named keys that is set, checked for a header."""
-    name = next((n for n in names if os.environ.get(n, "").strip()), names[0])
-    return header_safe(os.environ.get(name), name)
-
-
-def derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) -> Endpoint | None:
-    """A server given by its own URL and key, or else the parent's (embeddings
-    fall back to chat, reranking to embeddings). The parent's key is sent only
-    to the parent's own host: a hosted chat key never goes to a local server."""
-    url = (url or "").strip() or None
-    if not url:
-        if parent:
-            return Endpoint(parent.url, key or parent.key)
-        return Endpoint(OPENAI_BASE_URL, key) if key else None
-    if not key and parent and origin(url) == origin(parent.url):
-        key = parent.key
-    return Endpoint(url, key)
-
-
-USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
-
-
-def base_url(value: str | None, names: str, key_name: str) -> str:
-    """A server's base URL as set (names: where it comes from). One with a user
-    name or password in it is refused, never shown: urllib would not send them
-    as credentials, and a URL is echoed in banners and error messages."""
-    url = (value or "").strip()
-    if USERINFO.match(url):
-        raise UsageError(f"the {names} has a user name or password in it ('user:password@'); "
-                         f"remove it and give the key in {key_name}")
-    return url
-
-
-def chat_key(url: str) -> str | None:
-    """The chat server's key: LLM_API_KEY wherever the chat server is;
-    OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
-    if os.environ.get("LLM_API_KEY", "").strip():
-        return env_key("LLM_API_KEY")
-    openai = {origin(OPENAI_BASE_URL), origin(base_url(os.environ.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL",
-                                                       "OPENAI_API_KEY") or OPENAI_BASE_URL)}
-    return env_key("OPENAI_API_KEY") if origin(url) in openai else None
-
-
-def make_config(args) -> Config:
-    """Merge command-line options over the environment."""
-    env = os.environ
-    url = base_url(args.base_url or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
-                   "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
-    key = chat_key(url or OPENAI_BASE_URL)
-    chat = Endpoint(url or OPENAI_BASE_URL, key) if url or key else None
-    embed = derived_endpoint(base_url(args.embed_base_url or env.get("EMBED_BASE_URL"),
-                                      "embeddings server URL (--embed-base-url or EMBED_BASE_URL)",
-                                      "EMBED_API_KEY"), env_key("EMBED_API_KEY"), chat)
-    rerank = derived_endpoint(base_url(getattr(args, "rerank_base_url", None) or env.get("RERANK_BASE_URL"),
-                                       "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
-                                       "RERANK_API_KEY"), env_key("RERANK_API_KEY"), embed)
-    indexing = args.command == "index"
-    return Config(db=args.db or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
-                  embed_model=args.embed_model or env.get("EMBED_MODEL") or (
-                      DEFAULT_EMBED_MODEL if embed else BUILTIN_MODEL),
-                  llm_model=args.model or env.get("LLM_MODEL") or DEFAULT_LLM_MODEL,
-                  rerank_model=(getattr(args, "rerank_model", None) or env.get("RERANK_MODEL") or "").strip() or None,
-                  rerank_depth=getattr(args, "rerank_depth", None) or RERANK_DEPTH,
-                  timeout=args.timeout or (INDEX_TIMEOUT if indexing else QUERY_TIMEOUT),
-                  retries=args.retries if args.retries is not None else
-                  INDEX_RETRIES if indexing else QUERY_RETRIES,
-                  batch_size=getattr(args, "batch_size", EMBED_BATCH))
-
-
-def mode_label(cfg: Config) -> str:
-    """The one-line banner: where embeddings, answers and reranking come from."""
-    kind = embedder_class(cfg.embed_model)
-    parts = [("offline: " if cfg.offline and kind.local else "") + kind.describe(cfg)]
-    parts.append(f"chat {cfg.llm_model} at {cfg.chat.url}" if cfg.chat else "answers extracted (no chat server)")
-    if cfg.rerank_model and cfg.rerank:
-        parts.append(f"rerank {cfg.rerank_model} at {cfg.rerank.url}")
-    return ", ".join(parts)
+def query_from_args(args) -> QueryOptions:
+    """The retrieval options the command line sets."""
+    return QueryOptions(**{f: getattr(args, f) for f in QueryOptions.__dataclass_fields__ if hasattr(args, f)})
 
 
 def index_options(args, cfg: Config, conn) -> IndexOptions:
@@ -5915,8 +6029,7 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
     size, overlap = stored_chunking(conn) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
-        if args.overlap >= size:
-            raise UsageError(f"--overlap ({args.overlap}) must be smaller than --chunk-size ({size})")
+        check_overlap(args.overlap, size)
         overlap = args.overlap
     elif overlap >= size:  # kept from a larger size: take the default's share of this one
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
@@ -5926,10 +6039,15 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
                         getattr(args, "follow_links", False), getattr(args, "include_secrets", False))
 
 
+def check_overlap(overlap: int | None, size: int | None) -> None:
+    """--overlap must be smaller than the chunk size it is given with."""
+    if overlap is not None and size and overlap >= size:
+        raise UsageError(f"--overlap ({overlap}) must be smaller than --chunk-size ({size})")
+
+
 def cmd_index(args, cfg: Config, closer) -> int:
     """Index files and folders."""
-    if args.overlap is not None and args.chunk_size and args.overlap >= args.chunk_size:
-        raise UsageError(f"--overlap ({args.overlap}) must be smaller than --chunk-size ({args.chunk_size})")
+    check_overlap(args.overlap, args.chunk_size)  # before anything is opened
     t0 = time.perf_counter()
     log = Log()
     embedder = make_embedder(cfg, log.note)
@@ -6030,45 +6148,6 @@ def index_lock(db: str):
         yield
 
 
-def query_embedder(cfg: Config, conn, vectors: bool = True):
-    """The embedder for questions to this index, which must hold chunks; its
-    model is checked against the index's unless vectors=False (keyword
-    search needs no embedding, nor its server)."""
-    if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
-        raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
-    embedder = make_embedder(cfg, Log().note)
-    if vectors:
-        check_model(conn, embedder.model)
-    return embedder
-
-
-def open_for_query(cfg: Config, args, closer, vectors: bool = True):
-    """The index and a retriever for it (see query_embedder for vectors)."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    embedder = query_embedder(cfg, conn, vectors)
-    for warning in source_warnings(conn, args.source):
-        Log().note(warning)
-    return conn, Retriever(conn, embedder, args.source, args.exact, args.fusion, make_rerank(cfg, Log().note))
-
-
-def valid_text(text: str) -> str:
-    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
-    Python as lone surrogates) become U+FFFD."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-def check_question(q: str) -> str:
-    """The question, or a usage error when it is empty or unreasonably long."""
-    if not q.strip():
-        raise UsageError("the question is empty")
-    if len(q) > MAX_QUESTION:
-        raise UsageError(f"the question is {len(q)} characters long; the limit is {MAX_QUESTION}")
-    return valid_text(q)
-
-
 def first_line(text: str, width: int = 80) -> str:
     line = next((l for l in text.splitlines() if l.strip()), "")
     return line if len(line) <= width else line[:width - 3] + "..."
@@ -6077,7 +6156,7 @@ def first_line(text: str, width: int = 80) -> str:
 def cmd_search(args, cfg: Config, closer) -> int:
     """Print the ranked chunks for a question."""
     question = check_question(args.question)
-    conn, retriever = open_for_query(cfg, args, closer, vectors=args.mode != "keyword")
+    conn, retriever = open_for_query(cfg, query_from_args(args), closer, vectors=args.mode != "keyword")
     hits = retriever.search(question, args.mode, args.k, similarity=args.mode != "keyword")
     if args.json:
         print(json.dumps([hit_json(h, n) for n, h in enumerate(hits, 1)], indent=2))
@@ -6090,21 +6169,16 @@ def cmd_search(args, cfg: Config, closer) -> int:
     return 0
 
 
-def ask_options(args, conn, model: str) -> tuple[AskOptions, Floor]:
-    """ask's and eval's retrieval and answer options, with the floor in force."""
-    floor = floor_in_force(conn, model, args.min_score)
-    return AskOptions(args.mode, args.k, floor.value, args.max_context), floor
-
-
 def cmd_ask(args, cfg: Config, closer) -> int:
     """Answer a question from the index, citing passages, or refuse."""
     question = check_question(args.question)
-    conn, retriever = open_for_query(cfg, args, closer)
+    q = query_from_args(args)
+    conn, retriever = open_for_query(cfg, q, closer)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
     stream = stream and not args.json and not args.show_prompt and not cfg.offline
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
-    opts, floor = ask_options(args, conn, retriever.embedder.model)
+    opts, floor = ask_options(q, conn, retriever.embedder.model)
     a = answer_question(conn, retriever, generator, question, opts, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
@@ -6143,8 +6217,9 @@ def print_report(r: dict, k: int) -> None:
 def cmd_eval(args, cfg: Config, closer) -> int:
     """Score retrieval on labelled questions."""
     cases = load_cases(args.cases)
-    conn, retriever = open_for_query(cfg, args, closer)
-    opts, floor = ask_options(args, conn, retriever.embedder.model)
+    q = query_from_args(args)
+    conn, retriever = open_for_query(cfg, q, closer)
+    opts, floor = ask_options(q, conn, retriever.embedder.model)
     log = Log()
     generator = make_generator(cfg, warn=log.note) if args.generate else None
     report = evaluate(conn, retriever, cases, opts, log, generator)
@@ -6236,7 +6311,7 @@ def cmd_export(args, cfg: Config, closer) -> int:
 def cmd_mcp(args, cfg: Config, closer) -> int:
     """Serve the index to an MCP client (an agent) over stdin and stdout."""
     log = Log()
-    service = Service(cfg, args, log)
+    service = Service(cfg, query_from_args(args), log)
     closer.callback(service.close)
     log.note(f"rag.py MCP server on stdio for {cfg.db} [{mode_label(cfg)}]")
     serve_mcp(service, sys.stdin.buffer, sys.stdout.buffer)
@@ -6250,7 +6325,7 @@ def cmd_serve(args, cfg: Config, closer) -> int:
         raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key-file FILE, "
                          "$RAG_API_KEY or --keys FILE, or --insecure to serve it to anyone who can connect")
     log = Log()
-    service = Service(cfg, args, log)  # checks the index now; each worker then opens its own
+    service = Service(cfg, query_from_args(args), log)  # checks the index now; each worker then opens its own
     service.close()
     try:
         server = http_server(HttpApi(service, key, keys), args.host, args.port, args.allow_host or ())
@@ -6590,7 +6665,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with contextlib.ExitStack() as closer:
-            return args.func(args, make_config(args), closer)
+            return args.func(args, config_from_args(args), closer)
     except RagError as e:
         print(f"rag: error: {e}", file=sys.stderr)
         return e.exit_code

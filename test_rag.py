@@ -996,13 +996,13 @@ class EmbedTests(RagTestCase):
         self.ok("ask", "How long do refunds take?", "--no-stream")
         self.assertEqual({h["Authorization"] for _, h, _ in openai.requests}, {f"Bearer {SECRET}"})
         os.environ.pop("OPENAI_BASE_URL")
-        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        cfg = rag.Config.from_env()
         self.assertEqual((cfg.chat.url, cfg.chat.key), (rag.OPENAI_BASE_URL, SECRET))
         os.environ.update(LLM_BASE_URL=third.url, LLM_API_KEY="sk-llm-key-0123", EMBED_BASE_URL=openai.url)
-        cfg = rag.make_config(rag.build_parser().parse_args(["stats"]))
+        cfg = rag.Config.from_env()
         self.assertEqual((cfg.chat.key, cfg.embed.key, cfg.rerank.key), ("sk-llm-key-0123", None, None))
         os.environ.pop("LLM_API_KEY")
-        cfg = rag.make_config(rag.build_parser().parse_args(["stats", "--base-url", rag.OPENAI_BASE_URL]))
+        cfg = rag.Config.from_env(chat_url=rag.OPENAI_BASE_URL)
         self.assertEqual((cfg.chat.key, cfg.embed.key), (SECRET, None))
 
     def test_base_url_with_user_and_password_is_refused_and_never_shown(self):
@@ -1955,9 +1955,8 @@ class FilterTests(RagTestCase):
         self.assertEqual(found("--source", corp + "/private/*"), ["private/public/hr.md"])
         self.assertEqual(found("--source", "[!p]*"), [])  # '[!p]' is not p, as in .ragignore
         self.assertEqual(found("--source", "[!u]*"), ["private/public/hr.md", "public/menu.md"])
-        args = rag.build_parser().parse_args(["serve", "--db", self.db, "--source", "public/*"])
         with contextlib.redirect_stderr(io.StringIO()):
-            service = rag.Service(rag.make_config(args), args, rag.Log())
+            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(source="public/*"), rag.Log())
         self.addCleanup(service.close)
         for source in (None, "*", "*/public/*"):  # a request narrows the server's --source, never widens it
             hits = service.search({"question": "quokka notes hr", "source": source})
@@ -2888,7 +2887,7 @@ class HttpTests(RagTestCase):
     def serve(self, *argv, key=None, keys=None, **options):
         """Serve in this process (keys: a --keys file; options: http_server's); the server."""
         args = rag.build_parser().parse_args(["serve", "--db", self.db, *argv])
-        service = rag.Service(rag.make_config(args), args, rag.Log())
+        service = rag.Service(rag.config_from_args(args), rag.query_from_args(args), rag.Log())
         api = rag.HttpApi(service, key, rag.load_keys(keys)) if keys else rag.HttpApi(service, key)
         server = rag.http_server(api, "127.0.0.1", 0, **options)
         thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
@@ -3059,8 +3058,7 @@ class HttpTests(RagTestCase):
             socket.create_connection(("127.0.0.1", self.port)).close()
 
     def test_serve_keeps_parsed_vectors_only_where_a_chunk_is_unchanged(self):
-        args = rag.build_parser().parse_args(["serve", "--db", self.db])
-        service = rag.Service(rag.make_config(args), args, rag.Log())
+        service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
         self.addCleanup(service.close)
         question = {"question": "tomatoes need sun and water", "k": 4, "mode": "dense"}
         service.search(question)  # every vector parsed and kept
@@ -3509,8 +3507,8 @@ class CommandLineTests(RagTestCase):
 
     def test_network_defaults_differ_for_index_and_questions(self):
         parser = rag.build_parser()
-        index = rag.make_config(parser.parse_args(["index", "x"]))
-        ask = rag.make_config(parser.parse_args(["ask", "x"]))
+        index = rag.config_from_args(parser.parse_args(["index", "x"]))
+        ask = rag.config_from_args(parser.parse_args(["ask", "x"]))
         self.assertEqual((index.timeout, index.retries), (rag.INDEX_TIMEOUT, rag.INDEX_RETRIES))
         self.assertEqual((ask.timeout, ask.retries), (rag.QUERY_TIMEOUT, rag.QUERY_RETRIES))
         self.assertLessEqual(ask.timeout * (ask.retries + 1), 120)  # a question gives up within two minutes

@@ -40,8 +40,8 @@ CORPORA = {  # name: (folder, answerable cases, off-topic cases)
 
 
 def config(db, server, model):
-    return rag.Config(db=db, embed=rag.Endpoint(server) if server else None,
-                      embed_model=model or rag.BUILTIN_MODEL)
+    """The configuration for one embedder, whatever the environment says (env={}); an index run's patience."""
+    return rag.Config.from_env(env={}, indexing=True, db=db, embed_url=server, embed_model=model)
 
 
 def ensure_index(cfg, docs, log):
