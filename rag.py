@@ -2364,6 +2364,29 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
         conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
 
 
+class Meta:
+    """The meta table's keys: one setting a row."""
+
+    MODEL = "embed_model"            # the embedding model every vector is from
+    DIM = "dim"                      # its vectors' length
+    CHUNKING = "chunking"            # size, overlap and chunker version (chunking_key)
+    LAST_INDEXED = "last_indexed"    # when an index run last wrote
+    SIG_STAMP = "sig_stamp"          # moved by every write of chunks (touch)
+    SIG_PACK = "sig_pack"            # the stamp the packed signatures were made at
+    NULL_LEVEL = "null_level"        # how similar unrelated chunks are (Refuse)
+    NULL_CHUNKS = "null_chunks"      # chunks when it was measured
+    FLOOR = "floor"                  # a calibrated refusal floor (eval --calibrate)
+    FLOOR_MODEL = "floor_model"      # the model it was calibrated for
+    FLOOR_SOURCE = "floor_source"    # on what cases, when
+
+
+def touch(conn: sqlite3.Connection) -> None:
+    """Every write of chunks (or of the documents they belong to) calls this,
+    inside its transaction: the packed signatures, and what warm retrievers
+    loaded, are then stale."""
+    set_meta(conn, Meta.SIG_STAMP, time.time_ns())
+
+
 def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
     """A setting as stored, cleaned (clean_text): stats and index print them, and
     an index someone hands you may hold escape codes there."""
@@ -2380,7 +2403,11 @@ def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
 
 def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None) -> None:
     """Fail clearly when the index was built with another embedding model or size."""
-    built, built_dim = get_meta(conn, "embed_model"), get_meta(conn, "dim")
+    model_mismatch(get_meta(conn, Meta.MODEL), get_meta(conn, Meta.DIM), model, dim)
+
+
+def model_mismatch(built: str | None, built_dim: str | None, model: str, dim: int | None) -> None:
+    """The error when an index built with model built (built_dim) is asked with model (dim)."""
     if built and built != model:
         raise RagError(f"this index was built with embedding model {built} ({built_dim} dimensions) "
                        f"but the configured model is {model}; set EMBED_MODEL={built} or use "
@@ -2403,7 +2430,7 @@ def text_key(text: str) -> str:
 def cached_vectors(conn, model: str, keys: list[str]) -> dict[str, str]:
     """Stored vector JSON by text hash, for those of keys already embedded:
     from the chunks that hold them, else from the cache of removed ones."""
-    if get_meta(conn, "embed_model") != model:
+    if get_meta(conn, Meta.MODEL) != model:
         return {}  # nothing stored is this model's (write_docs will say so)
     found = dict(rows_in(conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})", keys))
     rest = [k for k in keys if k not in found]
@@ -2429,8 +2456,8 @@ def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str
     docs: each with its chunks' keys (text_key of embed_text), vectors: vector_codes by key."""
     with transaction(conn):
         check_model(conn, model, dim)
-        set_meta(conn, "embed_model", model)
-        set_meta(conn, "dim", dim)
+        set_meta(conn, Meta.MODEL, model)
+        set_meta(conn, Meta.DIM, dim)
         stamp = now_iso()
         chunk_rows, sig_rows = [], []
         next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
@@ -2449,15 +2476,15 @@ def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
                          "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
         conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) VALUES (?, ?, ?, ?)", sig_rows)
-        set_meta(conn, "last_indexed", stamp)
-        set_meta(conn, "sig_stamp", time.time_ns())  # the packed signatures are now stale
+        set_meta(conn, Meta.LAST_INDEXED, stamp)
+        touch(conn)
 
 
 def delete_docs(conn, paths: list[str]) -> None:
     """Remove documents (and their chunks) in one transaction."""
     with transaction(conn):
         conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
-        set_meta(conn, "sig_stamp", time.time_ns())
+        touch(conn)
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
@@ -2470,7 +2497,7 @@ def export_lines(conn, source=None):
     """The index as JSON Lines, one chunk a line, in id order, read as it is
     written (constant memory): for moving it to a vector database. The vector
     is copied as stored, never parsed."""
-    model, dim = get_meta(conn, "embed_model"), int(get_meta(conn, "dim") or 0) or None
+    model, dim = get_meta(conn, Meta.MODEL), int(get_meta(conn, Meta.DIM) or 0) or None
     cond, args = source_filter(source)
     rows = conn.execute(
         "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, c.vector, "
@@ -2657,7 +2684,7 @@ def remove_damaged(conn, d: Damage) -> None:
         conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
         if d.texts or d.keyword:  # told to forget text it never held, or damaged itself: rebuilt
             conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-        set_meta(conn, "sig_stamp", time.time_ns())
+        touch(conn)
 
 
 def index_damaged(db: str, detail: str) -> RagError:
@@ -2716,20 +2743,20 @@ def pack_signatures(conn, wait: bool = True) -> bool:
                          (part, array("q", ids).tobytes(), b"".join(sigs), b"".join(sketches),
                           array("d", scales).tobytes()))
             part += 1
-        set_meta(conn, "sig_pack", get_meta(conn, "sig_stamp") or "0")
+        set_meta(conn, Meta.SIG_PACK, get_meta(conn, Meta.SIG_STAMP) or "0")
     return True
 
 
 def pack_is_fresh(conn) -> bool:
     """True when the packed copy was made after the last write to the signatures."""
-    return get_meta(conn, "sig_pack") == (get_meta(conn, "sig_stamp") or "0")
+    return get_meta(conn, Meta.SIG_PACK) == (get_meta(conn, Meta.SIG_STAMP) or "0")
 
 
 def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
     """(ids, signatures) from the packed copy, or None when it is stale."""
     if not pack_is_fresh(conn):
         return None
-    width = (int(get_meta(conn, "dim") or 0) + 7) // 8
+    width = (int(get_meta(conn, Meta.DIM) or 0) + 7) // 8
     ids: list[int] = []
     sigs: list[int] = []
     from_bytes = int.from_bytes
@@ -2989,11 +3016,11 @@ class SignatureIndex:
         return [(cid, s) for s, cid in scored[:depth]]
 
 
-def measure_null_level(conn) -> float:
+def measure_null_level(store: Store) -> float:
     """Mean similarity of random pairs of chunks from different documents: how
     similar unrelated text is under this model on this corpus (about 0.05 for
     MiniLM, 0.5 to 0.7 for models like E5 or BGE). Seeded, so it is repeatable."""
-    rows = conn.execute("SELECT id, doc_id FROM chunks").fetchall()
+    rows = store.chunk_docs()
     if len(rows) < 2:
         return 0.0
     rnd = random.Random(len(rows))
@@ -3006,31 +3033,282 @@ def measure_null_level(conn) -> float:
                 break
     if not pairs:
         pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
-    vecs = dict(SignatureIndex(conn).vectors(list({i for p in pairs for i in p})))
+    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
     return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
 
 
-def chunk_count(conn) -> int:
-    return conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-
-
-def null_level(conn, count: int | None = None) -> float:
-    """The stored unrelated level, measured again (and stored when the index can
-    be written) when missing or when the index has grown or shrunk a lot.
-    count: the number of chunks, when the caller has it already."""
-    count = chunk_count(conn) if count is None else count
-    level, measured = get_meta(conn, "null_level"), int(get_meta(conn, "null_chunks") or 0)
+def null_level(store, count: int | None = None) -> float:
+    """The stored unrelated level of a store (or an SQLite connection), measured
+    again (and stored when the index can be written) when missing or when the
+    index has grown or shrunk a lot. count: the number of chunks, when known."""
+    store = as_store(store)
+    count = store.count() if count is None else count
+    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
     if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
         return float(level)
-    value = measure_null_level(conn)
-    try:
-        if begin_at_once(conn):  # else read-only, or another process is writing: used unstored
-            with transaction(conn, begun=True):
-                set_meta(conn, "null_level", f"{value:.6f}")
-                set_meta(conn, "null_chunks", count)
-    except sqlite3.OperationalError:  # an immutable (read-only media) connection refuses the write
-        pass
+    value = measure_null_level(store)
+    store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
     return value
+
+
+# The store interface: what indexing and retrieval need of storage. Chunks are
+# known by int ids, documents by their real path. SqliteStore is the one
+# implementation today; another (a vector database) is a subclass and one
+# entry in STORES. What stays SQLite's own: damage and check, export, stats'
+# counts, eval's gold, migrations (they work on the connection).
+
+@dataclass(frozen=True)
+class Scope:
+    """The documents a search may see: those matching every glob of every
+    (--source, a request's source; see source_filter for how a glob matches),
+    and, when some is given, one of some (a key's globs). Nothing: all."""
+
+    every: tuple = ()
+    some: tuple = ()
+
+
+class Store:
+    """Storage for one index. Subclasses give the primitives; the rest is
+    built on them here."""
+
+    # settings (the meta table's keys, Meta)
+    def meta(self, key: str) -> str | None:
+        raise NotImplementedError
+
+    def set_meta(self, values: dict) -> None:
+        """Write settings, in one transaction."""
+        raise NotImplementedError
+
+    def remember(self, values: dict) -> bool:
+        """Write measured values when the index can be written now (False:
+        read-only, or another process is writing; they are used unstored)."""
+        raise NotImplementedError
+
+    # documents, for an index run
+    def documents(self) -> list[tuple[str, str, str]]:
+        """(path, sha256, rel) of every stored document."""
+        raise NotImplementedError
+
+    def write(self, docs: list, vectors: dict, model: str, dim: int) -> None:
+        """Add or replace documents (PendingDoc, their chunks' text keys) with
+        their vectors (key -> vector_codes), in one transaction."""
+        raise NotImplementedError
+
+    def delete(self, paths: list[str]) -> None:
+        raise NotImplementedError
+
+    def rename(self, path: str, rel: str) -> None:
+        """A document's path relative to the folder indexed, as this run names it."""
+        raise NotImplementedError
+
+    def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
+        """Stored vector JSON by text key, for those of keys already embedded by model."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Before an index run: stored documents brought to this version's form."""
+
+    def finished(self) -> None:
+        """After an index run: what makes the next search fast."""
+
+    # retrieval
+    def count(self) -> int:
+        """Chunks in the index."""
+        raise NotImplementedError
+
+    def counts(self, scope: Scope) -> dict:
+        """{"documents": n, "chunks": n} in scope."""
+        raise NotImplementedError
+
+    def scope_ids(self, scope: Scope) -> set[int] | None:
+        """Ids of the chunks in scope (None: every chunk)."""
+        raise NotImplementedError
+
+    def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
+        """The depth best (chunk id, keyword score) in scope for an FTS5 query (fts_query)."""
+        raise NotImplementedError
+
+    def doc_freq(self, word: str) -> int:
+        """How many chunks hold the word."""
+        raise NotImplementedError
+
+    def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
+              exact: bool) -> list[tuple[int, float]]:
+        """The depth best (chunk id, dot product) among allowed (None: all)."""
+        raise NotImplementedError
+
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        """(id, vector) of the chunks of ids that exist."""
+        raise NotImplementedError
+
+    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
+        """(path, rel, chunk) by id, of the chunks of ids that exist."""
+        raise NotImplementedError
+
+    def chunk_docs(self) -> list[tuple[int, int]]:
+        """(chunk id, document id) of every chunk: what measuring the null level samples."""
+        raise NotImplementedError
+
+    def state(self) -> str | None:
+        """A stamp every write of chunks moves (touch): what a warm retriever
+        loaded is then stale. (SQLite's PRAGMA data_version would also move on
+        every logged ask.)"""
+        return self.meta(Meta.SIG_STAMP)
+
+    def log_ask(self, row: tuple) -> bool:
+        """Keep an ask (ASK_COLUMNS); False when the index is read-only here."""
+        raise NotImplementedError
+
+    def source_warnings(self, source) -> list[str]:
+        """Warnings for globs of a --source that match no document (or fewer than they used to)."""
+        return []
+
+    def inherit(self, older: Store) -> None:
+        """Keep what an older store of the same index loaded that is still valid."""
+
+    def check_model(self, model: str, dim: int | None = None) -> None:
+        """Fail clearly when the index was built with another embedding model or size."""
+        model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
+
+    def chunking(self) -> tuple[int, int] | None:
+        """(size, overlap) the index was built with, so a run without flags keeps them."""
+        m = re.match(r"size=(\d+) overlap=(\d+)", self.meta(Meta.CHUNKING) or "")
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+class SqliteStore(Store):
+    """The embedded store: one SQLite file (the schema above), its dense
+    candidates from the signatures and sketches (SignatureIndex)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.index = SignatureIndex(conn)
+
+    def meta(self, key: str) -> str | None:
+        return get_meta(self.conn, key)
+
+    def set_meta(self, values: dict) -> None:
+        with transaction(self.conn):
+            for key, value in values.items():
+                set_meta(self.conn, key, value)
+
+    def remember(self, values: dict) -> bool:
+        try:
+            if not begin_at_once(self.conn):
+                return False
+            with transaction(self.conn, begun=True):
+                for key, value in values.items():
+                    set_meta(self.conn, key, value)
+            return True
+        except sqlite3.OperationalError:  # an immutable (read-only media) connection refuses the write
+            return False
+
+    def documents(self) -> list[tuple[str, str, str]]:
+        return self.conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
+
+    def write(self, docs: list, vectors: dict, model: str, dim: int) -> None:
+        write_docs(self.conn, docs, vectors, model, dim)
+
+    def delete(self, paths: list[str]) -> None:
+        delete_docs(self.conn, paths)
+
+    def rename(self, path: str, rel: str) -> None:
+        with transaction(self.conn):
+            self.conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, path))
+
+    def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
+        return cached_vectors(self.conn, model, keys)
+
+    def prepare(self) -> None:
+        adopt_real_paths(self.conn)
+
+    def finished(self) -> None:
+        if not pack_is_fresh(self.conn):
+            pack_signatures(self.conn)
+
+    def count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    def where(self, scope: Scope) -> tuple[str, list]:
+        """The SQL condition on documents d for scope, and its parameters."""
+        cond, args = source_filter(scope.every)
+        if not scope.some:
+            return cond, args
+        parts = [source_filter(g) for g in scope.some]
+        return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
+                args + [a for _, more in parts for a in more])
+
+    def counts(self, scope: Scope) -> dict:
+        cond, args = self.where(scope)
+        docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
+        chunks = self.conn.execute(f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                   f"WHERE {cond}", args).fetchone()[0]
+        return {"documents": docs, "chunks": chunks}
+
+    def scope_ids(self, scope: Scope) -> set[int] | None:
+        cond, args = self.where(scope)
+        if not args:
+            return None
+        return {cid for (cid,) in self.conn.execute(
+            f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
+
+    def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
+        cond, args = self.where(scope)
+        if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
+            return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
+                                     "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?", (query, depth)).fetchall()
+        rows = self.conn.execute(
+            "SELECT f.rowid, -bm25(chunks_fts) AS s FROM chunks_fts f "
+            "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
+            f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
+            [query] + args + [depth])
+        return [(cid, s) for cid, s in rows]
+
+    def doc_freq(self, word: str) -> int:
+        return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                 (f'"{word}"',)).fetchone()[0]
+
+    def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
+              exact: bool) -> list[tuple[int, float]]:
+        return self.index.top(qvec, depth, allowed, exact)
+
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        return self.index.vectors(ids)
+
+    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
+        rows = rows_in(self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, c.start_line, "
+                       "c.end_line, c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                       "WHERE c.id IN ({marks})", ids)
+        return {r[0]: (r[1], r[2], stored_chunk(*r[3:])) for r in rows}
+
+    def chunk_docs(self) -> list[tuple[int, int]]:
+        return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
+
+    def log_ask(self, row: tuple) -> bool:
+        try:
+            self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
+                              f"({', '.join('?' * len(ASK_COLUMNS))})", row)
+        except sqlite3.OperationalError as e:
+            if "readonly" not in str(e) and "read-only" not in str(e):
+                raise
+            return False
+        return True
+
+    def source_warnings(self, source) -> list[str]:
+        return source_warnings(self.conn, source)
+
+    def inherit(self, older: Store) -> None:
+        if isinstance(older, SqliteStore):
+            self.index.inherit(older.index)
+
+
+# The stores by kind: SQLite, embedded, is the one today.
+STORES: dict[str, type[Store]] = {"sqlite": SqliteStore}
+
+
+def as_store(store) -> Store:
+    """A store as given, or an open SQLite connection as its store."""
+    return store if isinstance(store, Store) else STORES["sqlite"](store)
 
 
 # ---------------------------------------------------------------------------
@@ -3477,8 +3755,8 @@ class Batcher:
 
     HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory stays bounded
 
-    def __init__(self, conn, embedder, batch: int, stats: IndexStats, parallel: int = 1):
-        self.conn, self.embedder, self.batch, self.stats = conn, embedder, batch, stats
+    def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1):
+        self.store, self.embedder, self.batch, self.stats = as_store(store), embedder, batch, stats
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
         self.rows: dict[str, tuple] = {}                    # key -> vector_codes
         self.new: set[str] = set()                          # keys embedded by this run, not yet stored
@@ -3494,7 +3772,7 @@ class Batcher:
         keys = [text_key(t) for t in texts]
         unknown = [k for k in dict.fromkeys(keys)
                    if k not in self.rows and k not in self.waiting and k not in self.flying]
-        for k, v in cached_vectors(self.conn, self.embedder.model, unknown).items():
+        for k, v in self.store.cached_vectors(self.embedder.model, unknown).items():
             vec = json.loads(v)
             self.rows[k] = vector_codes(vec, v)
             self.dim = self.dim or len(vec)
@@ -3558,7 +3836,7 @@ class Batcher:
             return
         used = {k for _, keys in ready for k in keys}
         fresh = used & self.new
-        write_docs(self.conn, ready, self.rows, self.embedder.model, self.dim)
+        self.store.write(ready, self.rows, self.embedder.model, self.dim)
         n = sum(len(d.chunks) for d, _ in ready)
         self.stats.chunks += n
         self.stats.embedded += len(fresh)
@@ -3591,12 +3869,6 @@ def chunking_key(size: int, overlap: int) -> str:
     return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
 
 
-def stored_chunking(conn) -> tuple[int, int] | None:
-    """(size, overlap) the index was built with, so a run without flags keeps them."""
-    m = re.match(r"size=(\d+) overlap=(\d+)", get_meta(conn, "chunking") or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def adopt_real_paths(conn) -> None:
     """Earlier versions kept paths as typed ('docs/a.md'): store each as
     its real absolute path, so that one file is one document however it is named."""
@@ -3612,26 +3884,27 @@ def adopt_real_paths(conn) -> None:
             else:
                 conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
                 taken.add(real)
-        set_meta(conn, "sig_stamp", time.time_ns())
+        touch(conn)
 
 
-def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) -> IndexStats:
-    """Bring the index up to date with the files under paths."""
-    check_model(conn, embedder.model)
-    adopt_real_paths(conn)
+def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions, log: Log) -> IndexStats:
+    """Bring the index (a store, or an SQLite connection) up to date with the files under paths."""
+    store = as_store(store)
+    store.check_model(embedder.model)
+    store.prepare()
     stats, seen, stale = IndexStats(), set(), []
-    rows = conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
+    rows = store.documents()
     stored, stored_rel = {p: sha for p, sha, _ in rows}, {p: rel for p, _, rel in rows}
     chunking = chunking_key(opts.size, opts.overlap)
-    if stored and get_meta(conn, "chunking") not in (None, chunking):
-        log.note(f"chunk settings changed ({get_meta(conn, 'chunking')} -> {chunking}): "
+    if stored and store.meta(Meta.CHUNKING) not in (None, chunking):
+        log.note(f"chunk settings changed ({store.meta(Meta.CHUNKING)} -> {chunking}): "
                  "re-chunking every document; unchanged text is not embedded again")
         stored = {p: "" for p in stored}  # known paths, but no hash matches
     filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     refused: list[tuple[str, str, str]] = []
     files = list(walk(paths, log, filters, opts.follow_links, refused))
-    batcher = Batcher(conn, embedder, opts.batch, stats, opts.parallel)
+    batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel)
     try:
         for n, (path, root) in enumerate(files, 1):
             log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
@@ -3643,39 +3916,37 @@ def index_paths(conn, embedder, paths: list[str], opts: IndexOptions, log: Log) 
             rel = doc_rel(path, key, root)
             status, doc = load_document(path, key, rel, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
-            if status == "unchanged" and stored_rel.get(key) != rel:
-                with transaction(conn):  # stored by an earlier run under a link's name
-                    conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, key))
+            if status == "unchanged" and stored_rel.get(key) != rel:  # stored by an earlier run under a link's name
+                store.rename(key, rel)
             stats.skipped += status in ("skipped", "empty", "secret")
             if status == "secret":
                 stats.secrets.append(path)
                 if key in stored:  # indexed by an earlier version: its text goes now
-                    delete_docs(conn, [key])
+                    store.delete([key])
                     stats.removed += 1
             elif status == "skipped" and key in stored:
                 stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
             elif status == "empty" and key in stored:
-                delete_docs(conn, [key])
+                store.delete([key])
             elif doc:
                 batcher.add(doc)
                 stats.read += 1
         batcher.finish()
     finally:
         batcher.close()
-    set_meta(conn, "chunking", chunking)  # only once every document has been redone
+    store.set_meta({Meta.CHUNKING: chunking})  # only once every document has been redone
     log.clear()
-    stats.removed += handle_vanished(conn, filters, seen, stored, opts.prune, log)
-    stats.removed += remove_linked(conn, refused, seen, log)
+    stats.removed += handle_vanished(store, filters, seen, stored, opts.prune, log)
+    stats.removed += remove_linked(store, refused, seen, log)
     # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
-    stats.removed += prune_or_report(conn, stale, "can no longer be read (see above) and keep "
+    stats.removed += prune_or_report(store, stale, "can no longer be read (see above) and keep "
                                      "their old text", opts.prune, log)
-    if not pack_is_fresh(conn):
-        pack_signatures(conn)
-    null_level(conn)  # measured now, so that no question pays for it
+    store.finished()
+    null_level(store)  # measured now, so that no question pays for it
     return stats
 
 
-def remove_linked(conn, refused: list[tuple[str, str, str]], seen, log: Log) -> int:
+def remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log) -> int:
     """Remove the documents an earlier run read through links this run did not
     follow (refused: root, link, target, from walk): stored under the target,
     by a name through the link. Unlike a vanished file, at once: the link was
@@ -3685,10 +3956,10 @@ def remove_linked(conn, refused: list[tuple[str, str, str]], seen, log: Log) -> 
     def through(rel: str, link: str) -> bool:  # named by the link, or (doc_rel) in a hidden folder
         rel = rel.replace(os.sep, "/")
         return (rel + "/").startswith(link + "/") or any(part.startswith(".") for part in rel.split("/"))
-    gone = [p for p, rel in conn.execute("SELECT path, rel FROM documents") if p not in seen and any(
+    gone = [p for p, _, rel in store.documents() if p not in seen and any(
         under(p, target) and through(rel, link) for _, link, target in refused)]
     if gone:
-        delete_docs(conn, gone)
+        store.delete(gone)
         log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
                  f"{listed(gone)} (to keep them, index their folder too, or use --follow-links)")
     return len(gone)
@@ -3704,20 +3975,20 @@ def listed(paths: list[str]) -> str:
     return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
 
 
-def handle_vanished(conn, filters: dict, seen, stored, prune: bool, log: Log) -> int:
+def handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
     """Report (and with prune, remove) stored documents whose files are gone or
     now excluded, under the folders indexed (filters: root -> PathFilter)."""
     roots = {os.path.realpath(root): keep for root, keep in filters.items()}
     gone = [p for p in stored if p not in seen and any(
         under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
         for root, keep in roots.items())]
-    return prune_or_report(conn, gone, "no longer exist or are now excluded", prune, log)
+    return prune_or_report(store, gone, "no longer exist or are now excluded", prune, log)
 
 
-def prune_or_report(conn, paths: list[str], why: str, prune: bool, log: Log) -> int:
+def prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log: Log) -> int:
     """Remove these documents with prune (returns how many), else name them in a note."""
     if paths and prune:
-        delete_docs(conn, paths)
+        store.delete(paths)
         return len(paths)
     if paths:
         log.note(f"{len(paths)} indexed file(s) {why}: {listed(paths)} (run with --prune to remove)")
@@ -3924,74 +4195,63 @@ def make_rerank(cfg: Config, warn) -> Rerank | None:
 
 
 class Retriever:
-    """Ranks chunks for questions; caches what it loads for the next question."""
+    """Ranks chunks for questions from a store (or an SQLite connection, its
+    store); caches what it loads for the next question."""
 
-    def __init__(self, conn, embedder, source: str | None = None, exact: bool = False,
+    def __init__(self, store, embedder: Embedder, source: str | None = None, exact: bool = False,
                  fusion: str = "score", rerank: Rerank | None = None):
-        self.conn, self.embedder, self.source, self.exact = conn, embedder, source, exact
+        self.store, self.embedder, self.source, self.exact = as_store(store), embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
-        self.index = SignatureIndex(conn)
         self._level: float | None = None
         self._allowed: set[int] | None = None
         self._idf: dict[str, float] = {}
         self._n: int | None = None
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite store's connection, for what is SQLite's own (stats, eval's gold)."""
+        return self.store.conn
+
     def chunks(self) -> int:
         """How many chunks the index holds, counted once (a full scan of an index)."""
         if self._n is None:
-            self._n = chunk_count(self.conn)
+            self._n = self.store.count()
         return self._n
 
     def null_level(self) -> float:
         """How similar unrelated chunks of this index are (see null_level)."""
         if self._level is None:
-            self._level = null_level(self.conn, self.chunks())
+            self._level = null_level(self.store, self.chunks())
         return self._level
 
-    def where(self) -> tuple[str, list]:
-        """The SQL condition on documents d that this retriever's restriction
-        sets, and its parameters (none: every document)."""
-        return source_filter(self.source)
+    def scope(self) -> Scope:
+        """The documents this retriever may see (all, unless --source)."""
+        return Scope(source_globs(self.source))
 
     def allowed(self) -> set[int] | None:
         """Ids of the chunks --source lets this retriever see (None: all of them)."""
-        if self._allowed is None and (limit := self.where())[1]:
-            cond, args = limit
-            self._allowed = {cid for (cid,) in self.conn.execute(
-                f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
+        if self._allowed is None:
+            self._allowed = self.store.scope_ids(self.scope())
         return self._allowed
 
     def embed_question(self, question: str) -> list[float]:
         vec = normalize(self.embedder.embed([question])[0])
-        check_model(self.conn, self.embedder.model, len(vec))
+        self.store.check_model(self.embedder.model, len(vec))
         return vec
 
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
         """Top chunks by dot product (see SignatureIndex.top)."""
-        return self.index.top(qvec, depth, self.allowed(), self.exact)
+        return self.store.dense(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
-        """Inverse document frequency of a word over chunks, from the FTS index."""
+        """Inverse document frequency of a word over chunks, from the keyword index."""
         if word not in self._idf:
-            df = self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                   (f'"{word}"',)).fetchone()[0]
-            self._idf[word] = math.log((self.chunks() + 1) / (df + 0.5))
+            self._idf[word] = math.log((self.chunks() + 1) / (self.store.doc_freq(word) + 0.5))
         return self._idf[word]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
         query = fts_query(question)
-        if not query:
-            return []
-        cond, args = self.where()
-        if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
-            return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
-                                     "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?", (query, depth)).fetchall()
-        rows = self.conn.execute(
-            "SELECT f.rowid, -bm25(chunks_fts) AS s FROM chunks_fts f "
-            "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
-            f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
-            [query] + args + [depth])
-        return [(cid, s) for cid, s in rows]
+        return self.store.keyword(query, depth, self.scope()) if query else []
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH):
         """(chunk id, score) best first, before any reranking, and the
@@ -4023,8 +4283,7 @@ class Retriever:
         if not self.rerank or len(ranked) < 2:
             return ranked
         top, rest = ranked[:self.rerank.depth], ranked[self.rerank.depth:]
-        texts = dict(rows_in(self.conn, "SELECT id, heading || char(10) || text FROM chunks "
-                                        "WHERE id IN ({marks})", [c for c, _ in top]))
+        texts = {c: ch.heading + "\n" + ch.text for c, (_, _, ch) in self.store.chunks([c for c, _ in top]).items()}
         top = [(c, s) for c, s in top if c in texts]
         try:
             scores = self.rerank.reranker.rerank(question, [texts[c].strip() for c, _ in top])
@@ -4058,11 +4317,9 @@ class Retriever:
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
-        rows = {r[0]: r for r in rows_in(
-            self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
-            "c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)}
-        vecs = dict(self.index.vectors(ids)) if qvec is not None else {}
-        return [Hit(cid, self.hit_path(*rows[cid][1:3]), stored_chunk(*rows[cid][3:]), score,
+        rows = self.store.chunks(ids)
+        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
+        return [Hit(cid, self.hit_path(*rows[cid][:2]), rows[cid][2], score,
                     dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
@@ -4080,14 +4337,16 @@ class Floor:
     source: str
 
 
-def floor_in_force(conn, model: str, min_score: float | None = None) -> Floor:
-    """--min-score, else the floor eval --calibrate stored for this index and
-    model, else the default of the model's kind of relevance."""
+def floor_in_force(store, model: str, min_score: float | None = None) -> Floor:
+    """--min-score, else the floor eval --calibrate stored for this index (a
+    store, or an SQLite connection) and model, else the default of the
+    model's kind of relevance (Embedder.floor)."""
     if min_score is not None:
         return Floor(min_score, "--min-score")
-    stored = get_meta(conn, "floor")
-    if stored is not None and get_meta(conn, "floor_model") == model:
-        return Floor(float(stored), get_meta(conn, "floor_source") or "calibrated")
+    store = as_store(store)
+    stored = store.meta(Meta.FLOOR)
+    if stored is not None and store.meta(Meta.FLOOR_MODEL) == model:
+        return Floor(float(stored), store.meta(Meta.FLOOR_SOURCE) or "calibrated")
     kind = embedder_class(model)
     return Floor(kind.floor, kind.floor_source)
 
@@ -4448,7 +4707,7 @@ class AskOptions:
     max_context: int = MAX_CONTEXT
 
 
-def answer_question(conn, retriever: Retriever, generator, question: str, opts: AskOptions,
+def answer_question(retriever: Retriever, generator: Generator, question: str, opts: AskOptions,
                     log: Log, caller: str | None = None) -> Answer:
     """Retrieve, refuse below the floor, otherwise generate with citations;
     caller: the name of who asked, for the ask log (a server's key entry)."""
@@ -4468,7 +4727,7 @@ def answer_question(conn, retriever: Retriever, generator, question: str, opts: 
     ms = (time.perf_counter() - t0) * 1000
     result = Answer(REFUSAL if refused else text.strip(), refused, tuple(given),
                     cited, reply.usage, model, prompt, ms, fallback, rel, opts.floor)
-    record_ask(conn, question, result, log, caller)
+    record_ask(retriever.store, question, result, log, caller)
     return result
 
 
@@ -4485,20 +4744,19 @@ def generate(generator: Generator, prompt: str, warn) -> tuple[Reply, str, str |
         return ExtractiveGenerator().generate(SYSTEM_PROMPT, prompt), ExtractiveGenerator.model, str(e)
 
 
-def record_ask(conn, question: str, a: Answer, log: Log, caller: str | None = None) -> None:
-    """Keep every ask in the database for later inspection (not in a read-only
-    index); caller: the name of who asked (a server's key entry), never a key."""
+# The ask log's columns, as record_ask gives them.
+ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
+               "prompt_tokens", "completion_tokens", "latency_ms", "caller")
+
+
+def record_ask(store: Store, question: str, a: Answer, log: Log, caller: str | None = None) -> None:
+    """Keep every ask in the index for later inspection (not in a read-only
+    one); caller: the name of who asked (a server's key entry), never a key."""
     usage = a.usage or {}
-    try:
-        conn.execute(
-            "INSERT INTO asks(at, question, chunk_ids, scores, answer, refused, model, "
-            "prompt_tokens, completion_tokens, latency_ms, caller) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
-             json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
-             usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1), caller))
-    except sqlite3.OperationalError as e:
-        if "readonly" not in str(e) and "read-only" not in str(e):
-            raise
+    row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
+           json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
+           usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1), caller)
+    if not store.log_ask(row):
         log.note("note: the index is read-only here; this question was not logged")
 
 
@@ -4907,9 +5165,10 @@ def open_for_query(cfg: Config, q: QueryOptions, closer, vectors: bool = True):
     """The index and a retriever for it (see query_embedder for vectors)."""
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     embedder = query_embedder(cfg, conn, vectors)
-    for warning in source_warnings(conn, q.source):
+    r = make_retriever(conn, embedder, q, make_rerank(cfg, Log().note))
+    for warning in r.store.source_warnings(q.source):
         Log().note(warning)
-    return conn, make_retriever(conn, embedder, q, make_rerank(cfg, Log().note))
+    return conn, r
 
 
 def valid_text(text: str) -> str:
@@ -4965,10 +5224,10 @@ def index_info(conn, db: str) -> dict:
     info = {"database": db, "size_bytes": size,  # with the write-ahead log, where recent commits are
             "documents": q("SELECT count(*) FROM documents"),
             "chunks": q("SELECT count(*) FROM chunks"),
-            "embed_model": get_meta(conn, "embed_model"),
-            "dim": int(get_meta(conn, "dim") or 0) or None,
-            "last_indexed": get_meta(conn, "last_indexed"),
-            "chunking": get_meta(conn, "chunking"),
+            "embed_model": get_meta(conn, Meta.MODEL),
+            "dim": int(get_meta(conn, Meta.DIM) or 0) or None,
+            "last_indexed": get_meta(conn, Meta.LAST_INDEXED),
+            "chunking": get_meta(conn, Meta.CHUNKING),
             "asks": q("SELECT count(*) FROM asks")}
     if info["chunks"]:
         floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
@@ -5031,13 +5290,8 @@ class ServedRetriever(Retriever):
 
     only: tuple = ()
 
-    def where(self) -> tuple[str, list]:
-        cond, args = super().where()
-        if not self.only:
-            return cond, args
-        parts = [source_filter(g) for g in self.only]
-        return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
-                args + [a for _, more in parts for a in more])
+    def scope(self) -> Scope:
+        return Scope(super().scope().every, self.only)
 
     def limited(self, only: tuple) -> ServedRetriever:
         """This retriever restricted to a key's globs; the chunks each key may
@@ -5057,11 +5311,7 @@ class ServedRetriever(Retriever):
 
     def counts(self) -> dict:
         """The documents and chunks this retriever may see."""
-        cond, args = self.where()
-        docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
-        chunks = self.conn.execute(f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                                   f"WHERE {cond}", args).fetchone()[0]
-        return {"documents": docs, "chunks": chunks}
+        return self.store.counts(self.scope())
 
 
 @dataclass(frozen=True)
@@ -5140,7 +5390,7 @@ class Service:
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
         with self.retriever() as r:  # a missing, empty or mismatched index fails now, not per request
-            for warning in source_warnings(r.conn, opts.source):
+            for warning in r.store.source_warnings(opts.source):
                 log.note(warning)
 
     def _open(self) -> tuple:
@@ -5150,7 +5400,8 @@ class Service:
         except BaseException:
             conn.close()
             raise
-        return conn, self._fresh(conn, embedder), index_state(conn)
+        r = self._fresh(conn, embedder)
+        return conn, r, r.store.state()
 
     def _fresh(self, conn, embedder) -> Retriever:
         return make_retriever(conn, embedder, self.opts, kind=ServedRetriever)
@@ -5163,9 +5414,10 @@ class Service:
             item = self.idle.pop() if self.idle else None
         conn, r, state = item or self._open()
         try:
-            if item and index_state(conn) != state:  # an index run changed it: load it again
-                old, r, state = r, self._fresh(conn, r.embedder), index_state(conn)
-                r.index.inherit(old.index)
+            if item and r.store.state() != state:  # an index run changed it: load it again
+                old, r = r, self._fresh(conn, r.embedder)
+                state = r.store.state()
+                r.store.inherit(old.store)
             r.rerank = self.rerank  # a failure last time does not turn reranking off for good
             yield r.limited(caller.globs if caller else ()).narrowed(source)
         except (RagError, UsageError):
@@ -5204,7 +5456,7 @@ class Service:
             opts, floor = ask_options(self.opts, r.conn, r.embedder.model)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
-            return answer_question(r.conn, r, generator, a["question"], opts, self.log,
+            return answer_question(r, generator, a["question"], opts, self.log,
                                    caller.name if caller else None), floor
 
     def failure(self, e: Exception) -> str:
@@ -5225,13 +5477,6 @@ class Service:
         with self.retriever(None, caller) as r:
             info = index_info(r.conn, self.cfg.db)
             return dict(info, database=os.path.basename(self.cfg.db), **r.counts())
-
-
-def index_state(conn) -> str | None:
-    """The stamp every write of chunks sets (see write_docs): when it moves, an
-    index run has changed what a warm retriever loaded. (PRAGMA data_version
-    would also move on every logged ask.)"""
-    return get_meta(conn, "sig_stamp")
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
@@ -6026,7 +6271,7 @@ def query_from_args(args) -> QueryOptions:
 def index_options(args, cfg: Config, conn) -> IndexOptions:
     """The run's options; chunking the index was built with is kept unless a
     flag changes it (a new size would re-chunk, and re-embed, everything)."""
-    size, overlap = stored_chunking(conn) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
+    size, overlap = as_store(conn).chunking() or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
         check_overlap(args.overlap, size)
@@ -6179,7 +6424,7 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
     opts, floor = ask_options(q, conn, retriever.embedder.model)
-    a = answer_question(conn, retriever, generator, question, opts, log)
+    a = answer_question(retriever, generator, question, opts, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
     if args.json:
@@ -6249,9 +6494,9 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
         with transaction(conn):
-            set_meta(conn, "floor", chosen)
-            set_meta(conn, "floor_model", model)
-            set_meta(conn, "floor_source", source)
+            set_meta(conn, Meta.FLOOR, chosen)
+            set_meta(conn, Meta.FLOOR_MODEL, model)
+            set_meta(conn, Meta.FLOOR_SOURCE, source)
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot store the calibrated floor: {e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
