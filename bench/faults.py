@@ -1,15 +1,15 @@
 """Fault benchmark for rag.py: a long index run against a server that fails 30% of requests.
 
 Standard library only. Writes a synthetic corpus (default 500 documents, about
-2,500 chunks), indexes it once against the test suite's fake OpenAI-compatible
-server without faults, then again from scratch with a fault on a random share
-of embeddings requests: 429 (with and without Retry-After), 500, 502, 503, a
-connection reset mid-response and a hung server (the timeout fires). When a
-run stops because one batch exhausted its retries, it is started again, as a
-user would; finished documents are not embedded again. Reports requests
-made, faults injected, retries, runs needed, time lost against the clean run,
-and whether the final database equals the clean one (documents, chunk texts,
-vectors) and passes SQLite's and FTS5's integrity checks.
+2,500 chunks), indexes it once against bench's fake OpenAI-compatible server
+(bench/fakes.py) without faults, then again from scratch with a fault on a
+random share of embeddings requests: 429 (with and without Retry-After), 500,
+502, 503, a connection reset mid-response and a hung server (the timeout
+fires). When a run stops because one batch exhausted its retries, it is started
+again, as a user would; finished documents are not embedded again. Reports
+requests made, faults injected, retries, runs needed, time lost against the
+clean run, and whether the final database equals the clean one (documents,
+chunk texts, vectors) and passes SQLite's and FTS5's integrity checks.
 
     python bench/faults.py                      # 500 documents, 30% faults
     python bench/faults.py --docs 200 --rate 0.5 --seed 3
@@ -27,7 +27,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import rag  # noqa: E402
-from test_rag import WORDS, FakeServer, snapshot, soundness  # noqa: E402
+from fakes import WORDS, FakeServer, snapshot, soundness  # noqa: E402
 
 FAULTS = {
     "429": (429, {}, b'{"error": {"message": "Rate limit reached"}}'),

@@ -3,9 +3,9 @@ one request at a time and with --parallel N, and whether the databases are the s
 
     python bench/parallel.py [--docs ../shared/data/scifact/docs] [--latency 0.3] [--parallel 1,4,8]
 
-The server is the test suite's fake OpenAI-compatible server (test_rag.FakeServer,
-64-dimension vectors) with every embeddings reply held for --latency seconds, as a
-hosted API holds it whatever the client does. Each run indexes into a new
+The server is bench's fake OpenAI-compatible server (bench/fakes.py, 64-dimension
+vectors) with every embeddings reply held for --latency seconds, as a hosted API
+holds it whatever the client does. Each run indexes into a new
 database; the table gives the wall time, the speed-up over --parallel 1, and
 whether documents, chunk texts and vectors equal those of --parallel 1.
 """
@@ -21,7 +21,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import rag  # noqa: E402
-import test_rag  # noqa: E402
+from fakes import FakeServer, embeddings_body, snapshot  # noqa: E402
 
 
 def main():
@@ -30,11 +30,11 @@ def main():
     p.add_argument("--latency", type=float, default=0.3)
     p.add_argument("--parallel", default="1,4,8")
     a = p.parse_args()
-    server = test_rag.FakeServer()
+    server = FakeServer()
 
     def slow(body):
         time.sleep(a.latency)
-        return 200, {"Content-Type": "application/json"}, test_rag.embeddings_body(body)
+        return 200, {"Content-Type": "application/json"}, embeddings_body(body)
     server.fault_when = (lambda body: True, slow)
     os.environ.update(LLM_BASE_URL=server.url, EMBED_MODEL="fake-embed")
     print("| --parallel | seconds | speed-up | requests | same database as --parallel 1 |\n"
@@ -50,7 +50,7 @@ def main():
             secs = time.perf_counter() - t0
             if code:
                 raise SystemExit(f"index failed with --parallel {n}")
-            shot = test_rag.snapshot(db)
+            shot = snapshot(db)
             base, first = base or secs, first or shot
             print(f"| {n} | {secs:.1f} | {base / secs:.1f}x | {server.embed_count - before} | "
                   f"{'yes' if shot == first else 'NO'} |", flush=True)
