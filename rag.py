@@ -5495,6 +5495,7 @@ QUESTION_SCHEMA = {
         "source": {"type": "string", "description": "Only documents whose path matches this glob, "
                                                     "e.g. 'guides/*.md'."}},
     "required": ["question"], "additionalProperties": False}
+# What tools/list gives; McpServer.call answers each tool with its tool_<name> method.
 MCP_TOOLS = [
     {"name": "search", "title": "Search the documents",
      "description": "Find the passages of the indexed documents that best match a question. Returns each "
@@ -5577,24 +5578,31 @@ class McpServer:
                                 "with path:lines; quote those sources to the user."}
 
     def call(self, params: dict) -> dict:
-        """A tools/call: the tool's result, or its failure as a tool error (isError)."""
+        """A tools/call: the tool's result, or its failure as a tool error
+        (isError). The tools are MCP_TOOLS, each answered by its tool_ method."""
         name, args = params.get("name"), params.get("arguments")
-        if name not in ("search", "ask", "stats"):
-            raise RpcError(-32602, f"unknown tool: {name!r} (tools: search, ask, stats)")
+        names = [tool["name"] for tool in MCP_TOOLS]
+        if name not in names:
+            raise RpcError(-32602, f"unknown tool: {name!r} (tools: {', '.join(names)})")
         args = {} if args is None else args
         try:
-            if name == "search":
-                passages = self.service.search(args)
-                data, text = {"passages": passages}, passages_text(passages)
-            elif name == "ask":
-                answer, floor = self.service.ask(args)
-                data, text = answer_json(answer, floor), answer.with_sources()
-            else:
-                data = self.service.stats()
-                text = json.dumps(data, indent=2)
+            data, text = getattr(self, "tool_" + name)(args)
         except Exception as e:  # the server keeps serving; the client hears what went wrong
             return {"content": [{"type": "text", "text": f"error: {self.service.failure(e)}"}], "isError": True}
         return {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": False}
+
+    def tool_search(self, args) -> tuple[dict, str]:
+        """(structured result, text) of each tool."""
+        passages = self.service.search(args)
+        return {"passages": passages}, passages_text(passages)
+
+    def tool_ask(self, args) -> tuple[dict, str]:
+        answer, floor = self.service.ask(args)
+        return answer_json(answer, floor), answer.with_sources()
+
+    def tool_stats(self, args) -> tuple[dict, str]:
+        data = self.service.stats()
+        return data, json.dumps(data, indent=2)
 
 
 OVERSIZED = object()  # read_message's answer for a line over the limit
@@ -5690,8 +5698,9 @@ class SseOut:
 
 
 class HttpApi:
-    """What rag.py serve answers: get and post give (status, content type,
-    body); stream_chat writes a streamed chat completion as it is made.
+    """What rag.py serve answers: a method an endpoint (ROUTES names them),
+    each giving (status, content type, body); stream_chat writes a streamed
+    chat completion as it is made.
     api_key: the one key every request needs; keys: the entries of --keys
     (each request then sees what its key's entry may read)."""
 
@@ -5720,32 +5729,39 @@ class HttpApi:
             raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)", "authentication_error")
         return found
 
-    def get(self, path: str, caller: Caller | None = None):
-        """(status, content type, body) for a GET."""
-        if path == "/":
-            return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
-        if path == "/health":
-            info = self.service.stats(caller)  # counted under --source and the caller's key
-            return self.json(200, {"status": "ok", "documents": info["documents"], "chunks": info["chunks"],
-                                   "embed_model": info["embed_model"], "version": __version__})
-        if path == "/v1/models":
-            return self.json(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model",
-                                                               "created": self.started, "owned_by": "rag.py"}]})
-        raise HttpError(404, f"no such page: {path}", "not_found_error")
+    # The endpoints (see ROUTES): each takes the request's JSON body (None for
+    # a GET) and its caller, and gives (status, content type, body).
+    def page(self, body=None, caller: Caller | None = None):
+        return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
 
-    def post(self, path: str, body, caller: Caller | None = None):
-        if path == "/search":
-            return self.json(200, self.service.search(body, caller))
-        if path == "/ask":
-            return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
-        if path == "/v1/chat/completions":
-            a, floor = self.service.ask(self.chat_params(body), caller=caller)
-            return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
-                                   "created": int(time.time()), "model": SERVED_MODEL,
-                                   "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                       "role": "assistant", "content": a.with_sources()}}],
-                                   **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
-        raise HttpError(404, f"no such endpoint: POST {path}", "not_found_error")
+    def health(self, body=None, caller: Caller | None = None):
+        info = self.service.stats(caller)  # counted under --source and the caller's key
+        return self.json(200, {"status": "ok", "documents": info["documents"], "chunks": info["chunks"],
+                               "embed_model": info["embed_model"], "version": __version__})
+
+    def models(self, body=None, caller: Caller | None = None):
+        return self.json(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model",
+                                                           "created": self.started, "owned_by": "rag.py"}]})
+
+    def search(self, body, caller: Caller | None = None):
+        return self.json(200, self.service.search(body, caller))
+
+    def ask(self, body, caller: Caller | None = None):
+        return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
+
+    def chat(self, body, caller: Caller | None = None):
+        """An OpenAI chat completion; for a body asking for a stream, the
+        function that writes it (every field checked first: a bad request
+        gets its 4xx before the stream starts)."""
+        if isinstance(body, dict) and body.get("stream"):
+            params = self.chat_params(body)
+            return lambda wfile: self.stream_chat(body, params, wfile, caller)
+        a, floor = self.service.ask(self.chat_params(body), caller=caller)
+        return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
+                               "created": int(time.time()), "model": SERVED_MODEL,
+                               "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                   "role": "assistant", "content": a.with_sources()}}],
+                               **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
 
     def chat_params(self, body) -> dict:
         """A chat request as Service.ask takes it, every field checked (a bad
@@ -5795,6 +5811,33 @@ class HttpApi:
     @staticmethod
     def json(status: int, obj):
         return status, "application/json", json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Route:
+    """What answers a method on a path: an HttpApi method; whether the request
+    needs the API key; whether the reply may be a stream (the method then
+    gives, for a body that asks for one, a function writing it to the socket)."""
+
+    handler: object  # HttpApi.<endpoint>, called as handler(api, body, caller)
+    auth: bool = True
+    streams: bool = False
+
+
+# Every endpoint. A HEAD is answered as a GET, without the body; a path not
+# here is a 404 (once the key is checked); a method not here, a 405 or a 501.
+ROUTES = {
+    ("GET", "/"): Route(HttpApi.page, auth=False),  # the page holds no data and asks for the key itself
+    ("GET", "/health"): Route(HttpApi.health),
+    ("GET", "/v1/models"): Route(HttpApi.models),
+    ("POST", "/search"): Route(HttpApi.search),
+    ("POST", "/ask"): Route(HttpApi.ask),
+    ("POST", "/v1/chat/completions"): Route(HttpApi.chat, streams=True),
+}
+ROUTE_METHODS = tuple(sorted({method for method, _ in ROUTES} | {"HEAD"}))
+# Methods HTTP defines that no route takes get a 405 naming those that do (a
+# browser's preflight OPTIONS among them: it is never granted); others a 501.
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH")
 
 
 # Who may call. A browser page on another site can reach a loopback server by
@@ -5866,6 +5909,310 @@ SECURITY_HEADERS = (
                                 "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
     ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
     ("Cross-Origin-Resource-Policy", "same-origin"), ("Cache-Control", "no-store"))
+
+
+# The server's classes are mixins, made whole by http_server with http.server's
+# and socket's (imported there only: they cost every other command 30 ms).
+class DeadlineReader:
+    """The raw stream under a handler's rfile (with socket.SocketIO): once a
+    request's first bytes have come, the rest of its head and body must come
+    within deadline seconds, by `until`."""
+
+    until: float | None = None
+
+    def __init__(self, sock, deadline: float):
+        super().__init__(sock, "rb")
+        self.deadline = deadline
+
+    def readinto(self, b):
+        if self.until is not None:
+            left = self.until - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request deadline passed")
+            self._sock.settimeout(min(left, REQUEST_TIMEOUT))
+        n = super().readinto(b)
+        if self.until is None and n:
+            self.until = time.monotonic() + self.deadline
+        return n
+
+    def rest(self) -> None:
+        """The request is read: no deadline until the next one starts."""
+        self.until = None
+        self._sock.settimeout(REQUEST_TIMEOUT)
+
+
+class HttpHandler:
+    """A connection's requests (with http.server's BaseHTTPRequestHandler),
+    each answered by its route (ROUTES) on the server's api, within the
+    server's deadline."""
+
+    server_version = f"rag.py/{__version__}"
+    protocol_version = "HTTP/1.1"  # keep-alive: a client's next request finds a warm worker
+    # So that every reply has its headers (security headers, JSON type), an error to
+    # a malformed request line too: http.server sends HTTP/0.9 replies bare.
+    default_request_version = "HTTP/1.0"
+    timeout = REQUEST_TIMEOUT
+    reader: type  # DeadlineReader with socket.SocketIO, from http_server
+
+    @property
+    def api(self) -> HttpApi:
+        return self.server.api
+
+    def log_message(self, fmt, *args):
+        pass  # quiet: errors are answered to the client, not logged
+
+    def setup(self):
+        import io
+        import socket
+        super().setup()
+        # Headers and body go out in two writes: without this, Nagle's algorithm holds
+        # the body until the client's delayed ACK, 40 ms on every keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rfile.close()  # read through the deadline instead
+        self.raw = self.reader(self.connection, self.server.deadline)
+        self.rfile = io.BufferedReader(self.raw)
+
+    def handle_one_request(self):
+        """http.server's, with a whole-request deadline (a 408 once a request
+        has begun), JSON errors, and each request counted while in flight."""
+        self.raw.rest()
+        self.command, self.requestline, self.request_version = None, "", self.default_request_version
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            with self.server.busy():
+                self.dispatch()
+        except TimeoutError:
+            self.close_connection = True
+            if self.raw.until is not None:  # begun and not finished in time; else idle or a stalled write
+                self.raw.rest()
+                self.send_error(408, f"the request was not received within {self.server.deadline:g} s")
+
+    def dispatch(self):
+        if len(self.raw_requestline) > 65536:
+            self.requestline, self.command = "", ""
+            return self.send_error(414)
+        if not self.parse_request():
+            return None
+        if self.command in ROUTE_METHODS:
+            self.answer()
+        elif self.command in HTTP_METHODS:
+            self.refuse_method()
+        else:
+            return self.send_error(501, f"unsupported method {self.command!r}")
+        self.wfile.flush()
+        return None
+
+    def parse_request(self):
+        words = str(self.raw_requestline, "iso-8859-1").split()
+        if len(words) == 2:  # HTTP/0.9 ('GET /'): no headers follow, so none are read
+            self.command, self.close_connection = None, True
+            self.requestline = " ".join(words)
+            self.send_error(400, "HTTP/0.9 requests are not served: send HTTP/1.0 or later")
+            return False
+        return super().parse_request()
+
+    def send_error(self, code, message=None, explain=None):
+        """Every error http.server itself finds (a malformed request line,
+        an unknown method, headers too long) as JSON, like ours."""
+        self.close_connection = True
+        text = message or self.responses.get(code, ("error",))[0]
+        self.send(*self.api.json(code, {"error": {"message": text, "type": "invalid_request_error"
+                                                  if code < 500 else "server_error"}}))
+
+    def refuse_method(self):
+        self.close_connection = True  # any body it has is not read
+        self.send(*self.api.json(405, {"error": {"message": f"method {self.command} is not allowed here: use "
+                                                 f"{', '.join(ROUTE_METHODS[:-1])} or {ROUTE_METHODS[-1]}",
+                                                 "type": "invalid_request_error"}}),
+                  allow=", ".join(ROUTE_METHODS))
+
+    def route(self) -> Route | None:
+        """The request's route (a HEAD's is its GET's), None for none."""
+        method = "GET" if self.command == "HEAD" else self.command
+        return ROUTES.get((method, self.path.split("?", 1)[0]))
+
+    def reply(self, caller):
+        """The route's reply (None once a stream is sent). A POST's body is
+        read first: a non-JSON one is a 415 whatever the path."""
+        body = self.body() if self.command == "POST" else None
+        route = self.route()
+        if route is None:
+            path = self.path.split("?", 1)[0]
+            raise HttpError(404, f"no such endpoint: POST {path}" if self.command == "POST"
+                            else f"no such page: {path}", "not_found_error")
+        out = route.handler(self.api, body, caller)
+        if route.streams and callable(out):
+            return self.stream(out)
+        return out
+
+    def stream(self, write) -> None:
+        """An event stream: its head, then what write sends as it is made."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.security_headers()
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        write(self.wfile)
+
+    def length(self) -> int | None:
+        """The body's length by its Content-Length. Framing that a proxy in
+        front could read another way (request smuggling) is refused."""
+        lengths = self.headers.get_all("Content-Length") or []
+        if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
+            self.close_connection = True  # a body that is not read: the next request cannot follow it
+        if self.headers.get("Transfer-Encoding"):
+            self.close_connection = True
+            if lengths:
+                raise HttpError(400, "a request may not have both Content-Length and Transfer-Encoding")
+            raise HttpError(411, "chunked request bodies are not supported: send a Content-Length")
+        if len(lengths) > 1:
+            self.close_connection = True
+            raise HttpError(400, "a request may have one Content-Length header only")
+        if lengths and not re.fullmatch(r"[0-9]{1,18}", lengths[0].strip()):
+            self.close_connection = True
+            raise HttpError(400, "Content-Length must be a number of bytes")
+        return int(lengths[0]) if lengths else None
+
+    def body(self):
+        kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if kind != "application/json":  # a cross-site form or text/plain POST is never processed
+            raise HttpError(415, "a request body must be JSON sent with Content-Type: application/json")
+        size = self.length()
+        if size is None:
+            raise HttpError(411, "a request body needs a Content-Length")
+        if size > MAX_BODY:
+            # Read (and drop) a body up to a few times the limit first, so that the
+            # client, still sending, hears the 413 rather than a reset connection.
+            left = min(size, DRAIN_LIMIT)
+            while left > 0 and (piece := self.rfile.read(min(left, 1 << 16))):
+                left -= len(piece)
+            raise HttpError(413, f"the request body is {size} bytes; the limit is {MAX_BODY}")
+        data = self.rfile.read(size)
+        self.raw.rest()
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            raise HttpError(400, "the request body is not valid JSON") from None
+
+    def admit(self) -> Caller | None:
+        """Whom the request comes from, once its Host, framing and key are
+        checked (an HttpError if any is wrong)."""
+        if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
+            raise HttpError(403, f"this server does not answer to the host "
+                            f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
+                            "NAME to allow a name)", "permission_error")
+        self.length()
+        route = self.route()
+        if route is not None and not route.auth:
+            return None
+        return self.api.caller(self.headers.get("Authorization"))
+
+    def answer(self):
+        api = self.api
+        try:
+            caller = self.admit()
+            if self.command != "POST":
+                self.raw.rest()  # no body to wait for
+            reply = self.reply(caller)
+        except HttpError as e:
+            self.close_connection = self.close_connection or self.command == "POST"  # its body may be unread
+            reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
+        except RagError as e:
+            reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+        except TimeoutError:
+            self.close_connection = True
+            if self.raw.until is None:
+                return  # a reply's write stalled: the client is gone
+            self.raw.rest()
+            reply = api.json(408, {"error": {"message": "the request was not received within "
+                                             f"{self.server.deadline:g} s", "type": "invalid_request_error"}})
+        except OSError:
+            self.close_connection = True
+            return  # the client went away
+        except Exception as e:  # never a traceback page: the server keeps serving
+            reply = api.json(500, {"error": {"message": api.service.failure(e), "type": "server_error"}})
+        if reply is not None:
+            self.send(*reply)
+
+    def security_headers(self):
+        for name, value in SECURITY_HEADERS:
+            self.send_header(name, value)
+
+    def send(self, status, kind, data, allow=None):
+        self.raw.rest()  # reading is over (or given up): writes get the plain timeout
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.security_headers()
+            if allow:
+                self.send_header("Allow", allow)
+            if self.close_connection or self.server.draining:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
+
+class HttpServer:
+    """A threaded server (with http.server's ThreadingHTTPServer) of api,
+    counting the requests in flight so that a stop can wait for them."""
+
+    daemon_threads = True
+    request_queue_size = ACCEPT_BACKLOG
+    parent = None  # a forked worker's parent process
+    draining = False  # stopping: replies close their connections
+
+    def __init__(self, address, handler, api: HttpApi, allow=(), deadline: float = REQUEST_DEADLINE):
+        import threading
+        super().__init__(address, handler)
+        self.api, self.deadline = api, deadline
+        self.hosts = host_rule(address[0], self.server_address[1], allow)
+        self.flight, self.quiet = 0, threading.Condition()
+
+    @contextlib.contextmanager
+    def busy(self):
+        """Count a request in flight while it is handled."""
+        with self.quiet:
+            self.flight += 1
+        try:
+            yield
+        finally:
+            with self.quiet:
+                self.flight -= 1
+                self.quiet.notify_all()
+
+    def drain(self, limit: float = DRAIN_TIMEOUT) -> int:
+        """Wait until no request is in flight, at most limit seconds; how many are left."""
+        with self.quiet:
+            self.draining = True
+            self.quiet.wait_for(lambda: not self.flight, limit)
+            return self.flight
+
+    def service_actions(self):  # between requests, twice a second at most
+        if self.parent and os.getppid() != self.parent:
+            raise KeyboardInterrupt
+
+    def handle_error(self, request, client_address):
+        pass  # a client that broke off; nothing to report
+
+
+def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = REQUEST_DEADLINE):
+    """A threaded HTTP server for api on host:port (port 0: any free port). It
+    answers only requests whose Host names it (host_rule; allow: more names),
+    each request's head and body within deadline seconds in all."""
+    import socket
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    reader = type("Reader", (DeadlineReader, socket.SocketIO), {})
+    handler = type("Handler", (HttpHandler, BaseHTTPRequestHandler), {"reader": reader})
+    server = type("Server", (HttpServer, ThreadingHTTPServer), {})
+    return server((host, port), handler, api, allow, deadline)
 
 
 # The page at GET /: inline HTML, CSS and script, nothing fetched from elsewhere.
@@ -5975,275 +6322,6 @@ const asked = new URLSearchParams(location.search).get("q");
 if (asked) $("q").value = asked;
 </script></body></html>
 """
-
-
-def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = REQUEST_DEADLINE):
-    """A threaded HTTP server for api on host:port (port 0: any free port). It
-    answers only requests whose Host names it (host_rule; allow: more names),
-    each request's head and body within deadline seconds in all."""
-    import io
-    import socket
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    class Reader(socket.SocketIO):
-        """The raw stream under a handler's rfile: once a request's first bytes
-        have come, the rest of its head and body must come by `until`."""
-
-        until: float | None = None
-
-        def readinto(self, b):
-            if self.until is not None:
-                left = self.until - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("the request deadline passed")
-                self._sock.settimeout(min(left, REQUEST_TIMEOUT))
-            n = super().readinto(b)
-            if self.until is None and n:
-                self.until = time.monotonic() + deadline
-            return n
-
-        def rest(self) -> None:
-            """The request is read: no deadline until the next one starts."""
-            self.until = None
-            self._sock.settimeout(REQUEST_TIMEOUT)
-
-    class Handler(BaseHTTPRequestHandler):
-        server_version = f"rag.py/{__version__}"
-        protocol_version = "HTTP/1.1"  # keep-alive: a client's next request finds a warm worker
-        # So that every reply has its headers (security headers, JSON type), an error to
-        # a malformed request line too: http.server sends HTTP/0.9 replies bare.
-        default_request_version = "HTTP/1.0"
-        timeout = REQUEST_TIMEOUT
-
-        def log_message(self, fmt, *args):
-            pass  # quiet: errors are answered to the client, not logged
-
-        def setup(self):
-            super().setup()
-            # Headers and body go out in two writes: without this, Nagle's algorithm holds
-            # the body until the client's delayed ACK, 40 ms on every keep-alive request.
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.rfile.close()  # read through the deadline instead
-            self.raw = Reader(self.connection, "rb")
-            self.rfile = io.BufferedReader(self.raw)
-
-        def handle_one_request(self):
-            """http.server's, with a whole-request deadline (a 408 once a request
-            has begun), JSON errors, and each request counted while in flight."""
-            self.raw.rest()
-            self.command, self.requestline, self.request_version = None, "", self.default_request_version
-            try:
-                self.raw_requestline = self.rfile.readline(65537)
-                if not self.raw_requestline:
-                    self.close_connection = True
-                    return
-                with self.server.busy():
-                    self.dispatch()
-            except TimeoutError:
-                self.close_connection = True
-                if self.raw.until is not None:  # begun and not finished in time; else idle or a stalled write
-                    self.raw.rest()
-                    self.send_error(408, f"the request was not received within {deadline:g} s")
-
-        def dispatch(self):
-            if len(self.raw_requestline) > 65536:
-                self.requestline, self.command = "", ""
-                return self.send_error(414)
-            if not self.parse_request():
-                return None
-            method = getattr(self, "do_" + self.command, None)
-            if method is None:
-                return self.send_error(501, f"unsupported method {self.command!r}")
-            method()
-            self.wfile.flush()
-            return None
-
-        def parse_request(self):
-            words = str(self.raw_requestline, "iso-8859-1").split()
-            if len(words) == 2:  # HTTP/0.9 ('GET /'): no headers follow, so none are read
-                self.command, self.close_connection = None, True
-                self.requestline = " ".join(words)
-                self.send_error(400, "HTTP/0.9 requests are not served: send HTTP/1.0 or later")
-                return False
-            return super().parse_request()
-
-        def send_error(self, code, message=None, explain=None):
-            """Every error http.server itself finds (a malformed request line,
-            an unknown method, headers too long) as JSON, like ours."""
-            self.close_connection = True
-            text = message or self.responses.get(code, ("error",))[0]
-            self.send(*api.json(code, {"error": {"message": text, "type": "invalid_request_error"
-                                                 if code < 500 else "server_error"}}))
-
-        def refuse_method(self):
-            self.close_connection = True  # any body it has is not read
-            self.send(*api.json(405, {"error": {"message": f"method {self.command} is not allowed here: "
-                                                "use GET, HEAD or POST", "type": "invalid_request_error"}}),
-                      allow="GET, HEAD, POST")
-
-        do_PUT = do_DELETE = do_OPTIONS = do_PATCH = refuse_method
-
-        def do_GET(self):
-            self.answer(lambda caller: api.get(self.path.split("?", 1)[0], caller))
-
-        do_HEAD = do_GET  # what a GET would send, without the body (send leaves it out)
-
-        def do_POST(self):
-            self.answer(self.post)
-
-        def post(self, caller):
-            path = self.path.split("?", 1)[0]
-            body = self.body()
-            if path == "/v1/chat/completions" and isinstance(body, dict) and body.get("stream"):
-                params = api.chat_params(body)  # every bad request gets its 4xx before the stream starts
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.security_headers()
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.close_connection = True
-                api.stream_chat(body, params, self.wfile, caller)
-                return None
-            return api.post(path, body, caller)
-
-        def length(self) -> int | None:
-            """The body's length by its Content-Length. Framing that a proxy in
-            front could read another way (request smuggling) is refused."""
-            lengths = self.headers.get_all("Content-Length") or []
-            if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
-                self.close_connection = True  # a body that is not read: the next request cannot follow it
-            if self.headers.get("Transfer-Encoding"):
-                self.close_connection = True
-                if lengths:
-                    raise HttpError(400, "a request may not have both Content-Length and Transfer-Encoding")
-                raise HttpError(411, "chunked request bodies are not supported: send a Content-Length")
-            if len(lengths) > 1:
-                self.close_connection = True
-                raise HttpError(400, "a request may have one Content-Length header only")
-            if lengths and not re.fullmatch(r"[0-9]{1,18}", lengths[0].strip()):
-                self.close_connection = True
-                raise HttpError(400, "Content-Length must be a number of bytes")
-            return int(lengths[0]) if lengths else None
-
-        def body(self):
-            kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-            if kind != "application/json":  # a cross-site form or text/plain POST is never processed
-                raise HttpError(415, "a request body must be JSON sent with Content-Type: application/json")
-            size = self.length()
-            if size is None:
-                raise HttpError(411, "a request body needs a Content-Length")
-            if size > MAX_BODY:
-                # Read (and drop) a body up to a few times the limit first, so that the
-                # client, still sending, hears the 413 rather than a reset connection.
-                left = min(size, DRAIN_LIMIT)
-                while left > 0 and (piece := self.rfile.read(min(left, 1 << 16))):
-                    left -= len(piece)
-                raise HttpError(413, f"the request body is {size} bytes; the limit is {MAX_BODY}")
-            data = self.rfile.read(size)
-            self.raw.rest()
-            try:
-                return json.loads(data)
-            except (ValueError, RecursionError):
-                raise HttpError(400, "the request body is not valid JSON") from None
-
-        def admit(self) -> Caller | None:
-            """Whom the request comes from, once its Host, framing and key are
-            checked (an HttpError if any is wrong)."""
-            if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
-                raise HttpError(403, f"this server does not answer to the host "
-                                f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
-                                "NAME to allow a name)", "permission_error")
-            self.length()
-            if self.command in ("GET", "HEAD") and self.path.split("?", 1)[0] == "/":
-                return None  # the page holds no data and asks for the key itself; everything else needs it
-            return api.caller(self.headers.get("Authorization"))
-
-        def answer(self, route):
-            try:
-                caller = self.admit()
-                if self.command != "POST":
-                    self.raw.rest()  # no body to wait for
-                reply = route(caller)
-            except HttpError as e:
-                self.close_connection = self.close_connection or self.command == "POST"  # its body may be unread
-                reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
-            except RagError as e:
-                reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
-            except TimeoutError:
-                self.close_connection = True
-                if self.raw.until is None:
-                    return  # a reply's write stalled: the client is gone
-                self.raw.rest()
-                reply = api.json(408, {"error": {"message": f"the request was not received within {deadline:g} s",
-                                                 "type": "invalid_request_error"}})
-            except OSError:
-                self.close_connection = True
-                return  # the client went away
-            except Exception as e:  # never a traceback page: the server keeps serving
-                reply = api.json(500, {"error": {"message": api.service.failure(e), "type": "server_error"}})
-            if reply is not None:
-                self.send(*reply)
-
-        def security_headers(self):
-            for name, value in SECURITY_HEADERS:
-                self.send_header(name, value)
-
-        def send(self, status, kind, data, allow=None):
-            self.raw.rest()  # reading is over (or given up): writes get the plain timeout
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.security_headers()
-                if allow:
-                    self.send_header("Allow", allow)
-                if self.close_connection or self.server.draining:
-                    self.send_header("Connection", "close")
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-            except OSError:
-                self.close_connection = True
-
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = ACCEPT_BACKLOG
-        parent = None  # a forked worker's parent process
-        draining = False  # stopping: replies close their connections
-
-        def __init__(self, address, handler):
-            super().__init__(address, handler)
-            self.hosts = host_rule(host, self.server_address[1], allow)
-            self.flight, self.quiet = 0, threading.Condition()
-
-        @contextlib.contextmanager
-        def busy(self):
-            """Count a request in flight while it is handled."""
-            with self.quiet:
-                self.flight += 1
-            try:
-                yield
-            finally:
-                with self.quiet:
-                    self.flight -= 1
-                    self.quiet.notify_all()
-
-        def drain(self, limit: float = DRAIN_TIMEOUT) -> int:
-            """Wait until no request is in flight, at most limit seconds; how many are left."""
-            with self.quiet:
-                self.draining = True
-                self.quiet.wait_for(lambda: not self.flight, limit)
-                return self.flight
-
-        def service_actions(self):  # between requests, twice a second at most
-            if self.parent and os.getppid() != self.parent:
-                raise KeyboardInterrupt
-
-        def handle_error(self, request, client_address):
-            pass  # a client that broke off; nothing to report
-
-    return Server((host, port), Handler)
 
 
 # ---------------------------------------------------------------------------
