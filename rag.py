@@ -4794,11 +4794,8 @@ def check_case(case, i: int) -> dict:
     if not isinstance(case, dict):
         raise RagError(f"{name}: expected an object, got {type(case).__name__}")
     name = f"case {i} ({case['id']})" if "id" in case else name
-    q = case.get("question")
-    if not isinstance(q, str) or not q.strip():
-        raise RagError(f"{name}: field 'question' must be a non-empty string")
-    if len(q) > MAX_QUESTION:
-        raise RagError(f"{name}: field 'question' is {len(q)} characters long; the limit is {MAX_QUESTION}")
+    if why := question_problem(case.get("question")):
+        raise RagError(f"{name}: field 'question' " + ("must be a non-empty string" if why == EMPTY else why))
     if not any(f in case for f in GOLD_FIELDS):
         raise RagError(f"{name}: no gold; give one of " + ", ".join(GOLD_FIELDS))
     checks = {"sources": lambda v: isinstance(v, list) and v and all(isinstance(s, str) for s in v),
@@ -5133,11 +5130,14 @@ def mode_label(cfg: Config) -> str:
     return ", ".join(parts)
 
 
+EMPTY = "is empty"  # question_problem's word for a question with no text
+
+
 def question_problem(q) -> str | None:
     """What is wrong with a question (None: nothing): every way in (the command
     line, a server's request, a chat message) holds it to the same limits."""
     if not isinstance(q, str) or not q.strip():
-        return "is empty"
+        return EMPTY
     if len(q) > MAX_QUESTION:
         return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
     return None
@@ -5262,7 +5262,7 @@ def request_args(params, defaults) -> dict:
         raise RagError("the request must be a JSON object")
     q = params.get("question")
     if why := question_problem(q):
-        raise RagError("'question' must be a non-empty string" if why == "is empty" else f"'question' {why}")
+        raise RagError("'question' " + ("must be a non-empty string" if why == EMPTY else why))
     k = params.get("k", defaults.k)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
         raise RagError(f"'k' must be a whole number from 1 to {MAX_K}")
@@ -5819,7 +5819,7 @@ class Route:
     needs the API key; whether the reply may be a stream (the method then
     gives, for a body that asks for one, a function writing it to the socket)."""
 
-    handler: object  # HttpApi.<endpoint>, called as handler(api, body, caller)
+    handler: Callable  # HttpApi.<endpoint>, called as handler(api, body, caller)
     auth: bool = True
     streams: bool = False
 
