@@ -125,7 +125,6 @@ RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking
 # 2,048-token context. The weakest passages are dropped to fit, never cut.
 MAX_CONTEXT = 5000
 
-SCHEMA_VERSION = 6
 BINARY_SNIFF = 8192
 
 STOPWORDS = frozenset("""
@@ -2054,6 +2053,10 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
 # Store: SQLite with vectors as JSON text
 # ---------------------------------------------------------------------------
 
+# The schema, as migrations: MIGRATIONS[i] brings an index at user_version i
+# to i + 1, in its own transaction (migrate). A change to the schema is one
+# more function at the end; SCHEMA_VERSION follows.
+
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
@@ -2086,37 +2089,39 @@ CREATE TABLE asks (
 """
 
 
-
-SIGNATURES = """
-CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL);
-CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
-    DELETE FROM sigs WHERE chunk_id = old.id;
-END;
-"""
+def v1_tables(conn: sqlite3.Connection) -> None:
+    """0 -> 1: documents, their chunks, the keyword index, the embedding cache, the ask log."""
+    run_script(conn, SCHEMA)
 
 
-def add_signatures(conn: sqlite3.Connection) -> None:
-    """Migration 1 -> 2: a compact table of sign-bit signatures, filled for old rows.
+def v2_signatures(conn: sqlite3.Connection) -> None:
+    """1 -> 2: a compact table of sign-bit signatures, filled for old rows.
 
     They live apart from the chunks so that scanning them reads a few bytes a
     chunk, not the chunk's text and vector.
     """
-    for statement in sql_statements(SIGNATURES):
-        conn.execute(statement)
+    run_script(conn, """
+        CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL);
+        CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
+            DELETE FROM sigs WHERE chunk_id = old.id;
+        END;""")
     rows = conn.execute("SELECT id, vector FROM chunks").fetchall()
     conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)",
                      [(cid, signature(json.loads(v))) for cid, v in rows])
 
 
-PACKED = """
-CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL);
-"""
 SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 
-# MIGRATIONS[i] upgrades user_version i to i+1: SQL text or a function of the connection.
-LOCATIONS = """
-ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';
-"""
+
+def v3_packed(conn: sqlite3.Connection) -> None:
+    """2 -> 3: the signatures packed SIG_PACK_ROWS to a row, read in one go by a search."""
+    run_script(conn, "CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL);")
+
+
+def v4_locations(conn: sqlite3.Connection) -> None:
+    """3 -> 4: a chunk's location in formats without lines ('p.4', 'slide 7')."""
+    run_script(conn, "ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';")
+
 
 # Each vector is stored once: in its chunk row while some chunk has that text,
 # in embed_cache only after the last such chunk goes (an edited file then finds
@@ -2143,11 +2148,10 @@ END;
 KEY_PAGE = 2000  # chunks keyed per statement by the migration: memory stays flat
 
 
-def key_vectors(conn: sqlite3.Connection) -> None:
-    """Migration 4 -> 5: each chunk gets the hash of what was embedded for it
-    and a sketch of its vector; the cache drops the copies its chunks hold."""
-    for statement in sql_statements(KEYED):
-        conn.execute(statement)
+def v5_keyed(conn: sqlite3.Connection) -> None:
+    """4 -> 5: each chunk gets the hash of what was embedded for it and a
+    sketch of its vector; the cache drops the copies its chunks hold."""
+    run_script(conn, KEYED)
     last = 0
     while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? ORDER BY id "
                                "LIMIT ?", (last, KEY_PAGE)).fetchall():
@@ -2159,13 +2163,21 @@ def key_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
 
 
-# Who asked: the name of the serve --keys entry whose key the request carried
-# (NULL for the command line and a server without --keys); never the key itself.
-ASK_CALLER = """
-ALTER TABLE asks ADD COLUMN caller TEXT;
-"""
+def v6_ask_caller(conn: sqlite3.Connection) -> None:
+    """5 -> 6: who asked: the name of the serve --keys entry whose key the
+    request carried (NULL for the command line and a server without --keys);
+    never the key itself."""
+    run_script(conn, "ALTER TABLE asks ADD COLUMN caller TEXT;")
 
-MIGRATIONS: list = [SCHEMA, add_signatures, PACKED, LOCATIONS, key_vectors, ASK_CALLER]
+
+MIGRATIONS = (v1_tables, v2_signatures, v3_packed, v4_locations, v5_keyed, v6_ask_caller)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of an SQL script in the transaction already open."""
+    for statement in sql_statements(script):
+        conn.execute(statement)
 
 
 def vector_json(vec: list[float]) -> str:
@@ -2352,12 +2364,7 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
     for i in range(version, SCHEMA_VERSION):
         with transaction(conn):
             if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
-                step = MIGRATIONS[i]
-                if callable(step):
-                    step(conn)
-                else:
-                    for statement in sql_statements(step):
-                        conn.execute(statement)
+                MIGRATIONS[i](conn)
                 conn.execute(f"PRAGMA user_version = {i + 1}")
     free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
     if free * FREE_SHARE > pages:
@@ -4382,6 +4389,18 @@ def relevance(retriever, question: str, hits: list[Hit]) -> float:
     return on_scale(score, retriever.null_level())
 
 
+def refuses(relevance: float, floor: float) -> bool:
+    """The refusal rule: passages less relevant than the floor do not answer,
+    and no model is asked (ask refuses, eval counts the question as refused)."""
+    return relevance < floor
+
+
+def keep_floor(store, model: str, value: float, source: str) -> None:
+    """Keep a calibrated floor in the index (a store, or an SQLite connection)
+    for model: floor_in_force uses it from then on."""
+    as_store(store).set_meta({Meta.FLOOR: value, Meta.FLOOR_MODEL: model, Meta.FLOOR_SOURCE: source})
+
+
 def on_scale(score: float, level: float) -> float:
     """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
 
@@ -4717,7 +4736,7 @@ def answer_question(retriever: Retriever, generator: Generator, question: str, o
     prompt = build_prompt(question, given)
     fallback = None
     rel = relevance(retriever, question, judged)
-    if rel < opts.floor:
+    if refuses(rel, opts.floor):
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
         reply, model, fallback = generate(generator, prompt, log.note)
@@ -4907,7 +4926,7 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
         log.progress(f"eval: {i}/{len(cases)}")
         hits, judged, ranked = retriever.retrieve(case["question"], opts.mode, opts.k)
         rel = relevance(retriever, case["question"], judged)
-        row = {"id": case.get("id", i), "question": case["question"], "refused": rel < opts.floor,
+        row = {"id": case.get("id", i), "question": case["question"], "refused": refuses(rel, opts.floor),
                "relevance": round(rel, 4),
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
         if case.get("unanswerable"):
@@ -6571,10 +6590,7 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
                                                     if f == chosen else ""))
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
-        with transaction(conn):
-            set_meta(conn, Meta.FLOOR, chosen)
-            set_meta(conn, Meta.FLOOR_MODEL, model)
-            set_meta(conn, Meta.FLOOR_SOURCE, source)
+        keep_floor(conn, model, chosen, source)
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot store the calibrated floor: {e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
