@@ -155,13 +155,6 @@ class UsageError(RagError):
     exit_code = 2
 
 
-def program() -> str:
-    """How the user runs us, for messages that say what to run next:
-    'python rag.py' for the script, 'rag' for the installed command."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
-
-
 class HttpStatusError(RagError):
     """The server answered with an error status; status says which."""
 
@@ -293,6 +286,124 @@ class QueryOptions:
     fusion: str = "score"  # or "rrf"
     min_score: float | None = None  # None: the floor in force (floor_in_force)
     max_context: int = MAX_CONTEXT
+
+
+# ---------------------------------------------------------------------------
+# Helpers: what every stage uses (messages, paths, the log)
+# ---------------------------------------------------------------------------
+
+def program() -> str:
+    """How the user runs us, for messages that say what to run next:
+    'python rag.py' for the script, 'rag' for the installed command."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 in hex; hashlib is imported here because loading it costs a search 20 ms."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
+
+
+class Log:
+    """Notes and progress on stderr; progress only on a terminal."""
+
+    def __init__(self):
+        self.stream = sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = 0.0
+
+    def note(self, msg: str) -> None:
+        self.clear()
+        print(f"rag: {msg}", file=self.stream)
+
+    def progress(self, msg: str) -> None:
+        if self.tty and time.monotonic() - self.last > PROGRESS_EVERY:
+            self.last = time.monotonic()
+            self.stream.write("\r\x1b[K" + msg)
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.last = 0.0
+
+
+# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (UNSAFE_CHARS).
+CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(path: str) -> str:
+    """A path safe to print on one line: undecodable bytes of a file name become
+    U+FFFD, control characters (a newline in a name) their escapes.
+
+    >>> shown("a\\nb.md")
+    'a\\\\nb.md'
+    """
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def display_path(path: str) -> str:
+    """A stored (absolute) path as a person reads it: relative to the current
+    folder when it is inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return shown(path)
+    return shown(rel if not rel.startswith("..") else path)
+
+
+def size_text(n: float) -> str:
+    """A size in bytes for people.
+
+    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
+    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
+    """
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
+    return f"{int(n)} bytes"
+
+
+def under(path: str, root: str) -> bool:
+    """True when path is root or inside the folder root."""
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
+
+
+def listed(paths: list[str]) -> str:
+    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+EMPTY = "is empty"  # question_problem's word for a question with no text
+
+
+def question_problem(q) -> str | None:
+    """What is wrong with a question (None: nothing): every way in (the command
+    line, a server's request, a chat message) holds it to the same limits."""
+    if not isinstance(q, str) or not q.strip():
+        return EMPTY
+    if len(q) > MAX_QUESTION:
+        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
+    return None
+
+
+def valid_text(text: str) -> str:
+    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
+    Python as lone surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------------------
@@ -1645,6 +1756,15 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     return packer.finish()
 
 
+# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted. Bump on
+# change: every document of an older index is read again (its redacted text embedded, once).
+CHUNKER_VERSION = 4
+
+
+def chunking_key(size: int, overlap: int) -> str:
+    return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
+
+
 # ---------------------------------------------------------------------------
 # Embed: the built-in hashing embedder and the HTTP client
 # ---------------------------------------------------------------------------
@@ -1684,6 +1804,28 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Lowercased, stemmed content words of a text."""
     return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+def embed_text(chunk: Chunk) -> str:
+    """What is embedded for a chunk: the parts of its heading path that its text
+    does not open with, then its text, so no heading is embedded twice.
+    Measured on SciFact against always and never prefixing (README).
+
+    >>> embed_text(Chunk(0, "## Refunds\\n\\nFive days.", "Billing > Refunds", 1, 3))
+    'Billing\\n## Refunds\\n\\nFive days.'
+    >>> embed_text(Chunk(1, "Cards take longer.", "Billing > Refunds", 4, 4))
+    'Billing > Refunds\\nCards take longer.'
+    """
+    if not chunk.heading:
+        return chunk.text
+    opening = set()
+    for line in chunk.text.split("\n"):
+        m = MD_HEADING.match(line)
+        opening.add(m.group(2).strip() if m else " ".join(line.split()))
+        if line.strip() and not m:
+            break  # the first line of text (a code chunk's definition) counts too
+    rest = [part for part in chunk.heading.split(" > ") if part not in opening]
+    return " > ".join(rest) + "\n" + chunk.text if rest else chunk.text
 
 
 class Embedder:
@@ -2189,39 +2331,11 @@ def vector_json(vec: list[float]) -> str:
     return "[" + ",".join(["%.7g"] * len(vec)) % tuple(vec) + "]"
 
 
-def signature(vec: list[float]) -> bytes:
-    """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
-
-    >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
-    '6901'
-    """
-    bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
-    return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
-
-
-SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
-
-
-def sketch(vec: list[float]) -> tuple[bytes, float]:
-    """A vector as one signed byte a dimension and a scale: v[i] ~ scale * byte[i].
-
-    >>> sketch([0.5, -0.25, 0.0])
-    (b'\\x7f\\xc0\\x00', 0.003937007874015748)
-    """
-    top = max(max(vec), -min(vec)) if vec else 0.0
-    inv = SKETCH_LEVELS / (top or 1.0)
-    return array("b", map(round, map(inv.__mul__, vec))).tobytes(), (top or 1.0) / SKETCH_LEVELS
-
-
 def vector_codes(vec: list[float], text: str | None = None) -> tuple[str, bytes, bytes, float]:
     """What is stored for a unit vector: its JSON text (given when it was stored
     before), signature, sketch and scale. (A sketch made again from the stored
     text may differ in the last digits of its scale: the text is float32.)"""
     return (text or vector_json(vec), signature(vec), *sketch(vec))
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 INDEX_TABLES = {"meta", "documents", "chunks"}
@@ -2424,12 +2538,6 @@ def model_mismatch(built: str | None, built_dim: str | None, model: str, dim: in
                        f"embedder returned {dim} dimensions")
 
 
-def sha256_hex(data: bytes) -> str:
-    """SHA-256 in hex; hashlib is imported here because loading it costs a search 20 ms."""
-    import hashlib
-    return hashlib.sha256(data).hexdigest()
-
-
 def text_key(text: str) -> str:
     return sha256_hex(text.encode("utf-8"))
 
@@ -2517,6 +2625,51 @@ def export_lines(conn, source=None):
                   "text": clean_text(text),
                   "document_sha256": sha, "embed_model": model, "dim": dim}
         yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+
+
+def source_filter(source) -> tuple[str, list]:
+    """SQL condition on documents d restricting to paths matching every glob of
+    source (see source_globs): a glob matches the path relative to the folder
+    indexed (d.rel: 'public/*' is public/ at the top of that folder), one
+    starting with '/' the whole path (d.path). Never the end of a path: that
+    let 'public/*' match /srv/corp/private/public/hr.md."""
+    globs = source_globs(source)
+    if not globs:
+        return "1", []
+    conds = ["d.path GLOB ?" if g.startswith("/") else "d.rel GLOB ?" for g in globs]
+    return " AND ".join(conds), [sql_glob(g) for g in globs]
+
+
+def sql_glob(pattern: str) -> str:
+    """A --source glob as SQLite's GLOB reads it: '[!a]' (not a, as in shells and
+    .ragignore) is '[^a]' there, where '[!a]' would mean '!' or 'a'.
+
+    >>> sql_glob("[!h]*/[!.]*.md")
+    '[^h]*/[^.]*.md'
+    """
+    return re.sub(r"\[!", "[^", pattern)
+
+
+def source_warnings(conn, source) -> list[str]:
+    """Warnings for the globs of a --source that match no document, or fewer
+    than the rule before this one did (any end of the whole path matched)."""
+    out = []
+    for g in source_globs(source):
+        cond, args = source_filter(g)
+        now = conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
+        before = now if g.startswith("/") else conn.execute(
+            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?",
+            (g, g, "*/" + g)).fetchone()[0]
+        if before > now:
+            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where it used "
+                       f"to match {before}: a pattern matches the path relative to the folder indexed, no "
+                       f"longer the end of the whole path; '*/{g}' matches it deeper in that folder, "
+                       f"'/*/{g}' anywhere in the whole path")
+        elif not now:
+            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches the path "
+                       "relative to the folder indexed, e.g. 'guides/*.md'; one starting with '/' the "
+                       "whole path)")
+    return out
 
 
 # Damage. A flipped byte in the file shows either as a page SQLite cannot read
@@ -2789,275 +2942,6 @@ def packed_sketches(conn) -> tuple[list[int], bytes, array] | None:
     return ids.tolist(), b"".join(blobs), scales
 
 
-UNSIGNED = bytes((b + 128) & 255 for b in range(256))  # a signed byte's value + 128, as a byte
-FIELD = 4  # bytes a chunk's running sum takes in sketch_dots' big integers
-
-
-def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
-    """The question's dot product with every sketch at once, as integers in one
-    scale (question quantised to at most 1,023 levels): for each dimension the
-    column of all sketches' bytes, spread FIELD bytes apart in one big integer,
-    is multiplied by the question's weight and added up, so Python's big-integer
-    arithmetic (C loops) does the work of n x dim multiplications.
-
-    >>> sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
-    [3581, -1024]
-
-    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
-    """
-    n = len(sketches) // dim
-    levels = max(1, min(1023, (2 ** (8 * FIELD) - 1) // (255 * dim)))  # no field can overflow
-    top = max(map(abs, qvec), default=0.0) or 1.0
-    unsigned, spread = sketches.translate(UNSIGNED), bytearray(FIELD * n)
-    pos = neg = offset = 0
-    for d, x in enumerate(qvec):
-        w = round(abs(x) / top * levels)
-        if w:
-            spread[0::FIELD] = unsigned[d::dim]
-            column = int.from_bytes(spread, "little")
-            if x > 0:
-                pos, offset = pos + w * column, offset + w
-            else:
-                neg, offset = neg + w * column, offset - w
-    p, m = array("I"), array("I")
-    p.frombytes(pos.to_bytes(FIELD * n, "little"))
-    m.frombytes(neg.to_bytes(FIELD * n, "little"))
-    if sys.byteorder == "big":
-        p.byteswap()
-        m.byteswap()
-    offset *= 128
-    return [a - b - offset for a, b in zip(p, m)]
-
-
-LARGE_LEVEL = 15.5 / 63  # of the largest |q_i|: a component that reaches level 16 of 63
-
-
-def large_components(qvec: list[float]) -> int:
-    """Bit mask of the question's largest components (|q_i| at least about a
-    quarter of the largest): the signature pass counts sign mismatches there
-    only, one popcount a chunk.
-
-    >>> bin(large_components([0.9, -0.3, 0.0, 0.2]))
-    '0b11'
-    """
-    top = max(map(abs, qvec), default=0.0) or 1.0
-    return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= LARGE_LEVEL)
-
-
-EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
-EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question (~7 ms)
-
-
-def exact_count(n: int, depth: int, dim: int) -> int:
-    """How many candidates get an exact dot product: twice the depth (the
-    sketches' order is that close to the exact one: README, "Search at
-    scale"), or as many as fit the budget.
-
-    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 10, 384), exact_count(50, 5, 384)
-    (200, 52, 50)
-    """
-    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
-
-
-def nearest(dist: list[int], count: int) -> list[int]:
-    """Positions of the count smallest distances (ties at the cut all kept).
-
-    Counting distances beats sorting a million of them: they are small integers.
-
-    >>> nearest([5, 1, 3, 1, 9], 2)
-    [1, 3]
-    """
-    if count >= len(dist):
-        return list(range(len(dist)))
-    tally = sorted(Counter(dist).items())
-    total, cut = 0, tally[-1][0]
-    for value, seen in tally:
-        total += seen
-        if total >= count:
-            cut = value
-            break
-    return [i for i, d in enumerate(dist) if d <= cut]
-
-
-dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
-
-
-def dot_with(qvec: list[float]):
-    """v -> dot(qvec, v), for scoring many vectors against one question. Before
-    Python 3.12's math.sumprod, from C-level distances: q.v = (|q|^2 + |v|^2 -
-    |q - v|^2) / 2, twice as fast as a Python sum (equal to 1e-15).
-
-    >>> round(dot_with([3.0, 4.0])([1.0, 2.0]), 9), dot_with([1.0, 0.0])([0.0, 0.0])
-    (11.0, 0.0)
-    """
-    if hasattr(math, "sumprod"):
-        return lambda v: math.sumprod(qvec, v)
-    qq, hypot, dist = math.hypot(*qvec) ** 2, math.hypot, math.dist
-    return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
-
-
-# The signature pass keeps this many times the candidates wanted, and as many as
-# fit the sketch budget (all of them in most indexes): README, "Search at scale".
-COARSE_FACTOR = 10
-SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000 chunks of 384 dims
-
-
-class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures and byte
-    sketches (packed copy and its freshness), the candidates they choose for a
-    question, and the parsed vectors behind them, kept for the next question."""
-
-    def __init__(self, conn):
-        self.conn = conn
-        self._sigs: tuple[list[int], list[int]] | None = None
-        self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
-        self._vectors: dict[int, list[float]] = {}
-        self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's, by position
-        self._all: list | None = None
-
-    def signatures(self) -> tuple[list[int], list[int]]:
-        """(chunk ids, signatures as ints) of every chunk."""
-        if self._sigs is None:
-            packed = packed_signatures(self.conn)
-            if packed is None and pack_signatures(self.conn, wait=False):
-                packed = packed_signatures(self.conn)
-            if packed is None:  # stale, and another process is writing (or read-only): the rows
-                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
-            self._sigs = packed
-        return self._sigs
-
-    def inherit(self, older: SignatureIndex) -> None:
-        """Keep the vectors an index loaded before an index run parsed (most
-        chunks do not change): those of the ids whose signature is the same.
-        (A chunk removed by the run frees its id for a new chunk, which then
-        has another signature.)"""
-        if older._sigs is None or not older._vectors:
-            return
-        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
-        self._vectors = {c: v for c, v in older._vectors.items() if c in new and new[c] == old.get(c)}
-
-    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, read from the database once."""
-        need = [c for c in ids if c not in self._vectors]
-        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need):
-            self._vectors[cid] = parse_vector(self.conn, vec)
-        # An index run may have replaced a chunk since its id was read: skip it.
-        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
-
-    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
-        """(ids found, their sketches end to end, scales) for ids: every (ids
-        are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
-        copy, kept for the next question; else from the rows, read for these ids."""
-        if every and self._sketches is None:
-            packed = packed_sketches(self.conn)
-            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
-                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
-        if every and self._sketches is not None:
-            where, blob, scales = self._sketches
-            dim = len(blob) // max(len(scales), 1)
-            found = [c for c in ids if c in where]
-            if len(found) == len(where):
-                return found, blob, scales
-            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
-                    [scales[where[c]] for c in found])
-        rows = {cid: (b, scale) for cid, b, scale in rows_in(
-            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
-        found = [c for c in ids if c in rows]
-        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
-
-    def all_vectors(self):
-        """Every (id, vector): kept for the next question while small, streamed
-        from the database when the parsed floats would not fit."""
-        if self._all is not None:
-            yield from self._all
-            return
-        kept: list | None = []
-        size = 0
-        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
-            v = parse_vector(self.conn, vec)
-            size += len(v)
-            if kept is not None and size > EXACT_CACHE:
-                kept = None
-            if kept is not None:
-                kept.append((cid, v))
-            yield cid, v
-        self._all = kept
-
-    def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
-        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
-        close to the exact order for every embedder measured) among all chunks,
-        or, in an index too large to sketch-score in the budget, among the
-        nearest by signature: sign mismatches on the question's largest
-        components (large_components).
-        """
-        all_ids, sigs = self.signatures()
-        if allowed is not None:  # filtered once per id set, not once per question
-            if self._kept is None or self._kept[0] is not allowed:
-                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
-                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
-            all_ids, sigs = self._kept[1:]
-        want = exact_count(len(all_ids), depth, len(qvec))
-        if want >= len(all_ids):
-            return all_ids
-        room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
-        pool = all_ids
-        if room < len(all_ids):
-            q, large = int.from_bytes(signature(qvec), "little"), large_components(qvec)
-            coarse = [((q ^ s) & large).bit_count() for s in sigs]
-            pool = [all_ids[i] for i in nearest(coarse, room)]
-        found, blob, scales = self.sketches(pool, pool is all_ids)
-        scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
-        return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
-
-    def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
-            exact: bool = False) -> list[tuple[int, float]]:
-        """The depth best (chunk id, dot product) among allowed (None: all):
-        exact scores over the signatures' candidates, or over every vector."""
-        if exact:
-            pairs = ((c, v) for c, v in self.all_vectors() if allowed is None or c in allowed)
-        else:
-            pairs = self.vectors(self.candidates(qvec, depth, allowed))
-        score = dot_with(qvec)
-        scored = sorted(((score(v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
-        return [(cid, s) for s, cid in scored[:depth]]
-
-
-def measure_null_level(store: Store) -> float:
-    """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (about 0.05 for
-    MiniLM, 0.5 to 0.7 for models like E5 or BGE). Seeded, so it is repeatable."""
-    rows = store.chunk_docs()
-    if len(rows) < 2:
-        return 0.0
-    rnd = random.Random(len(rows))
-    pairs = []
-    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
-        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
-        if doc_a != doc_b:
-            pairs.append((a, b))
-            if len(pairs) == NULL_PAIRS:
-                break
-    if not pairs:
-        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
-    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
-    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
-
-
-def null_level(store, count: int | None = None) -> float:
-    """The stored unrelated level of a store (or an SQLite connection), measured
-    again (and stored when the index can be written) when missing or when the
-    index has grown or shrunk a lot. count: the number of chunks, when known."""
-    store = as_store(store)
-    count = store.count() if count is None else count
-    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
-    if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
-        return float(level)
-    value = measure_null_level(store)
-    store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
-    return value
-
-
 # The store interface: what indexing and retrieval need of storage. Chunks are
 # known by int ids, documents by their real path. SqliteStore is the one
 # implementation today; another (a vector database) is a subclass and one
@@ -3322,34 +3206,6 @@ def as_store(store) -> Store:
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
-
-
-class Log:
-    """Notes and progress on stderr; progress only on a terminal."""
-
-    def __init__(self):
-        self.stream = sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.last = 0.0
-
-    def note(self, msg: str) -> None:
-        self.clear()
-        print(f"rag: {msg}", file=self.stream)
-
-    def progress(self, msg: str) -> None:
-        if self.tty and time.monotonic() - self.last > PROGRESS_EVERY:
-            self.last = time.monotonic()
-            self.stream.write("\r\x1b[K" + msg)
-            self.stream.flush()
-
-    def clear(self) -> None:
-        if self.tty and self.last:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.last = 0.0
-
-
 def glob_regex(pattern: str) -> str:
     """A gitignore-style pattern as a regex over '/'-separated relative paths.
 
@@ -3556,65 +3412,6 @@ def is_dir_entry(entry) -> bool:
         return entry.is_dir()  # follows symlinks
     except OSError:
         return False
-
-
-# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (UNSAFE_CHARS).
-CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def shown(path: str) -> str:
-    """A path safe to print on one line: undecodable bytes of a file name become
-    U+FFFD, control characters (a newline in a name) their escapes.
-
-    >>> shown("a\\nb.md")
-    'a\\\\nb.md'
-    """
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def display_path(path: str) -> str:
-    """A stored (absolute) path as a person reads it: relative to the current
-    folder when it is inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return shown(path)
-    return shown(rel if not rel.startswith("..") else path)
-
-
-def size_text(n: float) -> str:
-    """A size in bytes for people.
-
-    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
-    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
-    """
-    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
-    return f"{int(n)} bytes"
-
-
-def embed_text(chunk: Chunk) -> str:
-    """What is embedded for a chunk: the parts of its heading path that its text
-    does not open with, then its text, so no heading is embedded twice.
-    Measured on SciFact against always and never prefixing (README).
-
-    >>> embed_text(Chunk(0, "## Refunds\\n\\nFive days.", "Billing > Refunds", 1, 3))
-    'Billing\\n## Refunds\\n\\nFive days.'
-    >>> embed_text(Chunk(1, "Cards take longer.", "Billing > Refunds", 4, 4))
-    'Billing > Refunds\\nCards take longer.'
-    """
-    if not chunk.heading:
-        return chunk.text
-    opening = set()
-    for line in chunk.text.split("\n"):
-        m = MD_HEADING.match(line)
-        opening.add(m.group(2).strip() if m else " ".join(line.split()))
-        if line.strip() and not m:
-            break  # the first line of text (a code chunk's definition) counts too
-    rest = [part for part in chunk.heading.split(" > ") if part not in opening]
-    return " > ".join(rest) + "\n" + chunk.text if rest else chunk.text
 
 
 @dataclass
@@ -3867,15 +3664,6 @@ class Batcher:
             self.pool.close()
 
 
-# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted. Bump on
-# change: every document of an older index is read again (its redacted text embedded, once).
-CHUNKER_VERSION = 4
-
-
-def chunking_key(size: int, overlap: int) -> str:
-    return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
-
-
 def adopt_real_paths(conn) -> None:
     """Earlier versions kept paths as typed ('docs/a.md'): store each as
     its real absolute path, so that one file is one document however it is named."""
@@ -3972,16 +3760,6 @@ def remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: 
     return len(gone)
 
 
-def under(path: str, root: str) -> bool:
-    """True when path is root or inside the folder root."""
-    root = os.path.normpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
-
-
-def listed(paths: list[str]) -> str:
-    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-
-
 def handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
     """Report (and with prune, remove) stored documents whose files are gone or
     now excluded, under the folders indexed (filters: root -> PathFilter)."""
@@ -4002,6 +3780,266 @@ def prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log: 
     return 0
 
 
+# ---------------------------------------------------------------------------
+# Dense index: signatures, sketches and exact scores (SignatureIndex)
+# ---------------------------------------------------------------------------
+
+def signature(vec: list[float]) -> bytes:
+    """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
+
+    >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
+    '6901'
+    """
+    bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
+    return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
+
+
+SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
+
+
+def sketch(vec: list[float]) -> tuple[bytes, float]:
+    """A vector as one signed byte a dimension and a scale: v[i] ~ scale * byte[i].
+
+    >>> sketch([0.5, -0.25, 0.0])
+    (b'\\x7f\\xc0\\x00', 0.003937007874015748)
+    """
+    top = max(max(vec), -min(vec)) if vec else 0.0
+    inv = SKETCH_LEVELS / (top or 1.0)
+    return array("b", map(round, map(inv.__mul__, vec))).tobytes(), (top or 1.0) / SKETCH_LEVELS
+
+
+UNSIGNED = bytes((b + 128) & 255 for b in range(256))  # a signed byte's value + 128, as a byte
+FIELD = 4  # bytes a chunk's running sum takes in sketch_dots' big integers
+
+
+def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
+    """The question's dot product with every sketch at once, as integers in one
+    scale (question quantised to at most 1,023 levels): for each dimension the
+    column of all sketches' bytes, spread FIELD bytes apart in one big integer,
+    is multiplied by the question's weight and added up, so Python's big-integer
+    arithmetic (C loops) does the work of n x dim multiplications.
+
+    >>> sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
+    [3581, -1024]
+
+    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
+    """
+    n = len(sketches) // dim
+    levels = max(1, min(1023, (2 ** (8 * FIELD) - 1) // (255 * dim)))  # no field can overflow
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    unsigned, spread = sketches.translate(UNSIGNED), bytearray(FIELD * n)
+    pos = neg = offset = 0
+    for d, x in enumerate(qvec):
+        w = round(abs(x) / top * levels)
+        if w:
+            spread[0::FIELD] = unsigned[d::dim]
+            column = int.from_bytes(spread, "little")
+            if x > 0:
+                pos, offset = pos + w * column, offset + w
+            else:
+                neg, offset = neg + w * column, offset - w
+    p, m = array("I"), array("I")
+    p.frombytes(pos.to_bytes(FIELD * n, "little"))
+    m.frombytes(neg.to_bytes(FIELD * n, "little"))
+    if sys.byteorder == "big":
+        p.byteswap()
+        m.byteswap()
+    offset *= 128
+    return [a - b - offset for a, b in zip(p, m)]
+
+
+LARGE_LEVEL = 15.5 / 63  # of the largest |q_i|: a component that reaches level 16 of 63
+
+
+def large_components(qvec: list[float]) -> int:
+    """Bit mask of the question's largest components (|q_i| at least about a
+    quarter of the largest): the signature pass counts sign mismatches there
+    only, one popcount a chunk.
+
+    >>> bin(large_components([0.9, -0.3, 0.0, 0.2]))
+    '0b11'
+    """
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= LARGE_LEVEL)
+
+
+EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
+EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question (~7 ms)
+
+
+def exact_count(n: int, depth: int, dim: int) -> int:
+    """How many candidates get an exact dot product: twice the depth (the
+    sketches' order is that close to the exact one: README, "Search at
+    scale"), or as many as fit the budget.
+
+    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 10, 384), exact_count(50, 5, 384)
+    (200, 52, 50)
+    """
+    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
+
+
+def nearest(dist: list[int], count: int) -> list[int]:
+    """Positions of the count smallest distances (ties at the cut all kept).
+
+    Counting distances beats sorting a million of them: they are small integers.
+
+    >>> nearest([5, 1, 3, 1, 9], 2)
+    [1, 3]
+    """
+    if count >= len(dist):
+        return list(range(len(dist)))
+    tally = sorted(Counter(dist).items())
+    total, cut = 0, tally[-1][0]
+    for value, seen in tally:
+        total += seen
+        if total >= count:
+            cut = value
+            break
+    return [i for i, d in enumerate(dist) if d <= cut]
+
+
+dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
+
+
+def dot_with(qvec: list[float]):
+    """v -> dot(qvec, v), for scoring many vectors against one question. Before
+    Python 3.12's math.sumprod, from C-level distances: q.v = (|q|^2 + |v|^2 -
+    |q - v|^2) / 2, twice as fast as a Python sum (equal to 1e-15).
+
+    >>> round(dot_with([3.0, 4.0])([1.0, 2.0]), 9), dot_with([1.0, 0.0])([0.0, 0.0])
+    (11.0, 0.0)
+    """
+    if hasattr(math, "sumprod"):
+        return lambda v: math.sumprod(qvec, v)
+    qq, hypot, dist = math.hypot(*qvec) ** 2, math.hypot, math.dist
+    return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
+
+
+# The signature pass keeps this many times the candidates wanted, and as many as
+# fit the sketch budget (all of them in most indexes): README, "Search at scale".
+COARSE_FACTOR = 10
+SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000 chunks of 384 dims
+
+
+class SignatureIndex:
+    """Dense search over the stored vectors: the sign-bit signatures and byte
+    sketches (packed copy and its freshness), the candidates they choose for a
+    question, and the parsed vectors behind them, kept for the next question."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self._sigs: tuple[list[int], list[int]] | None = None
+        self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
+        self._vectors: dict[int, list[float]] = {}
+        self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's, by position
+        self._all: list | None = None
+
+    def signatures(self) -> tuple[list[int], list[int]]:
+        """(chunk ids, signatures as ints) of every chunk."""
+        if self._sigs is None:
+            packed = packed_signatures(self.conn)
+            if packed is None and pack_signatures(self.conn, wait=False):
+                packed = packed_signatures(self.conn)
+            if packed is None:  # stale, and another process is writing (or read-only): the rows
+                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
+                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
+            self._sigs = packed
+        return self._sigs
+
+    def inherit(self, older: SignatureIndex) -> None:
+        """Keep the vectors an index loaded before an index run parsed (most
+        chunks do not change): those of the ids whose signature is the same.
+        (A chunk removed by the run frees its id for a new chunk, which then
+        has another signature.)"""
+        if older._sigs is None or not older._vectors:
+            return
+        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
+        self._vectors = {c: v for c, v in older._vectors.items() if c in new and new[c] == old.get(c)}
+
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        """(id, parsed vector) of the chunks that exist, read from the database once."""
+        need = [c for c in ids if c not in self._vectors]
+        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need):
+            self._vectors[cid] = parse_vector(self.conn, vec)
+        # An index run may have replaced a chunk since its id was read: skip it.
+        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
+
+    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
+        """(ids found, their sketches end to end, scales) for ids: every (ids
+        are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
+        copy, kept for the next question; else from the rows, read for these ids."""
+        if every and self._sketches is None:
+            packed = packed_sketches(self.conn)
+            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
+                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
+        if every and self._sketches is not None:
+            where, blob, scales = self._sketches
+            dim = len(blob) // max(len(scales), 1)
+            found = [c for c in ids if c in where]
+            if len(found) == len(where):
+                return found, blob, scales
+            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
+                    [scales[where[c]] for c in found])
+        rows = {cid: (b, scale) for cid, b, scale in rows_in(
+            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+        found = [c for c in ids if c in rows]
+        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
+
+    def all_vectors(self):
+        """Every (id, vector): kept for the next question while small, streamed
+        from the database when the parsed floats would not fit."""
+        if self._all is not None:
+            yield from self._all
+            return
+        kept: list | None = []
+        size = 0
+        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
+            v = parse_vector(self.conn, vec)
+            size += len(v)
+            if kept is not None and size > EXACT_CACHE:
+                kept = None
+            if kept is not None:
+                kept.append((cid, v))
+            yield cid, v
+        self._all = kept
+
+    def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
+        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
+        close to the exact order for every embedder measured) among all chunks,
+        or, in an index too large to sketch-score in the budget, among the
+        nearest by signature: sign mismatches on the question's largest
+        components (large_components).
+        """
+        all_ids, sigs = self.signatures()
+        if allowed is not None:  # filtered once per id set, not once per question
+            if self._kept is None or self._kept[0] is not allowed:
+                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
+                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
+            all_ids, sigs = self._kept[1:]
+        want = exact_count(len(all_ids), depth, len(qvec))
+        if want >= len(all_ids):
+            return all_ids
+        room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
+        pool = all_ids
+        if room < len(all_ids):
+            q, large = int.from_bytes(signature(qvec), "little"), large_components(qvec)
+            coarse = [((q ^ s) & large).bit_count() for s in sigs]
+            pool = [all_ids[i] for i in nearest(coarse, room)]
+        found, blob, scales = self.sketches(pool, pool is all_ids)
+        scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
+        return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
+
+    def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
+            exact: bool = False) -> list[tuple[int, float]]:
+        """The depth best (chunk id, dot product) among allowed (None: all):
+        exact scores over the signatures' candidates, or over every vector."""
+        if exact:
+            pairs = ((c, v) for c, v in self.all_vectors() if allowed is None or c in allowed)
+        else:
+            pairs = self.vectors(self.candidates(qvec, depth, allowed))
+        score = dot_with(qvec)
+        scored = sorted(((score(v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
+        return [(cid, s) for s, cid in scored[:depth]]
 # ---------------------------------------------------------------------------
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
@@ -4075,51 +4113,6 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 def source_globs(source) -> tuple[str, ...]:
     """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
     return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
-
-
-def source_filter(source) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching every glob of
-    source (see source_globs): a glob matches the path relative to the folder
-    indexed (d.rel: 'public/*' is public/ at the top of that folder), one
-    starting with '/' the whole path (d.path). Never the end of a path: that
-    let 'public/*' match /srv/corp/private/public/hr.md."""
-    globs = source_globs(source)
-    if not globs:
-        return "1", []
-    conds = ["d.path GLOB ?" if g.startswith("/") else "d.rel GLOB ?" for g in globs]
-    return " AND ".join(conds), [sql_glob(g) for g in globs]
-
-
-def sql_glob(pattern: str) -> str:
-    """A --source glob as SQLite's GLOB reads it: '[!a]' (not a, as in shells and
-    .ragignore) is '[^a]' there, where '[!a]' would mean '!' or 'a'.
-
-    >>> sql_glob("[!h]*/[!.]*.md")
-    '[^h]*/[^.]*.md'
-    """
-    return re.sub(r"\[!", "[^", pattern)
-
-
-def source_warnings(conn, source) -> list[str]:
-    """Warnings for the globs of a --source that match no document, or fewer
-    than the rule before this one did (any end of the whole path matched)."""
-    out = []
-    for g in source_globs(source):
-        cond, args = source_filter(g)
-        now = conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
-        before = now if g.startswith("/") else conn.execute(
-            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?",
-            (g, g, "*/" + g)).fetchone()[0]
-        if before > now:
-            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where it used "
-                       f"to match {before}: a pattern matches the path relative to the folder indexed, no "
-                       f"longer the end of the whole path; '*/{g}' matches it deeper in that folder, "
-                       f"'/*/{g}' anywhere in the whole path")
-        elif not now:
-            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches the path "
-                       "relative to the folder indexed, e.g. 'guides/*.md'; one starting with '/' the "
-                       "whole path)")
-    return out
 
 
 def check_rerank(resp, n: int) -> list[float | None]:
@@ -4336,6 +4329,54 @@ class Retriever:
         return path
 
 
+# ---------------------------------------------------------------------------
+# Refuse: the null level, relevance on the index's scale, the floor, calibration
+# ---------------------------------------------------------------------------
+
+def measure_null_level(store: Store) -> float:
+    """Mean similarity of random pairs of chunks from different documents: how
+    similar unrelated text is under this model on this corpus (about 0.05 for
+    MiniLM, 0.5 to 0.7 for models like E5 or BGE). Seeded, so it is repeatable."""
+    rows = store.chunk_docs()
+    if len(rows) < 2:
+        return 0.0
+    rnd = random.Random(len(rows))
+    pairs = []
+    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
+        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
+        if doc_a != doc_b:
+            pairs.append((a, b))
+            if len(pairs) == NULL_PAIRS:
+                break
+    if not pairs:
+        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
+    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
+    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
+
+
+def null_level(store, count: int | None = None) -> float:
+    """The stored unrelated level of a store (or an SQLite connection), measured
+    again (and stored when the index can be written) when missing or when the
+    index has grown or shrunk a lot. count: the number of chunks, when known."""
+    store = as_store(store)
+    count = store.count() if count is None else count
+    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
+    if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
+        return float(level)
+    value = measure_null_level(store)
+    store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
+    return value
+
+
+def on_scale(score: float, level: float) -> float:
+    """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
+
+    >>> round(on_scale(0.62, 0.05), 4), round(on_scale(0.81, 0.72), 4)  # a model with a high floor of noise
+    (0.6, 0.3214)
+    """
+    return (score - level) / (1 - level) if level < 1 else 0.0
+
+
 @dataclass(frozen=True)
 class Floor:
     """The relevance floor in force and where it came from."""
@@ -4395,19 +4436,32 @@ def refuses(relevance: float, floor: float) -> bool:
     return relevance < floor
 
 
+def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
+    """The floor that refuses the most unanswerable cases while refusing at most
+    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few
+    floors: (floor, unanswerable refused, answerable refused).
+
+    >>> rows = [{"relevance": r} for r in (0.5, 0.6, 0.7)] + [{"relevance": 0.55, "unanswerable": True}]
+    >>> calibrate(rows)[0]
+    0.5
+    """
+    answerable = sorted(r["relevance"] for r in rows if not r.get("unanswerable"))
+    off = [r["relevance"] for r in rows if r.get("unanswerable")]
+    if not answerable or not off:
+        raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
+    chosen = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
+
+    def at(f):
+        return (f, sum(x < f for x in off) / len(off), sum(x < f for x in answerable) / len(answerable))
+    shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
+    floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))] for q in shares} | {chosen}
+    return chosen, [at(f) for f in sorted(floors)]
+
+
 def keep_floor(store, model: str, value: float, source: str) -> None:
     """Keep a calibrated floor in the index (a store, or an SQLite connection)
     for model: floor_in_force uses it from then on."""
     as_store(store).set_meta({Meta.FLOOR: value, Meta.FLOOR_MODEL: model, Meta.FLOOR_SOURCE: source})
-
-
-def on_scale(score: float, level: float) -> float:
-    """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
-
-    >>> round(on_scale(0.62, 0.05), 4), round(on_scale(0.81, 0.72), 4)  # a model with a high floor of noise
-    (0.6, 0.3214)
-    """
-    return (score - level) / (1 - level) if level < 1 else 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -4951,28 +5005,6 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
     return report
 
 
-def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
-    """The floor that refuses the most unanswerable cases while refusing at most
-    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few
-    floors: (floor, unanswerable refused, answerable refused).
-
-    >>> rows = [{"relevance": r} for r in (0.5, 0.6, 0.7)] + [{"relevance": 0.55, "unanswerable": True}]
-    >>> calibrate(rows)[0]
-    0.5
-    """
-    answerable = sorted(r["relevance"] for r in rows if not r.get("unanswerable"))
-    off = [r["relevance"] for r in rows if r.get("unanswerable")]
-    if not answerable or not off:
-        raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
-    chosen = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
-
-    def at(f):
-        return (f, sum(x < f for x in off) / len(off), sum(x < f for x in answerable) / len(answerable))
-    shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
-    floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))] for q in shares} | {chosen}
-    return chosen, [at(f) for f in sorted(floors)]
-
-
 def score_answer(case: dict, row: dict, hits: list[Hit], gold: list[bool], generator) -> str | None:
     """Answer a case whose retrieval succeeded from hits (gold[i]: hits[i] is
     a gold passage) and judge the answer and its citations into row; returns
@@ -5149,19 +5181,6 @@ def mode_label(cfg: Config) -> str:
     return ", ".join(parts)
 
 
-EMPTY = "is empty"  # question_problem's word for a question with no text
-
-
-def question_problem(q) -> str | None:
-    """What is wrong with a question (None: nothing): every way in (the command
-    line, a server's request, a chat message) holds it to the same limits."""
-    if not isinstance(q, str) or not q.strip():
-        return EMPTY
-    if len(q) > MAX_QUESTION:
-        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
-    return None
-
-
 def query_embedder(cfg: Config, conn, vectors: bool = True):
     """The embedder for questions to this index, which must hold chunks; its
     model is checked against the index's unless vectors=False (keyword
@@ -5188,15 +5207,6 @@ def open_for_query(cfg: Config, q: QueryOptions, closer, vectors: bool = True):
     for warning in r.store.source_warnings(q.source):
         Log().note(warning)
     return conn, r
-
-
-def valid_text(text: str) -> str:
-    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
-    Python as lone surrogates) become U+FFFD."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def check_question(q: str) -> str:
