@@ -112,6 +112,7 @@ TOO_LONG = re.compile(r"too long|too many tokens|maximum context|context length|
 MAX_RETRY_SLEEP = 60.0
 
 RRF_K = 60
+MODES = ("hybrid", "dense", "keyword")
 # Hybrid: keyword score + weight * dense score, each min-max scaled over its top
 # FUSION_DEPTH. The weight is per kind of embedder (Embedder.dense_weight),
 # measured on SciFact (README): a real model's vectors add much to bm25.
@@ -5281,7 +5282,6 @@ DRAIN_TIMEOUT = 30
 WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
 DRAIN_LIMIT = 8 * MAX_BODY  # bytes of a too-large body read before the 413; beyond it, the connection is cut
 MAX_K = 50             # passages one request may ask for
-MODES = ("hybrid", "dense", "keyword")
 
 
 def request_args(params, defaults) -> dict:
@@ -6357,6 +6357,32 @@ if (asked) $("q").value = asked;
 # Command line
 # ---------------------------------------------------------------------------
 
+def number(kind=float, low=None, low_open=False):
+    """An argparse type: a finite number of kind, at least low (more than low when low_open)."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
+        if low is not None and (value <= low if low_open else value < low):
+            raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} {low}")
+        return value
+    return parse
+
+
+positive_int = number(int, 1)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with usage errors worded like every other error ('rag: error: ...')."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"rag: error: {message}\n")
+
+
 # Config.from_env's overrides by the flag that gives each.
 CONFIG_FLAGS = {"db": "db", "base_url": "chat_url", "embed_base_url": "embed_url",
                 "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
@@ -6373,6 +6399,92 @@ def config_from_args(args) -> Config:
 def query_from_args(args) -> QueryOptions:
     """The retrieval options the command line sets."""
     return QueryOptions(**{f: getattr(args, f) for f in QueryOptions.__dataclass_fields__ if hasattr(args, f)})
+
+
+def common_arguments(p: argparse.ArgumentParser) -> None:
+    """Every command's options: the index, the servers it talks to, their patience."""
+    p.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
+    p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
+                   "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
+                   "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
+    p.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
+                   "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
+    p.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
+                   f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
+    p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
+    p.add_argument("--timeout", type=number(float, 0, low_open=True),
+                   help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
+                        f"{QUERY_TIMEOUT:g} otherwise)")
+    p.add_argument("--retries", type=number(int, 0),
+                   help=f"retries on 429/5xx/timeouts, each shown on stderr (default: "
+                        f"{INDEX_RETRIES} for index, {QUERY_RETRIES} otherwise)")
+
+
+def retrieval_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that retrieve: how many passages, how, from what; the floor."""
+    p.add_argument("-k", type=positive_int, default=DEFAULT_K,
+                   help=f"passages to retrieve (default: {DEFAULT_K})")
+    p.add_argument("--mode", choices=MODES, default="hybrid",
+                   help="dense vectors, FTS5 keywords, or both fused (default: hybrid)")
+    p.add_argument("--source", metavar="GLOB", help="only search documents whose path "
+                   "relative to the folder indexed matches GLOB ('guides/*'; '/...': the whole path)")
+    p.add_argument("--fusion", choices=("score", "rrf"), default="score",
+                   help="hybrid merge: normalised score combination (default) or "
+                        f"reciprocal rank fusion (k={RRF_K})")
+    p.add_argument("--exact", action="store_true",
+                   help="score every chunk's vector (slow); default: exact scores on "
+                        "the nearest candidates by byte sketch")
+    p.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
+                   "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
+                   "identical); default: the one eval --calibrate stored, else "
+                   f"{BUILTIN_FLOOR} for {BUILTIN_MODEL} and {DEFAULT_FLOOR} for other models")
+    p.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
+                   "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: no reranking)")
+    p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else the "
+                   "embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
+    p.add_argument("--rerank-depth", type=positive_int, metavar="N",
+                   help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
+    p.add_argument("--max-context", type=positive_int, default=MAX_CONTEXT, metavar="CHARS",
+                   help="characters of passages a chat model is given; the weakest passages are "
+                        f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")
+
+
+# The option groups commands share, by name (Command.groups).
+OPTION_GROUPS = {"common": common_arguments, "retrieval": retrieval_arguments}
+
+
+def index_arguments(p: argparse.ArgumentParser) -> None:
+    """Index's own arguments: what to read, how to chunk, how to embed."""
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to index")
+    p.add_argument("--chunk-size", type=positive_int,
+                   help=f"maximum characters per chunk (default: what the index was built with, "
+                        f"else {DEFAULT_CHUNK_SIZE})")
+    p.add_argument("--overlap", type=number(int, 0),
+                   help=f"characters of whole sentences repeated from the previous chunk (default: "
+                        f"what the index was built with, else {DEFAULT_OVERLAP})")
+    p.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
+                   help=f"texts per embeddings request (default: {EMBED_BATCH})")
+    p.add_argument("--parallel", type=positive_int, metavar="N",
+                   help=f"embedding requests in flight at once (default: {EMBED_PARALLEL} for a server; "
+                        "the built-in embedder runs in this process)")
+    p.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="skip files and folders matching GLOB (repeatable; added to the "
+                        "folder's .ragignore, which uses the same gitignore-style patterns)")
+    p.add_argument("--max-file-mb", type=number(float, 0, low_open=True), default=MAX_FILE_MB, metavar="MB",
+                   help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
+    p.add_argument("--no-default-excludes", action="store_true",
+                   help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
+    p.add_argument("--follow-links", action="store_true",
+                   help="follow symbolic links wherever they lead; by default a link whose real target is "
+                        "outside the paths given, or hidden, is skipped with a note (a .ragignore line "
+                        f"'{FOLLOW_LINKS}' does this for its folder)")
+    p.add_argument("--include-secrets", action="store_true",
+                   help="read files that look like credentials (private keys, .pem/.key/.p12, credentials, "
+                        ".netrc, .pgpass, service-account JSON, .env-style files), skipped by default; "
+                        "secrets recognised inside any document are still replaced by [redacted: ...]")
 
 
 def index_options(args, cfg: Config, conn) -> IndexOptions:
@@ -6444,33 +6556,6 @@ def repair_damage(conn, db: str, log: Log) -> None:
         remove_damaged(conn, d)
 
 
-def cmd_check(args, cfg: Config, closer) -> int:
-    """Check the index for damage; say which documents are affected and how to rebuild."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    d = find_damage(conn, cfg.db, args.full)
-    what = "integrity_check" if args.full else "quick_check"
-    print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
-          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, the keyword "
-          f"index's structure{' and contents' if args.full else ''})")
-    if not d.found:
-        print("ok: no damage found")
-        return 0
-    for problem in d.structure[:DAMAGE_SHOWN]:
-        print(f"damaged file: {clean_text(problem)}")
-    for problem in d.settings:
-        print(f"damaged setting: {problem}")
-    for doc_id, reasons in d.docs.items():
-        print(f"damaged document: {d.path(doc_id)}: {'; '.join(reasons[:5])}"
-              + (f" and {len(reasons) - 5} more" if len(reasons) > 5 else ""))
-    if d.cache or d.asks:
-        print(f"damaged: {d.cache} embedding cache entries, {len(d.asks)} logged asks")
-    if d.keyword:
-        print(f"damaged: {clean_text(d.keyword)}")
-    print(f"to rebuild: {d.how_to_rebuild()}")
-    raise RagError(f"the index {cfg.db} is damaged: {len(d.docs)} document(s) affected"
-                   + (", and the file itself" if not d.repairable else "") + " (see above)")
-
-
 @contextlib.contextmanager
 def index_lock(db: str):
     """Hold an exclusive lock on DB.lock for one index run, or fail at once.
@@ -6500,9 +6585,43 @@ def index_lock(db: str):
         yield
 
 
-def first_line(text: str, width: int = 80) -> str:
-    line = next((l for l in text.splitlines() if l.strip()), "")
-    return line if len(line) <= width else line[:width - 3] + "..."
+def check_arguments(p: argparse.ArgumentParser) -> None:
+    """Check's own arguments."""
+    p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each vector's "
+                   "numbers checked in Python too")
+
+
+def cmd_check(args, cfg: Config, closer) -> int:
+    """Check the index for damage; say which documents are affected and how to rebuild."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    d = find_damage(conn, cfg.db, args.full)
+    what = "integrity_check" if args.full else "quick_check"
+    print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
+          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, the keyword "
+          f"index's structure{' and contents' if args.full else ''})")
+    if not d.found:
+        print("ok: no damage found")
+        return 0
+    for problem in d.structure[:DAMAGE_SHOWN]:
+        print(f"damaged file: {clean_text(problem)}")
+    for problem in d.settings:
+        print(f"damaged setting: {problem}")
+    for doc_id, reasons in d.docs.items():
+        print(f"damaged document: {d.path(doc_id)}: {'; '.join(reasons[:5])}"
+              + (f" and {len(reasons) - 5} more" if len(reasons) > 5 else ""))
+    if d.cache or d.asks:
+        print(f"damaged: {d.cache} embedding cache entries, {len(d.asks)} logged asks")
+    if d.keyword:
+        print(f"damaged: {clean_text(d.keyword)}")
+    print(f"to rebuild: {d.how_to_rebuild()}")
+    raise RagError(f"the index {cfg.db} is damaged: {len(d.docs)} document(s) affected"
+                   + (", and the file itself" if not d.repairable else "") + " (see above)")
+
+
+def search_arguments(p: argparse.ArgumentParser) -> None:
+    """Search's own arguments."""
+    p.add_argument("question", help="what to look for")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def cmd_search(args, cfg: Config, closer) -> int:
@@ -6519,6 +6638,22 @@ def cmd_search(args, cfg: Config, closer) -> int:
         heading = f"  [{h.chunk.heading}]" if h.chunk.heading else ""
         print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {first_line(h.chunk.text)}")
     return 0
+
+
+def first_line(text: str, width: int = 80) -> str:
+    line = next((l for l in text.splitlines() if l.strip()), "")
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
+def ask_arguments(p: argparse.ArgumentParser) -> None:
+    """Ask's own arguments: how the answer is shown."""
+    p.add_argument("question", help="the question")
+    p.add_argument("--stream", dest="stream", action="store_true", default=None,
+                   help="stream the answer as it is written (default when stdout is a terminal)")
+    p.add_argument("--no-stream", dest="stream", action="store_false", help="print the answer when complete")
+    p.add_argument("--show-prompt", action="store_true", help="print the exact prompt sent to the model")
+    p.add_argument("--json", action="store_true",
+                   help="print {answer, refused, citations, passages, usage} as JSON")
 
 
 def cmd_ask(args, cfg: Config, closer) -> int:
@@ -6544,6 +6679,18 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     if cfg.offline and not a.refused:
         print("\n(offline: extractive answer; set LLM_BASE_URL or LLM_API_KEY for a written one)")
     return 0
+
+
+def eval_arguments(p: argparse.ArgumentParser) -> None:
+    """Eval's own arguments: the cases, and what to do with the figures."""
+    p.add_argument("cases", help="JSON array or JSON Lines of {question, sources|source|chunk_ids|quote|unanswerable}")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
+    p.add_argument("--generate", action="store_true",
+                   help="also answer each question and check the answer (retrieval hits only)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="choose the refusal floor that best separates the answerable cases from the "
+                        "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
 
 
 def print_report(r: dict, k: int) -> None:
@@ -6606,24 +6753,11 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
 
 
-def cmd_stats(args, cfg: Config, closer) -> int:
-    """Print what the index holds."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    info = index_info(conn, cfg.db)
-    if args.json:
-        print(json.dumps(info, indent=2))
-        return 0
-    print(f"database        {info['database']} ({info['size_bytes'] / 1e6:.1f} MB)")
-    print(f"documents       {info['documents']}")
-    print(f"chunks          {info['chunks']}")
-    print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
-    print(f"last indexed    {info['last_indexed'] or 'never'}")
-    print(f"chunking        {info['chunking'] or '(none yet)'}")
-    if "floor" in info:
-        print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
-              f"{info['null_level']:g} under this model)")
-    print(f"asks logged     {info['asks']}")
-    return 0
+def export_arguments(p: argparse.ArgumentParser) -> None:
+    """Export's own arguments."""
+    p.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
+    p.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the folder "
+                   "indexed matches GLOB ('/...': the whole path)")
 
 
 def cmd_export(args, cfg: Config, closer) -> int:
@@ -6665,6 +6799,26 @@ def cmd_mcp(args, cfg: Config, closer) -> int:
     log.note(f"rag.py MCP server on stdio for {cfg.db} [{mode_label(cfg)}]")
     serve_mcp(service, sys.stdin.buffer, sys.stdout.buffer)
     return 0
+
+
+def serve_arguments(p: argparse.ArgumentParser) -> None:
+    """Serve's own arguments: where to listen, who may read."""
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
+                   "machine only; any other needs --api-key or --insecure)")
+    p.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY); other "
+                   "users of this machine can read it in ps: prefer --api-key-file")
+    p.add_argument("--api-key-file", metavar="FILE", help="require the key this file holds (its one line)")
+    p.add_argument("--keys", metavar="FILE", help="one key per person: a JSON list of {name, key or sha256, "
+                   "source}; each request sees only the documents its key's source globs allow, and the "
+                   "ask log records the key's name")
+    p.add_argument("--allow-host", action="append", metavar="NAME", help="also answer requests for this "
+                   "Host name, on any port (a proxy's public name; repeatable). Others get 403: a guard "
+                   "against DNS rebinding")
+    p.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
+    p.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
+                   help="processes serving requests, each with its own warm index (default: the "
+                        "number of cores, at most 4; 1 where processes cannot fork)")
 
 
 def cmd_serve(args, cfg: Config, closer) -> int:
@@ -6817,194 +6971,87 @@ def fork_worker(server) -> int:
         os._exit(code)
 
 
-def number(kind=float, low=None, low_open=False):
-    """An argparse type: a finite number of kind, at least low (more than low when low_open)."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
-        if low is not None and (value <= low if low_open else value < low):
-            raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} {low}")
-        return value
-    return parse
+def stats_arguments(p: argparse.ArgumentParser) -> None:
+    """Stats' own arguments."""
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
-positive_int = number(int, 1)
+def cmd_stats(args, cfg: Config, closer) -> int:
+    """Print what the index holds."""
+    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
+    info = index_info(conn, cfg.db)
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"database        {info['database']} ({info['size_bytes'] / 1e6:.1f} MB)")
+    print(f"documents       {info['documents']}")
+    print(f"chunks          {info['chunks']}")
+    print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
+    print(f"last indexed    {info['last_indexed'] or 'never'}")
+    print(f"chunking        {info['chunking'] or '(none yet)'}")
+    if "floor" in info:
+        print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
+              f"{info['null_level']:g} under this model)")
+    print(f"asks logged     {info['asks']}")
+    return 0
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse, with usage errors worded like every other error ('rag: error: ...')."""
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: the function that runs it (args, cfg, closer) -> exit
+    code, the function adding its own arguments (beside it, above), the
+    shared option groups it takes (OPTION_GROUPS), its help and description."""
 
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"rag: error: {message}\n")
+    run: Callable
+    arguments: Callable | None
+    groups: tuple
+    help: str
+    description: str
+
+
+# The subcommands, in the order --help lists them. A new one is a cmd_ function,
+# its _arguments function, and one entry here.
+COMMANDS = {
+    "index": Command(cmd_index, index_arguments, ("common",), "index files and folders",
+                     "Parse, chunk, embed and store documents. Unchanged files are skipped."),
+    "search": Command(cmd_search, search_arguments, ("common", "retrieval"), "show the ranked passages",
+                      "Print the best chunks: rank, score, path:lines, heading, first line."),
+    "ask": Command(cmd_ask, ask_arguments, ("common", "retrieval"), "answer a question with citations",
+                   "Answer from the retrieved passages, citing them, or print the refusal sentence."),
+    "eval": Command(cmd_eval, eval_arguments, ("common", "retrieval"), "measure retrieval on labelled questions",
+                    "Report recall@k, MRR, nDCG@10, hit@1, abstention and false refusals."),
+    "export": Command(cmd_export, export_arguments, ("common",), "write the index as JSON Lines",
+                      "One chunk a line: id, path, citation, lines, heading, text, the document's SHA-256, "
+                      "the embedding model, its dimension and the vector."),
+    "mcp": Command(cmd_mcp, None, ("common", "retrieval"), "serve the index to an agent (MCP over stdio)",
+                   "A Model Context Protocol server on stdin/stdout with the tools search, ask and stats. "
+                   "The retrieval options are the tools' defaults; --source limits every request."),
+    "serve": Command(cmd_serve, serve_arguments, ("common", "retrieval"), "serve the index over HTTP",
+                     "POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST /search and "
+                     "/ask (as --json), GET /health, and a page at /. The retrieval options are the "
+                     "defaults; --source limits every request."),
+    "check": Command(cmd_check, check_arguments, ("common",), "check the index for damage",
+                     "PRAGMA quick_check, every stored text decoded and every vector parsed; names the "
+                     "damaged documents and how to rebuild them (exit 1 when damaged)."),
+    "stats": Command(cmd_stats, stats_arguments, ("common",), "show what the index holds",
+                     "Documents, chunks, embedding model, size, last indexed."),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse command line with one subcommand per stage."""
-    common = Parser(add_help=False)
-    common.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
-    common.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
-                        "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
-                        "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
-    common.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
-                        "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
-    common.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
-                        f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
-    common.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
-    common.add_argument("--timeout", type=number(float, 0, low_open=True),
-                        help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
-                             f"{QUERY_TIMEOUT:g} otherwise)")
-    common.add_argument("--retries", type=number(int, 0),
-                        help=f"retries on 429/5xx/timeouts, each shown on stderr (default: "
-                             f"{INDEX_RETRIES} for index, {QUERY_RETRIES} otherwise)")
-
-    retrieval = Parser(add_help=False)
-    retrieval.add_argument("-k", type=positive_int, default=DEFAULT_K,
-                           help=f"passages to retrieve (default: {DEFAULT_K})")
-    retrieval.add_argument("--mode", choices=("hybrid", "dense", "keyword"), default="hybrid",
-                           help="dense vectors, FTS5 keywords, or both fused (default: hybrid)")
-    retrieval.add_argument("--source", metavar="GLOB", help="only search documents whose path "
-                           "relative to the folder indexed matches GLOB ('guides/*'; '/...': the whole path)")
-    retrieval.add_argument("--fusion", choices=("score", "rrf"), default="score",
-                           help="hybrid merge: normalised score combination (default) or "
-                                f"reciprocal rank fusion (k={RRF_K})")
-    retrieval.add_argument("--exact", action="store_true",
-                           help="score every chunk's vector (slow); default: exact scores on "
-                                "the nearest candidates by byte sketch")
-    retrieval.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
-                           "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
-                           "identical); default: the one eval --calibrate stored, else "
-                           f"{BUILTIN_FLOOR} for {BUILTIN_MODEL} and {DEFAULT_FLOOR} for other models")
-
-    retrieval.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
-                           "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: no reranking)")
-    retrieval.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else the "
-                           "embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
-    retrieval.add_argument("--rerank-depth", type=positive_int, metavar="N",
-                           help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
-    retrieval.add_argument("--max-context", type=positive_int, default=MAX_CONTEXT, metavar="CHARS",
-                           help="characters of passages a chat model is given; the weakest passages are "
-                                f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")
-
+    """The argparse command line: one subcommand per entry of COMMANDS."""
+    groups = {name: Parser(add_help=False) for name in OPTION_GROUPS}
+    for name, add in OPTION_GROUPS.items():
+        add(groups[name])
     p = Parser(prog=program(), description=__doc__.split("\n\n")[1],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rag.py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    s = sub.add_parser("index", parents=[common], help="index files and folders",
-                       description="Parse, chunk, embed and store documents. Unchanged files are skipped.")
-    s.add_argument("paths", nargs="+", metavar="PATH", help="files or folders to index")
-    s.add_argument("--chunk-size", type=positive_int,
-                   help=f"maximum characters per chunk (default: what the index was built with, "
-                        f"else {DEFAULT_CHUNK_SIZE})")
-    s.add_argument("--overlap", type=number(int, 0),
-                   help=f"characters of whole sentences repeated from the previous chunk (default: "
-                        f"what the index was built with, else {DEFAULT_OVERLAP})")
-    s.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
-                   help=f"texts per embeddings request (default: {EMBED_BATCH})")
-    s.add_argument("--parallel", type=positive_int, metavar="N",
-                   help=f"embedding requests in flight at once (default: {EMBED_PARALLEL} for a server; "
-                        "the built-in embedder runs in this process)")
-    s.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
-    s.add_argument("--include", action="append", default=[], metavar="GLOB",
-                   help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")
-    s.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="skip files and folders matching GLOB (repeatable; added to the "
-                        "folder's .ragignore, which uses the same gitignore-style patterns)")
-    s.add_argument("--max-file-mb", type=number(float, 0, low_open=True), default=MAX_FILE_MB, metavar="MB",
-                   help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
-    s.add_argument("--no-default-excludes", action="store_true",
-                   help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
-    s.add_argument("--follow-links", action="store_true",
-                   help="follow symbolic links wherever they lead; by default a link whose real target is "
-                        "outside the paths given, or hidden, is skipped with a note (a .ragignore line "
-                        f"'{FOLLOW_LINKS}' does this for its folder)")
-    s.add_argument("--include-secrets", action="store_true",
-                   help="read files that look like credentials (private keys, .pem/.key/.p12, credentials, "
-                        ".netrc, .pgpass, service-account JSON, .env-style files), skipped by default; "
-                        "secrets recognised inside any document are still replaced by [redacted: ...]")
-    s.set_defaults(func=cmd_index)
-
-    s = sub.add_parser("search", parents=[common, retrieval], help="show the ranked passages",
-                       description="Print the best chunks: rank, score, path:lines, heading, first line.")
-    s.add_argument("question", help="what to look for")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_search)
-
-    s = sub.add_parser("ask", parents=[common, retrieval], help="answer a question with citations",
-                       description="Answer from the retrieved passages, citing them, or print the refusal sentence.")
-    s.add_argument("question", help="the question")
-    s.add_argument("--stream", dest="stream", action="store_true", default=None,
-                   help="stream the answer as it is written (default when stdout is a terminal)")
-    s.add_argument("--no-stream", dest="stream", action="store_false", help="print the answer when complete")
-    s.add_argument("--show-prompt", action="store_true", help="print the exact prompt sent to the model")
-    s.add_argument("--json", action="store_true",
-                   help="print {answer, refused, citations, passages, usage} as JSON")
-    s.set_defaults(func=cmd_ask)
-
-    s = sub.add_parser("eval", parents=[common, retrieval], help="measure retrieval on labelled questions",
-                       description="Report recall@k, MRR, nDCG@10, hit@1, abstention and false refusals.")
-    s.add_argument("cases", help="JSON array or JSON Lines of {question, sources|source|chunk_ids|quote|unanswerable}")
-    s.add_argument("--json", action="store_true", help="print the report as JSON")
-    s.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
-    s.add_argument("--generate", action="store_true",
-                   help="also answer each question and check the answer (retrieval hits only)")
-    s.add_argument("--calibrate", action="store_true",
-                   help="choose the refusal floor that best separates the answerable cases from the "
-                        "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
-    s.set_defaults(func=cmd_eval)
-
-    s = sub.add_parser("export", parents=[common], help="write the index as JSON Lines",
-                       description="One chunk a line: id, path, citation, lines, heading, text, the "
-                                   "document's SHA-256, the embedding model, its dimension and the vector.")
-    s.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
-    s.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the folder "
-                   "indexed matches GLOB ('/...': the whole path)")
-    s.set_defaults(func=cmd_export)
-
-    s = sub.add_parser("mcp", parents=[common, retrieval], help="serve the index to an agent (MCP over stdio)",
-                       description="A Model Context Protocol server on stdin/stdout with the tools search, ask "
-                                   "and stats. The retrieval options are the tools' defaults; --source "
-                                   "limits every request.")
-    s.set_defaults(func=cmd_mcp)
-
-    s = sub.add_parser("serve", parents=[common, retrieval], help="serve the index over HTTP",
-                       description="POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST "
-                                   "/search and /ask (as --json), GET /health, and a page at /. The retrieval "
-                                   "options are the defaults; --source limits every request.")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
-                   "machine only; any other needs --api-key or --insecure)")
-    s.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
-    s.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY); other "
-                   "users of this machine can read it in ps: prefer --api-key-file")
-    s.add_argument("--api-key-file", metavar="FILE", help="require the key this file holds (its one line)")
-    s.add_argument("--keys", metavar="FILE", help="one key per person: a JSON list of {name, key or sha256, "
-                   "source}; each request sees only the documents its key's source globs allow, and the "
-                   "ask log records the key's name")
-    s.add_argument("--allow-host", action="append", metavar="NAME", help="also answer requests for this "
-                   "Host name, on any port (a proxy's public name; repeatable). Others get 403: a guard "
-                   "against DNS rebinding")
-    s.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
-    s.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
-                   help="processes serving requests, each with its own warm index (default: the "
-                        "number of cores, at most 4; 1 where processes cannot fork)")
-    s.set_defaults(func=cmd_serve)
-
-    s = sub.add_parser("check", parents=[common], help="check the index for damage",
-                       description="PRAGMA quick_check, every stored text decoded and every vector parsed; "
-                                   "names the damaged documents and how to rebuild them (exit 1 when damaged).")
-    s.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each vector's "
-                   "numbers checked in Python too")
-    s.set_defaults(func=cmd_check)
-
-    s = sub.add_parser("stats", parents=[common], help="show what the index holds",
-                       description="Documents, chunks, embedding model, size, last indexed.")
-    s.add_argument("--json", action="store_true", help="print JSON")
-    s.set_defaults(func=cmd_stats)
+    for name, c in COMMANDS.items():
+        s = sub.add_parser(name, parents=[groups[g] for g in c.groups], help=c.help, description=c.description)
+        if c.arguments:
+            c.arguments(s)
+        s.set_defaults(func=c.run)
     return p
 
 
