@@ -582,10 +582,10 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
     """
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        lines, warning = fmt.read(path, data), None
+        lines, warning = fmt.from_bytes(path, data), None
     else:
         text, warning = decode(data)
-        lines = fmt.read(text)
+        lines = fmt.text(text)
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return redact_lines(lines), warning
 
@@ -1326,13 +1326,17 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
 
 @dataclass(frozen=True)
 class Format:
-    """How one kind of file is read: read(text) -> lines, or with binary
-    read(path, data) -> lines; definitions names the DEFINITIONS pattern of
-    source code ('#' is then a comment, not a heading)."""
+    """How one kind of file is read: text(decoded text) -> lines, or, for a
+    binary format, from_bytes(path, data) -> lines; definitions names the
+    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
 
-    read: object
-    binary: bool = False
+    text: Callable[[str], list[Line]] | None = None
+    from_bytes: Callable[[str, bytes], list[Line]] | None = None
     definitions: str | None = None
+
+    @property
+    def binary(self) -> bool:
+        return self.from_bytes is not None
 
     def pattern(self):
         return re.compile(DEFINITIONS[self.definitions]) if self.definitions else None
@@ -1347,7 +1351,7 @@ def _formats() -> dict[str, Format]:
              ".ipynb": Format(notebook_lines)}
     for ext, reader in ((".docx", docx_lines), (".pptx", pptx_lines), (".xlsx", xlsx_lines),
                         (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines), (".pdf", pdf_lines)):
-        table[ext] = Format(reader, binary=True)
+        table[ext] = Format(from_bytes=reader)
     for kind, exts in CODE.items():
         table.update((ext, Format(text_lines, definitions=kind)) for ext in exts.split())
     return table
@@ -3339,47 +3343,58 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
         stack = [(os.path.normpath(root), "")]
         while stack:
             folder, rel = stack.pop()
-            if os.path.abspath(folder) in virtual:
-                log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
-                continue
-            try:
-                st = os.stat(folder)
-                if (st.st_dev, st.st_ino) in seen:
-                    if under(os.path.realpath(os.path.dirname(os.path.abspath(folder))),
-                             os.path.realpath(folder)):  # it holds itself: a loop, not a second name
-                        log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
-                    continue
-                seen.add((st.st_dev, st.st_ino))
-                with os.scandir(folder) as it:
-                    entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
-            except OSError as e:
-                log.note(f"skipped {shown(folder)}: {e.strerror}")
-                continue
             subdirs = []
-            for e in entries:
+            for e in folder_entries(folder, seen, virtual, log):
                 is_dir = is_dir_entry(e)
                 if keep.excluded(rel + e.name, is_dir):
                     continue
                 why = None if follow_links or keep.follow_links else link_refusal(e, bounds)
-                if why == LINK_INSIDE:  # the walk reaches its target under its own path, rules and all
-                    if is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
-                        log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
-                    elif not os.path.exists(e.path):
-                        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, "
-                                 "which leads nowhere (a missing file or a loop of links)")
-                    continue
                 if why:
-                    target = os.path.realpath(e.path)
-                    log.note(f"skipped {shown(e.path)}: a link to {shown(target)}, {why} "
-                             "(--follow-links follows it)")
-                    if refused is not None:
-                        refused.append((root, rel + e.name, target))
+                    note_link(e, folder, is_dir, why, log)
+                    if why != LINK_INSIDE and refused is not None:
+                        refused.append((root, rel + e.name, os.path.realpath(e.path)))
                     continue
                 if is_dir:
                     subdirs.append((e.path, rel + e.name + "/"))
                 else:
                     yield e.path, root
             stack.extend(reversed(subdirs))
+
+
+def folder_entries(folder: str, seen: set, virtual: set, log: Log) -> list:
+    """The entries of a folder the walk enters, in name order, hidden ones left
+    out; none (with a note) for a virtual file system, a folder entered already
+    (seen: (device, inode) of those), or one that cannot be read."""
+    if os.path.abspath(folder) in virtual:
+        log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
+        return []
+    try:
+        st = os.stat(folder)
+        if (st.st_dev, st.st_ino) in seen:
+            if under(os.path.realpath(os.path.dirname(os.path.abspath(folder))),
+                     os.path.realpath(folder)):  # it holds itself: a loop, not a second name
+                log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
+            return []
+        seen.add((st.st_dev, st.st_ino))
+        with os.scandir(folder) as it:
+            return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    except OSError as e:
+        log.note(f"skipped {shown(folder)}: {e.strerror}")
+        return []
+
+
+def note_link(e, folder: str, is_dir: bool, why: str, log: Log) -> None:
+    """Say why the walk does not follow a link (link_refusal's why). One to a
+    target inside the paths given is silent: the walk reaches that target under
+    its own path, rules and all; unless it is a loop or leads nowhere."""
+    if why != LINK_INSIDE:
+        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, {why} "
+                 "(--follow-links follows it)")
+    elif is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
+        log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
+    elif not os.path.exists(e.path):
+        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, "
+                 "which leads nowhere (a missing file or a loop of links)")
 
 
 # A link to a file or folder inside the paths given is not followed either: its
