@@ -4,6 +4,7 @@ line), then robustness. Standard library only, no network (a fake
 OpenAI-compatible server on 127.0.0.1), nothing timed: the child processes
 stop themselves at named points and the fake server holds replies on events."""
 
+import argparse
 import contextlib
 import io
 import itertools
@@ -1029,6 +1030,23 @@ class EmbedTests(RagTestCase):
                     self.assertNotIn("alice", out + err)
                 self.assertEqual(len(server.requests), before)
 
+    def test_embedder_table_adds_a_kind_of_embedder_by_name(self):
+        """A new embedder is a subclass and one EMBEDDERS entry: indexing,
+        search and the refusal floor then use it, by its model name."""
+        class Renamed(rag.HashEmbedder):  # another kind, with its own floor
+            model, floor, floor_source = "renamed-v1", 0.5, "default for renamed-v1"
+        os.environ["EMBED_MODEL"] = "renamed-v1"
+        self.write_docs()
+        with mock.patch.dict(rag.EMBEDDERS, {"renamed-v1": Renamed}):
+            self.assertIn("embeddings built in (renamed-v1)", self.ok("index", self.docs))
+            info = json.loads(self.ok("stats", "--json"))
+            self.assertEqual((info["embed_model"], info["floor"], info["floor_source"]),
+                             ("renamed-v1", 0.5, "default for renamed-v1"))
+            hits = json.loads(self.ok("search", "How long do refunds take?", "--json", "--mode", "dense"))
+            self.assertTrue(hits[0]["path"].endswith("refunds.md"))
+        # without its entry the name is a model behind a server, and there is none
+        self.assertIn("embedding model renamed-v1 needs a server", self.error_line("search", "refunds"))
+
 
 # ---------------------------------------------------------------------------
 # Store
@@ -1332,6 +1350,44 @@ class StoreTests(RagTestCase):
         files = [self.db + suffix for suffix in ("", "-wal", "-shm")]
         self.assertGreater(os.path.getsize(self.db + "-wal"), 200000)
         self.assertEqual(info["size_bytes"], sum(map(os.path.getsize, files)))
+
+    def test_store_interface_is_all_indexing_and_retrieval_need(self):
+        """Indexing, retrieval, refusal and the ask log reach storage only
+        through Store's methods: a store that is not SQLite's (here one passing
+        each call to a SqliteStore, with no connection of its own) gives the same."""
+        class Elsewhere(rag.Store):
+            def __init__(self, inner):
+                self.inner, self.used = inner, set()
+        for name in [n for n, v in vars(rag.Store).items() if callable(v) and not n.startswith("_")]:
+            def method(self, *args, _name=name):
+                self.used.add(_name)
+                return getattr(self.inner, _name)(*args)
+            setattr(Elsewhere, name, method)
+        self.write_docs()
+        self.ok("index", self.docs)
+        other = os.path.join(self.dir, "other.db")
+        conn, conn2 = rag.connect(self.db), rag.connect(other, create=True)
+        self.addCleanup(conn.close)
+        self.addCleanup(conn2.close)
+        store = Elsewhere(rag.SqliteStore(conn2))
+        self.assertFalse(hasattr(store, "conn"))
+        with contextlib.redirect_stderr(io.StringIO()):
+            rag.index_paths(store, rag.HashEmbedder(), [self.docs], rag.IndexOptions(), rag.Log())
+        texts = "SELECT d.rel, c.text, c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY c.id"
+        self.assertEqual(conn2.execute(texts).fetchall(), conn.execute(texts).fetchall())
+        for mode in rag.MODES:
+            for source in (None, "*.md"):
+                want = rag.Retriever(conn, rag.HashEmbedder(), source).search("How long do refunds take?", mode)
+                got = rag.Retriever(store, rag.HashEmbedder(), source).search("How long do refunds take?", mode)
+                self.assertEqual([(h.path.replace(other, self.db), h.chunk, h.score) for h in got],
+                                 [(h.path, h.chunk, h.score) for h in want])
+        floor = rag.floor_in_force(store, rag.BUILTIN_MODEL).value
+        self.assertEqual(floor, rag.floor_in_force(conn, rag.BUILTIN_MODEL).value)
+        a = rag.answer_question(rag.Retriever(store, rag.HashEmbedder()), rag.ExtractiveGenerator(),
+                                "How long do refunds take?", rag.AskOptions(floor=floor), rag.Log())
+        self.assertFalse(a.refused)
+        self.assertEqual(conn2.execute("SELECT question FROM asks").fetchall(), [("How long do refunds take?",)])
+        self.assertTrue({"write", "keyword", "dense", "chunks", "log_ask", "meta"} <= store.used, store.used)
 
 
 class ExportTests(RagTestCase):
@@ -2554,6 +2610,19 @@ class AskTests(RagTestCase):
         self.assertIn("bad input \ufffd]0;x\ufffd", json.loads(out)["fallback_reason"])
         self.assertFalse(rag.UNSAFE_CHARS.search(err), err)
 
+    def test_generator_table_names_the_answerer(self):
+        """A new answerer is a subclass and one GENERATORS entry."""
+        class Quoting(rag.Generator):
+            model, is_model = "quoting", False
+
+            def generate(self, system, prompt):
+                return rag.Reply("Refunds take 5 to 7 business days [1].")
+        self.write_docs()
+        self.ok("index", self.docs)
+        with mock.patch.dict(rag.GENERATORS, {"extractive": Quoting}):
+            a = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        self.assertEqual((a["answer"], a["model"], a["cited"]), ("Refunds take 5 to 7 business days [1].", "quoting", True))
+
 
 # ---------------------------------------------------------------------------
 # Eval
@@ -3419,6 +3488,18 @@ class HttpTests(RagTestCase):
         health = self.request("GET", "/health")[2]
         self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
 
+    def test_routes_table_adds_an_endpoint(self):
+        """An endpoint is a handler and one ROUTES entry; it needs the key
+        unless its entry says otherwise."""
+        def ping(api, body, caller):
+            return api.json(200, {"pong": body})
+        key = {"Authorization": "Bearer k-0123456789abcdef"}
+        with mock.patch.dict(rag.ROUTES, {("GET", "/ping"): rag.Route(ping)}):
+            self.serve(key="k-0123456789abcdef")
+            self.assertEqual(self.request("GET", "/ping")[0], 401)
+            self.assertEqual(self.request("GET", "/ping", headers=key)[::2], (200, {"pong": None}))
+        self.assertEqual(self.request("GET", "/ping", headers=key)[0], 404)  # gone with its entry
+
 
 # ---------------------------------------------------------------------------
 # Command line
@@ -3518,6 +3599,31 @@ class CommandLineTests(RagTestCase):
                             ("/opt/x/rag.py", "run 'python /opt/x/rag.py index DIR'")):
             with self.subTest(argv0), mock.patch.object(rag.sys, "argv", [argv0]):
                 self.assertIn(want, self.error_line("search", "x"))
+
+    def test_config_from_env_takes_given_values_over_the_environment(self):
+        os.environ.update(RAG_DB="env.db", EMBED_MODEL="env-model", EMBED_BASE_URL="http://127.0.0.1:9/v1")
+        cfg = rag.Config.from_env()
+        self.assertEqual((cfg.db, cfg.embed_model, cfg.embed.url), ("env.db", "env-model", "http://127.0.0.1:9/v1"))
+        cfg = rag.Config.from_env(db="given.db", embed_model="given-model", embed_url=None)
+        self.assertEqual((cfg.db, cfg.embed_model, cfg.embed.url), ("given.db", "given-model", "http://127.0.0.1:9/v1"))
+        self.assertEqual(rag.Config.from_env(env={}, indexing=True), rag.Config())  # only env is read
+        with self.assertRaises(TypeError):
+            rag.Config.from_env(base_url="http://127.0.0.1:9/v1")  # a flag's name, not the configuration's
+        args = rag.build_parser().parse_args(["search", "q", "--db", "flag.db", "--embed-model", "m",
+                                              "--base-url", "http://127.0.0.1:8/v1", "--timeout", "7"])
+        self.assertEqual(rag.config_from_args(args), rag.Config.from_env(
+            db="flag.db", embed_model="m", chat_url="http://127.0.0.1:8/v1", timeout=7.0))
+        self.assertEqual(rag.query_from_args(args), rag.QueryOptions())
+
+    def test_commands_table_makes_the_command_line(self):
+        """A subcommand is a function, its arguments and one COMMANDS entry."""
+        parser = rag.build_parser()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        self.assertEqual(list(sub.choices), list(rag.COMMANDS))
+        hello = rag.Command(lambda args, cfg, closer: print(f"hello {args.name} from {cfg.db}") or 0,
+                            lambda p: p.add_argument("name"), ("common",), "say hello", "Say hello.")
+        with mock.patch.dict(rag.COMMANDS, {"hello": hello}):
+            self.assertEqual(self.ok("hello", "you"), f"hello you from {self.db}\n")
 
 
 # ---------------------------------------------------------------------------
