@@ -18,23 +18,44 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
-    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, IndexOptions
+    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (Config.from_env),
+                     QueryOptions, IndexOptions
+    Helpers          what every stage uses: program, the Log, paths as shown, the question's limits
     Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; clean text (no
                      control characters); secrets (credential files, redaction); the format table
-    Chunk            lines to blocks (Markdown or code) to units, packed by Packer
-    Embed            the built-in hashing embedder; HttpClient (retries, one Endpoint) and HttpEmbedder
-    Store            SQLite schema and migrations, connect (index or not, read-only), writes,
-                     export; damage (find_damage, what check and index say); signatures and
-                     sketches (SignatureIndex: dense candidates)
+    Chunk            lines to blocks (Markdown or code) to units, packed by Packer; CHUNKER_VERSION
+    Embed            Embedder (what a model must offer); the built-in HashEmbedder; HttpClient
+                     (retries, one Endpoint) and HttpEmbedder; the EMBEDDERS table
+    Store            SQLite: schema as numbered migrations, connect (index or not, read-only),
+                     settings (Meta), writes (touch), export, damage (what check and index say),
+                     packed signatures; Store, what indexing and retrieval need of storage, and
+                     SqliteStore, its one implementation (the STORES table)
     Index            walk (filters, links only inside the folders given, virtual file systems),
-                     read, chunk, embed, store
-    Retrieve         dense, keyword (FTS5), fusion, reranking; the relevance floor
-    Generate         prompt (passage order, context budget, document brackets defused), chat and
-                     extractive answerers, fallback, citations and sources, the ask log
+                     read, chunk, embed (Batcher, in parallel), store
+    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
+    Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), Retriever
+    Refuse           the null level, relevance on the index's own scale, the floor in force,
+                     refuses (the rule), calibration and where it is kept
+    Generate         prompt (passage order, context budget, document brackets defused), Generator,
+                     chat and extractive answerers (the GENERATORS table), fallback, citations, the ask log
     Eval             cases, gold, metrics, answers and their citations
+    Wiring           configuration from the environment and given values; the builders every caller
+                     uses (query_embedder, make_retriever, open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
-                     says); MCP over stdio; HTTP (Host rule, keys, deadline, drain) and its page
-    Command line     configuration (chat, embeddings, rerank endpoints), subcommands, argparse, main
+                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain); the page
+    Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
+
+Where a change goes (one band, and one table entry where there is a table):
+    a file format    a reader in Parse, one entry in _formats (FORMATS)
+    an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
+                     weight as attributes), one entry in EMBEDDERS; a model behind an
+                     OpenAI-compatible server needs neither
+    a store          a subclass of Store at the end of Store, one entry in STORES
+    an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_ method
+                     of McpServer and one entry in MCP_TOOLS)
+    the refusal rule the Refuse band (refuses, relevance, floor_in_force); the default floors are
+                     Embedder attributes, their numbers in Constants
+    a subcommand     cmd_X and X_arguments in Command line, one entry in COMMANDS
 """
 
 from __future__ import annotations
@@ -62,6 +83,25 @@ from datetime import datetime, timezone
 from html.parser import HTMLParser
 
 __version__ = "0.1.0"
+# The public surface: what a program importing rag.py (bench/, an application)
+# builds on. The rest may change between versions.
+__all__ = [
+    "__version__", "main", "REFUSAL", "RagError", "UsageError",
+    # records and configuration
+    "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "Endpoint", "QueryOptions", "IndexOptions",
+    "AskOptions", "Floor", "Scope", "Log",
+    # the stages
+    "Format", "FORMATS", "parse_document", "chunk_lines",
+    "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder",
+    "Store", "SqliteStore", "STORES", "connect", "index_paths", "export_lines",
+    "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
+    "null_level", "floor_in_force", "relevance", "refuses",
+    "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator", "answer_question",
+    "load_cases", "evaluate",
+    # wiring and serving
+    "query_embedder", "make_retriever", "open_for_query", "ask_options",
+    "Service", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS", "build_parser",
+]
 
 # ---------------------------------------------------------------------------
 # Constants
