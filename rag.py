@@ -86,13 +86,13 @@ __version__ = "0.1.0"
 # The public surface: what a program importing rag.py (bench/, an application)
 # builds on. The rest may change between versions.
 __all__ = [
-    "__version__", "main", "REFUSAL", "RagError", "UsageError",
+    "__version__", "main", "REFUSAL", "BUILTIN_MODEL", "RagError", "UsageError",
     # records and configuration
     "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "Endpoint", "QueryOptions", "IndexOptions",
     "AskOptions", "Floor", "Scope", "Log",
     # the stages
     "Format", "FORMATS", "parse_document", "chunk_lines",
-    "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder",
+    "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "STORES", "connect", "index_paths", "export_lines",
     "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses",

@@ -67,10 +67,11 @@ def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
     """One eval run; the table row for it. rerank: (model, url, depth)."""
     embedder = rag.make_embedder(cfg)
     reranker = None
-    if rerank:
-        client = rag.HttpClient(rag.Endpoint(rerank[1]), rag.Config(timeout=600, retries=0))
-        reranker = rag.Rerank(rag.HttpReranker(client, rerank[0]), rerank[2], rag.Log().note)
-    retriever = rag.Retriever(conn, embedder, exact=exact, rerank=reranker)
+    if rerank:  # no retries, and patience for a slow local reranker
+        given = rag.Config.from_env(env={}, rerank_url=rerank[1], rerank_model=rerank[0], rerank_depth=rerank[2],
+                                    timeout=600, retries=0)
+        reranker = rag.make_rerank(given, rag.Log().note)
+    retriever = rag.make_retriever(conn, embedder, rag.QueryOptions(exact=exact), reranker)
     floor = rag.floor_in_force(conn, embedder.model).value
     t0 = time.perf_counter()
     r = rag.evaluate(conn, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
