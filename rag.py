@@ -5272,9 +5272,10 @@ def check_question(q: str) -> str:
     return valid_text(q)
 
 
-def ask_options(q: QueryOptions, conn, model: str) -> tuple[AskOptions, Floor]:
-    """ask's and eval's retrieval and answer options, with the floor in force."""
-    floor = floor_in_force(conn, model, q.min_score)
+def ask_options(q: QueryOptions, store, model: str) -> tuple[AskOptions, Floor]:
+    """ask's and eval's retrieval and answer options, with the floor in force
+    for the index (a store, or an SQLite connection)."""
+    floor = floor_in_force(store, model, q.min_score)
     return AskOptions(q.mode, q.k, floor.value, q.max_context), floor
 
 
@@ -5537,7 +5538,7 @@ class Service:
         stream_to gets the model's text as it comes when a chat model writes it."""
         a = self.request(params)
         with self.retriever(a["source"], caller) as r:
-            opts, floor = ask_options(self.opts, r.conn, r.embedder.model)
+            opts, floor = ask_options(self.opts, r.store, r.embedder.model)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
             return answer_question(r, generator, a["question"], opts, self.log,
@@ -6682,7 +6683,7 @@ def search_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_search(args, cfg: Config, closer) -> int:
     """Print the ranked chunks for a question."""
     question = check_question(args.question)
-    conn, retriever = open_for_query(cfg, query_from_args(args), closer, vectors=args.mode != "keyword")
+    _, retriever = open_for_query(cfg, query_from_args(args), closer, vectors=args.mode != "keyword")
     hits = retriever.search(question, args.mode, args.k, similarity=args.mode != "keyword")
     if args.json:
         print(json.dumps([hit_json(h, n) for n, h in enumerate(hits, 1)], indent=2))
@@ -6715,12 +6716,12 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     """Answer a question from the index, citing passages, or refuse."""
     question = check_question(args.question)
     q = query_from_args(args)
-    conn, retriever = open_for_query(cfg, q, closer)
+    _, retriever = open_for_query(cfg, q, closer)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
     stream = stream and not args.json and not args.show_prompt and not cfg.offline
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
-    opts, floor = ask_options(q, conn, retriever.embedder.model)
+    opts, floor = ask_options(q, retriever.store, retriever.embedder.model)
     a = answer_question(retriever, generator, question, opts, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
@@ -6773,7 +6774,7 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     cases = load_cases(args.cases)
     q = query_from_args(args)
     conn, retriever = open_for_query(cfg, q, closer)
-    opts, floor = ask_options(q, conn, retriever.embedder.model)
+    opts, floor = ask_options(q, retriever.store, retriever.embedder.model)
     log = Log()
     generator = make_generator(cfg, warn=log.note) if args.generate else None
     report = evaluate(conn, retriever, cases, opts, log, generator)
