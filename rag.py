@@ -5851,7 +5851,8 @@ class HttpApi:
     def chat_params(self, body) -> dict:
         """A chat request as Service.ask takes it, every field checked (a bad
         one is a 400, before a stream would start)."""
-        params = dict(self.options(body), question=chat_question(body))
+        question = chat_question(body)  # first: a body that is not an object is a 400 there
+        params = dict(self.options(body), question=question)
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
             raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")

@@ -3488,6 +3488,12 @@ class HttpTests(RagTestCase):
         health = self.request("GET", "/health")[2]
         self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
 
+    def test_chat_body_that_is_not_an_object_is_a_400(self):
+        self.serve()
+        for body in ("kmode", 5, ["k"], None):
+            status, _, reply = self.request("POST", "/v1/chat/completions", raw=json.dumps(body).encode())
+            self.assertEqual((status, reply["error"]["type"]), (400, "invalid_request_error"), body)
+
     def test_routes_table_adds_an_endpoint(self):
         """An endpoint is a handler and one ROUTES entry; it needs the key
         unless its entry says otherwise."""
