@@ -2620,6 +2620,7 @@ class Meta:
     FLOOR_MODEL = "floor_model"      # the model it was calibrated for
     FLOOR_SOURCE = "floor_source"    # on what cases, when
     CONVENTION = "convention"        # how questions and documents are told apart (Convention.stored)
+    QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode (question_floor)
 
 
 def touch(conn: sqlite3.Connection) -> None:
@@ -3897,6 +3898,10 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
                                      "their old text", opts.prune, log)
     store.finished()
     null_level(store)  # measured now, so that no question pays for it
+    try:  # likewise, for the default mode; the documents are stored whatever happens here
+        question_floor(Retriever(store, embedder), "hybrid")
+    except RagError as e:
+        log.note(f"note: the refusal floor could not be measured now ({e}); the first question measures it")
     return stats
 
 
@@ -4412,12 +4417,13 @@ class Retriever:
         query = fts_query(question)
         return self.store.keyword(query, depth, self.scope()) if query else []
 
-    def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH):
+    def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH, qvec: list[float] | None = None):
         """(chunk id, score) best first, before any reranking, and the
-        question's vector (None for keyword search, which needs none)."""
+        question's vector (None for keyword search, which needs none;
+        qvec: the question's vector, when it is embedded already)."""
         if mode == "keyword":
-            return self.keyword(question, depth), None
-        qvec = self.embed_question(question)
+            return self.keyword(question, depth), qvec
+        qvec = qvec if qvec is not None else self.embed_question(question)
         if mode == "dense":
             return self.dense(qvec, depth), qvec
         dense, keyword = self.dense(qvec, depth), self.keyword(question, depth)
@@ -4544,18 +4550,344 @@ class Floor:
     source: str
 
 
-def floor_in_force(store, model: str, min_score: float | None = None) -> Floor:
+def floor_in_force(store, model: str, min_score: float | None = None, measured=None) -> Floor:
     """--min-score, else the floor eval --calibrate stored for this index (a
-    store, or an SQLite connection) and model, else the default of the
-    model's kind of relevance (Embedder.floor)."""
+    store, or an SQLite connection) and model, else the one measured on it
+    without labels (measured(): the value, None when there is none), else the
+    default of the model's kind of relevance (Embedder.floor)."""
     if min_score is not None:
         return Floor(min_score, "--min-score")
     store = as_store(store)
     stored = store.meta(Meta.FLOOR)
     if stored is not None and store.meta(Meta.FLOOR_MODEL) == model:
         return Floor(float(stored), store.meta(Meta.FLOOR_SOURCE) or "calibrated")
+    value = measured() if measured else None
+    if value is not None:
+        return Floor(value["floor"], value.get("source") or "measured on this index")
     kind = embedder_class(model)
     return Floor(kind.floor, kind.floor_source)
+
+
+# Refusing without labels. What questions score depends on the model, on the
+# index and on its size (among more chunks, a better best match by chance),
+# so the floor is measured on the index itself, from two kinds of question
+# retrieved as a question is: PROBES, everyday questions about everything
+# (written for rag.py, about no corpus in particular), which the index should
+# not answer; and questions made from its own passages (pseudo_questions),
+# which it does. The floor starts at the default of the embedder's kind, rises
+# until PROBE_QUANTILE of the probes are refused, and comes down until no more
+# than PSEUDO_QUANTILE of the index's own questions are (README, "Floor":
+# chosen on SciFact and SQuAD with the built-in embedder, and on SQuAD with
+# all-MiniLM-L6-v2 and multilingual-e5-small, two real models of very
+# different similarity scales). Measured after an index run, and again when
+# the number of chunks has changed by NULL_REFRESH; kept in the index for its
+# embedding model, per retrieval mode.
+PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
+PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most
+PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
+PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every other word of it
+PSEUDO_MIN = 20  # fewer of the index's own questions than this say too little of where answerable ones fall
+PROBES = tuple("""
+What is the capital of Mongolia?
+Who painted the Mona Lisa?
+How many players are on a volleyball team on court?
+When did the Berlin Wall fall?
+What is the boiling point of water at the top of Mount Everest?
+Who wrote the novel Moby-Dick?
+How long should a soft-boiled egg be cooked?
+What year did the first Harry Potter film come out?
+Which river flows through Budapest?
+How tall is the Eiffel Tower?
+What is the best way to remove a red wine stain from a carpet?
+Who won the football World Cup in 1998?
+How many calories are in a banana?
+What language is spoken in Brazil?
+When was the telephone invented?
+What is the population of Lagos?
+Who is the lead singer of the band Coldplay?
+How do you change a flat tyre on a bicycle?
+What does a koala eat?
+Which planet has the most moons?
+What is the recipe for a classic margherita pizza?
+Who directed the film Jaws?
+How deep is the Mariana Trench?
+When is the best time of year to plant tulip bulbs?
+What currency is used in Switzerland?
+Who was the first woman to fly solo across the Atlantic?
+How many strings does a standard guitar have?
+What is the main ingredient of hummus?
+Which country hosted the 2016 Summer Olympics?
+How fast can a cheetah run?
+What time zone is New Zealand in?
+Who invented the printing press?
+How do I reset my home wifi router?
+What is the tallest mountain in Africa?
+When did the Titanic sink?
+How many bones are in an adult human hand?
+What is the national animal of Scotland?
+Who composed the Four Seasons?
+How much does an African elephant weigh?
+What are the rules of cricket's leg before wicket?
+Which city is known as the Big Apple?
+How long is a marathon in kilometres?
+What is the plot of Romeo and Juliet?
+Who was president of France in 1995?
+How do penguins keep their eggs warm?
+What is the oldest university in Europe?
+When did humans first land on the Moon?
+How many time zones does Russia have?
+What is the difference between a crocodile and an alligator?
+Who holds the record for the most Grand Slam tennis titles?
+How do you make sourdough starter?
+Which ocean is the largest?
+What is the speed limit on German motorways?
+Who built the Taj Mahal?
+How many hearts does an octopus have?
+What is the most visited museum in the world?
+When was the euro introduced as cash?
+How do you tie a bow tie?
+What genre of music is Bob Marley known for?
+Which desert is the largest in Asia?
+How much does a ticket to the Louvre cost?
+Who discovered penicillin?
+What is the name of the longest bridge in the world?
+How many legs does a spider have?
+What is the weather like in Iceland in July?
+Who was the architect of the Sagrada Familia?
+How do you play the card game bridge?
+Which country produces the most coffee?
+What is the life expectancy of a house cat?
+When did the French Revolution begin?
+How many episodes are there in the first season of Friends?
+What is the chemical symbol for gold?
+Who is the author of Don Quixote?
+How do you train a puppy to sit?
+Which is the smallest country in the world?
+What is the largest bone in the human body?
+When was the Great Wall of China built?
+How many keys does a piano have?
+What sport is played at Wimbledon?
+Who sculpted the statue of David?
+How long does it take to fly from London to Tokyo?
+What is the main religion in Thailand?
+Which bird lays the largest egg?
+How do you brew a good cup of green tea?
+What is the name of the currency of Japan?
+Who won the Tour de France most times?
+How many islands make up Hawaii?
+What is the difference between a violin and a viola?
+When did Nelson Mandela become president?
+How do bees make honey?
+Which film won the Oscar for best picture in 1994?
+What is the average depth of the Mediterranean Sea?
+Who founded the city of Alexandria?
+How much sleep does a teenager need?
+What is the highest waterfall in the world?
+When did the Roman Empire fall?
+How do you say thank you in Korean?
+Which metal is liquid at room temperature?
+What are the ingredients of a mojito?
+Who was the first emperor of China?
+How many stars are on the flag of the United States?
+What is the longest river in South America?
+When did the Beatles break up?
+How do you grow tomatoes on a balcony?
+Which animal is the fastest swimmer?
+What is the area of Greenland?
+Who wrote War and Peace?
+How many teeth does an adult have?
+What is the capital of Canada?
+When was chess invented?
+How do hurricanes form?
+Which team has won the most NBA championships?
+What is the dress code for a black tie event?
+Who was Cleopatra married to?
+How long do giant tortoises live?
+What is the national dish of Spain?
+When did the first iPhone go on sale?
+How many countries are in the European Union?
+Which language has the most native speakers?
+What is the height of the Burj Khalifa?
+Who painted The Starry Night?
+How do you make a paper airplane fly farther?
+What is the coldest city in the world?
+When was the Magna Carta signed?
+How many players are in a rugby union team?
+Which vitamin does sunlight help the body make?
+What is the story of the Trojan horse?
+Who is known as the father of modern physics?
+How do you clean a cast iron pan?
+What is the biggest shopping mall in the world?
+When did the Ottoman Empire end?
+How many chambers does the human heart have?
+Which country has the most lakes?
+What is the lyrics of the national anthem of Italy?
+Who starred in the original Star Wars film?
+How do you fold a fitted sheet?
+What is the deepest lake in the world?
+When did women get the vote in New Zealand?
+How many moons does Mars have?
+Which instrument did Louis Armstrong play?
+What are the symptoms of the common cold?
+Who was the first person to climb Mount Everest?
+How long does it take light from the Sun to reach Earth?
+What is the best beach in Portugal?
+When was the Statue of Liberty dedicated?
+How many Harry Potter books are there?
+Which country invented paper money?
+What is the population of Tokyo?
+Who designed the Sydney Opera House?
+How do you knit a scarf for beginners?
+What is the meaning of the Japanese word ikigai?
+When did the Second World War end in Europe?
+How many pawns does each player have in chess?
+Which is the hottest place on Earth?
+What do pandas eat besides bamboo?
+Who was the author of Pride and Prejudice?
+How do you pronounce the name Nguyen?
+What is the largest city in Australia?
+When did the dinosaurs become extinct?
+How many gold medals did Michael Phelps win?
+Which mountain range separates Europe and Asia?
+What is the price of a Big Mac in Norway?
+Who ruled England after Henry VIII?
+How can I get rid of hiccups?
+What is the tallest tree species?
+When was the first modern Olympic Games held?
+How many litres of water should an adult drink a day?
+Which country is famous for tulips and windmills?
+What is a group of crows called?
+Who invented the light bulb?
+How do you make French onion soup?
+What is the largest moon of Saturn?
+When did Queen Victoria die?
+How many colours are in a rainbow?
+Which football club plays at Anfield?
+What is the national flower of Japan?
+Who wrote the song Imagine?
+How long is the Great Barrier Reef?
+What is the busiest airport in the world?
+When did the Soviet Union collapse?
+How do you care for an orchid?
+Which gas do plants absorb from the air?
+What is the official language of Egypt?
+Who discovered America in 1492?
+How many sides does a hexagon have?
+What is the most popular dog breed?
+When did the Wright brothers first fly?
+How do I convert Celsius to Fahrenheit?
+Which city hosts the Carnival with samba parades?
+What is the largest island in the Mediterranean?
+How many minutes are in a football match?
+What is the favourite food of hedgehogs?
+When was the Eiffel Tower built?
+How do volcanoes erupt?
+Which singer is known as the Queen of Pop?
+What is the name of Shakespeare's wife?
+Who won the Nobel Peace Prize in 2009?
+How much does it cost to climb Kilimanjaro?
+What is the capital of Peru?
+When did the Tang dynasty rule China?
+How many calories does running burn?
+Which country is the largest producer of olive oil?
+What is the story of the film Titanic?
+Who was the Greek goddess of wisdom?
+How do you make pancakes without eggs?
+What is the fastest land animal?
+When was the Suez Canal opened?
+How many people live in Iceland?
+Which artist cut off part of his ear?
+What should I pack for a ski holiday?
+Who is the current king of Sweden?
+How old is the universe?
+What is the rarest blood type?
+When was the first Tour de France?
+How many bridges are there in Venice?
+Which famous detective lived at 221B Baker Street?
+What is the difference between weather and climate?
+Who composed the opera Carmen?
+How do you solve a Rubik's cube?
+What is the main export of Chile?
+When did the Aztec empire fall?
+How many hours of daylight are there in Oslo in December?
+""".strip().splitlines())
+
+
+def question_relevance(retriever, questions: list[str], mode: str) -> list[float]:
+    """The relevance of each question on this index, sorted, as ask judges it
+    (the top DEFAULT_K before any reranking), the questions embedded in one go."""
+    vecs = [normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)] if questions else []
+    out = []
+    for q, qvec in zip(questions, vecs):
+        first, _ = retriever.rank(q, mode, FUSION_DEPTH, qvec)
+        out.append(relevance(retriever, q, retriever.hits(first[:DEFAULT_K], qvec)))
+    return sorted(out)
+
+
+def pseudo_questions(store: Store, n: int = PSEUDO_QUESTIONS) -> list[str]:
+    """Questions the index answers, made without labels: from each of n
+    passages (a fixed-seed sample), one sentence of PSEUDO_WORDS words, every
+    other word of it kept ('Refunds 5 7 days reach card'): its passage shares
+    words and meaning with it, as with a real question, but not all of them."""
+    ids = [cid for cid, _ in store.chunk_docs()]
+    sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))  # some passages have no such sentence
+    texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
+    for cid in sample:
+        chunk = texts[cid][2] if cid in texts else None
+        sentences = [chunk.text[a:b].split() for a, b in sentence_spans(chunk.text)] if chunk else []
+        sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]
+        if sentences:
+            out.append(" ".join(rnd.choice(sentences)[::2]))
+            if len(out) == n:
+                break
+    return out if len(out) >= PSEUDO_MIN else []  # too few to say where answerable questions fall
+
+
+def quantile(sorted_values: list[float], share: float) -> float:
+    return sorted_values[min(int(share * len(sorted_values)), len(sorted_values) - 1)]
+
+
+def measure_question_floor(retriever, mode: str) -> dict:
+    """The label-free floor for this index and mode, and what it came from:
+    the probes' level (PROBE_QUANTILE) and the index's own questions'
+    (PSEUDO_QUANTILE); see the comment above PROBE_QUANTILE."""
+    probes = question_relevance(retriever, list(PROBES), mode)
+    own = question_relevance(retriever, pseudo_questions(retriever.store), mode)
+    kind = embedder_class(retriever.embedder.model)
+    unrelated = quantile(probes, PROBE_QUANTILE)
+    answerable = quantile(own, PSEUDO_QUANTILE) if own else 1.0
+    floor = min(max(kind.floor, unrelated), answerable)
+    source = (f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of {len(own)} questions made "
+              "from its passages are refused" if floor < kind.floor else
+              f"measured on this index: raised until {PROBE_QUANTILE:.0%} of {len(probes)} unrelated questions "
+              "are refused" if floor > kind.floor else
+              f"{kind.floor_source}; questions measured on this index neither raise nor lower it")
+    return {"floor": round(floor, 6), "source": source, "unrelated": round(unrelated, 6),
+            "answerable": round(answerable, 6), "probes": len(probes), "own": len(own)}
+
+
+def kept_question_floors(store, model: str, count: int) -> dict:
+    """The floors measured without labels that the index keeps for model, by
+    mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
+    try:
+        kept = json.loads(as_store(store).meta(Meta.QUESTION_FLOOR) or "{}")
+        if kept.get("model") != model or abs(count - kept["chunks"]) > NULL_REFRESH * kept["chunks"]:
+            return {}
+        return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
+    except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
+        return {}
+
+
+def question_floor(retriever, mode: str) -> dict | None:
+    """The floor measured without labels for this index, model and mode
+    (measure_question_floor): as kept, else measured now (and kept, when the
+    index can be written)."""
+    store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
+    floors = kept_question_floors(store, model, count)
+    if mode not in floors and count:
+        floors[mode] = measure_question_floor(retriever, mode)
+        store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
+    return floors.get(mode)
 
 
 def word_coverage(question: str, hits: list[Hit], idf) -> float:
@@ -5396,10 +5728,11 @@ def check_question(q: str) -> str:
     return valid_text(q)
 
 
-def ask_options(q: QueryOptions, store, model: str) -> tuple[AskOptions, Floor]:
+def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floor]:
     """ask's and eval's retrieval and answer options, with the floor in force
-    for the index (a store, or an SQLite connection)."""
-    floor = floor_in_force(store, model, q.min_score)
+    for the retriever's index (measured there without labels unless given or calibrated)."""
+    floor = floor_in_force(retriever.store, retriever.embedder.model, q.min_score,
+                           lambda: question_floor(retriever, q.mode))
     return AskOptions(q.mode, q.k, floor.value, q.max_context), floor
 
 
@@ -5441,7 +5774,12 @@ def index_info(conn, db: str) -> dict:
             "convention": stored_convention(get_meta(conn, Meta.CONVENTION)).shown(),
             "asks": q("SELECT count(*) FROM asks")}
     if info["chunks"]:
-        floor = floor_in_force(conn, info["embed_model"] or BUILTIN_MODEL)
+        model = info["embed_model"] or BUILTIN_MODEL
+        kept = kept_question_floors(conn, model, info["chunks"]).get("hybrid")
+        floor = floor_in_force(conn, model, measured=lambda: kept)
+        if kept:
+            info.update(unrelated_questions=kept["unrelated"], own_questions=kept["answerable"],
+                        questions_measured=[kept.get("probes"), kept.get("own")])
         info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn, info["chunks"]), 4))
     return info
 
@@ -5663,7 +6001,7 @@ class Service:
         stream_to gets the model's text as it comes when a chat model writes it."""
         a = self.request(params)
         with self.retriever(a["source"], caller) as r:
-            opts, floor = ask_options(self.opts, r.store, r.embedder.model)
+            opts, floor = ask_options(self.opts, r)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
             return answer_question(r, generator, a["question"], opts, self.log,
@@ -6855,7 +7193,7 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     stream = stream and not args.json and not args.show_prompt and not cfg.offline
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
-    opts, floor = ask_options(q, retriever.store, retriever.embedder.model)
+    opts, floor = ask_options(q, retriever)
     a = answer_question(retriever, generator, question, opts, log)
     if args.show_prompt:
         print(f"--- system ---\n{SYSTEM_PROMPT}\n--- user ---\n{a.prompt}\n--- answer ---")
@@ -6908,7 +7246,7 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     cases = load_cases(args.cases)
     q = query_from_args(args)
     conn, retriever = open_for_query(cfg, q, closer)
-    opts, floor = ask_options(q, retriever.store, retriever.embedder.model)
+    opts, floor = ask_options(q, retriever)
     log = Log()
     generator = make_generator(cfg, warn=log.note) if args.generate else None
     report = evaluate(conn, retriever, cases, opts, log, generator)
@@ -7184,6 +7522,11 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     if "floor" in info:
         print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
               f"{info['null_level']:g} under this model)")
+    if "unrelated_questions" in info:
+        probes, own = info["questions_measured"]
+        print(f"                {PROBE_QUANTILE:.0%} of {probes} unrelated questions score below "
+              f"{info['unrelated_questions']:g}; {1 - PSEUDO_QUANTILE:.0%} of {own} questions made "
+              f"from its passages above {info['own_questions']:g}")
     print(f"asks logged     {info['asks']}")
     return 0
 
