@@ -4587,6 +4587,9 @@ PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at m
 PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
 PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every other word of it
 PSEUDO_MIN = 20  # fewer of the index's own questions than this say too little of where answerable ones fall
+# A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
+# (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
+PROBE_ANSWERED = 0.8
 PROBES = tuple("""
 What is the capital of Mongolia?
 Who painted the Mona Lisa?
@@ -4813,14 +4816,17 @@ How many hours of daylight are there in Oslo in December?
 """.strip().splitlines())
 
 
-def question_relevance(retriever, questions: list[str], mode: str) -> list[float]:
+def question_relevance(retriever, questions: list[str], mode: str, unanswered: bool = False) -> list[float]:
     """The relevance of each question on this index, sorted, as ask judges it
-    (the top DEFAULT_K before any reranking), the questions embedded in one go."""
+    (the top DEFAULT_K before any reranking), the questions embedded in one
+    go; unanswered: only those whose passages lack PROBE_ANSWERED of their words."""
     vecs = [normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)] if questions else []
     out = []
     for q, qvec in zip(questions, vecs):
         first, _ = retriever.rank(q, mode, FUSION_DEPTH, qvec)
-        out.append(relevance(retriever, q, retriever.hits(first[:DEFAULT_K], qvec)))
+        hits = retriever.hits(first[:DEFAULT_K], qvec)
+        if not unanswered or word_coverage(q, hits, retriever.idf) < PROBE_ANSWERED:
+            out.append(relevance(retriever, q, hits))
     return sorted(out)
 
 
@@ -4851,10 +4857,10 @@ def measure_question_floor(retriever, mode: str) -> dict:
     """The label-free floor for this index and mode, and what it came from:
     the probes' level (PROBE_QUANTILE) and the index's own questions'
     (PSEUDO_QUANTILE); see the comment above PROBE_QUANTILE."""
-    probes = question_relevance(retriever, list(PROBES), mode)
+    probes = question_relevance(retriever, list(PROBES), mode, unanswered=True)
     own = question_relevance(retriever, pseudo_questions(retriever.store), mode)
     kind = embedder_class(retriever.embedder.model)
-    unrelated = quantile(probes, PROBE_QUANTILE)
+    unrelated = quantile(probes, PROBE_QUANTILE) if probes else 0.0
     answerable = quantile(own, PSEUDO_QUANTILE) if own else 1.0
     floor = min(max(kind.floor, unrelated), answerable)
     source = (f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of {len(own)} questions made "
@@ -4925,6 +4931,14 @@ def refuses(relevance: float, floor: float) -> bool:
     """The refusal rule: passages less relevant than the floor do not answer,
     and no model is asked (ask refuses, eval counts the question as refused)."""
     return relevance < floor
+
+
+def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
+    """(share of the unanswerable cases, share of the answerable) a floor refuses."""
+    off = [r["relevance"] for r in rows if r.get("unanswerable")]
+    ans = [r["relevance"] for r in rows if not r.get("unanswerable")]
+    return (sum(refuses(x, floor) for x in off) / max(len(off), 1),
+            sum(refuses(x, floor) for x in ans) / max(len(ans), 1))
 
 
 def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
@@ -7256,7 +7270,9 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     else:
         print_report(report, args.k)
     if args.calibrate:
-        store_calibration(conn, retriever.embedder.model, report["cases_detail"], args.cases)
+        measured = question_floor(retriever, q.mode)
+        store_calibration(conn, retriever.embedder.model, report["cases_detail"], args.cases,
+                          measured["floor"] if measured else None)
     recall = report[f"recall@{args.k}"]
     if args.fail_under is not None and recall is not None and recall < args.fail_under:
         print(f"rag: error: recall@{args.k} {recall:.3f} is below --fail-under {args.fail_under}",
@@ -7265,14 +7281,19 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     return 0
 
 
-def store_calibration(conn, model: str, rows: list[dict], cases: str) -> None:
-    """eval --calibrate: print the trade-off, keep the chosen floor in the index."""
+def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: float | None = None) -> None:
+    """eval --calibrate: print the trade-off (and where the floor measured
+    without labels stands on it), keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
     for f, off, ans in table:
         print(f"  {f:.4f}  {off:6.1%}  {ans:6.1%}" + ("   <- chosen: most refused with at most "
                                                     f"{CALIBRATION_MAX_FALSE:.0%} answerable refused"
                                                     if f == chosen else ""))
+    if measured is not None:
+        off, ans = refused_shares(rows, measured)
+        print(f"  {measured:.4f}  {off:6.1%}  {ans:6.1%}   <- measured without labels "
+              f"({chosen - measured:+.4f} from it to the chosen one)")
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
         keep_floor(conn, model, chosen, source)

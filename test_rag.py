@@ -2404,7 +2404,8 @@ class AskTests(RagTestCase):
                 on = json.loads(self.ok("ask", "How long do refunds take to reach the card?", "--json"))
                 off = json.loads(self.ok("ask", "Who painted the ceiling of the Sistine Chapel?", "--json"))
                 self.assertEqual((on["refused"], off["refused"]), (False, True), (on["relevance"], off["relevance"]))
-                self.assertEqual(on["floor"], rag.DEFAULT_FLOOR)
+                self.assertEqual(on["floor"], rag.DEFAULT_FLOOR)  # too few passages to lower it
+                self.assertTrue(on["floor_source"].startswith("default for embedding models; questions measured"))
                 self.assertGreater(on["relevance"], on["floor"])
                 self.assertIn("unrelated chunks score", self.ok("stats"))
                 level = float(dict(self.rows("SELECT key, value FROM meta"))["null_level"])
@@ -2685,6 +2686,55 @@ class AskTests(RagTestCase):
             a = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
         self.assertEqual((a["answer"], a["model"], a["cited"]), ("Refunds take 5 to 7 business days [1].", "quoting", True))
 
+    def test_floor_is_measured_on_the_index_kept_and_measured_again_when_it_changes(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
+        chunks = json.loads(self.ok("stats", "--json"))["chunks"]
+        self.assertEqual((kept["model"], kept["chunks"]), (rag.BUILTIN_MODEL, chunks))
+        self.assertGreater(kept["floors"]["hybrid"]["probes"], len(rag.PROBES) / 2)
+        a = json.loads(self.ok("ask", "How long do refunds take?", "--json", "--mode", "keyword"))
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
+        self.assertEqual(set(kept["floors"]), {"hybrid", "keyword"})  # another mode: measured at its first question
+        self.assertEqual(a["floor"], kept["floors"]["keyword"]["floor"])
+        self.write("more.md", "# More\n\nWarranty claims are answered within ten days.\n")
+        self.ok("index", self.docs)  # a fifth more chunks: measured again, for the default mode
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
+        self.assertEqual((kept["chunks"], set(kept["floors"])), (chunks + 1, {"hybrid"}))
+        self.assertIn("questions measured on this index", self.ok("stats"))
+
+    def test_floor_rises_where_everyday_questions_find_matches(self):
+        """A folder that answers many everyday questions (a quiz book): the
+        floor rises until most of them are refused, above the default."""
+        quiz = "".join(f"## Question {i}\n\n{q} The quiz book's answer to this is on page {i}.\n\n"
+                       for i, q in enumerate(rag.PROBES[::2]))
+        self.write_docs({"quiz.md": "# Quiz\n\n" + quiz, **DOCS})
+        self.ok("index", self.docs)
+        a = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        self.assertGreater(a["floor"], rag.BUILTIN_FLOOR)
+        self.assertTrue(a["floor_source"].startswith("measured on this index: raised"), a["floor_source"])
+        self.assertFalse(a["refused"], (a["relevance"], a["floor"]))
+
+    def test_floor_comes_down_where_the_index_own_questions_score_low(self):
+        """An embedder whose good answers score low on the index's scale: the
+        floor comes down until the index's own questions are answered."""
+        server = self.online()
+        def noisy(text):  # noise of its own for each text (whatever order requests come in): low similarity
+            rnd = random.Random(rag.zlib.crc32(text.encode()))
+            return [x + 0.3 * rnd.random() for x in alpha_embed(text)]
+        server.embed = noisy
+        os.environ["EMBED_MODEL"] = "fake-noisy"
+        sentences = {f"{w}{k}.md": " ".join(f"The {w} team reviews {WORDS[(i + j + k) % 20]} budgets and "
+                                            f"{WORDS[(i + 2 * j) % 20]} schedules every {WORDS[(k + 3 * j) % 20]} quarter."
+                                            for j in range(1, 4)) for i, w in enumerate(WORDS[:12]) for k in (1, 2)}
+        self.write_docs(sentences)
+        self.ok("index", self.docs)
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])["floors"]["hybrid"]
+        self.assertGreaterEqual(kept["own"], rag.PSEUDO_MIN)
+        self.assertLess(kept["floor"], rag.DEFAULT_FLOOR)
+        self.assertEqual(kept["floor"], kept["answerable"])
+        self.assertTrue(kept["source"].startswith("measured on this index: lowered"), kept["source"])
+
 
 # ---------------------------------------------------------------------------
 # Eval
@@ -2865,6 +2915,16 @@ class EvalTests(RagTestCase):
         self.ok("index", os.path.join(examples, "docs"))
         report = json.loads(self.ok("eval", os.path.join(examples, "cases.json"), "--json"))
         self.assertEqual((report["false_refusals"], report["abstention"]), (0.0, 1.0))
+
+    def test_eval_calibrate_shows_the_floor_measured_without_labels(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        path = self.cases([{"question": "How long do refunds take?", "source": "refunds.md"},
+                           {"question": "What does ERR-4012 mean?", "source": "errors.md"},
+                           {"question": "Which composer wrote nine symphonies?", "unanswerable": True}])
+        measured = json.loads(self.ok("stats", "--json"))["floor"]
+        out = self.ok("eval", path, "--calibrate")
+        self.assertRegex(out, rf"  {measured:.4f} .*<- measured without labels \([+-]\d\.\d{{4}} from it to the chosen one\)")
 
 
 # ---------------------------------------------------------------------------
