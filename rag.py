@@ -5088,32 +5088,66 @@ class Generator:
 
 
 class ExtractiveGenerator(Generator):
-    """Offline answerer: the passage sentences that best match the question."""
+    """Offline answerer: the passage sentences that best match the question,
+    each once, prose only (code and table rows are left out), each cut to a
+    length a person reads."""
 
     model = "extractive"
     is_model = False
     PASSAGES = 3  # the answer comes from the best few passages: lower ones rarely hold it
     SENTENCES = 2  # at most; a longer extract buries the answer
+    MAX_SENTENCE = 400  # characters of one sentence shown: a longer "sentence" is a list or a table
 
     def generate(self, system: str, prompt: str) -> Reply:
         """Pick the best-matching sentences, each followed by its [n]."""
         question, passages = parse_prompt(prompt)
         wanted = set(terms(question))
-        scored = []
+        candidates = []  # (rank, position, n, sentence, its terms)
         for rank, (n, text) in enumerate(passages[:self.PASSAGES]):
-            body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
+            body = prose(text)
             for i, (a, b) in enumerate(sentence_spans(body)):
                 sentence = " ".join(body[a:b].split())
-                overlap = len(wanted & set(terms(sentence)))
-                scored.append((-overlap, rank, i, n, sentence))
-        scored.sort()
-        best = scored[0][0] if scored else 0
-        # only the sentences sharing the most words: a weaker one dilutes the answer
-        scored = [s for s in scored if s[0] < 0 and s[0] == best][:self.SENTENCES]
+                candidates.append((rank, i, n, sentence, wanted & set(terms(sentence))))
+        weight = rarity(wanted, [c[4] for c in candidates])
+        scored = sorted(((-sum(weight[t] for t in c[4]), c[0], c[1]), c) for c in candidates if c[4])
         if not scored:
             return Reply(REFUSAL)
-        scored.sort(key=lambda s: (s[1], s[2]))
-        return Reply(" ".join(f"{s[4]} [{s[3]}]" for s in scored))
+        best = scored[0][0][0]
+        chosen, seen = [], set()
+        for key, c in scored:  # the best, and one nearly as good (a weaker one dilutes the answer)
+            if key[0] <= best * NEARLY and c[3].lower() not in seen and len(chosen) < self.SENTENCES:
+                chosen.append(c)
+                seen.add(c[3].lower())
+        chosen.sort(key=lambda c: (c[0], c[1]))
+        return Reply(" ".join(f"{shortened(c[3], self.MAX_SENTENCE)} [{c[2]}]" for c in chosen))
+
+
+NEARLY = 0.8  # a second sentence joins the answer when it matches at least this share of the best's weight
+TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-=+|: ]{3,}$")  # '| a | b |' rows and their rules
+
+
+def prose(text: str) -> str:
+    """A passage's prose lines: headings, fenced code and table rows left out."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and not line.startswith("#") and not TABLE_ROW.match(line):
+            out.append(line)
+    return "\n".join(out)
+
+
+def rarity(wanted: set, found: list[set]) -> dict:
+    """A weight for each question word: rarer among the candidate sentences,
+    worth more (the word that picks the answer out, not the one every sentence has)."""
+    return {t: math.log(1 + len(found) / (1 + sum(t in f for f in found))) for t in wanted}
+
+
+def shortened(sentence: str, limit: int) -> str:
+    """A sentence cut at a word before limit characters, with an ellipsis."""
+    if len(sentence) <= limit:
+        return sentence
+    return sentence[:sentence.rfind(" ", 0, limit)].rstrip(",;:") + " …"
 
 
 class ChatGenerator(Generator):

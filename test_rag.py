@@ -2735,6 +2735,22 @@ class AskTests(RagTestCase):
         self.assertEqual(kept["floor"], kept["answerable"])
         self.assertTrue(kept["source"].startswith("measured on this index: lowered"), kept["source"])
 
+    def test_extractive_answer_is_prose_each_sentence_once_and_readable(self):
+        refund = "Refunds take five business days to reach the card."
+        self.write_docs({"a.md": f"# Billing\n\n{refund}\n", "copy.md": f"# Billing copy\n\n{refund}\n",
+                         "code.md": "# Refund script\n\n```\n$ refund --card --days 5 refunds take days\n```\n\n"
+                                    "| refunds | take | days |\n| --- | --- | --- |\n| card | five | business |\n"})
+        self.ok("index", self.docs)
+        a = json.loads(self.ok("ask", "How many days do refunds take to reach the card?", "--json"))
+        self.assertEqual(a["answer"].count(refund), 1, a["answer"])  # two files, one sentence
+        self.assertNotIn("```", a["answer"])
+        self.assertNotIn("|", a["answer"])
+        long = "Refunds " + " ".join(f"step{i} then" for i in range(100)) + " reach the card."
+        out = rag.ExtractiveGenerator().generate(rag.SYSTEM_PROMPT, rag.build_prompt(
+            "When do refunds reach the card?", [rag.Hit(1, "/x.md", rag.Chunk(0, long, "", 1, 1), 1.0, 1.0)])).text
+        self.assertLessEqual(len(out), rag.ExtractiveGenerator.MAX_SENTENCE + 8)
+        self.assertTrue(out.endswith("… [1]"), out)
+
 
 # ---------------------------------------------------------------------------
 # Eval
