@@ -4367,6 +4367,7 @@ class Retriever:
         self.store, self.embedder, self.source, self.exact = as_store(store), embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
+        self._floors: dict[str, dict] = {}  # the label-free floor by mode, once found (question_floor)
         self._allowed: set[int] | None = None
         self._idf: dict[str, float] = {}
         self._n: int | None = None
@@ -4888,11 +4889,16 @@ def question_floor(retriever, mode: str) -> dict | None:
     """The floor measured without labels for this index, model and mode
     (measure_question_floor): as kept, else measured now (and kept, when the
     index can be written)."""
+    if mode in retriever._floors:  # a warm retriever (a server's) finds it once, read-only index or not
+        return retriever._floors[mode]
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
-    if mode not in floors and count:
-        floors[mode] = measure_question_floor(retriever, mode)
+    if mode not in floors and count:  # on the whole index, whatever a request or a key narrows it to
+        whole = Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
+        floors[mode] = measure_question_floor(whole, mode)
         store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
+    if mode in floors:
+        retriever._floors[mode] = floors[mode]
     return floors.get(mode)
 
 
