@@ -24,8 +24,9 @@ Sections, in pipeline order:
     Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; clean text (no
                      control characters); secrets (credential files, redaction); the format table
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer; CHUNKER_VERSION
-    Embed            Embedder (what a model must offer); the built-in HashEmbedder; HttpClient
-                     (retries, one Endpoint) and HttpEmbedder; the EMBEDDERS table
+    Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
+                     table of model families; Embedder (what a model must offer); the built-in
+                     HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
     Store            SQLite: schema as numbered migrations, connect (index or not, read-only),
                      settings (Meta), writes (touch), export, damage (what check and index say),
                      packed signatures; Store, what indexing and retrieval need of storage, and
@@ -35,9 +36,11 @@ Sections, in pipeline order:
     Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
     Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
-                     refuses (the rule), calibration and where it is kept
+                     the floor measured without labels (PROBES, questions made from the index's
+                     passages), refuses (the rule), calibration and where it is kept
     Generate         prompt (passage order, context budget, document brackets defused), Generator,
-                     chat and extractive answerers (the GENERATORS table), fallback, citations, the ask log
+                     chat and extractive answerers (prose sentences, each once; the GENERATORS
+                     table), fallback, citations, the ask log
     Eval             cases, gold, metrics, answers and their citations
     Wiring           configuration from the environment and given values; the builders every caller
                      uses (query_embedder, make_retriever, open_for_query, ask_options)
@@ -49,7 +52,7 @@ Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
-                     OpenAI-compatible server needs neither
+                     OpenAI-compatible server needs neither (its prefixes: one CONVENTIONS entry)
     a store          a subclass of Store at the end of Store, one entry in STORES
     an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_ method
                      of McpServer and one entry in MCP_TOOLS)
