@@ -4825,12 +4825,17 @@ def question_relevance(retriever, questions: list[str], mode: str, unanswered: b
     (the top DEFAULT_K before any reranking), the questions embedded in one
     go; unanswered: only those whose passages lack PROBE_ANSWERED of their words."""
     vecs = [normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)] if questions else []
-    out = []
+    out, memo = [], {}  # each passage's stems, found once for all these questions
+
+    def stems(h: Hit) -> set[str]:
+        if h.chunk_id not in memo:
+            memo[h.chunk_id] = chunk_stems(h)
+        return memo[h.chunk_id]
     for q, qvec in zip(questions, vecs):
         first, _ = retriever.rank(q, mode, FUSION_DEPTH, qvec)
         hits = retriever.hits(first[:DEFAULT_K], qvec)
-        if not unanswered or word_coverage(q, hits, retriever.idf) < PROBE_ANSWERED:
-            out.append(relevance(retriever, q, hits))
+        if not unanswered or word_coverage(q, hits, retriever.idf, stems) < PROBE_ANSWERED:
+            out.append(relevance(retriever, q, hits, stems))
     return sorted(out)
 
 
@@ -4905,8 +4910,9 @@ def question_floor(retriever, mode: str) -> dict | None:
     return floors.get(mode)
 
 
-def word_coverage(question: str, hits: list[Hit], idf) -> float:
-    """Best share, over the hits, of the question's IDF weight found in one passage.
+def word_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
+    """Best share, over the hits, of the question's IDF weight found in one
+    passage (stems(hit): its words' stems, chunk_stems unless given).
 
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
     >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
@@ -4918,12 +4924,16 @@ def word_coverage(question: str, hits: list[Hit], idf) -> float:
         return 0.0
     best = 0.0
     for h in hits:
-        present = set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
+        present = (stems or chunk_stems)(h)
         best = max(best, sum(x for w, x in weights.items() if stem(w) in present) / total)
     return best
 
 
-def relevance(retriever, question: str, hits: list[Hit]) -> float:
+def chunk_stems(h: Hit) -> set[str]:
+    return set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
+
+
+def relevance(retriever, question: str, hits: list[Hit], stems=None) -> float:
     """How well the passages answer, on the index's own scale (see on_scale):
     the best cosine similarity, plus for an embedder whose similarity alone
     separates poorly (the built-in one), a share of the question's words found."""
@@ -4932,7 +4942,7 @@ def relevance(retriever, question: str, hits: list[Hit]) -> float:
     score = max(h.similarity for h in hits)
     weight = retriever.embedder.coverage_weight
     if weight:
-        score += weight * word_coverage(question, hits, retriever.idf)
+        score += weight * word_coverage(question, hits, retriever.idf, stems)
     return on_scale(score, retriever.null_level())
 
 
