@@ -72,7 +72,7 @@ def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
                                     timeout=600, retries=0)
         reranker = rag.make_rerank(given, rag.Log().note)
     retriever = rag.make_retriever(conn, embedder, rag.QueryOptions(exact=exact), reranker)
-    floor = rag.floor_in_force(conn, embedder.model).value
+    floor = rag.ask_options(rag.QueryOptions(mode=mode), retriever)[0].floor  # as ask: measured on the index
     t0 = time.perf_counter()
     r = rag.evaluate(conn, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
     secs = time.perf_counter() - t0
