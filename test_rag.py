@@ -2734,6 +2734,20 @@ class AskTests(RagTestCase):
         self.assertLess(kept["floor"], rag.DEFAULT_FLOOR)
         self.assertEqual(kept["floor"], kept["answerable"])
         self.assertTrue(kept["source"].startswith("measured on this index: lowered"), kept["source"])
+        self.assertGreater(kept["own_refused"], rag.PSEUDO_TOLERATED)
+        server.embed = alpha_embed  # passages of their own words, under an embedder whose good answers score well
+        self.db = os.path.join(self.dir, "clean.db")
+        own = os.path.join(self.dir, "own")
+        for i, w in enumerate(WORDS[:12]):
+            for k in "pq":
+                sentence = " ".join(f"{w}{k}{x}" for x in "abcdefghij")
+                os.makedirs(own, exist_ok=True)
+                with open(os.path.join(own, f"{w}{k}.md"), "w") as f:
+                    f.write(f"{sentence.capitalize()}. {sentence.upper()}.\n")
+        self.ok("index", own)
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])["floors"]["hybrid"]
+        self.assertLessEqual(kept["own_refused"], rag.PSEUDO_TOLERATED)
+        self.assertGreaterEqual(kept["floor"], rag.DEFAULT_FLOOR)  # the default fits: not lowered
 
     def test_extractive_answer_is_prose_each_sentence_once_and_readable(self):
         refund = "Refunds take five business days to reach the card."
