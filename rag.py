@@ -4582,9 +4582,9 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
 # until PROBE_QUANTILE of the probes are refused; and when that refuses more
 # than PSEUDO_TOLERATED of the index's own questions (the default does not fit
 # this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor":
-# chosen on SciFact and SQuAD with the built-in embedder, and on SQuAD with
-# all-MiniLM-L6-v2 and multilingual-e5-small, two real models of very
-# different similarity scales). Measured after an index run, and again when
+# chosen on SciFact and SQuAD with the built-in embedder and all-MiniLM-L6-v2,
+# and on SQuAD with multilingual-e5-small: two real models of very different
+# similarity scales). Measured after an index run, and again when
 # the number of chunks has changed by NULL_REFRESH; kept in the index for its
 # embedding model, per retrieval mode.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
