@@ -5174,7 +5174,8 @@ def shortened(sentence: str, limit: int) -> str:
     """A sentence cut at a word before limit characters, with an ellipsis."""
     if len(sentence) <= limit:
         return sentence
-    return sentence[:sentence.rfind(" ", 0, limit)].rstrip(",;:") + " …"
+    cut = sentence.rfind(" ", 0, limit)
+    return sentence[:cut if cut > 0 else limit].rstrip(",;:") + " …"  # no space: cut in the word
 
 
 class ChatGenerator(Generator):

@@ -2764,6 +2764,7 @@ class AskTests(RagTestCase):
             "When do refunds reach the card?", [rag.Hit(1, "/x.md", rag.Chunk(0, long, "", 1, 1), 1.0, 1.0)])).text
         self.assertLessEqual(len(out), rag.ExtractiveGenerator.MAX_SENTENCE + 8)
         self.assertTrue(out.endswith("… [1]"), out)
+        self.assertEqual(rag.shortened("x" * 500, 400), "x" * 400 + " …")  # no space to cut at
 
 
 # ---------------------------------------------------------------------------
