@@ -2651,8 +2651,13 @@ def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None,
                 convention: Convention | None = None) -> None:
     """Fail clearly when the index was built with another embedding model, size
     or convention (None: not checked)."""
-    model_mismatch(get_meta(conn, Meta.MODEL), get_meta(conn, Meta.DIM), model, dim)
-    convention_mismatch(get_meta(conn, Meta.MODEL), get_meta(conn, Meta.CONVENTION), convention)
+    check_built(lambda key: get_meta(conn, key), model, dim, convention)
+
+
+def check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
+    """check_model on an index's settings (meta(key): a setting as stored)."""
+    model_mismatch(meta(Meta.MODEL), meta(Meta.DIM), model, dim)
+    convention_mismatch(meta(Meta.MODEL), meta(Meta.CONVENTION), convention)
 
 
 def stored_convention(stored: str | None) -> Convention:
@@ -3210,8 +3215,7 @@ class Store:
 
     def check_model(self, model: str, dim: int | None = None, convention: Convention | None = None) -> None:
         """Fail clearly when the index was built with another embedding model, size or convention."""
-        model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
-        convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
+        check_built(self.meta, model, dim, convention)
 
     def chunking(self) -> tuple[int, int] | None:
         """(size, overlap) the index was built with, so a run without flags keeps them."""
@@ -4523,6 +4527,12 @@ def measure_null_level(store: Store) -> float:
     return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
 
 
+def still_fresh(count: int, measured: int) -> bool:
+    """Whether what was measured on an index of measured chunks still holds at
+    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
+    return abs(count - measured) <= NULL_REFRESH * measured
+
+
 def null_level(store, count: int | None = None) -> float:
     """The stored unrelated level of a store (or an SQLite connection), measured
     again (and stored when the index can be written) when missing or when the
@@ -4530,7 +4540,7 @@ def null_level(store, count: int | None = None) -> float:
     store = as_store(store)
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
-    if level is not None and abs(count - measured) <= NULL_REFRESH * measured:
+    if level is not None and still_fresh(count, measured):
         return float(level)
     value = measure_null_level(store)
     store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
@@ -4839,8 +4849,9 @@ def question_relevance(retriever, questions: list[str], mode: str, unanswered: b
     for q, qvec in zip(questions, vecs):
         first, _ = retriever.rank(q, mode, FUSION_DEPTH, qvec)
         hits = retriever.hits(first[:DEFAULT_K], qvec)
-        if not unanswered or word_coverage(q, hits, retriever.idf, stems) < PROBE_ANSWERED:
-            out.append(relevance(retriever, q, hits, stems))
+        coverage = word_coverage(q, hits, retriever.idf, stems) if unanswered else None
+        if coverage is None or coverage < PROBE_ANSWERED:
+            out.append(relevance(retriever, q, hits, stems, coverage))
     return sorted(out)
 
 
@@ -4894,7 +4905,7 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
     try:
         kept = json.loads(as_store(store).meta(Meta.QUESTION_FLOOR) or "{}")
-        if kept.get("model") != model or abs(count - kept["chunks"]) > NULL_REFRESH * kept["chunks"]:
+        if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
@@ -4910,7 +4921,8 @@ def question_floor(retriever, mode: str) -> dict | None:
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
     if mode not in floors and count:  # on the whole index, whatever a request or a key narrows it to
-        whole = Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
+        whole = retriever if retriever.scope() == Scope() else \
+            Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
         floors[mode] = measure_question_floor(whole, mode)
         store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
     if mode in floors:
@@ -4926,14 +4938,14 @@ def word_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
     >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
     """
-    weights = {w: idf(w) for w in content_words(question)}
-    total = sum(weights.values())
+    weights = list({w: (stem(w), idf(w)) for w in content_words(question)}.values())  # each word once
+    total = sum(x for _, x in weights)
     if not hits or not total:
         return 0.0
     best = 0.0
     for h in hits:
         present = (stems or chunk_stems)(h)
-        best = max(best, sum(x for w, x in weights.items() if stem(w) in present) / total)
+        best = max(best, sum(x for s, x in weights if s in present) / total)
     return best
 
 
@@ -4941,7 +4953,7 @@ def chunk_stems(h: Hit) -> set[str]:
     return set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
 
 
-def relevance(retriever, question: str, hits: list[Hit], stems=None) -> float:
+def relevance(retriever, question: str, hits: list[Hit], stems=None, coverage: float | None = None) -> float:
     """How well the passages answer, on the index's own scale (see on_scale):
     the best cosine similarity, plus for an embedder whose similarity alone
     separates poorly (the built-in one), a share of the question's words found."""
@@ -4950,7 +4962,7 @@ def relevance(retriever, question: str, hits: list[Hit], stems=None) -> float:
     score = max(h.similarity for h in hits)
     weight = retriever.embedder.coverage_weight
     if weight:
-        score += weight * word_coverage(question, hits, retriever.idf, stems)
+        score += weight * (word_coverage(question, hits, retriever.idf, stems) if coverage is None else coverage)
     return on_scale(score, retriever.null_level())
 
 
