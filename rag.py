@@ -207,6 +207,10 @@ class HttpStatusError(RagError):
         self.status = status
 
 
+class TimedOut(RagError):
+    """The server did not answer within the timeout (it may still be working on it)."""
+
+
 @dataclass(frozen=True)
 class Line:
     """One line of extracted text, the source lines it came from (an HTML
@@ -1951,6 +1955,8 @@ class Embedder:
     relevance floor; dense_weight, its dense score's weight in hybrid fusion.
     local: it runs in this process (no server, so no parallel requests).
     convention: how it tells questions from documents (kept with the index).
+    timeout: seconds a request may take (None: it never waits on a server);
+    an index run paces its requests by it (Pace).
 
     A new embedder is a subclass and one entry in EMBEDDERS; a model behind
     an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
@@ -1964,9 +1970,19 @@ class Embedder:
     dense_weight = DEFAULT_DENSE_WEIGHT
     local = False
     convention = Convention()
+    timeout: float | None = None
 
     def embed(self, texts: list[str], kind: str = DOCUMENT) -> list[list[float]]:
         raise NotImplementedError
+
+    def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
+        """One request of an index run: the documents' vectors. Unless patient,
+        an embedder whose server can be slow raises TimedOut at once instead of
+        sending the same again, so that the run can ask less of it (Pace)."""
+        return self.embed(texts, DOCUMENT)
+
+    def cancel(self) -> None:
+        """The run is stopping: send nothing more (requests on their way end as they will)."""
 
     @classmethod
     def from_config(cls, cfg: Config, warn=None) -> Embedder:
@@ -2107,6 +2123,11 @@ class HttpClient:
         # A 429 (or any retried failure) pauses every request of this client, not only
         # the one that met it: with requests in parallel, the others would hit it too.
         self.pause_until = 0.0
+        self.cancelled = False  # set by cancel(): no retry is sent after it
+
+    def cancel(self) -> None:
+        """Retry nothing from now on: the run that wanted the replies is stopping."""
+        self.cancelled = True
 
     def _request(self, path: str, payload: dict):
         url = self.endpoint.url.rstrip("/") + path
@@ -2123,8 +2144,10 @@ class HttpClient:
             delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
         return min(delay, MAX_RETRY_SLEEP)
 
-    def post(self, path: str, payload: dict, stream: bool = False):
-        """POST and return parsed JSON (or the open response when stream)."""
+    def post(self, path: str, payload: dict, stream: bool = False, retry_timeouts: bool = True):
+        """POST and return parsed JSON (or the open response when stream). A
+        timeout is retried like any passing failure unless retry_timeouts is
+        False: then TimedOut is raised at once, for the caller to ask for less."""
         what = f"{self.endpoint.url.rstrip('/')}{path}"
         for attempt in range(self.cfg.retries + 1):
             paused = self.pause_until - time.monotonic()
@@ -2133,7 +2156,8 @@ class HttpClient:
             try:
                 return self._attempt(path, payload, stream, what)
             except Retryable as e:
-                if attempt == self.cfg.retries:
+                if attempt == self.cfg.retries or self.cancelled or (
+                        not retry_timeouts and isinstance(e.error, TimedOut)):
                     raise e.error from None
                 delay = self._delay(attempt, e.headers)
                 self.warn(f"{e.error}; retry {attempt + 1} of {self.cfg.retries} in {delay:.1f} s")
@@ -2142,6 +2166,8 @@ class HttpClient:
                 self.sleep(delay)
                 if self.pause_until == until:  # waited out: over for everyone
                     self.pause_until = 0.0
+                if self.cancelled:
+                    raise e.error from None
 
     def _attempt(self, path: str, payload: dict, stream: bool, what: str):
         """One request: its reply, a RagError, or Retryable for a failure worth retrying."""
@@ -2164,6 +2190,9 @@ class HttpClient:
             raise failure from None
         except (error.URLError, client.HTTPException, OSError) as e:
             reason = getattr(e, "reason", None) or e
+            if isinstance(reason, TimeoutError):  # connecting, or waiting for the reply
+                raise Retryable(TimedOut(redact(f"{what} did not answer within {self.cfg.timeout:g} s",
+                                                self.endpoint.key))) from None
             raise Retryable(RagError(redact(f"cannot reach {what}: {reason}", self.endpoint.key))) from None
         return self._json(body, what)
 
@@ -2238,6 +2267,7 @@ class HttpEmbedder(Embedder):
         self.client, self.model, self.batch = client, model, batch
         self.warn = warn or (lambda msg: None)
         self.convention = convention
+        self.timeout = client.cfg.timeout
 
     @classmethod
     def describe(cls, cfg: Config) -> str:
@@ -2252,20 +2282,27 @@ class HttpEmbedder(Embedder):
         return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn,
                    convention=config_convention(cfg))
 
-    def embed(self, texts: list[str], kind: str = DOCUMENT) -> list[list[float]]:
-        """One vector per text, in the order given, each with its kind's prefix."""
+    def embed(self, texts: list[str], kind: str = DOCUMENT, patient: bool = True) -> list[list[float]]:
+        """One vector per text, in the order given, each with its kind's prefix
+        (patient: see Embedder.embed_request)."""
         prefix = self.convention.prefix(kind)
         texts = [prefix + t for t in texts] if prefix else texts
         out: list[list[float]] = []
         for idx in embed_batches(texts, self.batch, EMBED_BATCH_CHARS):
-            out.extend(self._embed_fitting([texts[i] for i in idx], kind))
+            out.extend(self._embed_fitting([texts[i] for i in idx], kind, patient))
         return out
 
-    def _request(self, texts: list[str], kind: str) -> list[list[float]]:
+    def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
+        return self.embed(texts, DOCUMENT, patient)
+
+    def cancel(self) -> None:
+        self.client.cancel()
+
+    def _request(self, texts: list[str], kind: str, patient: bool = True) -> list[list[float]]:
         payload = {"model": self.model, "input": texts, "encoding_format": "float",
                    **self.convention.extra(kind)}
         try:
-            resp = self.client.post("/embeddings", payload)
+            resp = self.client.post("/embeddings", payload, retry_timeouts=patient)
         except HttpStatusError as e:
             if e.status not in NO_ROUTE:
                 raise
@@ -2274,21 +2311,22 @@ class HttpEmbedder(Embedder):
         data = resp.get("data") if isinstance(resp, dict) else None
         return check_embeddings(data, len(texts))
 
-    def _embed_fitting(self, texts: list[str], kind: str) -> list[list[float]]:
+    def _embed_fitting(self, texts: list[str], kind: str, patient: bool = True) -> list[list[float]]:
         """Embed texts; when the server says one is too long, find it by halving
         the batch and embed its first half instead, once, with a warning."""
         try:
-            return self._request(texts, kind)
+            return self._request(texts, kind, patient)
         except RagError as e:
             if not too_long(e):
                 raise
             if len(texts) > 1:
                 mid = len(texts) // 2
-                return self._embed_fitting(texts[:mid], kind) + self._embed_fitting(texts[mid:], kind)
+                return (self._embed_fitting(texts[:mid], kind, patient)
+                        + self._embed_fitting(texts[mid:], kind, patient))
             text = texts[0]
             short = text[:len(text) // 2]
             try:
-                vectors = self._request([short], kind)
+                vectors = self._request([short], kind, patient)
             except RagError as e2:
                 if too_long(e2):
                     raise RagError(f"a {len(text)}-character passage is too long for {self.model} "
@@ -3679,6 +3717,81 @@ def doc_rel(path: str, key: str, root: str) -> str:
     return os.path.relpath(path, root) if root else path
 
 
+# How an index run paces a server (Pace). A CPU model behind a local server
+# answers one request at a time: eight requests of 64 passages each wait
+# behind the others past any timeout, and the server goes on computing the
+# abandoned ones. So a run starts with one request, opens up only while
+# replies come back well within the timeout, and sizes requests by the
+# seconds per text it measures; a timeout halves what is asked before it
+# fails the run.
+REPLY_SHARE = 0.25    # of the timeout a reply should take: room for a slower moment (another client, a long text)
+RATE_MEMORY = 0.5     # weight of the last reply in the seconds per text measured: a change shows within a few replies
+
+
+@dataclass
+class Job:
+    """One embeddings request of an index run, and how it ended."""
+
+    keys: list[str]
+    texts: list[str]
+    patient: bool = True       # a timeout is retried, then fails the run (Pace.patient)
+    cut: int = 0               # Pace.cuts when it was sent
+    vectors: list | None = None
+    error: BaseException | None = None
+    seconds: float = 0.0
+
+
+class Pace:
+    """What an index run asks of an embedding server at once: parallel
+    requests in flight of at most batch texts each, never more than the user
+    allowed (most_parallel, most_batch).
+
+    A run starts with one request in flight and doubles that after each
+    reply that took at most REPLY_SHARE of the timeout; each reply sizes
+    requests to what the server answers in that share (its seconds per text,
+    measured). A request that timed out halves both, once for all the
+    requests sent at the same pace (cut), and its texts are sent again; for
+    the rest of the run, no request is that large again and no more are in
+    flight. Only one text alone timing out fails the run (after the usual
+    retries). Without a timeout (an embedder in this process) nothing changes."""
+
+    def __init__(self, most_parallel: int, most_batch: int, timeout: float | None):
+        self.most_parallel, self.most_batch, self.timeout = most_parallel, most_batch, timeout
+        self.asked = (most_parallel, most_batch)
+        self.parallel = 1 if timeout else most_parallel
+        self.batch = most_batch
+        self.per_text = 0.0    # seconds per text, measured
+        self.cuts = 0          # times a timeout lowered the pace
+
+    def patient(self, n: int) -> bool:
+        """Whether a request of n texts is sent at the lowest pace there is."""
+        return n <= 1 and self.parallel == 1
+
+    def answered(self, n: int, seconds: float) -> None:
+        if not self.timeout or n <= 0:
+            return
+        rate = seconds / n
+        self.per_text = rate if not self.per_text else RATE_MEMORY * rate + (1 - RATE_MEMORY) * self.per_text
+        within = self.timeout * REPLY_SHARE
+        self.batch = max(1, min(self.most_batch, int(within / self.per_text) if self.per_text else self.most_batch))
+        if seconds <= within and not self.cuts:  # opening up ends with the first timeout
+            self.parallel = min(self.most_parallel, 2 * self.parallel)
+
+    def timed_out(self, n: int, cut: int) -> bool:
+        """A request of n texts sent at cut timed out; True when that lowered the pace."""
+        self.most_batch = min(self.most_batch, max(1, n // 2))
+        self.batch = min(self.batch, self.most_batch)
+        if cut < self.cuts:  # sent before the pace went down: already counted
+            return False
+        self.cuts += 1
+        self.parallel = self.most_parallel = max(1, self.parallel // 2)
+        self.per_text = max(self.per_text, self.timeout / max(n, 1))
+        return True
+
+    def shown(self) -> str:
+        return f"{self.parallel} request(s) at a time of at most {self.batch} text(s)"
+
+
 class EmbedPool:
     """Embedding requests in flight on worker threads; results come back as
     they finish. The threads are daemons, so Ctrl-C never waits for a reply."""
@@ -3692,42 +3805,58 @@ class EmbedPool:
 
     def _work(self, embedder) -> None:
         while (job := self.todo.get()) is not None:
-            keys, texts = job
-            try:
-                self.done.put((keys, embedder.embed(texts), None))
-            except BaseException as e:  # handed to the main thread, which stops the run
-                self.done.put((keys, None, e))
+            self.done.put(run_job(embedder, job))
 
-    def submit(self, keys: list[str], texts: list[str]) -> None:
+    def submit(self, job: Job) -> None:
         self.pending += 1
-        self.todo.put((keys, texts))
+        self.todo.put(job)
 
-    def next(self) -> tuple[list[str], list[list[float]]]:
-        """The next finished request's keys and vectors (its error is raised)."""
-        keys, vectors, error = self.done.get()
+    def next(self) -> Job:
+        """The next finished request."""
+        job = self.done.get()
         self.pending -= 1
-        if error is not None:
-            raise error
-        return keys, vectors
+        return job
 
     def close(self) -> None:
+        """Drop the requests no worker has taken (nothing is sent that the run would not
+        use), then let the workers end after the ones they are on."""
+        import queue
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.todo.get_nowait()
+                self.pending -= 1
         for _ in range(self.workers):
             self.todo.put(None)
+
+
+def run_job(embedder: Embedder, job: Job) -> Job:
+    """Send one request; its vectors or its error, and how long it took, go into job."""
+    start = time.monotonic()
+    try:
+        job.vectors = embedder.embed_request(job.texts, job.patient)
+    except BaseException as e:  # handed to the main thread, which decides
+        job.error = e
+    job.seconds = time.monotonic() - start
+    return job
 
 
 class Batcher:
     """Documents waiting for their vectors. Texts the cache lacks go to the
     embedder in full requests of batch texts as soon as that many wait, so a
     clean run makes ceil(texts / batch) requests whatever the documents' sizes;
-    with parallel > 1, that many requests are in flight at once while reading
-    goes on. A document is committed, in the order read, once all its chunks
-    have vectors, so the database is the same whatever order replies come in.
+    with parallel > 1, up to that many requests are in flight at once while
+    reading goes on, as a slow server allows (Pace). A document is committed,
+    in the order read, once all its chunks have vectors, so the database is
+    the same whatever order replies come in.
     """
 
     HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory stays bounded
 
-    def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1):
+    def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1,
+                 note=None):
         self.store, self.embedder, self.batch, self.stats = as_store(store), embedder, batch, stats
+        self.pace = Pace(parallel, batch, embedder.timeout)
+        self.note = note or (lambda msg: None)
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
         self.rows: dict[str, tuple] = {}                    # key -> vector_codes
         self.new: set[str] = set()                          # keys embedded by this run, not yet stored
@@ -3752,7 +3881,7 @@ class Batcher:
                 self.waiting.setdefault(k, t)
         self.docs.append((doc, keys))
         self.held += len(doc.chunks)
-        while len(self.waiting) >= self.batch or (self.waiting and self.held >= self.limit):
+        while len(self.waiting) >= self.pace.batch or (self.waiting and self.held >= self.limit):
             self.send()
         while self.pool and self.pool.pending and self.held >= self.limit:
             self.collect()  # too much held: wait for replies
@@ -3760,29 +3889,47 @@ class Batcher:
             self.commit()
 
     def send(self) -> None:
-        keys = list(self.waiting)[:self.batch]
-        texts = [self.waiting[k] for k in keys]
-        if self.pool is None:
-            self.receive(keys, self.embedder.embed(texts))
-            return
+        keys = list(self.waiting)[:self.pace.batch]
+        job = Job(keys, [self.waiting[k] for k in keys], self.pace.patient(len(keys)), self.pace.cuts)
         for k in keys:
             del self.waiting[k]
         self.flying.update(keys)
-        self.pool.submit(keys, texts)
-        while self.pool.pending >= self.pool.workers:  # every worker busy: wait for one
+        if self.pool is None:
+            self.settle(run_job(self.embedder, job))
+            return
+        self.pool.submit(job)
+        while self.pool.pending >= self.pace.parallel:  # as many in flight as the pace allows: wait for one
             self.collect()
 
     def collect(self) -> None:
-        """Take the next reply. When a request failed, first take every reply
-        still to come, so that the documents before the failed batch are
-        committed as one request at a time would have; then raise its error."""
+        """Take the next reply. When a request failed, retry nothing more and
+        take every reply still to come, so that the documents before the failed
+        batch are committed as one request at a time would have; then raise its error."""
         try:
-            self.receive(*self.pool.next())
+            self.settle(self.pool.next())
         except Exception:
+            self.embedder.cancel()
             while self.pool.pending:
                 with contextlib.suppress(Exception):
-                    self.receive(*self.pool.next())
+                    self.settle(self.pool.next())
             raise
+
+    def settle(self, job: Job) -> None:
+        """A finished request: its vectors are kept; after a timeout (not at the
+        lowest pace) its texts wait to be sent again, in smaller requests; any
+        other failure is raised."""
+        self.flying.difference_update(job.keys)
+        if job.error is None:
+            self.pace.answered(len(job.keys), job.seconds)
+            self.receive(job.keys, job.vectors)
+        elif isinstance(job.error, TimedOut) and not job.patient:
+            if self.pace.timed_out(len(job.keys), job.cut):
+                self.note(f"{job.error}: asking less of it, {self.pace.shown()}")
+            self.waiting = {**dict(zip(job.keys, job.texts)), **self.waiting}
+        elif isinstance(job.error, TimedOut):
+            raise TimedOut(f"{job.error}, even for one text at a time; give it longer with --timeout") from None
+        else:
+            raise job.error
 
     def receive(self, keys: list[str], vectors: list[list[float]]) -> None:
         for k, v in zip(keys, vectors):
@@ -3819,15 +3966,23 @@ class Batcher:
         self.rows = {k: v for k, v in self.rows.items() if k in needed}  # memory stays bounded
 
     def finish(self) -> None:
-        while self.waiting:
-            self.send()
-        while self.pool and self.pool.pending:
-            self.collect()
+        while self.waiting or (self.pool and self.pool.pending):  # a timed-out request comes back to waiting
+            if self.waiting:
+                self.send()
+            else:
+                self.collect()
         self.commit()
+        if self.pace.cuts or self.pace.batch < self.pace.asked[1]:
+            self.note(f"the embedding server was slow: it answered in time {self.pace.shown()} (asked: "
+                      f"{self.pace.asked[0]} of {self.pace.asked[1]}); --parallel "
+                      f"{self.pace.parallel} --batch-size {self.pace.batch} starts a run there")
 
     def close(self) -> None:
-        """Let the worker threads end (after the requests they are on)."""
+        """Let the worker threads end (after the requests they are on); when the
+        run stops early, nothing queued is sent and nothing is retried."""
         if self.pool:
+            if self.pool.pending:
+                self.embedder.cancel()
             self.pool.close()
 
 
@@ -3866,7 +4021,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
                for root in paths}
     refused: list[tuple[str, str, str]] = []
     files = list(walk(paths, log, filters, opts.follow_links, refused))
-    batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel)
+    batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel, log.note)
     try:
         for n, (path, root) in enumerate(files, 1):
             log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "

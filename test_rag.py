@@ -1521,6 +1521,45 @@ class IndexTests(RagTestCase):
             expected = rag.normalize(alpha_embed(rag.embed_text(rag.Chunk(0, text, heading, 0, 0))))
             self.assertEqual(json.loads(vec), json.loads(rag.vector_json(expected)))
 
+    def test_pace_opens_up_while_replies_come_quickly(self):
+        pace = rag.Pace(8, 64, 60.0)
+        seen = [pace.parallel]
+        for _ in range(4):
+            pace.answered(64, 1.0)
+            seen.append(pace.parallel)
+        self.assertEqual((seen, pace.batch), ([1, 2, 4, 8, 8], 64))
+
+    def test_pace_sizes_requests_to_what_the_server_answers_in_time(self):
+        pace = rag.Pace(8, 64, 60.0)
+        pace.answered(64, 32.0)  # half a second a text: 30 texts fill a quarter of the timeout
+        self.assertEqual((pace.parallel, pace.batch), (1, 30))
+        pace.answered(30, 7.5)  # a quarter of a second now: 0.375 remembered, 40 texts; quick enough to open up
+        self.assertEqual((pace.parallel, pace.batch), (2, 40))
+        pace.answered(40, 600.0)
+        self.assertEqual(pace.batch, 1)  # never less than one
+
+    def test_pace_timeout_halves_once_for_the_requests_sent_together(self):
+        pace = rag.Pace(8, 64, 60.0)
+        for _ in range(3):
+            pace.answered(64, 1.0)
+        self.assertTrue(pace.timed_out(64, cut=0))
+        self.assertFalse(pace.timed_out(64, cut=0))  # sent at the same pace: counted once
+        self.assertEqual((pace.parallel, pace.batch), (4, 32))
+        pace.answered(32, 1.0)
+        self.assertEqual(pace.parallel, 4)  # no opening up after a timeout
+        self.assertTrue(pace.timed_out(30, cut=1))
+        self.assertEqual((pace.parallel, pace.batch), (2, 15))
+        self.assertFalse(pace.patient(1))
+        for cut in (2, 3, 4, 5):
+            pace.timed_out(pace.batch, cut)
+        self.assertEqual((pace.parallel, pace.batch), (1, 1))
+        self.assertTrue(pace.patient(1))
+
+    def test_pace_of_an_embedder_in_this_process_never_changes(self):
+        pace = rag.Pace(1, 64, None)
+        pace.answered(64, 1000.0)
+        self.assertEqual((pace.parallel, pace.batch, pace.cuts), (1, 64, 0))
+
     def test_index_full_requests_whatever_the_document_sizes(self):
         server = self.online()
         for i, w in enumerate(WORDS[:7]):  # 7 documents of 3 one-paragraph chunks: 21 texts
@@ -3885,12 +3924,11 @@ class FaultTests(RagTestCase):
                  "500": {2: (500, {}, b"Internal Server Error")},
                  "502 HTML": {2: (502, {"Content-Type": "text/html"}, b"<html>Bad Gateway</html>")},
                  "503 then 500": {2: (503, {}, b""), 3: (500, {}, b"")},
-                 "connection reset mid-response": {2: "reset", 4: "reset"},
-                 "hung server": {3: "hang"}}
+                 "connection reset mid-response": {2: "reset", 4: "reset"}}
         for name, faults in cases.items():
             with self.subTest(name):
                 self.sleeps.clear()
-                server, (code, out, err) = self.faulty_run(faults, timeout="0.5" if "hung" in name else "10")
+                server, (code, out, err) = self.faulty_run(faults)
                 self.assertEqual(code, 0, err)
                 self.assertEqual(snapshot(self.db), self.clean)
                 self.assertEqual(soundness(self.db), ("ok", True))
@@ -3943,17 +3981,45 @@ class FaultTests(RagTestCase):
         code, out, err = self.run_cli("index", self.docs, "--batch-size", "2", "--timeout", "0.5",
                                       "--retries", "2")
         self.assertEqual(code, 1, err)
-        self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: cannot reach .*timed out$")
-        self.assertGreaterEqual(len(self.sleeps), 2)  # at least its own two retries
+        self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: \S+/embeddings did not answer within 0.5 s, "
+                                                       r"even for one text at a time; give it longer with --timeout$")
+        self.assertGreaterEqual(len(self.sleeps), 2)  # at least its own two retries, once alone
         server.fault_when = None
         self.assert_rerun_completes(kept_docs=2)
 
+    def test_index_timeout_of_one_text_alone_is_retried(self):
+        server, (code, out, err) = self.faulty_run({3: "hang"}, "--batch-size", "1", timeout="0.5")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(snapshot(self.db), self.clean)
+        self.assertEqual((server.embed_count, len(self.sleeps)), (9, 1))  # 8 texts, one of them twice
+        self.assertRegex(err, r"^rag: \S+ did not answer within 0.5 s; retry 1 of 5 in \d+\.\d s\n$")
+
     def test_index_hung_server_bounded_by_timeout_and_retries(self):
-        server, (code, out, err) = self.faulty_run({1: "hang", 2: "hang"}, "--retries", "1", timeout="0.3")
+        server = self.online()
+        server.fault_when = (lambda body: True, "hang")
+        code, out, err = self.run_cli("index", self.docs, "--batch-size", "2", "--timeout", "0.3",
+                                      "--retries", "1", "--parallel", "4")
         self.assertEqual(code, 1)
-        self.assertIn("timed out", err)
-        self.assertEqual(server.embed_count, 2)  # one try and one retry, then it stops
-        self.assertEqual(len(err.strip().splitlines()), 2, err)  # the retry, announced; the error
+        sizes = [len(r[2]["input"]) for r in server.paths("/embeddings")]
+        self.assertEqual(sizes, [2, 1, 1])  # two texts, then one alone, tried twice: then it stops
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 3, err)  # asking less, the retry, the error
+        self.assertIn("did not answer within 0.3 s: asking less of it, 1 request(s) at a time of at most 1", lines[0])
+
+    def test_index_slow_server_gets_smaller_requests_instead_of_failing(self):
+        server = self.online()
+        server.fault_when = (lambda body: len(body["input"]) > 2, "hang")  # answers two texts at most in time
+        code, out, err = self.run_cli("index", self.docs, "--batch-size", "8", "--parallel", "4",
+                                      "--timeout", "1")  # only the requests never answered wait for it
+        self.assertEqual(code, 0, err)
+        self.assertEqual(snapshot(self.db), self.clean)
+        sizes = [len(r[2]["input"]) for r in server.paths("/embeddings")]
+        self.assertEqual(sizes[:2], [8, 4])  # one request first; each timeout halves it
+        self.assertLessEqual(max(sizes[2:]), 2)
+        self.assertEqual(sum(sizes[2:]), 8)  # every text sent again, none twice after an answer
+        self.assertIn("asking less of it, 1 request(s) at a time of at most 2 text(s)", err)
+        self.assertIn("the embedding server was slow: it answered in time 1 request(s) at a time of at most "
+                      "2 text(s) (asked: 4 of 8); --parallel 1 --batch-size 2 starts a run there", err)
 
     def test_index_over_long_input_is_shortened_once_with_warning(self):
         long_text = " ".join(f"Kestrel sentence {w}." for w in WORDS * 2)
@@ -4105,17 +4171,17 @@ class CrashTests(RagTestCase):
         self.assertEqual(snapshot(self.db), self.clean)
 
     def test_index_parallel_out_of_order_replies_store_what_one_at_a_time_stores(self):
-        fourth = threading.Event()
+        fifth = threading.Event()
 
-        def held(body):  # the first request to arrive is answered after the fourth
-            fourth.wait(60)
+        def held(body):  # the second request is answered after the fifth (the run opens up to 4 by then)
+            fifth.wait(60)
             return 200, {"Content-Type": "application/json"}, embeddings_body(body)
-        self.server.fault_at = {1: held}
-        self.server.after_reply = lambda n: n == 4 and fourth.set()
+        self.server.fault_at = {2: held}
+        self.server.after_reply = lambda n: n == 5 and fifth.set()
         self.server.embed_count = 0
         code, out, err = self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "4")
         self.assertEqual((code, err), (0, ""))
-        self.assertTrue(fourth.is_set())
+        self.assertTrue(fifth.is_set())
         self.assertEqual(snapshot(self.db), self.clean)
         one = os.path.join(self.dir, "one.db")
         self.assertEqual(self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), "--parallel", "1",
