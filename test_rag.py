@@ -73,6 +73,7 @@ class FakeServer:
         self.embed_count = 0
         self.probe_count = 0        # requests embedding rag.PROBES, answered apart
         self.chat_reply = "Refunds take 5 to 7 business days [1]."
+        self.rewrite_reply = None   # what a rewriting request (rag.REWRITE_PROMPT) gets: None, the question as sent
         self.embed = alpha_embed
         self.rerank = word_overlap   # (query, documents) -> one score per document
         self.shuffle = True
@@ -156,6 +157,9 @@ class FakeServer:
 
             def chat(self, body):
                 text = server.chat_reply
+                if body["messages"][0]["content"] == rag.REWRITE_PROMPT:
+                    asked = body["messages"][1]["content"].split("Last question: ")[1].split("\n")[0]
+                    text = server.rewrite_reply or asked
                 if not body.get("stream"):
                     data = {"choices": [{"message": {"role": "assistant", "content": text}}],
                             "usage": {"prompt_tokens": 50, "completion_tokens": 9}}
@@ -2116,7 +2120,7 @@ class FilterTests(RagTestCase):
             service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(source="public/*"), rag.Log())
         self.addCleanup(service.close)
         for source in (None, "*", "*/public/*"):  # a request narrows the server's --source, never widens it
-            hits = service.search({"question": "quokka notes hr", "source": source})
+            hits, _ = service.search({"question": "quokka notes hr", "source": source})
             self.assertEqual({h["path"] for h in hits}, set() if source == "*/public/*"  # served: relative
                              else {"public/menu.md"})
 
@@ -2570,6 +2574,7 @@ class AskTests(RagTestCase):
 
     def test_ask_llm_failure_falls_back_to_extractive(self):
         server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
         self.ok("index", self.docs)
         server.chat_faults = [(500, {}, b"down")] * 2
         code, out, err = self.run_cli("ask", "How long do refunds take?", "--no-stream", "--retries", "1")
@@ -2583,6 +2588,7 @@ class AskTests(RagTestCase):
 
     def test_ask_stream_cut_or_empty_answer_falls_back_to_extractive(self):
         server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
         self.ok("index", self.docs)
         server.chat_faults = ["reset"]
         code, out, err = self.run_cli("ask", "How long do refunds take?", "--stream")
@@ -2810,6 +2816,194 @@ class AskTests(RagTestCase):
 # Eval
 # ---------------------------------------------------------------------------
 
+PASSPORTS = {
+    "passport.md": "# Passports\n\nTo renew a passport, send form DS-82 by mail with a photo. "
+                   "The fee is 130 dollars and it takes six weeks.\n",
+    "licence.md": "# Driving licences\n\nThe licence fee: the fee is 40 dollars, paid at the office; "
+                  "a new licence takes one day.\n",
+    "garden.txt": "Tomatoes need full sun and regular watering in summer.\n",
+}
+RENEW = [{"role": "user", "content": "How do I renew my passport?"},
+         {"role": "assistant", "content": "Send form DS-82 by mail [1].\n\nSources:\n  [1] passport.md:3"}]
+
+
+class ConverseTests(RagTestCase):
+    """A conversation's question: the turns before it, what it is searched as, how it is answered."""
+
+    def setUp(self):
+        super().setUp()
+        self.write_docs(PASSPORTS)
+        self.ok("index", self.docs)
+
+    def conversation(self, *messages):
+        path = os.path.join(self.dir, "conversation.json")
+        with open(path, "w") as f:
+            json.dump(list(messages), f)
+        return path
+
+    def test_parse_messages_keeps_what_was_said_and_the_clients_instructions(self):
+        turns, told = rag.parse_messages([
+            {"role": "system", "content": "Answer in French."},
+            {"role": "user", "content": [{"type": "text", "text": "How do I renew"}, {"type": "image_url"},
+                                         {"type": "text", "text": "my passport?"}]},
+            {"role": "assistant", "content": None, "tool_calls": []},  # a tool call: nothing said
+            {"role": "tool", "content": "tool output is not the conversation"},
+            {"role": "assistant", "content": "Send form DS-82 [1]."},
+            {"role": "user", "content": "What is the fee?"}])
+        self.assertEqual(turns, (rag.Turn("user", "How do I renew\nmy passport?"),
+                                 rag.Turn("assistant", "Send form DS-82 [1]."), rag.Turn("user", "What is the fee?")))
+        self.assertEqual(told, "Answer in French.")
+        self.assertEqual(rag.last_question(turns), ("What is the fee?", turns[:2]))
+        many = [{"role": "user", "content": f"q{i}"} for i in range(40)]
+        self.assertEqual(len(rag.last_question(rag.parse_messages(many)[0])[1]), rag.HISTORY_TURNS)  # bounded
+
+    def test_parse_messages_refuses_hostile_conversations_naming_the_message(self):
+        cases = {"not a list": ({"role": "user"}, "must be a list"),
+                 "thousands of messages": ([{"role": "user", "content": "q"}] * (rag.MAX_MESSAGES + 1),
+                                           f"the limit is {rag.MAX_MESSAGES}"),
+                 "not an object": (["hello"], "message 1 must be an object"),
+                 "wrong role": ([{"role": "user", "content": "a"}, {"role": "wizard", "content": "b"}],
+                                "message 2: unknown role 'wizard'"),
+                 "content an object": ([{"role": "user", "content": {"text": "a"}}], "message 1: 'content'"),
+                 "part not an object": ([{"role": "user", "content": ["a"]}], "content part 1 is not an object"),
+                 "text not a string": ([{"role": "user", "content": [{"type": "text", "text": 5}]}], "'text'"),
+                 "huge": ([{"role": "user", "content": "x" * (rag.MAX_QUESTION + 1)}], "characters long")}
+        for name, (messages, message) in cases.items():
+            with self.subTest(name):
+                with self.assertRaises(rag.RagError) as e:
+                    rag.parse_messages(messages)
+                self.assertIn(message, str(e.exception))
+        with self.assertRaisesRegex(rag.RagError, "no user message"):
+            rag.last_question(rag.parse_messages([{"role": "assistant", "content": "hi"}])[0])
+
+    def test_search_query_first_and_standalone_questions_as_asked_follow_ups_rewritten(self):
+        conn = rag.connect(self.db)
+        self.addCleanup(conn.close)
+        r, offline = rag.Retriever(conn, rag.HashEmbedder()), rag.ExtractiveGenerator()
+        history = rag.recent(rag.parse_messages(RENEW)[0])
+        self.assertEqual(history[1].text, "Send form DS-82 by mail [1].")  # its Sources: lines left out
+        notes = []
+        self.assertEqual(rag.search_query("What is the fee?", (), r, offline, notes.append),
+                         ("What is the fee?", "What is the fee?"))
+        standalone = "Which office pays tomatoes watered in summer full sun?"
+        self.assertEqual(rag.search_query(standalone, history, r, offline, notes.append), (standalone,) * 2)
+        query, judged = rag.search_query("What is the fee?", history, r, offline, notes.append)
+        self.assertEqual((query, judged), ("What is the fee? renew passport", "What is the fee?"))
+        self.assertEqual(notes, [])
+
+    def test_search_follow_up_finds_what_the_conversation_is_about(self):
+        alone = json.loads(self.ok("search", "What is the fee?", "--json"))
+        self.assertTrue(alone[0]["path"].endswith("licence.md"))  # the question alone: the wrong document
+        out = json.loads(self.ok("search", "What is the fee?", "--json", "--conversation", self.conversation(*RENEW)))
+        self.assertEqual(out["search_query"], "What is the fee? renew passport")
+        self.assertTrue(out["passages"][0]["path"].endswith("passport.md"))
+        text = self.ok("search", "--conversation", self.conversation(*RENEW, {"role": "user", "content": "The fee?"}))
+        self.assertTrue(text.startswith("searched for: The fee? renew passport\n"), text)
+
+    def test_ask_conversation_from_stdin_answers_in_context_and_shows_what_was_searched(self):
+        stdin = io.TextIOWrapper(io.BytesIO(json.dumps(
+            {"messages": RENEW + [{"role": "user", "content": "What is the fee?"}]}).encode()))
+        with mock.patch("sys.stdin", stdin):
+            out = json.loads(self.ok("ask", "--conversation", "-", "--json"))
+        self.assertEqual(out["search_query"], "What is the fee? renew passport")
+        self.assertIn("130 dollars", out["answer"])
+        self.assertTrue(out["citations"][0]["source"].startswith(os.path.join(self.docs, "passport.md")))
+        with open(self.conversation(*RENEW)) as f, mock.patch("sys.stdin", f):
+            shown = self.ok("ask", "What is the fee?", "--conversation", "-", "--show-prompt")
+        self.assertIn("Conversation so far (context only: answer the last question, from the passages):\n"
+                      "User: How do I renew my passport?\nAssistant: Send form DS-82 by mail \u27e61\u27e7.\n\n"
+                      "Searched for: What is the fee? renew passport\nQuestion: What is the fee?\n", shown)
+
+    def test_ask_follow_up_the_documents_do_not_answer_is_refused(self):
+        out = json.loads(self.ok("ask", "Can I bring my cat on the plane?", "--json",
+                                 "--conversation", self.conversation(*RENEW)))
+        self.assertTrue(out["refused"], out)  # on topic as the conversation is: its question is judged
+        self.assertEqual(out["search_query"], "Can I bring my cat on the plane? renew passport")
+        out = json.loads(self.ok("ask", "What is the fee?", "--json", "--conversation", self.conversation(*RENEW)))
+        self.assertFalse(out["refused"], out)
+
+    def test_ask_bad_conversation_file_is_one_error_line(self):
+        bad = os.path.join(self.dir, "bad.json")
+        for text, message in (("{not json", "is not JSON"), ('[{"role": "robot", "content": "x"}]', "unknown role"),
+                              ('[{"role": "assistant", "content": "x"}]', "no user message")):
+            with self.subTest(text), open(bad, "w") as f:
+                f.write(text)
+            with self.subTest(text):
+                self.assertIn(message, self.error_line("ask", "--conversation", bad))
+        self.assertIn("cannot read conversation", self.error_line("ask", "--conversation", bad + ".missing"))
+        self.assertIn("the question", self.error_line("ask", code=2))
+
+    def test_ask_follow_up_rewritten_by_the_chat_model_and_answered_in_context(self):
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.rewrite_reply = 'Standalone question: "What is the fee to renew a passport?"'
+        out = json.loads(self.ok("ask", "What is the fee?", "--json", "--conversation",
+                                 self.conversation({"role": "system", "content": "Answer in French."}, *RENEW)))
+        self.assertEqual(out["search_query"], "What is the fee to renew a passport?")
+        rewrite, answer = server.paths("/chat/completions")
+        self.assertEqual(rewrite[2]["max_tokens"], rag.REWRITE_TOKENS)
+        self.assertIn("User: How do I renew my passport?\nAssistant: Send form DS-82 by mail \u27e61\u27e7.\n\n"
+                      "Last question: What is the fee?", rewrite[2]["messages"][1]["content"])
+        system, prompt = (m["content"] for m in answer[2]["messages"])
+        self.assertTrue(system.startswith(rag.SYSTEM_PROMPT) and system.endswith("Answer in French."), system)
+        self.assertIn("Conversation so far", prompt)
+        self.assertIn("\nSearched for: What is the fee to renew a passport?\nQuestion: What is the fee?", prompt)
+
+    def test_ask_failed_rewrite_falls_back_to_the_offline_one_with_one_note(self):
+        server = self.online()
+        self.db = os.path.join(self.dir, "online.db")
+        self.ok("index", self.docs)
+        server.chat_faults = [(500, {}, b'{"error": {"message": "overloaded"}}')]  # the rewrite's, not retried
+        code, out, err = self.run_cli("ask", "What is the fee?", "--json", "--conversation", self.conversation(*RENEW))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["search_query"], "What is the fee? renew passport")
+        self.assertEqual(err.count("\n"), 1, err)
+        self.assertIn("could not rewrite the follow-up (", err)
+        self.assertIn("overloaded", err)
+        self.assertEqual(len(server.paths("/chat/completions")), 2)  # one rewrite, one answer
+        server.rewrite_reply = "\n\n"
+        code, out, err = self.run_cli("ask", "What is the fee?", "--json", "--conversation", self.conversation(*RENEW))
+        self.assertIn("the rewrite was empty", err)
+        self.assertEqual(json.loads(out)["search_query"], "What is the fee? renew passport")
+
+    def chat(self, *lines, interrupt_at=None):
+        """rag chat in-process over these typed lines; (exit code, stdout, stderr)."""
+        typed = list(lines)
+
+        def fake_input(prompt=""):
+            if interrupt_at is not None and len(lines) - len(typed) == interrupt_at and typed[0] != "^C":
+                typed.insert(0, "^C")
+            if not typed:
+                raise EOFError
+            line = typed.pop(0)
+            if line == "^C":
+                raise KeyboardInterrupt
+            return line
+        with mock.patch("builtins.input", fake_input):
+            return self.run_cli("chat")
+
+    def test_chat_answers_follow_ups_in_context_and_starts_over(self):
+        code, out, err = self.chat("How do I renew my passport?", "What is the fee?", "/new", "What is the fee?")
+        self.assertEqual((code, err), (0, ""))
+        first, follow_up, new, again = out.split("\n\n", 3)
+        self.assertIn("DS-82", first)
+        self.assertIn("130 dollars", follow_up)
+        self.assertIn("(searched for: What is the fee? renew passport)", follow_up)
+        self.assertIn("Sources:\n  [1] ", follow_up)
+        self.assertTrue(new.startswith("(new conversation)"), new)
+        self.assertNotIn("searched for", again)  # a first question again
+
+    def test_chat_ctrl_c_and_ctrl_d_behave(self):
+        code, out, err = self.chat("How do I renew my passport?", "^C", "What is the fee?")
+        self.assertEqual((code, err), (0, ""))  # Ctrl-C at the prompt: a new line, the conversation kept
+        self.assertIn("(searched for: What is the fee? renew passport)", out)
+        with mock.patch.object(rag, "answer_question", side_effect=KeyboardInterrupt):
+            code, out, err = self.chat("How do I renew my passport?", "/quit", "never read")
+        self.assertEqual((code, out), (0, "\n(stopped)\n"))  # Ctrl-C in an answer stops it, the session goes on
+        self.assertEqual(self.chat()[:2], (0, ""))  # Ctrl-D at once
+
+
 class EvalTests(RagTestCase):
     def cases(self, cases, jsonl=False):
         path = os.path.join(self.dir, "cases.json")
@@ -2819,6 +3013,28 @@ class EvalTests(RagTestCase):
             else:
                 json.dump(cases, f)
         return path
+
+    def test_eval_conversation_cases_are_searched_as_ask_searches_them(self):
+        self.write_docs(PASSPORTS)
+        self.ok("index", self.docs)
+        follow_up = RENEW + [{"role": "user", "content": "What is the fee?"}]
+        path = self.cases([{"id": "fee", "messages": follow_up, "sources": ["passport.md"],
+                            "answerability": "ANSWERABLE"},
+                           {"id": "cat", "messages": RENEW + [{"role": "user", "content": "Can I bring my cat on the plane?"}],
+                            "sources": [], "answerability": "UNANSWERABLE"},
+                           {"id": "vague", "messages": [{"role": "user", "content": "And?"}], "sources": [],
+                            "answerability": "UNDERSPECIFIED"},  # no gold: left out
+                           {"id": "alone", "question": "What is the fee?", "source": "passport.md"}])
+        report = json.loads(self.ok("eval", path, "--json"))
+        self.assertEqual((report["cases"], report["answerable"], report["unanswerable"]), (3, 2, 1))
+        rows = {r["id"]: r for r in report["cases_detail"]}
+        self.assertEqual(rows["fee"]["search_query"], "What is the fee? renew passport")
+        self.assertEqual((rows["fee"]["hit@1"], rows["alone"]["hit@1"]), (1.0, 0.0))  # in context, and not
+        self.assertNotIn("search_query", rows["alone"])
+        self.assertTrue(rows["cat"]["refused"])
+        self.assertEqual(report["abstention"], 1.0)
+        bad = self.cases([{"messages": [{"role": "user", "content": 3}], "sources": ["a.md"]}])
+        self.assertIn("case 1: field 'messages': message 1: 'content'", self.error_line("eval", bad))
 
     def test_case_metrics_hand_computed(self):
         m = rag.case_metrics(["x", "r1", "y", "r2"], {"r1", "r2", "r3"}, k=2)
@@ -3088,6 +3304,26 @@ class McpTests(RagTestCase):
         self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
                          before)
 
+    def test_mcp_ask_and_search_take_the_conversation_before_the_question(self):
+        earlier = [{"role": "user", "content": "Why was my card declined?"},
+                   {"role": "assistant", "content": "ERR-4012: the issuer declined it [1]."}]
+        replies, _ = self.mcp(self.call(1, "search", question="And when it has expired?", conversation=earlier),
+                              self.call(2, "ask", question="And when it has expired?", conversation=earlier),
+                              self.call(3, "ask", question="What about it?", conversation=[{"role": "x"}]),
+                              self.call(4, "ask", question="q", conversation=[{"role": "user", "content": "q"}] * 1001))
+        search, ask = replies[0]["result"], replies[1]["result"]["structuredContent"]
+        self.assertEqual(search["structuredContent"]["search_query"], "And when it has expired? declined card")
+        self.assertTrue(search["content"][0]["text"].startswith("Searched for: And when it has expired? declined card\n"))
+        self.assertTrue(search["structuredContent"]["passages"][0]["source"].startswith("errors.md"))
+        self.assertEqual(ask["search_query"], "And when it has expired? declined card")
+        self.assertIn("ERR-4013: the card has expired.", ask["answer"])
+        for reply, words in ((replies[2], "'conversation': message 1: unknown role 'x'"),
+                             (replies[3], "the limit is 1000")):
+            self.assertTrue(reply["result"]["isError"])
+            self.assertIn(words, reply["result"]["content"][0]["text"])
+        schema = next(t for t in rag.MCP_TOOLS if t["name"] == "ask")["inputSchema"]["properties"]["conversation"]
+        self.assertEqual(schema["maxItems"], rag.MAX_MESSAGES)
+
     def test_mcp_child_process_writes_only_protocol_to_stdout(self):
         server = self.online()
         os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL  # chat from the fake server, the index as built
@@ -3225,6 +3461,50 @@ class HttpTests(RagTestCase):
         self.assertEqual(final[0]["rag"]["passages"], plain["rag"]["passages"])
         self.assertEqual(chunks[-1]["usage"], {"prompt_tokens": 50, "completion_tokens": 9})
 
+    def test_serve_chat_completions_answer_the_follow_up_in_context(self):
+        server = self.online()
+        os.environ["EMBED_MODEL"] = rag.BUILTIN_MODEL  # chat from the fake server, the index as built
+        server.rewrite_reply = "What does it mean when my card has expired?"
+        self.serve()
+        messages = [{"role": "system", "content": "Always mention tomatoes."},
+                    {"role": "user", "content": "Why was my card declined?"},
+                    {"role": "assistant", "content": "ERR-4012: the issuer declined it [1].\n\nSources:\n  [1] errors.md:3"},
+                    {"role": "user", "content": "And when it has expired?"}]
+        status, _, plain = self.request("POST", "/v1/chat/completions", {"messages": messages})
+        self.assertEqual(status, 200, plain)
+        self.assertEqual(plain["rag"]["search_query"], server.rewrite_reply)
+        self.assertTrue(plain["rag"]["passages"][0]["source"].startswith("errors.md"))
+        rewrite, answer = [r[2] for r in server.paths("/chat/completions")]
+        self.assertEqual(rewrite["messages"][0]["content"], rag.REWRITE_PROMPT)
+        self.assertNotIn("tomatoes", rewrite["messages"][1]["content"])  # the client's instructions are not searched
+        system, prompt = (m["content"] for m in answer["messages"])
+        self.assertTrue(system.endswith("the rules win:\nAlways mention tomatoes."), system)
+        self.assertIn("User: Why was my card declined?\nAssistant: ERR-4012: the issuer declined it \u27e61\u27e7.\n",
+                      prompt)
+        self.assertNotIn("Sources:", prompt.split("Conversation so far")[1])
+
+    def test_serve_hostile_conversations_get_a_400(self):
+        self.serve()
+        user = {"role": "user", "content": "refunds?"}
+        cases = {"thousands of messages": ([user] * (rag.MAX_MESSAGES + 1), "the limit is 1000"),
+                 "wrong role": ([{"role": "robot", "content": "x"}, user], "unknown role 'robot'"),
+                 "not an object": (["hi", user], "message 1 must be an object"),
+                 "content an object": ([{"role": "assistant", "content": {"a": 1}}, user], "message 1: 'content'"),
+                 "huge earlier message": ([{"role": "user", "content": "x" * 20_000}, user], "limit is 10000"),
+                 "no user message": ([{"role": "assistant", "content": "hello"}], "no message with role 'user'")}
+        for name, (messages, words) in cases.items():
+            for path, body in (("/v1/chat/completions", {"messages": messages}),
+                               ("/ask", {"question": "refunds?", "conversation": messages})):
+                if path == "/ask" and name == "no user message":
+                    continue
+                with self.subTest(name, path=path):
+                    status, _, reply = self.request("POST", path, body)
+                    self.assertEqual(status, 400, reply)
+                    self.assertIn(words, reply["error"]["message"])
+        status, _, reply = self.request("POST", "/ask", {"question": "And how long for refunds?",
+                                                         "conversation": [user]})
+        self.assertEqual((status, reply["search_query"]), (200, "And how long for refunds?"))  # the same words
+
     def test_serve_refusal_and_offline_stream(self):
         self.serve()
         chat = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Who painted the Sistine Chapel?"}]}],
@@ -3331,7 +3611,7 @@ class HttpTests(RagTestCase):
         self.write("new.md", "Water the tomatoes at dawn; sun in the afternoon scorches young plants.\n")
         self.ok("index", self.docs)
         self.assertLessEqual({cid for _, cid in self.rows(top)}, freed)  # the new chunk has a freed id
-        self.assertEqual(service.search(question), self.served(json.loads(self.ok(
+        self.assertEqual(service.search(question)[0], self.served(json.loads(self.ok(
             "search", "tomatoes need sun and water", "-k", "4", "--mode", "dense", "--json"))))
 
     def test_serve_sees_what_a_later_index_run_adds(self):
@@ -3447,8 +3727,9 @@ class HttpTests(RagTestCase):
                 status, _, reply = self.request(method, path, body, headers)
                 seen[who].append(reply if isinstance(reply, str) else json.dumps(reply))
         a_text, b_text = "\n".join(seen["alice"]), "\n".join(seen["bob"])
-        for secret in ("b/pay.md", "pay.md", "Bob earns", "zebrafish", "salaries"):
+        for secret in ("b/pay.md", "pay.md", "Bob earns", "zebrafish", "ninety"):
             self.assertNotIn(secret, a_text)  # alice never receives bob's passages, citations or errors
+        self.assertIn('"search_query": "Project Falcon salaries', a_text)  # her own words come back, no more
         for secret in ("a/plan.md", "plan.md", "ships in March", "budget is"):
             self.assertNotIn(secret, b_text)
         self.assertIn("a/plan.md", a_text)  # each does get their own
