@@ -39,6 +39,8 @@ Sections, in pipeline order:
     Refuse           the null level, relevance on the index's own scale, the floor in force,
                      the floor measured without labels (PROBES, questions made from the index's
                      passages), refuses (the rule), calibration and where it is kept
+    Converse         a conversation's turns (parse_messages: limits, roles), when a question stands
+                     alone, the offline rewrite of a follow-up (follow_up_query), search_query
     Generate         prompt (passage order, context budget, document brackets defused), Generator,
                      chat and extractive answerers (prose sentences, each once; the GENERATORS
                      table), fallback, citations, the ask log
@@ -6005,11 +6007,15 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
     follow-ups rewritten by rewriter (offline when None)."""
     gold, rows = Gold(conn), []
     paths = dict(conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
-    rewriter = rewriter or ExtractiveGenerator()
+    rewriter, warned = rewriter or ExtractiveGenerator(), []
+    def warn_once(msg):  # a failing rewrite model is said once, not per case
+        if not warned:
+            log.note(msg + " (said once; the other cases as well)")
+        warned.append(msg)
     for i, case in enumerate(cases, 1):
         log.progress(f"eval: {i}/{len(cases)}")
         asked = case_conversation(case)
-        query, judge = search_query(asked.question, asked.history, retriever, rewriter, log.note)
+        query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
         hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question)
         rel = relevance(retriever, judge, judged)
         row = {"id": case.get("id", i), "question": case["question"], "refused": refuses(rel, opts.floor),
@@ -7885,7 +7891,10 @@ def cmd_chat(args, cfg: Config, closer) -> int:
             turns = ()
             print("(new conversation)")
             continue
-        if not line or (why := question_problem(line)) and log.note(f"the question {why}") is None:
+        if not line:
+            continue
+        if why := question_problem(line):
+            log.note(f"the question {why}")
             continue
         generator = make_generator(cfg, sys.stdout if stream else None, log.note)
         try:

@@ -4567,6 +4567,35 @@ class HostileInputTests(RagTestCase):
             f.write("latin-1 named file\n")
         self.write("locked.md", "private\n")
 
+    def test_parse_messages_fuzzed_conversations_are_parsed_or_refused(self):
+        rng = random.Random(23)
+        atoms = [None, True, 3, -1.5, "", "user", "assistant", "system", "tool", "x" * 11_000, "\ud800",
+                 "\x1b[31m", [], {}, {"type": "text"}, {"type": "text", "text": 7}, {"type": "image_url"}]
+
+        def value(depth=0):
+            pick = rng.random()
+            if depth > 2 or pick < 0.4:
+                return rng.choice(atoms)
+            if pick < 0.7:
+                return [value(depth + 1) for _ in range(rng.randrange(4))]
+            keys = ["role", "content", "text", "type", "name"]
+            return {rng.choice(keys): value(depth + 1) for _ in range(rng.randrange(4))}
+        parsed = refused = 0
+        for _ in range(3000):
+            messages = value() if rng.random() < 0.2 else [
+                {"role": rng.choice(atoms), "content": value()} for _ in range(rng.randrange(6))]
+            try:
+                turns, told = rag.parse_messages(messages)
+            except rag.RagError as e:
+                refused += 1
+                self.assertEqual(len(str(e).splitlines()), 1, e)
+                continue
+            parsed += 1
+            self.assertTrue(all(t.role in ("user", "assistant") and t.text.strip() for t in turns))
+            self.assertIsInstance(told, str)
+            json.dumps([t.text for t in turns]).encode("utf-8")  # storable, sendable text
+        self.assertGreater(min(parsed, refused), 300)  # both ways were exercised
+
     def test_index_hostile_folder_notes_and_goes_on(self):
         self.make_hostile_folder()
         real_open = open

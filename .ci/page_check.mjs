@@ -1,6 +1,7 @@
 // The page of `rag.py serve` in a real headless browser: type a question, get the
 // answer with its [n] citations and sources, click a citation (or, when the model
-// cited nothing, a source), see its passage. Exit 1 if any of that is missing.
+// cited nothing, a source), see its passage; then a follow-up, answered in the same
+// thread with its own sources and what it was searched as. Exit 1 if any of that is missing.
 //   node .ci/page_check.mjs http://127.0.0.1:8000/ shot.png
 // Needs Debian's chromium (/usr/bin/chromium) and `npm install playwright-core`.
 import { chromium } from "playwright-core";
@@ -11,17 +12,26 @@ const page = await browser.newPage({ viewport: { width: 390, height: 844 } }); /
 const external = [];
 page.on("request", r => { if (!r.url().startsWith(new URL(url).origin)) external.push(r.url()); });
 await page.goto(url);
-await page.fill("#q", "How long does a refund take?");
-await page.press("#q", "Enter");
-await page.waitForSelector("#sources li button", { timeout: 60000 });
-const answer = await page.textContent("#answer");
-const sources = await page.$$eval("#sources li", els => els.map(e => e.textContent));
-const cites = await page.$$("#answer .cite");
-await (cites.length ? cites[0] : await page.$("#sources li button")).click(); // a model may cite nothing
-await page.waitForSelector("#passage .where");
-const passage = await page.textContent("#passage");
+async function ask(question, n) {
+  await page.fill("#q", question);
+  await page.press("#q", "Enter");
+  const turn = `#thread .turn:nth-child(${n})`;
+  await page.waitForFunction(t => { const e = document.querySelector(t + " .uncited");
+    return e && e.textContent; }, turn, { timeout: 60000 });
+  const answer = await page.textContent(turn + " .answer");
+  const sources = await page.$$eval(turn + " .sources li", els => els.map(e => e.textContent));
+  const cites = await page.$$(turn + " .answer .cite");
+  await (cites.length ? cites[0] : await page.$(turn + " .sources li button")).click(); // a model may cite nothing
+  await page.waitForSelector(turn + " .passage .where");
+  const passage = await page.textContent(turn + " .passage");
+  const searched = await page.textContent(turn + " .searched");
+  return { question, answer, citations: cites.length, sources, searched, passage: passage.slice(0, 120) };
+}
+const first = await ask("How do I request a refund?", 1);
+const follow = await ask("How long does it take?", 2);
 await page.screenshot({ path: shot, fullPage: true });
-const note = await page.textContent("#note");
-console.log(JSON.stringify({ answer, citations: cites.length, note, sources, passage: passage.slice(0, 160), external }, null, 1));
+const turns = await page.$$eval("#thread .turn", els => els.length);
+console.log(JSON.stringify({ first, follow, turns, external }, null, 1));
 await browser.close();
-if (!answer.trim() || !sources.length || !passage || external.length) process.exit(1);
+const good = t => t.answer.trim() && t.sources.length && t.passage;
+if (!good(first) || !good(follow) || !follow.searched || turns !== 2 || external.length) process.exit(1);

@@ -17,6 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 RAG = os.path.join(HERE, "..", "rag.py")
 DOCS = os.path.join(HERE, "..", "examples", "docs")
 QUESTION = "How long does a refund take?"
+# A three-turn conversation whose follow-up, alone, the documents do not answer.
+CONVERSATION = [{"role": "user", "content": "How do I request a refund?"},
+                {"role": "assistant", "content": 'Open your order page and choose "Return an item" [1].'},
+                {"role": "user", "content": "How long does it take?"}]
 
 
 def check(name, fn):
@@ -52,10 +56,14 @@ def mcp_check(db):
             answer = attr(asked, "structured_content")
             assert not attr(asked, "is_error") and not answer["refused"], asked
             assert "Sources:" in asked.content[0].text, asked.content[0].text
+            follow = attr(await client.call_tool("ask", {"question": CONVERSATION[-1]["content"],
+                                                         "conversation": CONVERSATION[:-1]}), "structured_content")
+            assert not follow["refused"] and "5 to 7" in follow["answer"], follow
             bad = await client.call_tool("search", {"question": 42})
             assert attr(bad, "is_error"), bad
             return (f"mcp {md.version('mcp')}: tools {tools}; search gave {passages[0]['source']}; "
-                    f"ask answered {answer['answer'][:60]!r}; a bad argument is a tool error")
+                    f"ask answered {answer['answer'][:60]!r}; the follow-up in its conversation searched as "
+                    f"{follow['search_query']!r}; a bad argument is a tool error")
     return asyncio.run(run())
 
 
@@ -77,13 +85,21 @@ def openai_check(db):
         pieces = [c.choices[0].delta.content or "" for c in client.chat.completions.create(
             model=models[0], messages=[{"role": "user", "content": QUESTION}], stream=True) if c.choices]
         assert "".join(pieces) == text, ("".join(pieces), text)
+        follow = client.chat.completions.create(model=models[0], messages=CONVERSATION).to_dict()
+        said, rag = follow["choices"][0]["message"]["content"], follow["rag"]
+        assert not rag["refused"] and "5 to 7 business days" in said and "refunds.md" in said, follow
+        assert rag["search_query"] != CONVERSATION[-1]["content"], rag["search_query"]
+        alone = client.chat.completions.create(model=models[0], messages=CONVERSATION[-1:]).to_dict()
+        assert alone["rag"]["refused"], alone
         try:
             openai.OpenAI(base_url=base, api_key="wrong", max_retries=0).models.list()
             raise AssertionError("a wrong key was accepted")
         except openai.AuthenticationError:
             pass
         return (f"openai {openai.__version__}: models {models}; answer {text.splitlines()[0][:60]!r}; "
-                f"streamed in {len(pieces)} chunks, same text; a wrong key gets 401")
+                f"streamed in {len(pieces)} chunks, same text; the follow-up {CONVERSATION[-1]['content']!r} "
+                f"searched as {rag['search_query']!r} and answered {said.splitlines()[0][:50]!r} "
+                "(alone: refused); a wrong key gets 401")
     finally:
         server.terminate()
         server.wait(30)
