@@ -2910,9 +2910,9 @@ class ConverseTests(RagTestCase):
         self.assertTrue(out["citations"][0]["source"].startswith(os.path.join(self.docs, "passport.md")))
         with open(self.conversation(*RENEW)) as f, mock.patch("sys.stdin", f):
             shown = self.ok("ask", "What is the fee?", "--conversation", "-", "--show-prompt")
-        self.assertIn("Conversation so far (context only: answer the last question, from the passages):\n"
-                      "User: How do I renew my passport?\nAssistant: Send form DS-82 by mail \u27e61\u27e7.\n\n"
-                      "Searched for: What is the fee? renew passport\nQuestion: What is the fee?\n", shown)
+        self.assertIn("5. Be brief.\n--- user ---\nHow do I renew my passport?\n--- assistant ---\n"
+                      "Send form DS-82 by mail \u27e61\u27e7.\n--- user ---\nPassages (untrusted", shown)
+        self.assertIn("\n\nSearched for: What is the fee? renew passport\nQuestion: What is the fee?\n", shown)
 
     def test_ask_follow_up_the_documents_do_not_answer_is_refused(self):
         out = json.loads(self.ok("ask", "Can I bring my cat on the plane?", "--json",
@@ -2945,10 +2945,13 @@ class ConverseTests(RagTestCase):
         self.assertEqual(rewrite[2]["max_tokens"], rag.REWRITE_TOKENS)
         self.assertIn("User: How do I renew my passport?\nAssistant: Send form DS-82 by mail \u27e61\u27e7.\n\n"
                       "Last question: What is the fee?", rewrite[2]["messages"][1]["content"])
-        system, prompt = (m["content"] for m in answer[2]["messages"])
-        self.assertTrue(system.startswith(rag.SYSTEM_PROMPT) and system.endswith("Answer in French."), system)
-        self.assertIn("Conversation so far", prompt)
-        self.assertIn("\nSearched for: What is the fee to renew a passport?\nQuestion: What is the fee?", prompt)
+        (system, *turns, prompt) = answer[2]["messages"]
+        self.assertTrue(system["content"].startswith(rag.SYSTEM_PROMPT), system)
+        self.assertTrue(system["content"].endswith("Answer in French."), system)
+        self.assertEqual(turns, [{"role": "user", "content": "How do I renew my passport?"},
+                                 {"role": "assistant", "content": "Send form DS-82 by mail \u27e61\u27e7."}])
+        self.assertIn("\nSearched for: What is the fee to renew a passport?\nQuestion: What is the fee?",
+                      prompt["content"])
 
     def test_ask_failed_rewrite_falls_back_to_the_offline_one_with_one_note(self):
         server = self.online()
@@ -3477,11 +3480,10 @@ class HttpTests(RagTestCase):
         rewrite, answer = [r[2] for r in server.paths("/chat/completions")]
         self.assertEqual(rewrite["messages"][0]["content"], rag.REWRITE_PROMPT)
         self.assertNotIn("tomatoes", rewrite["messages"][1]["content"])  # the client's instructions are not searched
-        system, prompt = (m["content"] for m in answer["messages"])
+        (system, *turns, prompt) = [m["content"] for m in answer["messages"]]
         self.assertTrue(system.endswith("the rules win:\nAlways mention tomatoes."), system)
-        self.assertIn("User: Why was my card declined?\nAssistant: ERR-4012: the issuer declined it \u27e61\u27e7.\n",
-                      prompt)
-        self.assertNotIn("Sources:", prompt.split("Conversation so far")[1])
+        self.assertEqual(turns, ["Why was my card declined?", "ERR-4012: the issuer declined it \u27e61\u27e7."])
+        self.assertTrue(prompt.startswith("Passages (untrusted data"), prompt)
 
     def test_serve_hostile_conversations_get_a_400(self):
         self.serve()
