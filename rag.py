@@ -5232,6 +5232,7 @@ hers one ones such same former latter above else also other another""".split())
 FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ", "also ")
 MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone (README, "Conversations": measured)
 ASKED_WEIGHT = 0.5  # a follow-up's ranking as asked, added to its rewrite's at this weight (the same)
+BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold for it to be judged in context (the same)
 
 
 def message_text(content, n: int) -> str:
@@ -5275,8 +5276,8 @@ def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
         text = valid_text(text)
         if role in INSTRUCTION_ROLES and text.strip():
             told.append(text.strip())
-        elif role in (USER, ASSISTANT) and text.strip():
-            turns.append(Turn(role, text))
+        elif role == USER or (role == ASSISTANT and text.strip()):
+            turns.append(Turn(role, text))  # a user turn without text is kept: it may be the question
     return tuple(turns), "\n".join(told)
 
 
@@ -5284,13 +5285,17 @@ def last_question(turns: tuple[Turn, ...]) -> tuple[str, tuple[Turn, ...]]:
     """(the question: the last user turn; the HISTORY_TURNS turns before it)."""
     asked = [i for i, t in enumerate(turns) if t.role == USER]
     if not asked:
-        raise RagError("the conversation has no user message with text")
+        raise RagError("the conversation has no user message")
+    if not turns[asked[-1]].text.strip():
+        raise RagError("the last user message has no text")
     return turns[asked[-1]].text, recent(turns[:asked[-1]])
 
 
 def recent(history) -> tuple[Turn, ...]:
-    """The last HISTORY_TURNS turns, an answer's Sources: lines left out (paths are not what was said)."""
-    return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in history[-HISTORY_TURNS:])
+    """The last HISTORY_TURNS turns with text, an answer's Sources: lines left
+    out (paths are not what was said)."""
+    said = [t for t in history if t.text.strip()]
+    return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in said[-HISTORY_TURNS:])
 
 
 def follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
@@ -5315,18 +5320,42 @@ def follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
     return " ".join([question] + words)
 
 
-def stands_alone(question: str) -> bool:
-    """Whether a question names what it asks about (see REFERRING).
+def points_back(question: str) -> bool:
+    """Whether a question refers to the conversation (see REFERRING).
 
-    >>> stands_alone("Can I renew a passport from abroad by registered mail?"), stands_alone("Are those the only steps?")
-    (True, False)
-    >>> stands_alone("What about PayPal?"), stands_alone("Which form?")
-    (False, False)
+    >>> points_back("Are those the only steps?"), points_back("What about PayPal?"), points_back("Which form?")
+    (True, True, False)
     """
-    words = lexical_words(question)
     opening = " ".join(question.lower().split()) + " "
-    return (not REFERRING & set(words) and not opening.startswith(FOLLOW_UP_OPENINGS)
-            and sum(w not in STOPWORDS for w in words) >= MIN_OWN_WORDS)
+    return bool(REFERRING & set(lexical_words(question))) or opening.startswith(FOLLOW_UP_OPENINGS)
+
+
+def stands_alone(question: str) -> bool:
+    """Whether a question names what it asks about: it does not point back,
+    and it has MIN_OWN_WORDS words besides stopwords.
+
+    >>> stands_alone("Can I renew a passport from abroad by registered mail?"), stands_alone("Which form?")
+    (True, False)
+    """
+    own = sum(w not in STOPWORDS for w in lexical_words(question))
+    return not points_back(question) and own >= MIN_OWN_WORDS
+
+
+def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit]) -> list[Hit]:
+    """The hits the refusal judges, with the similarity it judges them by:
+    the search's, unless an offline rewrite added the conversation's words to
+    a question that neither points back at it nor finds most of its own words
+    in the passages (BORROWS_AT): then its own vector's, so that an unrelated
+    question ("What is the boiling point of water?") never borrows the
+    conversation's topic to pass the floor."""
+    if query == question or judge != question or points_back(question) or not hits:
+        return hits
+    if word_coverage(question, hits, retriever.idf) >= BORROWS_AT:
+        return hits
+    qvec = retriever.embed_question(question)
+    vectors = dict(retriever.store.vectors([h.chunk_id for h in hits]))
+    return [replace(h, similarity=sum(a * b for a, b in zip(qvec, vectors[h.chunk_id])))
+            if h.chunk_id in vectors else h for h in hits]
 
 
 def search_query(question: str, history: tuple[Turn, ...], retriever, generator, warn) -> tuple[str, str]:
@@ -5806,7 +5835,7 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     given = fit_context(hits, opts.max_context)
     prompt, turns = build_prompt(question, given, query), history_messages(asked.history)
     fallback = None
-    rel = relevance(retriever, judge, judged)
+    rel = relevance(retriever, judge, judged_hits(retriever, question, query, judge, judged))
     if refuses(rel, opts.floor):
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
@@ -6040,7 +6069,7 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
         asked = case_conversation(case)
         query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
         hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question)
-        rel = relevance(retriever, judge, judged)
+        rel = relevance(retriever, judge, judged_hits(retriever, asked.question, query, judge, judged))
         row = {"id": case.get("id", i), "question": case["question"], "refused": refuses(rel, opts.floor),
                "relevance": round(rel, 4),
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
@@ -6897,7 +6926,9 @@ class HttpApi:
                                                            "created": self.started, "owned_by": "rag.py"}]})
 
     def search(self, body, caller: Caller | None = None):
-        return self.json(200, self.service.search(body, caller)[0])
+        passages, query = self.service.search(body, caller)
+        with_conversation = isinstance(body, dict) and body.get("conversation") is not None
+        return self.json(200, {"search_query": query, "passages": passages} if with_conversation else passages)
 
     def ask(self, body, caller: Caller | None = None):
         return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
@@ -6924,7 +6955,11 @@ class HttpApi:
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
             raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")
-        self.service.request(params)  # k, mode and source: a RagError, a 400
+        try:
+            self.service.request(params)  # k, mode, source and the messages before: a RagError, a 400
+        except RagError as e:  # named as this client sent them
+            raise RagError(str(e).replace("'conversation': ", "'messages': ", 1)
+                           .replace("'question' ", "the last user message ", 1)) from None
         return params
 
     @staticmethod
@@ -7791,7 +7826,11 @@ def read_conversation(path: str) -> list:
     if len(data) > MAX_BODY:
         raise RagError(f"conversation {path} is over {MAX_BODY} bytes")
     try:
-        value = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is not part of the JSON
+    except UnicodeDecodeError:
+        raise RagError(f"conversation {path} is not UTF-8 text") from None
+    try:
+        value = json.loads(text)
     except (ValueError, RecursionError):
         raise RagError(f"conversation {path} is not JSON: a list of {{role, content}} messages") from None
     return value.get("messages") if isinstance(value, dict) else value
@@ -7799,11 +7838,13 @@ def read_conversation(path: str) -> list:
 
 def asked_from_args(args) -> Conversation:
     """ask's and search's question, after the turns of --conversation when given."""
-    if not args.conversation:
+    if args.conversation is None or args.question is not None:
+        check_question(args.question or "")  # an empty question is a usage error, with a conversation or not
+    if args.conversation is None:
         return Conversation(check_question(args.question or ""))
     try:
         turns, told = parse_messages(read_conversation(args.conversation))
-        if args.question:
+        if args.question is not None:
             return Conversation(check_question(args.question), recent(turns), told)
         question, history = last_question(turns)
     except RagError as e:
@@ -7831,7 +7872,7 @@ def cmd_search(args, cfg: Config, closer) -> int:
         print(json.dumps({"search_query": query, "passages": passages} if args.conversation else passages, indent=2))
         return 0
     if query != asked.question:
-        print(f"searched for: {query}")
+        print(f"searched for: {one_line(query)}")
     if not hits:
         print("no matching passages")
     for n, h in enumerate(hits, 1):
@@ -7910,13 +7951,13 @@ def cmd_chat(args, cfg: Config, closer) -> int:
         print(CHAT_HELP)
     turns: tuple[Turn, ...] = ()
     while (line := chat_line()) is not None:
-        if line in CHAT_END:
+        if line.lower() in CHAT_END:
             break
-        if line in CHAT_NEW:
+        if line.lower() in CHAT_NEW:
             turns = ()
             print("(new conversation)")
             continue
-        if not line:
+        if not clean_text(line).strip():  # nothing, or only control characters
             continue
         if why := question_problem(line):
             log.note(f"the question {why}")
@@ -7930,7 +7971,7 @@ def cmd_chat(args, cfg: Config, closer) -> int:
         except RagError as e:
             log.note(f"error: {e}")
             continue
-        print_chat_answer(a, stream, line)
+        print_chat_answer(a, stream, valid_text(line))
         turns = recent(turns + (Turn(USER, line), Turn(ASSISTANT, a.text)))
     return 0
 
@@ -7954,7 +7995,7 @@ def print_chat_answer(a: Answer, streamed: bool, asked: str) -> None:
     if not a.refused:
         print("\n".join(a.sources()))
     if a.search_query != asked:
-        print(f"(searched for: {a.search_query})")
+        print(f"(searched for: {one_line(a.search_query)})")
     print()
 
 

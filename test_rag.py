@@ -2899,6 +2899,9 @@ class ConverseTests(RagTestCase):
         self.assertTrue(out["passages"][0]["path"].endswith("passport.md"))
         text = self.ok("search", "--conversation", self.conversation(*RENEW, {"role": "user", "content": "The fee?"}))
         self.assertTrue(text.startswith("searched for: The fee? renew passport\n"), text)
+        hostile = {"role": "user", "content": "How do I renew my passport \x1b]0;PWNED\x07\x1b[2J?"}
+        text = self.ok("search", "The fee?", "--conversation", self.conversation(hostile))
+        self.assertNotIn("\x1b", text)  # a conversation file's escape codes never reach the terminal
 
     def test_ask_conversation_from_stdin_answers_in_context_and_shows_what_was_searched(self):
         stdin = io.TextIOWrapper(io.BytesIO(json.dumps(
@@ -2919,6 +2922,9 @@ class ConverseTests(RagTestCase):
                                  "--conversation", self.conversation(*RENEW)))
         self.assertTrue(out["refused"], out)  # on topic as the conversation is: its question is judged
         self.assertEqual(out["search_query"], "Can I bring my cat on the plane? renew passport")
+        for unrelated in ("What is the boiling point of water?", "Who painted the Sistine Chapel?"):
+            out = json.loads(self.ok("ask", unrelated, "--json", "--conversation", self.conversation(*RENEW)))
+            self.assertTrue(out["refused"], out)  # the conversation's topic does not carry it past the floor
         out = json.loads(self.ok("ask", "What is the fee?", "--json", "--conversation", self.conversation(*RENEW)))
         self.assertFalse(out["refused"], out)
 
@@ -2932,6 +2938,13 @@ class ConverseTests(RagTestCase):
                 self.assertIn(message, self.error_line("ask", "--conversation", bad))
         self.assertIn("cannot read conversation", self.error_line("ask", "--conversation", bad + ".missing"))
         self.assertIn("the question", self.error_line("ask", code=2))
+        self.assertIn("the question", self.error_line("ask", "", "--conversation", self.conversation(*RENEW), code=2))
+        image_only = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}
+        self.assertIn("the last user message has no text",
+                      self.error_line("ask", "--conversation", self.conversation(*RENEW, image_only)))
+        with open(bad, "w", encoding="utf-8-sig") as f:  # a Windows editor's byte order mark
+            json.dump(RENEW + [{"role": "user", "content": "What is the fee?"}], f)
+        self.assertIn("130 dollars", self.ok("ask", "--conversation", bad))
 
     def test_ask_follow_up_rewritten_by_the_chat_model_and_answered_in_context(self):
         server = self.online()
@@ -2987,7 +3000,7 @@ class ConverseTests(RagTestCase):
             return self.run_cli("chat")
 
     def test_chat_answers_follow_ups_in_context_and_starts_over(self):
-        code, out, err = self.chat("How do I renew my passport?", "What is the fee?", "/new", "What is the fee?")
+        code, out, err = self.chat("How do I renew my passport?", "What is the fee?", "/NEW", "\x1b\x07", "What is the fee?")
         self.assertEqual((code, err), (0, ""))
         first, follow_up, new, again = out.split("\n\n", 3)
         self.assertIn("DS-82", first)
@@ -3477,7 +3490,10 @@ class HttpTests(RagTestCase):
         self.assertEqual(status, 200, plain)
         self.assertEqual(plain["rag"]["search_query"], server.rewrite_reply)
         self.assertTrue(plain["rag"]["passages"][0]["source"].startswith("errors.md"))
-        rewrite, answer = [r[2] for r in server.paths("/chat/completions")]
+        found = self.request("POST", "/search", {"question": messages[-1]["content"], "conversation": messages[:-1]})[2]
+        self.assertEqual(found["search_query"], server.rewrite_reply)  # with a conversation: what was searched, too
+        self.assertTrue(found["passages"][0]["source"].startswith("errors.md"))
+        rewrite, answer = [r[2] for r in server.paths("/chat/completions")][:2]
         self.assertEqual(rewrite["messages"][0]["content"], rag.REWRITE_PROMPT)
         self.assertNotIn("tomatoes", rewrite["messages"][1]["content"])  # the client's instructions are not searched
         (system, *turns, prompt) = [m["content"] for m in answer["messages"]]
@@ -3503,6 +3519,8 @@ class HttpTests(RagTestCase):
                     status, _, reply = self.request("POST", path, body)
                     self.assertEqual(status, 400, reply)
                     self.assertIn(words, reply["error"]["message"])
+                    if path.startswith("/v1"):  # named as the client sent it
+                        self.assertNotIn("'conversation'", reply["error"]["message"])
         status, _, reply = self.request("POST", "/ask", {"question": "And how long for refunds?",
                                                          "conversation": [user]})
         self.assertEqual((status, reply["search_query"]), (200, "And how long for refunds?"))  # the same words
@@ -4593,7 +4611,7 @@ class HostileInputTests(RagTestCase):
                 self.assertEqual(len(str(e).splitlines()), 1, e)
                 continue
             parsed += 1
-            self.assertTrue(all(t.role in ("user", "assistant") and t.text.strip() for t in turns))
+            self.assertTrue(all(t.role == "user" or t.role == "assistant" and t.text.strip() for t in turns))
             self.assertIsInstance(told, str)
             json.dumps([t.text for t in turns]).encode("utf-8")  # storable, sendable text
         self.assertGreater(min(parsed, refused), 300)  # both ways were exercised
