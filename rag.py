@@ -95,13 +95,13 @@ __all__ = [
     "__version__", "main", "REFUSAL", "BUILTIN_MODEL", "RagError", "UsageError",
     # records and configuration
     "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "Endpoint", "QueryOptions", "IndexOptions",
-    "AskOptions", "Floor", "Scope", "Log",
+    "AskOptions", "Floor", "Scope", "Log", "Turn", "Conversation",
     # the stages
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "STORES", "connect", "index_paths", "export_lines",
     "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
-    "null_level", "floor_in_force", "relevance", "refuses",
+    "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
     "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator", "answer_question",
     "load_cases", "evaluate",
     # wiring and serving
@@ -5354,8 +5354,7 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
         return hits
     qvec = retriever.embed_question(question)
     vectors = dict(retriever.store.vectors([h.chunk_id for h in hits]))
-    return [replace(h, similarity=sum(a * b for a, b in zip(qvec, vectors[h.chunk_id])))
-            if h.chunk_id in vectors else h for h in hits]
+    return [replace(h, similarity=dot(qvec, vectors[h.chunk_id])) if h.chunk_id in vectors else h for h in hits]
 
 
 def search_query(question: str, history: tuple[Turn, ...], retriever, generator, warn) -> tuple[str, str]:
