@@ -3703,6 +3703,24 @@ class HttpTests(RagTestCase):
                                    b"Connection: close\r\n\r\n%s" % (path.encode(), self.port, len(data), data))
         return int(status.split()[1]), None, json.loads(body)
 
+    def test_serve_page_keeps_a_thread_and_sends_it_with_each_follow_up(self):
+        self.serve()
+        page = self.request("GET", "/")[2]
+        script = page[page.index("<script>"):]
+        self.assertIn("const KEEP = 12;", script)  # a bounded conversation goes back to the server
+        self.assertIn('sent = messages.concat([{role: "user", content: question}]).slice(-KEEP)', script)
+        self.assertIn("messages: sent", script)
+        self.assertIn('messages = sent.concat([{role: "assistant", content: event.rag.answer}])', script)
+        self.assertIn('$("new").onclick = () => { messages = []; $("thread").textContent = "";', script)
+        self.assertIn('"Searched for: " + rag.search_query', script)
+        self.assertLess(12, rag.MAX_MESSAGES)  # what the page sends is always accepted
+        messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about refunds"}
+                    for i in range(11)] + [{"role": "user", "content": "How long do they take?"}]
+        status, _, text = self.request("POST", "/v1/chat/completions", {"stream": True, "messages": messages})
+        final = json.loads(self.events(text)[-2])["rag"]
+        self.assertEqual(status, 200)
+        self.assertEqual(final["search_query"], "How long do they take? turn refunds")
+
     def test_serve_page_fills_a_linked_question_but_never_asks_by_itself(self):
         self.serve()
         status, resp, page = self.request("GET", "/?q=How+long+do+refunds+take%3F")
