@@ -6668,8 +6668,10 @@ QUESTION_SCHEMA = {
                                         "question follows up on it ('What about for children?'): it is "
                                         "searched with the conversation's words.",
                          "items": {"type": "object", "required": ["role", "content"], "properties": {
-                             "role": {"type": "string", "enum": [USER, ASSISTANT]},
-                             "content": {"type": "string"}}}}},
+                             "role": {"type": "string", "enum": [USER, ASSISTANT, *INSTRUCTION_ROLES,
+                                                                 *SKIPPED_ROLES]},
+                             "content": {"type": ["string", "array", "null"],
+                                         "description": "text, or OpenAI content parts (text ones are read)"}}}}},
     "required": ["question"], "additionalProperties": False}
 # What tools/list gives; McpServer.call answers each tool with its tool_<name> method.
 MCP_TOOLS = [
