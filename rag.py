@@ -4575,6 +4575,7 @@ class Retriever:
         self._allowed: set[int] | None = None
         self._idf: dict[str, float] = {}
         self._n: int | None = None
+        self._last: tuple[str, list[float]] | None = None  # the last question embedded, and its vector
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -4604,8 +4605,12 @@ class Retriever:
         return self._allowed
 
     def embed_question(self, question: str) -> list[float]:
+        """The question's unit vector (a follow-up's is asked for again to judge it: embedded once)."""
+        if self._last and self._last[0] == question:
+            return self._last[1]
         vec = normalize(self.embedder.embed([question], QUERY)[0])
         self.store.check_model(self.embedder.model, len(vec), self.embedder.convention)
+        self._last = (question, vec)
         return vec
 
     def dense(self, qvec: list[float], depth: int) -> list[tuple[int, float]]:
@@ -4687,12 +4692,14 @@ class Retriever:
         hits = self.hits(ranked[:k], qvec)
         return hits, hits if ranked is first else self.hits(first[:k], qvec), ranked
 
-    def hits(self, ranked: list[tuple[int, float]], qvec) -> list[Hit]:
+    def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
+             vecs: dict | None = None) -> list[Hit]:
+        """Hits of ranked chunks (rows, vecs: their chunks and vectors when fetched already)."""
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
-        rows = self.store.chunks(ids)
-        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
+        rows = self.store.chunks(ids) if rows is None else rows
+        vecs = (dict(self.store.vectors(ids)) if qvec is not None else {}) if vecs is None else vecs
         return [Hit(cid, self.hit_path(*rows[cid][:2]), rows[cid][2], score,
                     dot(qvec, vecs[cid]) if qvec is not None else None)
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
@@ -5047,9 +5054,11 @@ def question_relevance(retriever, questions: list[str], mode: str, unanswered: b
         if h.chunk_id not in memo:
             memo[h.chunk_id] = chunk_stems(h)
         return memo[h.chunk_id]
-    for q, qvec in zip(questions, vecs):
-        first, _ = retriever.rank(q, mode, FUSION_DEPTH, qvec)
-        hits = retriever.hits(first[:DEFAULT_K], qvec)
+    tops = [retriever.rank(q, mode, FUSION_DEPTH, qvec)[0][:DEFAULT_K] for q, qvec in zip(questions, vecs)]
+    ids = list({cid for top in tops for cid, _ in top})  # fetched once for all the questions
+    rows, stored = retriever.store.chunks(ids), dict(retriever.store.vectors(ids))
+    for q, qvec, top in zip(questions, vecs, tops):
+        hits = retriever.hits(top, qvec, rows, stored)
         coverage = word_coverage(q, hits, retriever.idf, stems) if unanswered else None
         if coverage is None or coverage < PROBE_ANSWERED:
             out.append(relevance(retriever, q, hits, stems, coverage))
@@ -6839,25 +6848,10 @@ def chat_question(body) -> tuple[str, list]:
     user = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
     if not user:
         raise HttpError(400, "no message with role 'user'")
-    before = messages[:user[-1]]
-    content = messages[user[-1]].get("content")
-    if isinstance(content, list):  # content parts: the text ones
-        texts = [part_text(part, n) for n, part in enumerate(content, 1)]
-        content = "\n".join(t for t in texts if t is not None)
-    if not isinstance(content, str) or not content.strip():
+    content = message_text(messages[user[-1]].get("content"), user[-1] + 1)  # a RagError: a 400
+    if not content.strip():
         raise HttpError(400, "the last user message has no text")
-    return content, before
-
-
-def part_text(part, n: int) -> str | None:
-    """The text of the n-th content part (None for a part of another type)."""
-    if not isinstance(part, dict):
-        raise HttpError(400, f"content part {n} of the last user message is not an object")
-    if part.get("type") != "text":
-        return None
-    if not isinstance(part.get("text"), str):
-        raise HttpError(400, f"content part {n} of the last user message: 'text' must be a string")
-    return part["text"]
+    return content, messages[:user[-1]]
 
 
 class SseOut:
@@ -7887,13 +7881,17 @@ def first_line(text: str, width: int = 80) -> str:
     return line if len(line) <= width else line[:width - 3] + "..."
 
 
+def stream_arguments(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--stream", dest="stream", action="store_true", default=None,
+                   help=f"stream {what} as it is written (default when stdout is a terminal)")
+    p.add_argument("--no-stream", dest="stream", action="store_false", help=f"print {what} when complete")
+
+
 def ask_arguments(p: argparse.ArgumentParser) -> None:
     """Ask's own arguments: how the answer is shown."""
     p.add_argument("question", nargs="?", help="the question")
     conversation_argument(p)
-    p.add_argument("--stream", dest="stream", action="store_true", default=None,
-                   help="stream the answer as it is written (default when stdout is a terminal)")
-    p.add_argument("--no-stream", dest="stream", action="store_false", help="print the answer when complete")
+    stream_arguments(p, "the answer")
     p.add_argument("--show-prompt", action="store_true", help="print the exact prompt sent to the model")
     p.add_argument("--json", action="store_true",
                    help="print {answer, refused, citations, passages, usage} as JSON")
@@ -7927,9 +7925,7 @@ def cmd_ask(args, cfg: Config, closer) -> int:
 
 def chat_arguments(p: argparse.ArgumentParser) -> None:
     """Chat's own arguments: how answers are shown."""
-    p.add_argument("--stream", dest="stream", action="store_true", default=None,
-                   help="stream answers as they are written (default when stdout is a terminal)")
-    p.add_argument("--no-stream", dest="stream", action="store_false", help="print each answer when complete")
+    stream_arguments(p, "each answer")
 
 
 CHAT_NEW = ("/new", "/reset")  # start a new conversation
