@@ -3241,8 +3241,8 @@ class Store:
         """The depth best (chunk id, keyword score) in scope for an FTS5 query (fts_query)."""
         raise NotImplementedError
 
-    def doc_freq(self, word: str) -> int:
-        """How many chunks hold the word."""
+    def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
+        """How many chunks in scope hold the word."""
         raise NotImplementedError
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
@@ -3377,9 +3377,14 @@ class SqliteStore(Store):
             [query] + args + [depth])
         return [(cid, s) for cid, s in rows]
 
-    def doc_freq(self, word: str) -> int:
-        return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                 (f'"{word}"',)).fetchone()[0]
+    def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
+        cond, args = self.where(scope)
+        if not args:
+            return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
+                                     (f'"{word}"',)).fetchone()[0]
+        return self.conn.execute(
+            "SELECT count(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
+            f"WHERE chunks_fts MATCH ? AND {cond}", [f'"{word}"'] + args).fetchone()[0]
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -4573,7 +4578,7 @@ class Retriever:
         self._level: float | None = None
         self._floors: dict[str, dict] = {}  # the label-free floor by mode, once found (question_floor)
         self._allowed: set[int] | None = None
-        self._idf: dict[str, float] = {}
+        self._idf: dict[tuple[Scope, str | None], float] = {}  # (scope, word): weight; (scope, None): chunks
         self._n: int | None = None
         self._last: tuple[str, list[float]] | None = None  # the last question embedded, and its vector
 
@@ -4618,10 +4623,19 @@ class Retriever:
         return self.store.dense(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
-        """Inverse document frequency of a word over chunks, from the keyword index."""
-        if word not in self._idf:
-            self._idf[word] = math.log((self.chunks() + 1) / (self.store.doc_freq(word) + 0.5))
-        return self._idf[word]
+        """Inverse document frequency of a word over the chunks this retriever
+        may see, from the keyword index: under a key or --source, counted in
+        its documents alone, so that what others hold never shows through a
+        rewrite's words or a relevance. (The copies narrowed from one warm
+        retriever share this memo, hence the scope in its key.)"""
+        scope = self.scope()
+        if (scope, word) not in self._idf:
+            if (scope, None) not in self._idf:  # the chunks in scope, counted once
+                n = self.chunks() if scope == Scope() else self.store.counts(scope)["chunks"]
+                self._idf[scope, None] = n
+            n = self._idf[scope, None]
+            self._idf[scope, word] = math.log((n + 1) / (self.store.doc_freq(word, scope) + 0.5))
+        return self._idf[scope, word]
 
     def keyword(self, question: str, depth: int) -> list[tuple[int, float]]:
         query = fts_query(question)

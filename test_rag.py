@@ -2891,6 +2891,26 @@ class ConverseTests(RagTestCase):
         self.assertEqual((query, judged), ("What is the fee? renew passport", "What is the fee?"))
         self.assertEqual(notes, [])
 
+    def test_search_query_under_a_scope_weighs_words_by_its_documents_alone(self):
+        hidden = {f"hidden/h{i}.md": f"Renewal notes {i}: renew the passport and renew it again.\n" for i in range(6)}
+        self.write_docs(hidden)
+        self.ok("index", self.docs)
+        alone = os.path.join(self.dir, "alone.db")
+        for name in hidden:
+            os.remove(os.path.join(self.docs, name))
+        self.assertEqual(self.run_cli("index", self.docs, db=alone)[0], 0)
+        history = (rag.Turn("user", "How do I renew my passport by mail with a photo?"),)
+        whole, scoped, solo = (rag.Retriever(rag.connect(db), rag.HashEmbedder(), source)
+                               for db, source in ((self.db, None), (self.db, "[!h]*"), (alone, None)))
+        for r in (whole, scoped, solo):
+            self.addCleanup(r.store.conn.close)
+        for word in ("renew", "passport", "photo", "mail", "tomatoes"):  # [!h]*: every document but hidden/
+            self.assertAlmostEqual(scoped.idf(word), solo.idf(word), msg=word)
+        self.assertLess(whole.idf("renew"), solo.idf("renew") / 2)  # the hidden documents do change the whole's
+        asked = [rag.follow_up_query("What is the fee?", history, r.idf) for r in (whole, scoped, solo)]
+        self.assertEqual(asked[1], asked[2])  # what a key's caller is shown depends on its documents alone
+        self.assertNotEqual(asked[0], asked[2])
+
     def test_search_follow_up_finds_what_the_conversation_is_about(self):
         alone = json.loads(self.ok("search", "What is the fee?", "--json"))
         self.assertTrue(alone[0]["path"].endswith("licence.md"))  # the question alone: the wrong document
