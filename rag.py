@@ -7591,9 +7591,13 @@ def query_from_args(args) -> QueryOptions:
     return QueryOptions(**{f: getattr(args, f) for f in QueryOptions.__dataclass_fields__ if hasattr(args, f)})
 
 
-def common_arguments(p: argparse.ArgumentParser) -> None:
-    """Every command's options: the index, the servers it talks to, their patience."""
+def db_arguments(p: argparse.ArgumentParser) -> None:
+    """Every command's option: the index."""
     p.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
+
+
+def server_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that embed: the servers they talk to, their patience."""
     p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
                    "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
                    "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
@@ -7608,7 +7612,6 @@ def common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-type", metavar="QUERY,DOCUMENT", help="send input_type with these values for "
                    "questions and passages, for servers that read it (default: $EMBED_INPUT_TYPE, else the "
                    "model family's; 'none': never)")
-    p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
     p.add_argument("--timeout", type=number(float, 0, low_open=True),
                    help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
                         f"{QUERY_TIMEOUT:g} otherwise)")
@@ -7641,13 +7644,20 @@ def retrieval_arguments(p: argparse.ArgumentParser) -> None:
                    "embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
     p.add_argument("--rerank-depth", type=positive_int, metavar="N",
                    help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
+
+
+def answer_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that answer: the chat model and what it is given."""
+    p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
     p.add_argument("--max-context", type=positive_int, default=MAX_CONTEXT, metavar="CHARS",
                    help="characters of passages a chat model is given; the weakest passages are "
                         f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")
 
 
-# The option groups commands share, by name (Command.groups).
-OPTION_GROUPS = {"common": common_arguments, "retrieval": retrieval_arguments}
+# The option groups commands share, by name (Command.groups): each command takes only those it uses.
+OPTION_GROUPS = {"db": db_arguments, "servers": server_arguments, "retrieval": retrieval_arguments,
+                 "answer": answer_arguments}
+ANSWERING = ("db", "servers", "retrieval", "answer")
 
 
 def index_arguments(p: argparse.ArgumentParser) -> None:
@@ -8355,31 +8365,31 @@ class Command:
 # The subcommands, in the order --help lists them. A new one is a cmd_ function,
 # its _arguments function, and one entry here.
 COMMANDS = {
-    "index": Command(cmd_index, index_arguments, ("common",), "index files and folders",
+    "index": Command(cmd_index, index_arguments, ("db", "servers"), "index files and folders",
                      "Parse, chunk, embed and store documents. Unchanged files are skipped."),
-    "search": Command(cmd_search, search_arguments, ("common", "retrieval"), "show the ranked passages",
+    "search": Command(cmd_search, search_arguments, ("db", "servers", "retrieval"), "show the ranked passages",
                       "Print the best chunks: rank, score, path:lines, heading, first line."),
-    "ask": Command(cmd_ask, ask_arguments, ("common", "retrieval"), "answer a question with citations",
+    "ask": Command(cmd_ask, ask_arguments, ANSWERING, "answer a question with citations",
                    "Answer from the retrieved passages, citing them, or print the refusal sentence."),
-    "chat": Command(cmd_chat, chat_arguments, ("common", "retrieval"), "a conversation on the terminal",
+    "chat": Command(cmd_chat, chat_arguments, ANSWERING, "a conversation on the terminal",
                     "Ask, then ask follow-ups: each is searched in the context of the turns before it, each "
                     "answer cites its passages. /new starts over, Ctrl-D ends."),
-    "eval": Command(cmd_eval, eval_arguments, ("common", "retrieval"), "measure retrieval on labelled questions",
+    "eval": Command(cmd_eval, eval_arguments, ANSWERING, "measure retrieval on labelled questions",
                     "Report recall@k, MRR, nDCG@10, hit@1, abstention and false refusals."),
-    "export": Command(cmd_export, export_arguments, ("common",), "write the index as JSON Lines",
+    "export": Command(cmd_export, export_arguments, ("db",), "write the index as JSON Lines",
                       "One chunk a line: id, path, citation, lines, heading, text, the document's SHA-256, "
                       "the embedding model, its dimension and the vector."),
-    "mcp": Command(cmd_mcp, None, ("common", "retrieval"), "serve the index to an agent (MCP over stdio)",
+    "mcp": Command(cmd_mcp, None, ANSWERING, "serve the index to an agent (MCP over stdio)",
                    "A Model Context Protocol server on stdin/stdout with the tools search, ask and stats. "
                    "The retrieval options are the tools' defaults; --source limits every request."),
-    "serve": Command(cmd_serve, serve_arguments, ("common", "retrieval"), "serve the index over HTTP",
+    "serve": Command(cmd_serve, serve_arguments, ANSWERING, "serve the index over HTTP",
                      "POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST /search and "
                      "/ask (as --json), GET /health, and a page at /. The retrieval options are the "
                      "defaults; --source limits every request."),
-    "check": Command(cmd_check, check_arguments, ("common",), "check the index for damage",
+    "check": Command(cmd_check, check_arguments, ("db",), "check the index for damage",
                      "PRAGMA quick_check, every stored text decoded and every vector parsed; names the "
                      "damaged documents and how to rebuild them (exit 1 when damaged)."),
-    "stats": Command(cmd_stats, stats_arguments, ("common",), "show what the index holds",
+    "stats": Command(cmd_stats, stats_arguments, ("db",), "show what the index holds",
                      "Documents, chunks, embedding model, size, last indexed."),
 }
 

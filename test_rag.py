@@ -4095,20 +4095,25 @@ class CommandLineTests(RagTestCase):
         top = help_text()
         for cmd in ("index", "search", "ask", "eval", "stats"):
             self.assertIn(cmd, top)
-        common = ["--db", "--base-url", "--embed-model", "--model", "--timeout", "--retries"]
+        servers = ["--db", "--base-url", "--embed-model", "--timeout", "--retries"]
         retrieval = ["-k", "--mode", "--source", "--exact", "--fusion", "--min-score"]
-        must = {"index": common + ["--chunk-size", "--overlap", "--batch-size", "--prune", "--include",
-                                   "--exclude", "--max-file-mb", "--no-default-excludes", "default: 20",
-                                   "--follow-links", "--include-secrets"],
-                "search": common + retrieval + ["--json"],
-                "ask": common + retrieval + ["--stream", "--no-stream", "--show-prompt", "--json"],
-                "eval": common + retrieval + ["--json", "--fail-under", "--generate"],
-                "stats": common + ["--json"]}
+        answer = ["--model", "--max-context"]
+        must = {"index": servers + ["--chunk-size", "--overlap", "--batch-size", "--prune", "--include",
+                                    "--exclude", "--max-file-mb", "--no-default-excludes", "default: 20",
+                                    "--follow-links", "--include-secrets"],
+                "search": servers + retrieval + ["--json"],
+                "ask": servers + retrieval + answer + ["--stream", "--no-stream", "--show-prompt", "--json"],
+                "eval": servers + retrieval + answer + ["--json", "--fail-under", "--generate"],
+                "stats": ["--db", "--json"], "export": ["--db", "--out", "--source"], "check": ["--db", "--full"]}
+        unused = {"index": answer + retrieval, "search": answer, "stats": servers[1:] + answer,
+                  "export": servers[1:] + answer, "check": servers[1:] + answer + retrieval}
         for cmd, words in must.items():
             with self.subTest(cmd):
                 text = help_text(cmd)
                 for word in words:
                     self.assertIn(word, text)
+                for word in unused.get(cmd, ()):  # an option a command would ignore is not offered
+                    self.assertNotRegex(text, rf"\[{re.escape(word)}[ \]]")
         self.assertIn(f"default: {rag.INDEX_TIMEOUT:g} for index, {rag.QUERY_TIMEOUT:g} otherwise", help_text("ask"))
 
     def test_numeric_options_are_checked(self):
