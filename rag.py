@@ -3189,7 +3189,7 @@ class Store:
         raise NotImplementedError
 
     def set_meta(self, values: dict) -> None:
-        """Write settings, in one transaction."""
+        """Write settings (None: remove that one), in one transaction."""
         raise NotImplementedError
 
     def remember(self, values: dict) -> bool:
@@ -3303,7 +3303,10 @@ class SqliteStore(Store):
     def set_meta(self, values: dict) -> None:
         with transaction(self.conn):
             for key, value in values.items():
-                set_meta(self.conn, key, value)
+                if value is None:
+                    self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+                else:
+                    set_meta(self.conn, key, value)
 
     def remember(self, values: dict) -> bool:
         try:
@@ -5206,8 +5209,9 @@ def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
 
 def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
     """The floor that refuses the most unanswerable cases while refusing at most
-    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few
-    floors: (floor, unanswerable refused, answerable refused).
+    CALIBRATION_MAX_FALSE of the answerable ones (the lowest such: see
+    lowest_floor_refusing), and the trade-off at a few floors: (floor,
+    unanswerable refused, answerable refused).
 
     >>> rows = [{"relevance": r} for r in (0.5, 0.6, 0.7)] + [{"relevance": 0.55, "unanswerable": True}]
     >>> calibrate(rows)[0]
@@ -5217,13 +5221,30 @@ def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     if not answerable or not off:
         raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
-    chosen = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
+    limit = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
+    chosen = lowest_floor_refusing(sorted(off), answerable, limit)
 
     def at(f):
         return (f, sum(x < f for x in off) / len(off), sum(x < f for x in answerable) / len(answerable))
     shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
     floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))] for q in shares} | {chosen}
     return chosen, [at(f) for f in sorted(floors)]
+
+
+def lowest_floor_refusing(off: list[float], answerable: list[float], limit: float) -> float:
+    """Of the floors up to limit, the lowest that refuses every unanswerable
+    case limit refuses: halfway between the highest of those and the next
+    answerable relevance (the widest margin on both sides), so that no
+    answerable case is refused that need not be (both lists sorted).
+
+    >>> lowest_floor_refusing([0.2, 0.4, 0.9], [0.3, 0.5, 0.6, 0.8], 0.8)
+    0.45
+    """
+    refused = [x for x in off if x < limit]
+    if not refused:  # limit refuses none of them: neither need any floor refuse an answerable case
+        return min(off[0], answerable[0])
+    above = next(a for a in answerable if a > refused[-1])  # limit itself is one
+    return (refused[-1] + above) / 2
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
@@ -8022,7 +8043,8 @@ def print_chat_answer(a: Answer, streamed: bool, asked: str) -> None:
 
 def eval_arguments(p: argparse.ArgumentParser) -> None:
     """Eval's own arguments: the cases, and what to do with the figures."""
-    p.add_argument("cases", help="JSON array or JSON Lines of {question, sources|source|chunk_ids|quote|unanswerable}")
+    p.add_argument("cases", nargs="?", help="JSON array or JSON Lines of {question, "
+                   "sources|source|chunk_ids|quote|unanswerable}")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
     p.add_argument("--generate", action="store_true",
@@ -8030,6 +8052,9 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="choose the refusal floor that best separates the answerable cases from the "
                         "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
+    p.add_argument("--uncalibrate", action="store_true",
+                   help="remove the floor --calibrate kept (no cases needed): the floor measured without "
+                        "labels is used again")
 
 
 def print_report(r: dict, k: int) -> None:
@@ -8054,6 +8079,10 @@ def print_report(r: dict, k: int) -> None:
 
 def cmd_eval(args, cfg: Config, closer) -> int:
     """Score retrieval on labelled questions."""
+    if args.uncalibrate:
+        return uncalibrate(cfg.db, closer)
+    if not args.cases:
+        raise UsageError("eval needs the cases: a JSON file of questions (or --uncalibrate)")
     cases = load_cases(args.cases)
     q = query_from_args(args)
     conn, retriever = open_for_query(cfg, q, closer)
@@ -8085,7 +8114,7 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: 
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
     for f, off, ans in table:
         print(f"  {f:.4f}  {off:6.1%}  {ans:6.1%}" + ("   <- chosen: most refused with at most "
-                                                    f"{CALIBRATION_MAX_FALSE:.0%} answerable refused"
+                                                    f"{CALIBRATION_MAX_FALSE:.0%} answerable refused, the lowest such"
                                                     if f == chosen else ""))
     if measured is not None:
         off, ans = refused_shares(rows, measured)
@@ -8097,6 +8126,20 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: 
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot store the calibrated floor: {e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
+
+
+def uncalibrate(db: str, closer) -> int:
+    """eval --uncalibrate: remove the kept floor, so that the measured one is in force again."""
+    store = as_store(closer.enter_context(contextlib.closing(connect(db))))
+    if store.meta(Meta.FLOOR) is None:
+        print(f"{db} has no calibrated floor: nothing to remove")
+        return 0
+    try:
+        store.set_meta(dict.fromkeys((Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)))
+    except sqlite3.OperationalError as e:
+        raise RagError(f"cannot remove the calibrated floor: {e}") from None
+    print(f"removed the calibrated floor of {db}: {program()} ask uses the floor measured without labels again")
+    return 0
 
 
 def export_arguments(p: argparse.ArgumentParser) -> None:

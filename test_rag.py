@@ -3193,18 +3193,33 @@ class EvalTests(RagTestCase):
         answerable = sorted(r["relevance"] for r in report["cases_detail"] if not r.get("unanswerable"))
         self.assertEqual(report["floor"], rag.BUILTIN_FLOOR)
         self.assertTrue(report["floor_source"].startswith("default for the built-in embedder"), report["floor_source"])
+        off = [r["relevance"] for r in report["cases_detail"] if r.get("unanswerable")]
         out = self.ok("eval", path, "--calibrate")
         self.assertRegex(out, r"calibration on 5 cases")
-        self.assertIn("<- chosen", out)
-        self.assertIn(f"{answerable[0]:.4f}", out)  # 5% of 3 answerable: none may be refused
-        stats = self.ok("stats")
-        self.assertIn(f"floor           {answerable[0]:g} (calibrated on 5 cases of cases.json", stats)
+        chosen = float(re.search(r"  (\S+) .*<- chosen", out).group(1))
+        self.assertTrue(max(off) < chosen <= answerable[0], (off, chosen, answerable))  # 5% of 3: none refused
+        stats = json.loads(self.ok("stats", "--json"))
+        self.assertEqual(round(stats["floor"], 4), chosen)
+        self.assertTrue(stats["floor_source"].startswith("calibrated on 5 cases of cases.json"), stats)
         data = json.loads(self.ok("ask", "Which planet is the largest?", "--json"))
-        self.assertEqual(data["floor"], answerable[0])
-        self.assertTrue(data["refused"])
+        self.assertEqual((round(data["floor"], 4), data["refused"]), (chosen, True))
         self.assertEqual(json.loads(self.ok("ask", "refunds", "--json", "--min-score", "0.9"))["floor_source"], "--min-score")
         only = self.cases([{"question": "How long do refunds take?", "source": "refunds.md"}])
         self.assertIn("--calibrate needs answerable cases and cases marked", self.error_line("eval", only, "--calibrate"))
+        self.assertIn("removed the calibrated floor", self.ok("eval", "--uncalibrate"))
+        stats = json.loads(self.ok("stats", "--json"))
+        self.assertFalse(stats["floor_source"].startswith("calibrated"), stats)  # measured without labels again
+        self.assertIn("no calibrated floor", self.ok("eval", "--uncalibrate"))
+        self.assertIn("needs the cases", self.error_line("eval", code=2))
+
+    def test_calibrate_chooses_the_lowest_floor_that_refuses_as_many(self):
+        answerable = [0.50 + i / 100 for i in range(20)]
+        rows = [{"relevance": x} for x in answerable] + \
+            [{"relevance": x, "unanswerable": True} for x in (0.2, 0.3, 0.45, 0.8)]
+        chosen, table = rag.calibrate(rows)
+        self.assertAlmostEqual(chosen, 0.475)  # 0.51 refuses no more of them, and 5% of the answerable
+        self.assertEqual([(off, ans) for f, off, ans in table if f == chosen], [(0.75, 0.0)])
+        self.assertEqual(rag.refused_shares(rows, chosen), (0.75, 0.0))
 
     def test_eval_quote_found_at_rank_one_is_not_a_miss(self):
         self.write_docs({"a.md": "Refunds take five days. " * 30, "b.md": "Other text."})
