@@ -5825,6 +5825,7 @@ class Answer:
     floor: float = 0.0
     search_query: str = ""       # what was searched: the question, or a follow-up rewritten (Converse)
     turns: tuple = ()            # the conversation's turns the model was sent before the prompt
+    warnings: tuple = ()         # what a server's caller is told of the request (Service.source_warnings)
 
     @property
     def by_model(self) -> bool:
@@ -6402,7 +6403,8 @@ def answer_json(a: Answer, floor: Floor) -> dict:
             "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
             "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
             "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
-            "floor": a.floor, "floor_source": floor.source, "search_query": a.search_query}
+            "floor": a.floor, "floor_source": floor.source, "search_query": a.search_query,
+            **({"warnings": list(a.warnings)} if a.warnings else {})}
 
 
 def index_info(conn, db: str) -> dict:
@@ -6651,15 +6653,27 @@ class Service:
         """A request's question and options, checked, over this server's (request_args)."""
         return request_args(params, self.opts)
 
-    def search(self, params, caller: Caller | None = None) -> tuple[list[dict], str]:
-        """(the passages, what was searched: a follow-up as search_query rewrites it)."""
+    def search(self, params, caller: Caller | None = None) -> tuple[list[dict], str, list[str]]:
+        """(the passages, what was searched: a follow-up as search_query
+        rewrites it, warnings for the caller)."""
         a = self.request(params)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
             query, _ = search_query(asked.question, asked.history, r, make_generator(self.cfg, None, self.log.note),
                                     self.log.note)
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
-        return [hit_json(h, n) for n, h in enumerate(hits, 1)], query
+            warnings = self.source_warnings(r, a["source"])
+        return [hit_json(h, n) for n, h in enumerate(hits, 1)], query, warnings
+
+    @staticmethod
+    def source_warnings(r: ServedRetriever, source: str | None) -> list[str]:
+        """A warning when a request's source matches no document: counted in
+        what the caller may read (a key's documents, --source), so that it
+        says nothing of the others (the command line's warnings count them all)."""
+        if not source or r.counts()["documents"]:
+            return []
+        return [f"warning: source {source!r} matches no document you may search (a pattern matches the path "
+                "relative to the folder indexed, e.g. 'guides/*.md')"]
 
     def ask(self, params, stream_to=None, caller: Caller | None = None) -> tuple[Answer, Floor]:
         """Answer like ask (logged in the asks table with the caller's name);
@@ -6669,8 +6683,8 @@ class Service:
             opts, floor = ask_options(self.opts, r)
             opts = replace(opts, mode=a["mode"], k=a["k"])
             generator = make_generator(self.cfg, stream_to, self.log.note)
-            return answer_question(r, generator, a["asked"], opts, self.log,
-                                   caller.name if caller else None), floor
+            answer = answer_question(r, generator, a["asked"], opts, self.log, caller.name if caller else None)
+            return replace(answer, warnings=tuple(self.source_warnings(r, a["source"]))), floor
 
     def failure(self, e: Exception) -> str:
         """What a client is told of a failure (RagError: its message): never
@@ -6815,13 +6829,15 @@ class McpServer:
 
     def tool_search(self, args) -> tuple[dict, str]:
         """(structured result, text) of each tool."""
-        passages, query = self.service.search(args)
+        passages, query, warnings = self.service.search(args)
         shown = "" if query == args.get("question") else f"Searched for: {query}\n\n"
-        return {"passages": passages, "search_query": query}, shown + passages_text(passages)
+        told = "".join(f"{w}\n\n" for w in warnings)
+        return ({"passages": passages, "search_query": query, **({"warnings": warnings} if warnings else {})},
+                told + shown + passages_text(passages))
 
     def tool_ask(self, args) -> tuple[dict, str]:
         answer, floor = self.service.ask(args)
-        return answer_json(answer, floor), answer.with_sources()
+        return answer_json(answer, floor), "".join(f"{w}\n\n" for w in answer.warnings) + answer.with_sources()
 
     def tool_stats(self, args) -> tuple[dict, str]:
         data = self.service.stats()
@@ -6956,9 +6972,11 @@ class HttpApi:
                                                            "created": self.started, "owned_by": "rag.py"}]})
 
     def search(self, body, caller: Caller | None = None):
-        passages, query = self.service.search(body, caller)
-        with_conversation = isinstance(body, dict) and body.get("conversation") is not None
-        return self.json(200, {"search_query": query, "passages": passages} if with_conversation else passages)
+        passages, query, warnings = self.service.search(body, caller)
+        if isinstance(body, dict) and body.get("conversation") is not None:
+            return self.json(200, {"search_query": query, "passages": passages,
+                                   **({"warnings": warnings} if warnings else {})})
+        return self.json(200, passages) + (None, NO_MATCH) if warnings else self.json(200, passages)
 
     def ask(self, body, caller: Caller | None = None):
         return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
@@ -7030,6 +7048,11 @@ class HttpApi:
     @staticmethod
     def json(status: int, obj):
         return status, "application/json", json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+# /search's reply is a list, with no room for a warning: a header says it (fixed
+# words: a request's own text never goes into a header).
+NO_MATCH = "source matches no document you may search"
 
 
 @dataclass(frozen=True)
@@ -7361,7 +7384,7 @@ class HttpHandler:
         for name, value in SECURITY_HEADERS:
             self.send_header(name, value)
 
-    def send(self, status, kind, data, allow=None):
+    def send(self, status, kind, data, allow=None, warning=None):
         self.raw.rest()  # reading is over (or given up): writes get the plain timeout
         try:
             self.send_response(status)
@@ -7370,6 +7393,8 @@ class HttpHandler:
             self.security_headers()
             if allow:
                 self.send_header("Allow", allow)
+            if warning:
+                self.send_header("X-Rag-Warning", warning)
             if self.close_connection or self.server.draining:
                 self.send_header("Connection", "close")
             self.end_headers()

@@ -2120,7 +2120,7 @@ class FilterTests(RagTestCase):
             service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(source="public/*"), rag.Log())
         self.addCleanup(service.close)
         for source in (None, "*", "*/public/*"):  # a request narrows the server's --source, never widens it
-            hits, _ = service.search({"question": "quokka notes hr", "source": source})
+            hits = service.search({"question": "quokka notes hr", "source": source})[0]
             self.assertEqual({h["path"] for h in hits}, set() if source == "*/public/*"  # served: relative
                              else {"public/menu.md"})
 
@@ -3319,6 +3319,15 @@ class McpTests(RagTestCase):
         self.assertEqual(self.rows("SELECT question, model FROM asks"), [("How long do refunds take?", "extractive")])
         self.assertIn("MCP server on stdio", err)
 
+    def test_mcp_source_that_matches_nothing_is_said(self):
+        replies, _ = self.mcp(self.call(1, "search", question="refunds", source="nothere/*"),
+                              self.call(2, "ask", question="How long do refunds take?", source="nothere/*"),
+                              self.call(3, "search", question="refunds", source="refunds.md"))
+        for reply in replies[:2]:
+            self.assertIn("source 'nothere/*' matches no document", reply["result"]["content"][0]["text"])
+            self.assertEqual(len(reply["result"]["structuredContent"]["warnings"]), 1)
+        self.assertNotIn("warnings", replies[2]["result"]["structuredContent"])
+
     def test_mcp_versions_and_unknown_methods(self):
         def init(n, version):
             return {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {"protocolVersion": version}}
@@ -3818,6 +3827,25 @@ class HttpTests(RagTestCase):
         asks = self.rows("SELECT * FROM asks")
         self.assertEqual(sorted({r for (r,) in self.rows("SELECT caller FROM asks")}), ["alice", "bob"])
         self.assertNotIn("-key-", json.dumps(asks))  # the log names who asked, never a key
+
+    def test_serve_source_that_matches_nothing_the_caller_may_read_is_said(self):
+        self.serve(keys=self.keys_setup())
+        alice = {"Authorization": "Bearer alice-key-0123456789"}
+        status, resp, hits = self.request("POST", "/search", {"question": "Falcon", "source": "b/*"}, alice)
+        self.assertEqual((status, hits, resp.getheader("X-Rag-Warning")), (200, [], rag.NO_MATCH))
+        found = self.request("POST", "/search", {"question": "Falcon", "source": "a/*"}, alice)
+        self.assertTrue(found[2])
+        self.assertIsNone(found[1].getheader("X-Rag-Warning"))
+        answer = self.request("POST", "/ask", {"question": "Falcon", "source": "b/*"}, alice)[2]
+        self.assertEqual(len(answer["warnings"]), 1)  # b/pay.md exists, but not for her: the same words as for none
+        self.assertIn("source 'b/*' matches no document you may search", answer["warnings"][0])
+        other = self.request("POST", "/ask", {"question": "Falcon", "source": "zz/*"}, alice)[2]
+        self.assertEqual(other["warnings"], [answer["warnings"][0].replace("b/*", "zz/*")])
+        chat = {"model": "rag.py", "messages": [{"role": "user", "content": "Falcon"}], "source": "b/*"}
+        self.assertEqual(self.request("POST", "/v1/chat/completions", chat, alice)[2]["rag"]["warnings"],
+                         answer["warnings"])
+        plain = self.request("POST", "/ask", {"question": "Falcon"}, alice)[2]
+        self.assertNotIn("warnings", plain)
 
     def test_serve_bad_keys_file_is_one_usage_error(self):
         cases = {"[": "not valid JSON", "[]": "non-empty list", '[{"name": "a"}]': "exactly one of",
