@@ -6021,7 +6021,7 @@ def case_metrics(ranking: list, relevant: set, k: int) -> dict:
             "rr": 1.0 / ranks[0] if ranks else 0.0,
             "ndcg@10": dcg([r for r in ranks if r <= 10]) / ideal,
             "hit@1": 1.0 if ranks and ranks[0] == 1 else 0.0,
-            "first": ranks[0] if ranks else None}
+            "first": ranks[0] if ranks else None, "found": len([r for r in ranks if r <= k]), "gold": n}
 
 
 def doc_ranking(hits: list[tuple[int, str]]) -> list[str]:
@@ -6190,8 +6190,8 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
         "answer_accuracy": mean("answer_ok", judged),
         "answers_citing": mean("cited", citing),
         "citations_gold": mean("cited_gold", [r for r in citing if r["cited"]]),
-        "misses": [{"id": r["id"], "question": r["question"], "first_gold_rank": r["first"]}
-                   for r in answerable if r["recall@k"] < 1.0],
+        "misses": [{"id": r["id"], "question": r["question"], "first_gold_rank": r["first"],
+                    "gold_found": r["found"], "gold": r["gold"]} for r in answerable if r["recall@k"] < 1.0],
         "cases_detail": rows,
     }
 
@@ -8086,6 +8086,8 @@ def print_report(r: dict, k: int) -> None:
     for m in r["misses"]:
         where = f"first gold at rank {m['first_gold_rank']}" if m["first_gold_rank"] else \
             f"gold not in top {EVAL_DEPTH}"
+        if m["gold"] > 1:  # a miss with some of its gold found: recall@k counts each gold item
+            where = f"{m['gold_found']} of {m['gold']} gold in the top {k}; {where}"
         print(f"miss  {m['id']}: {first_line(m['question'], 70)}  ({where})")
     if r["misses"]:
         print()

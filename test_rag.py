@@ -3097,6 +3097,10 @@ class EvalTests(RagTestCase):
         self.assertEqual(report["abstention"], 1.0)
         self.assertEqual([m["id"] for m in report["misses"]], ["q2"])
         self.assertEqual(report["misses"][0]["first_gold_rank"], 3)
+        several = self.cases([{"id": "q5", "question": "refund card", "sources": ["c.md", "b.md"]}])
+        out = self.ok("eval", several, "--mode", "keyword", "-k", "2")
+        self.assertIn("miss  q5: refund card  (1 of 2 gold in the top 2; first gold at rank 1)", out)
+        self.assertIn("recall@2        0.500", out)  # each gold item counts, not any one of them
 
     def test_eval_missing_gold_source_noted_and_counted(self):
         self.write_docs()
