@@ -7610,12 +7610,16 @@ def number(kind=float, low=None, low_open=False):
 positive_int = number(int, 1)
 
 
+# A URL's user name and password, which argparse would echo in "unrecognized arguments: ...".
+URL_USER = re.compile(r"(?<=://)[^\s/@]{1,512}@")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with usage errors worded like every other error ('rag: error: ...')."""
 
     def error(self, message):
         self.print_usage(sys.stderr)
-        self.exit(2, f"rag: error: {message}\n")
+        self.exit(2, f"rag: error: {URL_USER.sub('[user name or password hidden]@', message)}\n")
 
 
 # Config.from_env's overrides by the flag that gives each.

@@ -4210,7 +4210,7 @@ class CommandLineTests(RagTestCase):
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         self.assertEqual(list(sub.choices), list(rag.COMMANDS))
         hello = rag.Command(lambda args, cfg, closer: print(f"hello {args.name} from {cfg.db}") or 0,
-                            lambda p: p.add_argument("name"), ("common",), "say hello", "Say hello.")
+                            lambda p: p.add_argument("name"), ("db",), "say hello", "Say hello.")
         with mock.patch.dict(rag.COMMANDS, {"hello": hello}):
             self.assertEqual(self.ok("hello", "you"), f"hello you from {self.db}\n")
 
