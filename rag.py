@@ -2617,7 +2617,7 @@ def first_read(path: str, writable: bool, create: bool, shared: bool) -> tuple[s
         except BaseException:
             conn.close()
             raise
-    raise RagError(f"cannot read {path}: {error}")
+    raise RagError(f"cannot read {path}: {error}") from error
 
 
 def unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
@@ -2629,19 +2629,21 @@ def unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
 def upgrade(conn, path: str, version: int, writable: bool) -> None:
     """Migrate an index of an older schema; one that cannot be written now
     is not read in its old form: the error says to run index where it can."""
-    why = "" if writable else "it is read-only here"
-    if writable:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            migrate(conn, version)
-            return
-        except sqlite3.OperationalError as e:
-            why = cannot_write(e)
-            if not why:
-                raise
-            version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
-    raise RagError(f"the index {path} needs upgrading (schema {version} to {SCHEMA_VERSION}) but "
-                   f"cannot be written now: {why}; run '{program()} index' once where it can be written")
+    if not writable:
+        raise upgrade_needed(path, version, "it is read-only here")
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        migrate(conn, version)
+    except sqlite3.OperationalError as e:
+        if not cannot_write(e):
+            raise
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
+        raise upgrade_needed(path, version, cannot_write(e)) from None
+
+
+def upgrade_needed(path: str, version: int, why: str) -> RagError:
+    return RagError(f"the index {path} needs upgrading (schema {version} to {SCHEMA_VERSION}) but "
+                    f"cannot be written now: {why}; run '{program()} index' once where it can be written")
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
@@ -4174,7 +4176,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     try:  # likewise, for the default mode; the documents are stored whatever happens here
         question_floor(Retriever(store, embedder), "hybrid", keep=True)
     except RagError as e:
-        log.note(f"note: the refusal floor could not be measured now ({e}); the first question measures it")
+        log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it in "
+                 "memory until an index run keeps it")
     return stats
 
 
@@ -8493,7 +8496,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as closer:
             return args.func(args, config_from_args(args), closer)
     except RagError as e:
-        if os.environ.get("RAG_DEBUG") == "1" and isinstance(e.__context__, sqlite3.Error):
+        if os.environ.get("RAG_DEBUG") == "1" and isinstance(e.__cause__ or e.__context__, sqlite3.Error):
             import traceback  # what SQLite said and where, which the one line leaves out
             e.__suppress_context__ = False
             traceback.print_exception(e, file=sys.stderr)

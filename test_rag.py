@@ -1311,6 +1311,26 @@ class StoreTests(RagTestCase):
                           self.error_line("eval", os.path.join(self.dir, "cases.json"), "--calibrate"))
             self.assertEqual(self.fingerprint(), before)
 
+    def test_read_only_folder_with_changes_only_in_the_log_is_one_error(self):
+        """A read-only folder with an index and a write-ahead log holding
+        changes (a writer that crashed) but no -shm: the file alone would
+        answer from an older state, so it is one error line."""
+        self.write_docs()
+        self.ok("index", self.docs)
+        writer = sqlite3.connect(self.db, isolation_level=None)
+        self.addCleanup(writer.close)
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("DELETE FROM documents WHERE path LIKE '%garden.txt'")  # in the log only
+        folder = os.path.join(self.dir, "copy")
+        os.makedirs(folder)
+        for suffix in ("", "-wal"):  # as a crash leaves them, without the -shm
+            with open(self.db + suffix, "rb") as f, open(os.path.join(folder, "index.db" + suffix), "wb") as g:
+                g.write(f.read())
+        self.db = os.path.join(folder, "index.db")
+        with self.read_only(self.db, self.db + "-wal", folder):
+            msg = self.error_line("search", "tomatoes")
+        self.assertIn("its write-ahead log " + self.db + "-wal holds changes the file alone lacks", msg)
+
     def test_query_index_on_a_full_disk(self):
         """The disk is full (a small tmpfs, filled): with the -shm an open
         connection holds, writes fail; without one SQLite cannot make it, and
