@@ -3171,7 +3171,8 @@ def parse_vector(conn, text: str) -> list[float]:
 
 @contextlib.contextmanager
 def patience(conn, seconds: float):
-    """How long a write on conn waits for another process's write, for a while."""
+    """Within: a write on conn waits at most seconds for another process's
+    write (then fails: database is locked); after: BUSY_TIMEOUT again."""
     conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
     try:
         yield conn
@@ -6743,6 +6744,9 @@ class Service:
         stderr instead."""
         if isinstance(e, RagError):
             return str(e)
+        if os.environ.get("RAG_DEBUG") == "1":
+            import traceback
+            traceback.print_exception(e, file=self.log.stream)
         if isinstance(e, sqlite3.DatabaseError):
             self.log.note(str(database_error(e, self.cfg.db)))
             return str(database_error(e, os.path.basename(self.cfg.db)))

@@ -1242,8 +1242,8 @@ class StoreTests(RagTestCase):
         with open(cases, "w") as f:
             json.dump([{"question": "How long do refunds take?", "source": "refunds.md"},
                        {"question": "Who painted the Sistine Chapel?", "unanswerable": True}], f)
-        for argv in (["stats"], ["check"], ["eval", cases], ["search", "card", "--mode", "keyword"],
-                     ["export", "--out", os.path.join(self.dir, "export.jsonl")]):
+        for argv in (["stats"], ["check"], ["check", "--full"], ["eval", cases],
+                     ["search", "card", "--mode", "keyword"], ["export", "--out", os.path.join(self.dir, "export.jsonl")]):
             with self.subTest(argv[0]):
                 self.ok(*argv)
         self.assertIn("refunds.md", self.ok("search", "How long do refunds take?", "--mode", "dense"))
@@ -4291,6 +4291,21 @@ class CommandLineTests(RagTestCase):
         self.assertIn("Traceback (most recent call last)", err)
         self.assertIn("sqlite3.DatabaseError: file is not a database", err)  # what SQLite said, and where
         self.assertTrue(err.endswith(line + "\n"), err)
+        os.remove(self.db)
+        self.write_docs()
+        self.ok("index", self.docs)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+            self.addCleanup(service.close)
+            conn = rag.connect(self.db)
+            self.addCleanup(conn.close)
+            try:  # a request's failure
+                conn.execute("SELECT * FROM no_such_table")
+            except sqlite3.OperationalError as e:
+                self.assertEqual(service.failure(e), "the index database failed: no such table: no_such_table")
+        self.assertIn("Traceback (most recent call last)", err.getvalue())  # a server's too, on its stderr
+        self.assertTrue(err.getvalue().endswith("rag: the index database failed: no such table: no_such_table\n"))
 
     def test_doctests_worked_examples_hold(self):
         import doctest
