@@ -397,11 +397,18 @@ class Log:
         self.stream = sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.last = 0.0
+        self.said: set[str] = set()  # what once() has noted
 
     def note(self, msg: str) -> None:
         self.clear()
         self.stream.write(f"rag: {msg}\n")  # one write: notes from worker threads never share a line
         self.stream.flush()
+
+    def once(self, msg: str) -> None:
+        """A note given the first time only: a condition met by every question of a run."""
+        if msg not in self.said:
+            self.said.add(msg)
+            self.note(msg)
 
     def progress(self, msg: str) -> None:
         if self.tty and time.monotonic() - self.last > PROGRESS_EVERY:
@@ -2529,14 +2536,18 @@ def vector_codes(vec: list[float], text: str | None = None) -> tuple[str, bytes,
 
 INDEX_TABLES = {"meta", "documents", "chunks"}
 BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
+# Seconds an ask waits to be logged while another process writes, then goes
+# unlogged: an index run held the write lock at most 0.16 s at a time (6,000 chunks).
+ASK_LOG_WAIT = 1.0
 
 
 def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Connection:
     """Open an index database and bring its schema up to date.
 
     Only create (the index command) makes an index, and only in a new or empty
-    file; a database that is not an index is never changed. An index in a
-    place this process cannot write is opened read-only (asks go unlogged).
+    file; a database that is not an index is never changed. An index this
+    process cannot write (a read-only file, folder or mount, a full disk) is
+    opened read-only (first_read): reading never needs to write.
     shared: the connection may move between threads, one at a time (a server's pool).
     """
     if os.path.isdir(path):
@@ -2554,42 +2565,98 @@ def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Co
 def open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sqlite3.Connection:
     """Connect, check that the file is an index (or new), and migrate it."""
     try:
-        conn = sqlite3.connect(path if writable else read_only_uri(path), timeout=BUSY_TIMEOUT,
-                               isolation_level=None, uri=not writable, check_same_thread=not shared)
-    except sqlite3.Error as e:
-        raise RagError(f"cannot open {path}: {e}") from None
+        conn, writable = first_read(path, writable, create, shared)
+    except sqlite3.DatabaseError as e:
+        raise unusable(path, e) from None
     try:
-        conn.execute("PRAGMA foreign_keys = ON")
-        try:
-            version, tables = schema_of(conn)
-        except sqlite3.OperationalError:
-            if writable:
-                raise
-            conn.close()  # a WAL index on read-only media: its -shm cannot be made
-            conn = sqlite3.connect(read_only_uri(path, immutable=True), isolation_level=None, uri=True,
-                                   check_same_thread=not shared)
-            version, tables = schema_of(conn)
+        version, tables = schema_of(conn)
         check_schema(path, version, tables, create)
         if version < SCHEMA_VERSION:
-            if not writable:
-                raise RagError(f"the index {path} needs upgrading (schema {version} to "
-                               f"{SCHEMA_VERSION}) but is read-only; run '{program()} index' once "
-                               "where it can be written")
-            conn.execute("PRAGMA journal_mode = WAL")
-            migrate(conn, version)
+            upgrade(conn, path, version, writable)
         if writable:
             # WAL + NORMAL: a commit survives a crash of the program; only a power cut
             # can lose the last commits, never corrupt the file.
             conn.execute("PRAGMA synchronous = NORMAL")
     except sqlite3.DatabaseError as e:
         conn.close()
-        if "malformed" in str(e):  # not even the schema reads
-            raise RagError(f"the index {path} is damaged ({e}): move it aside and index again") from None
-        raise RagError(f"{path} is not a usable index database: {e}") from None
+        raise unusable(path, e) from None
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def first_read(path: str, writable: bool, create: bool, shared: bool) -> tuple[sqlite3.Connection, bool]:
+    """A connection that reads the index, and whether it may write: the file
+    itself when writable; else read-only (?mode=ro); else, when SQLite cannot
+    make or grow the -shm file WAL readers share (a read-only folder or mount,
+    a full disk), immutable: the file alone, which is whole when no
+    write-ahead log beside it holds changes. Found by trying, not predicted:
+    root may write a file whose mode says read-only, a full disk is met only
+    on writing. The index command (create) gets the file itself or an error."""
+    ways = ([(path, True)] if writable else []) + ([] if create else [
+        (read_only_uri(path), False), (read_only_uri(path, immutable=True), False)])
+    error = None
+    for target, can_write in ways:
+        if target.endswith("immutable=1") and os.path.exists(path + "-wal") and os.path.getsize(path + "-wal"):
+            raise RagError(f"cannot read {path} here: SQLite cannot use its -shm file ({error}), and its "
+                           f"write-ahead log {path}-wal holds changes the file alone lacks; open it once "
+                           "where its folder can be written")
+        try:
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None, uri=not can_write,
+                                   check_same_thread=not shared)
+        except sqlite3.Error as e:
+            raise RagError(f"cannot open {path}: {e}") from None
+        try:
+            conn.execute("PRAGMA foreign_keys = ON")
+            schema_of(conn)
+            return conn, can_write
+        except sqlite3.OperationalError as e:  # no -shm can be made or grown here: the next way
+            conn.close()
+            error = e
+        except BaseException:
+            conn.close()
+            raise
+    raise RagError(f"cannot read {path}: {error}") from error
+
+
+def unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
+    if "malformed" in str(e):  # not even the schema reads
+        return RagError(f"the index {path} is damaged ({e}): move it aside and index again")
+    return RagError(f"{path} is not a usable index database: {e}")
+
+
+def upgrade(conn, path: str, version: int, writable: bool) -> None:
+    """Migrate an index of an older schema; one that cannot be written now
+    is not read in its old form: the error says to run index where it can."""
+    if not writable:
+        raise upgrade_needed(path, version, "it is read-only here")
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        migrate(conn, version)
+    except sqlite3.OperationalError as e:
+        if not cannot_write(e):
+            raise
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
+        raise upgrade_needed(path, version, cannot_write(e)) from None
+
+
+def upgrade_needed(path: str, version: int, why: str) -> RagError:
+    return RagError(f"the index {path} needs upgrading (schema {version} to {SCHEMA_VERSION}) but "
+                    f"cannot be written now: {why}; run '{program()} index' once where it can be written")
+
+
+def cannot_write(e: sqlite3.OperationalError) -> str:
+    """Why a write failed when the index cannot be written now, in the user's
+    words ('' for any other failure): read-only here, the disk full, another writer."""
+    msg = str(e)
+    if "readonly" in msg or "read-only" in msg:
+        return "the index is read-only here"
+    if "full" in msg:
+        return "the disk is full"
+    if "locked" in msg or "busy" in msg:
+        return "another process is writing the index"
+    return ""
 
 
 def read_only_uri(path: str, immutable: bool = False) -> str:
@@ -2671,7 +2738,10 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
                 conn.execute(f"PRAGMA user_version = {i + 1}")
     free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
     if free * FREE_SHARE > pages:
-        conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
+        try:
+            conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
+        except sqlite3.OperationalError:  # a full disk (VACUUM needs a copy's room): later writes reuse it
+            pass
 
 
 class Meta:
@@ -2917,6 +2987,7 @@ class Damage:
     cache: int = 0                                # embedding cache entries that are not vectors
     texts: bool = False                           # a chunk's text or heading: rebuild the keyword index
     keyword: str = ""                             # the keyword index's own damage (rebuilt from the chunks)
+    keyword_unchecked: str = ""                   # why its own check could not run (cannot_write)
     dim: int = 0
     counts: tuple = (0, 0)                        # documents and chunks read
 
@@ -2985,22 +3056,25 @@ def find_damage(conn, db: str, full: bool = False) -> Damage:
     finally:
         conn.text_factory = factory
     if not d.structure:
-        d.keyword = keyword_damage(conn, full)
+        d.keyword, d.keyword_unchecked = keyword_damage(conn, full)
     return d
 
 
-def keyword_damage(conn, full: bool) -> str:
-    """What FTS5's own integrity check finds wrong in the keyword index ('' if
-    nothing; when full, also that it indexes exactly the chunks' text). It is
-    written as an INSERT: a read-only index is not checked this way."""
+def keyword_damage(conn, full: bool) -> tuple[str, str]:
+    """(what FTS5's own integrity check finds wrong in the keyword index, '' if
+    nothing; when full, also that it indexes exactly the chunks' text; why it
+    was not checked, '' if it was). The check is written as an INSERT (it
+    changes nothing): an index that cannot be written now is not checked this
+    way, and one another process is writing is not waited for."""
     try:
-        conn.execute("INSERT INTO chunks_fts(chunks_fts" + (", rank) VALUES ('integrity-check', 1)" if full
-                                                            else ") VALUES ('integrity-check')"))
+        with patience(conn, 0):
+            conn.execute("INSERT INTO chunks_fts(chunks_fts" + (", rank) VALUES ('integrity-check', 1)" if full
+                                                                else ") VALUES ('integrity-check')"))
     except sqlite3.OperationalError as e:
-        return "" if "readonly" in str(e) or "read-only" in str(e) else f"the keyword index: {e}"
+        return ("", cannot_write(e)) if cannot_write(e) else (f"the keyword index: {e}", "")
     except sqlite3.DatabaseError as e:
-        return f"the keyword index: {e}"
-    return ""
+        return f"the keyword index: {e}", ""
+    return "", ""
 
 
 def scan_settings(conn, d: Damage) -> None:
@@ -3095,27 +3169,33 @@ def parse_vector(conn, text: str) -> list[float]:
                             "a stored vector is not valid JSON") from None
 
 
-def begin_at_once(conn) -> bool:
-    """BEGIN IMMEDIATE without waiting: False when another process is writing
-    or the index is read-only (a search never waits for a writer)."""
-    conn.execute("PRAGMA busy_timeout = 0")
+@contextlib.contextmanager
+def patience(conn, seconds: float):
+    """Within: a write on conn waits at most seconds for another process's
+    write (then fails: database is locked); after: BUSY_TIMEOUT again."""
+    conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
     try:
-        conn.execute("BEGIN IMMEDIATE")
-        return True
-    except sqlite3.OperationalError:
-        return False
+        yield conn
     finally:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
 
 
-def pack_signatures(conn, wait: bool = True) -> bool:
-    """Rewrite the packed copy of the signatures: a few large rows load far faster
-    than one row a chunk. Returns False when another writer holds the database."""
-    if wait:
-        conn.execute("BEGIN IMMEDIATE")
-    elif not begin_at_once(conn):
-        return False
-    with transaction(conn, begun=True):
+def begin_at_once(conn) -> bool:
+    """BEGIN IMMEDIATE without waiting: False when another process is writing
+    or the index is read-only."""
+    with patience(conn, 0):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError:
+            return False
+
+
+def pack_signatures(conn) -> None:
+    """Rewrite the packed copy of the signatures: a few large rows load far
+    faster than one row a chunk. An index run does, at its end; a search
+    that finds the copy stale reads the rows instead (never writes)."""
+    with transaction(conn):
         conn.execute("DELETE FROM sig_pack")
         rows = conn.execute("SELECT chunk_id, sig, sketch, scale FROM sigs ORDER BY chunk_id")
         part = 0
@@ -3126,7 +3206,6 @@ def pack_signatures(conn, wait: bool = True) -> bool:
                           array("d", scales).tobytes()))
             part += 1
         set_meta(conn, Meta.SIG_PACK, get_meta(conn, Meta.SIG_STAMP) or "0")
-    return True
 
 
 def pack_is_fresh(conn) -> bool:
@@ -3268,8 +3347,9 @@ class Store:
         every logged ask.)"""
         return self.meta(Meta.SIG_STAMP)
 
-    def log_ask(self, row: tuple) -> bool:
-        """Keep an ask (ASK_COLUMNS); False when the index is read-only here."""
+    def log_ask(self, row: tuple) -> str | None:
+        """Keep an ask (ASK_COLUMNS): None once kept, else why it could not be
+        (read-only here, the disk full, another writer past ASK_LOG_WAIT)."""
         raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
@@ -3405,15 +3485,16 @@ class SqliteStore(Store):
     def chunk_docs(self) -> list[tuple[int, int]]:
         return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
 
-    def log_ask(self, row: tuple) -> bool:
+    def log_ask(self, row: tuple) -> str | None:
         try:
-            self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
-                              f"({', '.join('?' * len(ASK_COLUMNS))})", row)
-        except sqlite3.OperationalError as e:
-            if "readonly" not in str(e) and "read-only" not in str(e):
-                raise
-            return False
-        return True
+            with patience(self.conn, ASK_LOG_WAIT):
+                self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
+                                  f"({', '.join('?' * len(ASK_COLUMNS))})", row)
+        except sqlite3.OperationalError as e:  # the answer matters more than its log
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            return cannot_write(e) or f"the ask log failed ({e})"
+        return None
 
     def source_warnings(self, source) -> list[str]:
         return source_warnings(self.conn, source)
@@ -4095,11 +4176,12 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     stats.removed += prune_or_report(store, stale, "can no longer be read (see above) and keep "
                                      "their old text", opts.prune, log)
     store.finished()
-    null_level(store)  # measured now, so that no question pays for it
+    null_level(store, keep=True)  # measured and kept now, so that no question pays for it
     try:  # likewise, for the default mode; the documents are stored whatever happens here
-        question_floor(Retriever(store, embedder), "hybrid")
+        question_floor(Retriever(store, embedder), "hybrid", keep=True)
     except RagError as e:
-        log.note(f"note: the refusal floor could not be measured now ({e}); the first question measures it")
+        log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it in "
+                 "memory until an index run keeps it")
     return stats
 
 
@@ -4300,9 +4382,7 @@ class SignatureIndex:
         """(chunk ids, signatures as ints) of every chunk."""
         if self._sigs is None:
             packed = packed_signatures(self.conn)
-            if packed is None and pack_signatures(self.conn, wait=False):
-                packed = packed_signatures(self.conn)
-            if packed is None:  # stale, and another process is writing (or read-only): the rows
+            if packed is None:  # stale (an index run stopped, or is under way): the rows, never a write
                 rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
                 packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
             self._sigs = packed
@@ -4758,17 +4838,19 @@ def still_fresh(count: int, measured: int) -> bool:
     return abs(count - measured) <= NULL_REFRESH * measured
 
 
-def null_level(store, count: int | None = None) -> float:
+def null_level(store, count: int | None = None, keep: bool = False) -> float:
     """The stored unrelated level of a store (or an SQLite connection), measured
-    again (and stored when the index can be written) when missing or when the
-    index has grown or shrunk a lot. count: the number of chunks, when known."""
+    again when missing or when the index has grown or shrunk a lot. count: the
+    number of chunks, when known; keep: store what was measured (an index run
+    does, when the index can be written now; a read command never writes)."""
     store = as_store(store)
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
     if level is not None and still_fresh(count, measured):
         return float(level)
     value = measure_null_level(store)
-    store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
+    if keep:
+        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
     return value
 
 
@@ -4819,9 +4901,10 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
 # this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor":
 # chosen on SciFact and SQuAD with the built-in embedder and all-MiniLM-L6-v2,
 # and on SQuAD with multilingual-e5-small: two real models of very different
-# similarity scales). Measured after an index run, and again when
-# the number of chunks has changed by NULL_REFRESH; kept in the index for its
-# embedding model, per retrieval mode.
+# similarity scales). Measured by an index run for the default mode and kept
+# in the index for its embedding model, again when the number of chunks has
+# changed by NULL_REFRESH; a read command that finds none kept for its mode
+# measures it in memory (once a process) and never writes it.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
 PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most, once lowered
 # Refusing more of the index's own questions than this share says the floor does not fit the model:
@@ -5139,10 +5222,11 @@ def kept_question_floors(store, model: str, count: int) -> dict:
         return {}
 
 
-def question_floor(retriever, mode: str) -> dict | None:
+def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
     """The floor measured without labels for this index, model and mode
-    (measure_question_floor): as kept, else measured now (and kept, when the
-    index can be written)."""
+    (measure_question_floor): as kept, else measured now, and kept only when
+    keep (an index run, for the default mode; a read command never writes:
+    it measures once a process, see Retriever)."""
     if mode in retriever._floors:  # a warm retriever (a server's) finds it once, read-only index or not
         return retriever._floors[mode]
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
@@ -5151,7 +5235,8 @@ def question_floor(retriever, mode: str) -> dict | None:
         whole = retriever if retriever.scope() == Scope() else \
             Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
         floors[mode] = measure_question_floor(whole, mode)
-        store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
+        if keep:
+            store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
     if mode in floors:
         retriever._floors[mode] = floors[mode]
     return floors.get(mode)
@@ -5925,14 +6010,16 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
 
 
 def record_ask(store: Store, question: str, a: Answer, log: Log, caller: str | None = None) -> None:
-    """Keep every ask in the index for later inspection (not in a read-only
-    one); caller: the name of who asked (a server's key entry), never a key."""
+    """Keep every ask in the index for later inspection, when it can be
+    written now (else one note a run, however many questions); caller: the
+    name of who asked (a server's key entry), never a key."""
     usage = a.usage or {}
     row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
            json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
            usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1), caller)
-    if not store.log_ask(row):
-        log.note("note: the index is read-only here; this question was not logged")
+    why = store.log_ask(row)
+    if why:
+        log.once(f"note: {why}; questions are answered but not logged")
 
 
 # ---------------------------------------------------------------------------
@@ -6692,6 +6779,9 @@ class Service:
         stderr instead."""
         if isinstance(e, RagError):
             return str(e)
+        if os.environ.get("RAG_DEBUG") == "1":
+            import traceback
+            traceback.print_exception(e, file=self.log.stream)
         if isinstance(e, sqlite3.DatabaseError):
             self.log.note(str(database_error(e, self.cfg.db)))
             return str(database_error(e, os.path.basename(self.cfg.db)))
@@ -7853,9 +7943,10 @@ def cmd_check(args, cfg: Config, closer) -> int:
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     d = find_damage(conn, cfg.db, args.full)
     what = "integrity_check" if args.full else "quick_check"
+    keyword = (f"not the keyword index's structure: {d.keyword_unchecked}" if d.keyword_unchecked else
+               f"the keyword index's structure{' and contents' if args.full else ''}")
     print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
-          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, the keyword "
-          f"index's structure{' and contents' if args.full else ''})")
+          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, {keyword})")
     if not d.found:
         print("ok: no damage found")
         return 0
@@ -8154,8 +8245,8 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: 
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
         keep_floor(conn, model, chosen, source)
-    except sqlite3.OperationalError as e:
-        raise RagError(f"cannot store the calibrated floor: {e}") from None
+    except sqlite3.OperationalError as e:  # a write by intent: read-only, a full disk, a writer for BUSY_TIMEOUT
+        raise RagError(f"cannot store the calibrated floor: {cannot_write(e) or e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
 
 
@@ -8493,6 +8584,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as closer:
             return args.func(args, config_from_args(args), closer)
     except RagError as e:
+        if os.environ.get("RAG_DEBUG") == "1" and isinstance(e.__cause__ or e.__context__, sqlite3.Error):
+            import traceback  # what SQLite said and where, which the one line leaves out
+            e.__suppress_context__ = False
+            traceback.print_exception(e, file=sys.stderr)
         print(f"rag: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:

@@ -1193,7 +1193,7 @@ class StoreTests(RagTestCase):
         code, out, err = self.run_cli("ask", "How long do refunds take?")
         self.assertEqual(code, 0, err)
         self.assertIn("5 to 7 business days", out)
-        self.assertEqual(err, "rag: note: the index is read-only here; this question was not logged\n")
+        self.assertEqual(err, "rag: note: the index is read-only here; questions are answered but not logged\n")
         self.assertIn("asks logged     0", self.ok("stats"))
         with open(self.db, "rb") as f:
             self.assertEqual(f.read(), before)
@@ -1218,6 +1218,173 @@ class StoreTests(RagTestCase):
             self.query_read_only()
         finally:
             subprocess.run(["umount", mnt], capture_output=True)
+
+    def stopped_run(self):
+        """Leave the index as an index run that stopped early does: the packed
+        signatures stale, no null level and no label-free floor kept."""
+        conn = sqlite3.connect(self.db)
+        conn.execute("DELETE FROM meta WHERE key IN ('null_level', 'null_chunks', 'question_floor')")
+        conn.execute("UPDATE meta SET value = 'moved' WHERE key = 'sig_stamp'")
+        conn.commit()
+        conn.close()
+
+    def fingerprint(self):
+        """The index file's bytes and mtime, and the files beside it (-wal, -shm, -journal, .lock)."""
+        with open(self.db, "rb") as f:
+            data = f.read()
+        name = os.path.basename(self.db)
+        return rag.sha256_hex(data), os.stat(self.db).st_mtime_ns, sorted(
+            n for n in os.listdir(os.path.dirname(self.db)) if n.startswith(name))
+
+    def read_commands(self):
+        """Run every read command but ask (which logs) on the index; returns search's output."""
+        cases = os.path.join(self.dir, "cases.json")
+        with open(cases, "w") as f:
+            json.dump([{"question": "How long do refunds take?", "source": "refunds.md"},
+                       {"question": "Who painted the Sistine Chapel?", "unanswerable": True}], f)
+        for argv in (["stats"], ["check"], ["check", "--full"], ["eval", cases],
+                     ["search", "card", "--mode", "keyword"], ["export", "--out", os.path.join(self.dir, "export.jsonl")]):
+            with self.subTest(argv[0]):
+                self.ok(*argv)
+        self.assertIn("refunds.md", self.ok("search", "How long do refunds take?", "--mode", "dense"))
+        return self.ok("search", "How long do refunds take?")
+
+    @contextlib.contextmanager
+    def read_only(self, *paths):
+        """paths read-only for this process: chmod, and for root (whom modes do
+        not stop) chattr +i; undone before the temporary folder is removed."""
+        modes = {p: os.stat(p).st_mode for p in paths}
+        for p in paths:
+            os.chmod(p, 0o555 if os.path.isdir(p) else 0o444)
+        frozen = []
+        try:
+            if os.geteuid() == 0:
+                for p in paths:
+                    if subprocess.run(["chattr", "+i", p], capture_output=True).returncode:
+                        self.skipTest("root ignores file modes, and chattr +i is not available here")
+                    frozen.append(p)
+            yield
+        finally:
+            for p in frozen:
+                subprocess.run(["chattr", "-i", p], capture_output=True)
+            for p, mode in modes.items():
+                os.chmod(p, mode)
+
+    def test_read_commands_never_write(self):
+        """What a stopped index run leaves stale or unmeasured (the packed
+        signatures, the null level, the label-free floor) is used from the rows
+        and measured in memory: reading an index writes nothing to it."""
+        self.write_docs()
+        self.ok("index", self.docs)
+        want = self.ok("search", "How long do refunds take?")
+        self.stopped_run()
+        before = self.fingerprint()
+        self.assertEqual(self.read_commands(), want)
+        self.assertEqual(self.fingerprint(), before)
+        self.assertEqual(self.rows("SELECT key FROM meta WHERE key IN ('null_level', 'question_floor', 'sig_pack')"),
+                         [("sig_pack",)])
+        self.ok("index", self.docs)  # index measures and keeps them
+        self.assertEqual(len(self.rows("SELECT key FROM meta WHERE key IN ('null_level', 'question_floor')")), 2)
+
+    def test_query_index_in_a_read_only_folder(self):
+        """A read-only file in a read-only folder: every read command works,
+        one note says asks are not logged, calibrating is one error line, and
+        neither the file nor its folder changes (no -wal, -shm or -journal)."""
+        self.write_docs()
+        folder = os.path.join(self.dir, "shared")
+        os.makedirs(folder)
+        self.db = os.path.join(folder, "index.db")
+        self.ok("index", self.docs)
+        want = self.ok("search", "How long do refunds take?")
+        self.stopped_run()
+        before = self.fingerprint()
+        with self.read_only(self.db, folder):
+            self.assertEqual(self.read_commands(), want)
+            self.query_read_only()
+            with mock.patch("builtins.input", side_effect=["How long do refunds take?", "And shipping?", EOFError]):
+                code, out, err = self.run_cli("chat")
+            self.assertEqual((code, err), (0, "rag: note: the index is read-only here; questions are answered "
+                                              "but not logged\n"))  # once, not once a question
+            self.assertIn("5 to 7 business days", out)
+            self.assertIn("not the keyword index's structure: the index is read-only here", self.ok("check"))
+            self.assertIn("cannot store the calibrated floor: the index is read-only here",
+                          self.error_line("eval", os.path.join(self.dir, "cases.json"), "--calibrate"))
+            self.assertEqual(self.fingerprint(), before)
+
+    def test_read_only_folder_with_changes_only_in_the_log_is_one_error(self):
+        """A read-only folder with an index and a write-ahead log holding
+        changes (a writer that crashed) but no -shm: the file alone would
+        answer from an older state, so it is one error line."""
+        self.write_docs()
+        self.ok("index", self.docs)
+        writer = sqlite3.connect(self.db, isolation_level=None)
+        self.addCleanup(writer.close)
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("DELETE FROM documents WHERE path LIKE '%garden.txt'")  # in the log only
+        folder = os.path.join(self.dir, "copy")
+        os.makedirs(folder)
+        for suffix in ("", "-wal"):  # as a crash leaves them, without the -shm
+            with open(self.db + suffix, "rb") as f, open(os.path.join(folder, "index.db" + suffix), "wb") as g:
+                g.write(f.read())
+        self.db = os.path.join(folder, "index.db")
+        with self.read_only(self.db, self.db + "-wal", folder):
+            msg = self.error_line("search", "tomatoes")
+        self.assertIn("its write-ahead log " + self.db + "-wal holds changes the file alone lacks", msg)
+
+    def test_query_index_on_a_full_disk(self):
+        """The disk is full (a small tmpfs, filled): with the -shm an open
+        connection holds, writes fail; without one SQLite cannot make it, and
+        the file is read alone. Either way every read command works from what
+        is stored, ask answers with one note, an old schema is one error line."""
+        mnt = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, mnt)
+        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
+                                               capture_output=True).returncode:
+            self.skipTest("needs root to mount a small tmpfs")
+        self.addCleanup(subprocess.run, ["umount", mnt], capture_output=True)
+        self.write_docs()
+        self.db = os.path.join(mnt, "index.db")
+        self.ok("index", self.docs)
+        want = self.ok("search", "How long do refunds take?")
+        self.stopped_run()
+        old = os.path.join(mnt, "old.db")  # the same index at schema 5, before the asks' caller
+        with open(self.db, "rb") as f, open(old, "wb") as g:
+            g.write(f.read())
+        conn = sqlite3.connect(old)
+        conn.executescript("ALTER TABLE asks DROP COLUMN caller; PRAGMA user_version = 5;")
+        conn.close()
+        def fill():
+            fd = os.open(os.path.join(mnt, "fill"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            try:
+                while True:
+                    os.write(fd, bytes(4096))
+            except OSError:  # no space left
+                pass
+            finally:
+                os.close(fd)
+        holders = [sqlite3.connect(path) for path in (self.db, old)]  # each makes and keeps a -shm
+        for conn in holders:
+            self.addCleanup(conn.close)  # before the umount, even when the test fails
+            conn.execute("SELECT count(*) FROM meta").fetchone()
+        fill()
+        before = self.fingerprint()
+        for why in ("the disk is full", "the index is read-only here"):
+            with self.subTest(why):
+                self.assertEqual(self.read_commands(), want)
+                code, out, err = self.run_cli("ask", "How long do refunds take?")
+                self.assertEqual((code, err), (0, f"rag: note: {why}; questions are answered but not logged\n"))
+                self.assertIn("5 to 7 business days", out)
+                msg = self.error_line("search", "refunds", db=old)
+                self.assertIn("needs upgrading (schema 5 to 6) but cannot be written now: "
+                              + ("it is read-only here" if why.endswith("here") else why), msg)
+                self.assertIn("index' once where it can be written", msg)
+                self.assertEqual(self.fingerprint()[:2], before[:2])
+                for conn in holders:  # without them, the -shm files go, and their room is filled
+                    conn.close()
+                fill()
+        conn = sqlite3.connect(rag.read_only_uri(self.db, immutable=True), uri=True)
+        self.assertEqual(conn.execute("SELECT count(*) FROM asks").fetchall(), [(0,)])
+        conn.close()
 
     def test_migration_computes_signatures(self):
         self.write_docs()
@@ -1311,7 +1478,9 @@ class StoreTests(RagTestCase):
         index = rag.SignatureIndex(conn)
         self.assertEqual(sorted(zip(*index.signatures())), sorted(
             (cid, int.from_bytes(sig, "little")) for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs")))
-        self.assertIsNotNone(rag.packed_signatures(conn))  # the search repacked it
+        self.assertIsNone(rag.packed_signatures(conn))  # a search reads the rows, never repacks
+        self.ok("index", self.docs)  # an index run does
+        self.assertIsNotNone(rag.packed_signatures(conn))
 
     def test_index_dimension_mismatch_is_clear_error(self):
         conn = rag.connect(self.db, create=True)
@@ -2454,6 +2623,35 @@ class AskTests(RagTestCase):
                 level = float(dict(self.rows("SELECT key, value FROM meta"))["null_level"])
                 self.assertGreater(level, 0.5) if name == "fake-tilted" else self.assertLess(level, 0.3)
 
+    def test_ask_log_skipped_with_one_note_while_another_process_writes(self):
+        """An index run holds the write lock: asks wait ASK_LOG_WAIT to be
+        logged, then are answered unlogged, with one note a run (ask, chat,
+        a server's many requests); check and the rest do not wait."""
+        self.ok("index", self.docs)
+        writer = sqlite3.connect(self.db, isolation_level=None)
+        self.addCleanup(writer.close)
+        writer.execute("BEGIN IMMEDIATE")  # held, as an index run holds it while it writes
+        writer.execute("UPDATE meta SET value = value WHERE key = 'dim'")
+        note = "rag: note: another process is writing the index; questions are answered but not logged\n"
+        code, out, err = self.run_cli("ask", "How long do refunds take?")
+        self.assertEqual((code, err), (0, note))
+        self.assertIn("5 to 7 business days", out)
+        with mock.patch("builtins.input", side_effect=["How long do refunds take?", "And shipping?", EOFError]):
+            self.assertEqual(self.run_cli("chat")[::2], (0, note))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+            self.addCleanup(service.close)
+            for question in ("How long do refunds take?", "What does ERR-4012 mean?"):
+                self.assertFalse(service.ask({"question": question})[0].refused)
+        self.assertEqual(err.getvalue(), note)
+        self.assertIn("not the keyword index's structure: another process is writing the index", self.ok("check"))
+        self.assertIn("refunds.md", self.ok("search", "How long do refunds take?"))
+        writer.execute("ROLLBACK")
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+        self.ok("ask", "How long do refunds take?")  # the writer done: logged again
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(1,)])
+
     def test_ask_refuses_without_model_call(self):
         server = self.online()
         self.ok("index", self.docs)
@@ -2740,8 +2938,11 @@ class AskTests(RagTestCase):
         self.assertGreater(kept["floors"]["hybrid"]["probes"], len(rag.PROBES) / 2)
         a = json.loads(self.ok("ask", "How long do refunds take?", "--json", "--mode", "keyword"))
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
-        self.assertEqual(set(kept["floors"]), {"hybrid", "keyword"})  # another mode: measured at its first question
-        self.assertEqual(a["floor"], kept["floors"]["keyword"]["floor"])
+        self.assertEqual(set(kept["floors"]), {"hybrid"})  # another mode: measured for the question, not kept
+        conn = rag.connect(self.db)
+        self.addCleanup(conn.close)
+        measured = rag.measure_question_floor(rag.Retriever(conn, rag.HashEmbedder()), "keyword")
+        self.assertEqual(a["floor"], measured["floor"])
         self.write("more.md", "# More\n\nWarranty claims are answered within ten days.\n")
         self.ok("index", self.docs)  # a fifth more chunks: measured again, for the default mode
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
@@ -4126,6 +4327,33 @@ class HttpTests(RagTestCase):
         self.assertIn("red\\x1b[31mX\\u202eDM.md", hits[0]["path"])  # escaped, visibly
 
 class CommandLineTests(RagTestCase):
+    def test_debug_shows_the_traceback_of_a_database_error(self):
+        with open(self.db, "wb") as f:
+            f.write(b"this is not sqlite\n" * 100)
+        line = f"rag: error: {self.db} is not a usable index database: file is not a database"
+        self.assertEqual(self.error_line("stats"), line)
+        os.environ["RAG_DEBUG"] = "1"
+        code, _, err = self.run_cli("stats")
+        self.assertEqual(code, 1)
+        self.assertIn("Traceback (most recent call last)", err)
+        self.assertIn("sqlite3.DatabaseError: file is not a database", err)  # what SQLite said, and where
+        self.assertTrue(err.endswith(line + "\n"), err)
+        os.remove(self.db)
+        self.write_docs()
+        self.ok("index", self.docs)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+            self.addCleanup(service.close)
+            conn = rag.connect(self.db)
+            self.addCleanup(conn.close)
+            try:  # a request's failure
+                conn.execute("SELECT * FROM no_such_table")
+            except sqlite3.OperationalError as e:
+                self.assertEqual(service.failure(e), "the index database failed: no such table: no_such_table")
+        self.assertIn("Traceback (most recent call last)", err.getvalue())  # a server's too, on its stderr
+        self.assertTrue(err.getvalue().endswith("rag: the index database failed: no such table: no_such_table\n"))
+
     def test_doctests_worked_examples_hold(self):
         import doctest
         result = doctest.testmod(rag, verbose=False)
