@@ -2628,6 +2628,9 @@ class AskTests(RagTestCase):
         logged, then are answered unlogged, with one note a run (ask, chat,
         a server's many requests); check and the rest do not wait."""
         self.ok("index", self.docs)
+        wait = mock.patch.object(rag, "ASK_LOG_WAIT", 0.01)  # the lock is held throughout: any wait ends unlogged
+        wait.start()
+        self.addCleanup(wait.stop)
         writer = sqlite3.connect(self.db, isolation_level=None)
         self.addCleanup(writer.close)
         writer.execute("BEGIN IMMEDIATE")  # held, as an index run holds it while it writes
