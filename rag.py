@@ -67,6 +67,7 @@ Where a change goes (one band, and one table entry where there is a table):
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import copy
 import heapq
@@ -390,14 +391,32 @@ def sha256_hex(data: bytes) -> str:
 PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
 
 
-class Log:
-    """Notes and progress on stderr; progress only on a terminal."""
+# Why an index run skips a file, as its summary counts them: kind -> (routine,
+# hint). A routine kind (a folder of man pages holds thousands of such files)
+# gets a note per file only with -v; the others get one as they happen, as the
+# user may want to act on them (a permission, a missing tool, a name, a limit);
+# credential files are always named.
+SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True, ""),
+         "not a regular file": (True, ""), "too large": (False, "--max-file-mb raises the limit"),
+         "unreadable": (False, ""), "name not UTF-8": (False, "rename them to index them"),
+         "could not be parsed": (False, ""), "credentials": (False, "--include-secrets reads them"),
+         "link(s) outside the folders indexed": (True, "--follow-links follows them"),
+         "link(s) into hidden files or folders": (True, "--follow-links follows them"),
+         "link(s) leading nowhere": (True, "")}
+SKIP_NAMES = 3  # names shown for each kind in the summary
 
-    def __init__(self):
+
+class Log:
+    """Notes and progress on stderr; progress only on a terminal. skips
+    counts the files skipped (skipped), by kind, with the first few names."""
+
+    def __init__(self, verbose: bool = False):
         self.stream = sys.stderr
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.last = 0.0
         self.said: set[str] = set()  # what once() has noted
+        self.verbose = verbose
+        self.skips: dict[str, tuple[int, list[str]]] = {}
 
     def note(self, msg: str) -> None:
         self.clear()
@@ -409,6 +428,14 @@ class Log:
         if msg not in self.said:
             self.said.add(msg)
             self.note(msg)
+
+    def skipped(self, path: str, kind: str, why: str) -> None:
+        """A file not read, counted under kind (SKIPS); a note saying why,
+        unless the kind is routine and the run is not verbose."""
+        n, names = self.skips.get(kind, (0, []))
+        self.skips[kind] = (n + 1, names + [path] if len(names) < SKIP_NAMES else names)
+        if self.verbose or not SKIPS[kind][0]:
+            self.note(f"skipped {shown(path)}: {why}")
 
     def progress(self, msg: str) -> None:
         if self.tty and time.monotonic() - self.last > PROGRESS_EVERY:
@@ -468,6 +495,22 @@ def under(path: str, root: str) -> bool:
 
 def listed(paths: list[str]) -> str:
     return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+
+
+def skip_summary(skips: dict, verbose: bool = False) -> str:
+    """The files an index run skipped (Log.skips), by kind, most first.
+
+    >>> skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "no text": (1, ["e.md"])})
+    'skipped 1,664 file(s): 1,663 binary (a.bin, b.png, c.gz and 1,660 more), 1 no text (e.md); -v notes each'
+    """
+    parts = []
+    for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
+        more = f" and {n - len(names):,} more" if n > len(names) else ""
+        hint = f"; {SKIPS[kind][1]}" if SKIPS[kind][1] else ""
+        parts.append(f"{n:,} {kind} ({', '.join(map(display_path, names))}{more}{hint})")
+    quiet = not verbose and any(SKIPS[kind][0] for kind in skips)
+    return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
+            + ("; -v notes each" if quiet else ""))
 
 
 EMPTY = "is empty"  # question_problem's word for a question with no text
@@ -599,28 +642,199 @@ def text_lines(text: str) -> list[Line]:
     return [Line(i, t.rstrip()) for i, t in enumerate(text.split("\n"), 1)] if text else []
 
 
-UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+# Byte-order marks and what they mean (UTF-32 LE's begins with UTF-16 LE's, so it is tried first).
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE"),
+        (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
+        (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"))
+WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # text with NUL bytes in it
 # Text in a legacy encoding has next to no control characters; binary noise
 # decoded as Windows-1252 has one in ten. Above this share it is damaged UTF-8.
 LEGACY_CONTROL_SHARE = 0.01
+# Valid UTF-8 with a few bad bytes (a file cut or spliced) stays UTF-8: up to
+# this many bad sequences per good multibyte character. Legacy text has no
+# valid multibyte sequences but by chance (an 'Ã' before a '©').
+UTF8_DAMAGE_SHARE = 0.01
+
+# Declared encodings. Only the head of a file is looked at: a coding line is in
+# the first two lines (PEP 263, as Python reads it: the second only after a
+# comment or blank first line), an XML declaration at the start, a <meta>
+# charset in the first 1,024 bytes (where the HTML standard's prescan looks).
+DECLARED_HEAD = 1024
+CODING_LINE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+XML_DECLARATION = re.compile(rb"""\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([-\w.:]+)""")
+META_CHARSET = re.compile(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.I)
+# A label read as the superset that writers of that label meant, as browsers
+# do (WHATWG Encoding Standard): 'iso-8859-1' pages are Windows-1252, 'gb2312'
+# ones GBK, and so on. Tried first, then the label's own codec.
+READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb2312": "gb18030",
+           "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs"}
+# A declaration is found by reading ASCII, so only an encoding that keeps ASCII
+# as it is can be the one declared ('utf-16' in a <meta> is a mistake; 'base64' no text).
+ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
 def decode(data: bytes) -> tuple[str, str | None]:
-    """Text from bytes, and a note when it was not clean UTF-8: UTF-16 with a
-    byte-order mark; UTF-8; Windows-1252 (a superset of Latin-1) when that reads
-    as text, so 'café' stays findable; else UTF-8 with the bad bytes replaced.
+    """Text from bytes, and a note when it was not plain UTF-8, in this order:
+    a byte-order mark; a declared encoding (a coding line, an XML declaration,
+    a <meta> charset) that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK
+    encoding its text looks like (cjk_decode); Windows-1252 (a superset of
+    Latin-1) when that reads as text, so 'café' stays findable; else UTF-8 with
+    the bad bytes replaced.
+
+    >>> decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
+    ('# -*- coding: koi8-r -*-\\nпривет\\n', 'read as koi8-r (declared in its coding line)')
     """
-    if data[:2] in UTF16_BOMS:
-        return data.decode("utf-16", "replace"), None
+    if data.isascii():
+        return data.decode("ascii"), None
+    for bom, codec, name in BOMS:
+        if data.startswith(bom):
+            note = None if codec == "utf-8" else f"read as {name} (byte-order mark)"
+            try:
+                return data[len(bom):].decode(codec), note
+            except UnicodeDecodeError:
+                return data[len(bom):].decode(codec, "replace"), f"read as {name} (byte-order mark); " \
+                    "invalid bytes were replaced"
+    declared = declared_decode(data)
+    if declared:
+        return declared
     try:
-        return data.decode("utf-8-sig"), None
+        return data.decode("utf-8"), None
     except UnicodeDecodeError:
-        pass
+        text = data.decode("utf-8", "replace")
+    bad = text.count("\ufffd")
+    if bad <= UTF8_DAMAGE_SHARE * (len(text) - len(text.encode("ascii", "ignore")) - bad):
+        return text, "invalid UTF-8 bytes were replaced"
+    return cjk_decode(data) or legacy_decode(data, text)
+
+
+def legacy_decode(data: bytes, utf8: str) -> tuple[str, str]:
+    """Windows-1252 when that reads as text, else utf8 (the UTF-8 reading, bad bytes replaced)."""
     legacy = data.decode("cp1252", "replace")
     controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
     if controls <= LEGACY_CONTROL_SHARE * len(legacy):
         return legacy, "not UTF-8; read as Windows-1252 (Latin-1)"
-    return data.decode("utf-8-sig", errors="replace"), "invalid UTF-8 bytes were replaced"
+    return utf8, "invalid UTF-8 bytes were replaced"
+
+
+def declared_encoding(head: bytes) -> tuple[str, str] | None:
+    """The encoding a file's head declares, as (label, where it says so), or None.
+
+    >>> declared_encoding(b'<html><head><meta charset="windows-1251">')
+    ('windows-1251', 'its <meta> charset')
+    """
+    first, _, rest = head[:DECLARED_HEAD].partition(b"\n")
+    lines = [first] + ([rest.partition(b"\n")[0]] if not first.strip() or first.lstrip().startswith(b"#") else [])
+    for line in lines:
+        if m := CODING_LINE.match(line):
+            return m.group(1).decode("ascii"), "its coding line"
+    if m := XML_DECLARATION.match(head[:DECLARED_HEAD]):
+        return m.group(1).decode("ascii"), "its XML declaration"
+    if m := META_CHARSET.search(head[:DECLARED_HEAD]):
+        return m.group(1).decode("ascii"), "its <meta> charset"
+    return None
+
+
+def declared_decode(data: bytes) -> tuple[str, str | None] | None:
+    """The text in the encoding the file declares, with a note; None when it
+    declares none, one Python does not know, or one its bytes are not in."""
+    found = declared_encoding(data)
+    if not found:
+        return None
+    label, where = found
+    try:
+        codec = codecs.lookup(label).name
+        if ASCII_PROBE.decode(codec) != ASCII_PROBE.decode("ascii"):
+            return None
+    except (LookupError, UnicodeDecodeError):
+        return None
+    for name in dict.fromkeys((READ_AS.get(codec, codec), codec)):
+        try:
+            text = data.decode(name)
+        except UnicodeDecodeError:
+            continue
+        return text, None if codec == "utf-8" else f"read as {label} (declared in {where})"
+    return None
+
+
+# Legacy CJK encodings, tried on a file that is not UTF-8, each with its
+# language. The codecs are the supersets files are written in (cp932 is
+# Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5; GB18030 contains GBK
+# and GB2312).
+CJK_ENCODINGS = (("euc_jp", "EUC-JP", "Japanese"), ("cp932", "Shift_JIS", "Japanese"),
+                 ("cp949", "EUC-KR", "Korean"), ("cp950", "Big5", "Chinese"), ("gb18030", "GB18030", "Chinese"))
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# CJK punctuation, full-width forms and the symbols (arrows, box drawing,
+# circled numbers) these encodings carry in two bytes.
+_CJK_SIGNS = "\u2010-\u203b\u2190-\u22ff\u2460-\u26ff\u3000-\u303f\uff01-\uff5e"
+CJK_SCRIPTS = {"Japanese": _HAN + "\u3041-\u30ff" + _CJK_SIGNS,
+               "Korean": _HAN + "\uac00-\ud7a3" + _CJK_SIGNS, "Chinese": _HAN + _CJK_SIGNS}
+# Characters that are frequent in any running text of a language and that a
+# misreading of another encoding seldom produces: kana (particles and endings
+# are written in it), common Hangul syllables (particles, endings), common
+# Chinese function characters in the script the encoding is for.
+CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
+               "EUC-KR": "이다는의에을를하고가기지리한사서로자도어일수대국시인정게해요",
+               "Big5": "的一是不了在人有我他這個們中來上大為和國地到以說時要就出會可也你對生能而子那得於著下自之年",
+               "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年"}
+# What a plausible reading needs. Measured on CPython's cjkencodings samples and
+# Vim's tutors and menus, cut into pieces of 20 (50, 200) non-ASCII characters,
+# each in every encoding of its language it fits: 2,460 of 2,595 (1,234 of
+# 1,251; 351 of 352) read in the right encoding, 2 (1; 0) in a wrong one, the
+# rest as before (Windows-1252); on 15,761 Western, Cyrillic and Greek legacy
+# files and their lines, one line (28 Russian letters in KOI8-R) taken for CJK,
+# no Latin-script text.
+CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread Latin: lone ones)
+CJK_MIN_RUN = 4          # characters in such runs, at least
+CJK_MIN_MARKERS = 2      # markers, at least: a misreading has one by chance
+CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text, pieces of 200: 6% to 80%)
+CJK_DAMAGE = 200         # characters per bad byte sequence allowed (a damaged Vim tutor has 1 in 385;
+                         # Cyrillic lines start to pass at 1 in 50)
+CJK_SNIFF = 65536        # bytes of the head that are scored; the chosen encoding then decodes the whole file
+CJK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
+NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def cjk_decode(data: bytes) -> tuple[str, str] | None:
+    """The text in the CJK encoding its head reads best in (cjk_score), with a
+    note; None when no reading is plausible. Each candidate decodes the head
+    once; the best one then the whole file."""
+    scored = []
+    for codec, name, language in CJK_ENCODINGS:
+        reader = codecs.getincrementaldecoder(codec)("replace")  # a character cut at the end waits, unread
+        head = reader.decode(data[:CJK_SNIFF], final=len(data) <= CJK_SNIFF)
+        score = cjk_score(head, name, language)
+        if score is not None:
+            scored.append((score, -len(scored), codec, name, language))
+    for score, _, codec, name, language in sorted(scored, reverse=True):
+        text = data.decode(codec, "replace")
+        bad = text.count("\ufffd")
+        if bad * CJK_DAMAGE <= len(text):
+            return text, f"not UTF-8; read as {name} (looks like {language} text in {name})" + (
+                f"; {bad} invalid byte sequence(s) were replaced" if bad else "")
+    return None
+
+
+def cjk_score(text: str, name: str, language: str) -> float | None:
+    """How plausible text is as a reading in encoding name: the share of its
+    language's characters that are markers (CJK_MARKERS); None when it is not
+    plausible at all (see the CJK_ constants).
+
+    >>> cjk_score("東京は晴れています。", "Shift_JIS", "Japanese")
+    0.6
+    >>> cjk_score("M\u9ee1ler", "GB18030", "Chinese") is None  # 'Müller' in Latin-1, read as GBK
+    True
+    """
+    wide = len(NON_ASCII.findall(text))
+    if not wide or text.count("\ufffd") * CJK_DAMAGE > len(text) or CJK_FORBIDDEN.search(text):
+        return None
+    script = f"[{CJK_SCRIPTS[language]}]"
+    in_runs = sum(map(len, re.findall(script + "{2,}", text)))
+    markers = len(re.findall(f"[{CJK_MARKERS[name]}]", text))
+    scripted = len(re.findall(script, text))
+    if in_runs < max(CJK_MIN_RUN, CJK_RUN_SHARE * wide) \
+            or markers < max(CJK_MIN_MARKERS, CJK_MARKER_SHARE * scripted):
+        return None
+    return markers / scripted
 
 
 # What a terminal acts on instead of showing: C0 controls but tab and newline
@@ -651,8 +865,8 @@ def clean_text(text: str) -> str:
 
 
 def is_binary(data: bytes) -> bool:
-    """A NUL byte near the start (outside UTF-16 text) means it is not a text document."""
-    return b"\x00" in data[:BINARY_SNIFF] and data[:2] not in UTF16_BOMS
+    """A NUL byte near the start (outside UTF-16 or UTF-32 text) means it is not a text document."""
+    return b"\x00" in data[:BINARY_SNIFF] and not data.startswith(WIDE_BOMS)
 
 
 class Unreadable(Exception):
@@ -3303,6 +3517,10 @@ class Store:
     def finished(self) -> None:
         """After an index run: what makes the next search fast."""
 
+    def files(self) -> set[str]:
+        """Real paths of the files the store keeps itself in: an index run never reads them."""
+        return set()
+
     # retrieval
     def count(self) -> int:
         """Chunks in the index."""
@@ -3369,6 +3587,10 @@ class Store:
         return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite adds to its name
+DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run (index_lock)
+
+
 class SqliteStore(Store):
     """The embedded store: one SQLite file (the schema above), its dense
     candidates from the signatures and sketches (SignatureIndex)."""
@@ -3421,6 +3643,10 @@ class SqliteStore(Store):
     def finished(self) -> None:
         if not pack_is_fresh(self.conn):
             pack_signatures(self.conn)
+
+    def files(self) -> set[str]:
+        rows = self.conn.execute("PRAGMA database_list").fetchall()
+        return {os.path.realpath(f) + suffix for _, name, f in rows if name == "main" and f for suffix in DB_FILES}
 
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -3694,13 +3920,14 @@ def note_link(e, folder: str, is_dir: bool, why: str, log: Log) -> None:
     target inside the paths given is silent: the walk reaches that target under
     its own path, rules and all; unless it is a loop or leads nowhere."""
     if why != LINK_INSIDE:
-        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, {why} "
-                 "(--follow-links follows it)")
+        log.skipped(e.path, "link(s) outside the folders indexed" if why == LINK_OUTSIDE else
+                    "link(s) into hidden files or folders",
+                    f"a link to {shown(os.path.realpath(e.path))}, {why} (--follow-links follows it)")
     elif is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
         log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
     elif not os.path.exists(e.path):
-        log.note(f"skipped {shown(e.path)}: a link to {shown(os.path.realpath(e.path))}, "
-                 "which leads nowhere (a missing file or a loop of links)")
+        log.skipped(e.path, "link(s) leading nowhere", f"a link to {shown(os.path.realpath(e.path))}, "
+                    "which leads nowhere (a missing file or a loop of links)")
 
 
 # A link to a file or folder inside the paths given is not followed either: its
@@ -3708,6 +3935,7 @@ def note_link(e, folder: str, is_dir: bool, why: str, log: Log) -> None:
 # rules and --source (which matches that path) apply; through the link it would
 # be one more way in, under a name of the link's choosing (a key's folder).
 LINK_INSIDE = "inside the folders indexed"
+LINK_OUTSIDE = "outside the folders indexed"
 
 
 def link_refusal(entry, bounds: list[str]) -> str | None:
@@ -3723,7 +3951,7 @@ def link_refusal(entry, bounds: list[str]) -> str | None:
     target = os.path.realpath(entry.path)
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
-        return "outside the folders indexed"
+        return LINK_OUTSIDE
     if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep)) for rel in inside):
         return "a hidden file or folder, which is not indexed"
     return LINK_INSIDE
@@ -3748,37 +3976,38 @@ class IndexStats:
     cached: int = 0
     removed: int = 0
     secrets: list = field(default_factory=list)  # files not read: they look like credentials
+    skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
 
 
 def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
               ) -> tuple[bytes, os.stat_result, Format] | None:
     """Bytes, stat and format of a file, or None with a note saying why it is skipped."""
     if file_format(path) is None:
-        log.note(f"skipped {shown(path)}: unsupported file type")
+        log.skipped(path, "unsupported type", "unsupported file type")
         return None
     try:
         path.encode("utf-8")
     except UnicodeEncodeError:  # SQLite text must be valid UTF-8; a lossy name could not be found again
-        log.note(f"skipped {shown(path)}: the file name is not valid UTF-8 (rename the file to index it)")
+        log.skipped(path, "name not UTF-8", "the file name is not valid UTF-8 (rename the file to index it)")
         return None
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
-            log.note(f"skipped {shown(path)}: not a regular file")
+            log.skipped(path, "not a regular file", "not a regular file")
             return None
         if st.st_size > max_bytes:
-            log.note(f"skipped {shown(path)}: {size_text(st.st_size)} is over the "
-                     f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
+            log.skipped(path, "too large", f"{size_text(st.st_size)} is over the "
+                        f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
             return None
         with open(path, "rb") as f:
             head = f.read(BINARY_SNIFF)
             fmt = file_format(path, head)
             if fmt is None or (is_binary(head) and not fmt.binary):
-                log.note(f"skipped {shown(path)}: binary file")
+                log.skipped(path, "binary", "binary file")
                 return None
             data = head + f.read(max_bytes + 1 - len(head))
     except OSError as e:
-        log.note(f"skipped {shown(path)}: unreadable ({e.strerror or e})")
+        log.skipped(path, "unreadable", f"unreadable ({e.strerror or e})")
         return None
     return data, st, fmt
 
@@ -3796,8 +4025,8 @@ def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexO
     if got:
         kind = None if opts.include_secrets else credential_content(got[0], got[2])
     if kind:
-        log.note(f"skipped {shown(path)}: looks like credentials ({kind}), so it is not read "
-                 "(--include-secrets reads it)")
+        log.skipped(path, "credentials", f"looks like credentials ({kind}), so it is not read "
+                    "(--include-secrets reads it)")
         return "secret", None
     if got is None:
         return "skipped", None
@@ -3809,17 +4038,17 @@ def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexO
         lines, warning = parse_document(path, data, fmt)
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
     except Unreadable as e:
-        log.note(f"skipped {shown(path)}: {e}")
+        log.skipped(path, "could not be parsed", str(e))
         return "skipped", None
     except Exception as e:  # a reader's bug: this file is skipped, the run goes on
         if os.environ.get("RAG_DEBUG") == "1":
             raise
-        log.note(f"skipped {shown(path)}: could not be read ({type(e).__name__}: {e})")
+        log.skipped(path, "could not be parsed", f"could not be read ({type(e).__name__}: {e})")
         return "skipped", None
     if warning:
         log.note(f"{shown(path)}: {warning}")
     if not chunks:
-        log.note(f"skipped {shown(path)}: no text")
+        log.skipped(path, "no text", "no text")
         return "empty", None
     return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
 
@@ -4137,6 +4366,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     refused: list[tuple[str, str, str]] = []
+    own = store.files()  # an index inside the folder indexed is not one of its documents
+    log.skips.clear()
     files = list(walk(paths, log, filters, opts.follow_links, refused))
     batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel, log.note)
     try:
@@ -4144,7 +4375,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
             log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                          f"{stats.embedded} embedded")
             key = os.path.realpath(path)
-            if key in seen:  # the same file by another name: a link, a folder given twice
+            if key in seen or key in own:  # a second name (a link, a folder given twice), or the index's own
                 continue
             seen.add(key)
             rel = doc_rel(path, key, root)
@@ -4152,7 +4383,6 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
             stats.unchanged += status == "unchanged"
             if status == "unchanged" and stored_rel.get(key) != rel:  # stored by an earlier run under a link's name
                 store.rename(key, rel)
-            stats.skipped += status in ("skipped", "empty", "secret")
             if status == "secret":
                 stats.secrets.append(path)
                 if key in stored:  # indexed by an earlier version: its text goes now
@@ -4170,11 +4400,13 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         batcher.close()
     store.set_meta({Meta.CHUNKING: chunking})  # only once every document has been redone
     log.clear()
+    stats.skips = dict(log.skips)
+    stats.skipped = sum(n for n, _ in stats.skips.values())
     stats.removed += handle_vanished(store, filters, seen, stored, opts.prune, log)
     stats.removed += remove_linked(store, refused, seen, log)
     # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
-    stats.removed += prune_or_report(store, stale, "can no longer be read (see above) and keep "
-                                     "their old text", opts.prune, log)
+    stats.removed += prune_or_report(store, stale, "can no longer be read and keep their old text",
+                                     opts.prune, log)
     store.finished()
     null_level(store, keep=True)  # measured and kept now, so that no question pays for it
     try:  # likewise, for the default mode; the documents are stored whatever happens here
@@ -7826,8 +8058,11 @@ def index_arguments(p: argparse.ArgumentParser) -> None:
                    help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
     p.add_argument("--follow-links", action="store_true",
                    help="follow symbolic links wherever they lead; by default a link whose real target is "
-                        "outside the paths given, or hidden, is skipped with a note (a .ragignore line "
+                        "outside the paths given, or hidden, is skipped and named in the summary (a .ragignore line "
                         f"'{FOLLOW_LINKS}' does this for its folder)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="a note for every file skipped (by default only those that need attention, such as "
+                        "unreadable or damaged files, and a summary by reason at the end)")
     p.add_argument("--include-secrets", action="store_true",
                    help="read files that look like credentials (private keys, .pem/.key/.p12, credentials, "
                         ".netrc, .pgpass, service-account JSON, .env-style files), skipped by default; "
@@ -7860,30 +8095,52 @@ def cmd_index(args, cfg: Config, closer) -> int:
     """Index files and folders."""
     check_overlap(args.overlap, args.chunk_size)  # before anything is opened
     t0 = time.perf_counter()
-    log = Log()
+    log = Log(getattr(args, "verbose", False))
     embedder = make_embedder(cfg, log.note)
     for p in args.paths:
         if not os.path.exists(p):
             raise RagError(f"no such file or directory: {shown(p)}")
+    fresh = not os.path.exists(cfg.db)
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
         connect(cfg.db, create=True).close()  # not an index, read-only: say so before making DB.lock
-    closer.enter_context(index_lock(cfg.db))
+    lock = closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
-    repair_damage(conn, cfg.db, log)
-    s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
-    secs = time.perf_counter() - t0
-    if s.read + s.unchanged == 0:
-        raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths)))
+    try:
+        repair_damage(conn, cfg.db, log)
+        s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
+        if s.read + s.unchanged == 0:
+            raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
+                           + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
+    except BaseException:  # a first run that stored nothing leaves nothing behind
+        if fresh and not stored_documents(conn):
+            conn.close()
+            forget_index(cfg.db, lock)
+        raise
+    print_index_summary(s, time.perf_counter() - t0, log.verbose)
+    print(f"[{mode_label(cfg)}] -> {cfg.db}")
+    return 0
+
+
+def stored_documents(conn) -> int:
+    """Documents in the index (0 too when it cannot be read: nothing there to keep)."""
+    try:
+        return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
+    """What an index run did: files read, skipped (by kind), removed; chunks embedded."""
     print(f"indexed {s.read} file(s), {s.unchanged} unchanged, {s.skipped} skipped, "
           f"{s.removed} removed; {s.chunks} chunks ({s.embedded} embedded, {s.cached} from cache) "
           f"in {secs:.2f} s")
+    if s.skips:
+        print(skip_summary(s.skips, verbose))
     if s.secrets:
         print(f"not read: {len(s.secrets)} file(s) that look like credentials: {listed(s.secrets)} "
               "(--include-secrets reads them)")
     if not s.read:
-        print("nothing changed: no embeddings were needed")
-    print(f"[{mode_label(cfg)}] -> {cfg.db}")
-    return 0
+        print(("no new or changed files" if s.removed else "nothing changed") + ": no embeddings were needed")
 
 
 def repair_damage(conn, db: str, log: Log) -> None:
@@ -7914,22 +8171,52 @@ def index_lock(db: str):
     The lock is beside the real file, so every name of one index shares it.
     """
     path = os.path.realpath(db) + ".lock"
-    try:
-        f = open(path, "a+b")
-    except OSError as e:
-        raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
-    with f:
+    for _ in range(LOCK_TRIES):
         try:
-            if os.name == "nt":
-                import msvcrt
-                msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
-            else:
-                import fcntl
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
-                           "and run this again") from None
-        yield
+            f = open(path, "a+b")
+        except OSError as e:
+            raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
+        with f:
+            take_lock(f, db)
+            if not names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
+                continue
+            yield path
+            return
+    raise RagError(f"the lock file {path} keeps being removed; run this again")
+
+
+LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
+
+
+def take_lock(f, db: str) -> None:
+    """Lock the open lock file f, or fail at once when another run holds it."""
+    try:
+        if os.name == "nt":
+            import msvcrt
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
+                       "and run this again") from None
+
+
+def names_file(path: str, f) -> bool:
+    """Whether path still names the open file f."""
+    try:
+        st, held = os.stat(path), os.fstat(f.fileno())
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+def forget_index(db: str, lock: str) -> None:
+    """Remove the index a first run made and could not fill, and its lock file (held until the run ends)."""
+    real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
+    for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def check_arguments(p: argparse.ArgumentParser) -> None:
@@ -8495,6 +8782,9 @@ def cmd_stats(args, cfg: Config, closer) -> int:
         print(json.dumps(info, indent=2))
         return 0
     print(f"database        {info['database']} ({info['size_bytes'] / 1e6:.1f} MB)")
+    if not info["documents"]:
+        print(f"documents       0: the index is empty; '{program()} index DIR' fills it")
+        return 0
     print(f"documents       {info['documents']}")
     print(f"chunks          {info['chunks']}")
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")

@@ -5,6 +5,7 @@ OpenAI-compatible server on 127.0.0.1), nothing timed: the child processes
 stop themselves at named points and the fake server holds replies on events."""
 
 import argparse
+import codecs
 import contextlib
 import io
 import itertools
@@ -645,6 +646,90 @@ class ParseTests(RagTestCase):
         self.assertIn("nested too deeply", err)
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(1,)])
 
+
+    # Legacy CJK text, each with a word set apart by spaces (FTS5 finds whole words).
+    CJK = {"big5": ("颱風警報 本週末將有強烈颱風來襲，請市民做好防颱準備。我們的城市在這個季節常有大雨。", "颱風警報", "Big5"),
+           "euc_jp": ("東京の天気 今日は晴れですが、明日は雨が降るでしょう。傘を持って出かけてください。", "東京の天気", "EUC-JP"),
+           "shift_jis": ("富士山 日本で一番高い山です。登山の季節は夏で、多くの人が頂上を目指します。", "富士山", "Shift_JIS"),
+           "gb18030": ("长城 是中国古代的军事防御工程，总长度超过两万公里。我们在这里看到了历史。", "长城", "GB18030"),
+           "euc_kr": ("서울은 대한민국의 수도이며 가장 큰 도시입니다. 한강이 도시를 가로지릅니다.", "한강이", "EUC-KR")}
+
+    def test_decode_legacy_cjk_text_in_the_encoding_it_reads_as(self):
+        for enc, (text, _, name) in self.CJK.items():
+            self.write(f"{enc}.txt", text.encode(enc), mode="wb")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        for enc, (text, word, name) in self.CJK.items():
+            with self.subTest(enc):
+                path = os.path.join(self.docs, f"{enc}.txt")
+                self.assertIn(f"rag: {path}: not UTF-8; read as {name} (looks like ", err)
+                self.assertEqual(self.rows(f"SELECT text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                           f"WHERE d.path LIKE '%{enc}.txt'"), [(text,)])
+                self.assertIn(f"{enc}.txt:1-1", self.ok("search", word, "--mode", "keyword", "-k", "1"))
+
+    def test_decode_western_legacy_text_is_never_taken_for_cjk(self):
+        texts = ["café naïve résumé", "Grüße aus München", "Müller Straße", "Les éléments", "Fußgängerübergänge",
+                 "Zürich Genève Neuchâtel", "l’été “quoted” — dash…", "ÄÖÜäöüß", "São Paulo ação", "Ærø Ålborg"]
+        for text in texts:
+            for data in (text.encode("cp1252"), text.upper().encode("cp1252"), (text + " " + text + "\n").encode("cp1252")):
+                with self.subTest(data=data):
+                    self.assertEqual(rag.decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
+
+    def test_decode_declared_encodings(self):
+        russian, greek = "Привет, мир: это проверка.", "Καλημέρα κόσμε, αυτό είναι ένα τεστ."
+        cases = [  # (bytes, text, note)
+            ("# -*- coding: koi8-r -*-\n# " + russian + "\n", "koi8-r", "koi8-r (declared in its coding line)"),
+            ("#!/usr/bin/env python3\n# vim: set fileencoding=latin-1 :\n# café\n", "latin-1",
+             "latin-1 (declared in its coding line)"),
+            ('<html><head><meta charset="windows-1251"><title>' + russian + "</title></head></html>", "cp1251",
+             "windows-1251 (declared in its <meta> charset)"),
+            ('<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1251"></head>'
+             "<body>" + russian + "</body></html>", "cp1251", "windows-1251 (declared in its <meta> charset)"),
+            ('<?xml version="1.0" encoding="iso-8859-7"?>\n<html><body>' + greek + "</body></html>", "iso-8859-7",
+             "iso-8859-7 (declared in its XML declaration)")]
+        for text, enc, note in cases:
+            with self.subTest(note):
+                self.assertEqual(rag.decode(text.encode(enc)), (text, "read as " + note))
+        self.assertEqual(rag.decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
+                         "not UTF-8; read as Windows-1252 (Latin-1)")  # line 2 counts only after a comment
+        for head in (b"# -*- coding: no-such-codec -*-\n", b"# coding: utf-8\n", b'<meta charset="utf-16">',
+                     b"# coding: base64\n"):  # unknown, wrong, not ASCII-compatible, not text: the next step decides
+            with self.subTest(head):
+                self.assertEqual(rag.decode(head + "café\n".encode("cp1252")),
+                                 ((head + "café\n".encode("cp1252")).decode("cp1252"),
+                                  "not UTF-8; read as Windows-1252 (Latin-1)"))
+        self.assertEqual(rag.decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
+                         ("# coding: utf-8\ncafé\n", None))  # declared UTF-8 is plain UTF-8: no note
+        self.write("page.xhtml", cases[4][0].encode("iso-8859-7"), mode="wb")
+        self.write("tool.py", cases[0][0].encode("koi8-r"), mode="wb")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertIn("page.xhtml: read as iso-8859-7 (declared in its XML declaration)", err)
+        self.assertIn("tool.py: read as koi8-r (declared in its coding line)", err)
+        self.assertIn("page.xhtml", self.ok("search", "Καλημέρα", "--mode", "keyword", "-k", "1"))
+        self.assertIn("tool.py", self.ok("search", "Привет", "--mode", "keyword", "-k", "1"))
+
+    def test_decode_byte_order_marks(self):
+        text = "Zürich: naïve 東京 \U0001f600\n"
+        for bom, enc, name in ((codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"), (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"),
+                               (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE")):
+            with self.subTest(name):
+                data = bom + text.encode(enc)
+                self.assertEqual(rag.decode(data), (text, f"read as {name} (byte-order mark)"))
+                self.assertFalse(rag.is_binary(data))
+        self.assertEqual(rag.decode(codecs.BOM_UTF8 + text.encode()), (text, None))
+        self.assertEqual(rag.decode(codecs.BOM_UTF16_LE + b"a\x00b"),
+                         ("a\ufffd", "read as UTF-16 LE (byte-order mark); invalid bytes were replaced"))
+        self.write("wide.txt", codecs.BOM_UTF32_BE + "The kestrel hovers over Zürich.\n".encode("utf-32-be"), mode="wb")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertIn("wide.txt: read as UTF-32 BE (byte-order mark)", err)
+        self.assertIn("wide.txt:1-1", self.ok("search", "Zürich kestrel", "--mode", "keyword", "-k", "1"))
+
+    def test_decode_utf8_with_a_few_bad_bytes_stays_utf8(self):
+        text = "Ça coûte 5 € à Zürich; naïve café. " * 20
+        data = text.encode() + b"\xff" + text.encode()  # one stray byte among 200 accented letters
+        self.assertEqual(rag.decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
+        self.assertEqual(rag.decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
+                         ("a U+FFFD as written: \ufffd, in UTF-8\n", None))  # a character, not damage
 
 # ---------------------------------------------------------------------------
 # Chunk
@@ -1844,7 +1929,7 @@ class IndexTests(RagTestCase):
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 2)
         self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'tomatoes'"), [])
 
-    def test_index_skips_with_a_note(self):
+    def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
         self.write("image.png", "not read")
         self.write("blob.txt", b"\x00\x01\x02binary", mode="wb")
@@ -1853,14 +1938,79 @@ class IndexTests(RagTestCase):
         self.write("bad.md", b"caf\xe9 menu\n", mode="wb")
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
+        self.assertEqual(err, f"rag: {os.path.join(self.docs, 'bad.md')}: not UTF-8; read as Windows-1252 (Latin-1)\n")
+        self.assertNotIn("hidden", err + out)
+        self.assertIn("indexed 4 file(s), 0 unchanged, 3 skipped", out)
+        self.assertIn(f"skipped 3 file(s): 1 binary ({os.path.join(self.docs, 'blob.txt')}), 1 no text "
+                      f"({os.path.join(self.docs, 'empty.md')}), 1 unsupported type "
+                      f"({os.path.join(self.docs, 'image.png')}); -v notes each\n", out)
+        code, out, err = self.run_cli("index", self.docs, "-v")  # a note for each
         self.assertIn("image.png: unsupported file type", err)
         self.assertIn("blob.txt: binary file", err)
         self.assertIn("empty.md: no text", err)
-        self.assertIn("bad.md: not UTF-8; read as Windows-1252 (Latin-1)", err)
-        self.assertNotIn("hidden", err + out)
-        self.assertIn("indexed 4 file(s), 0 unchanged, 3 skipped", out)
+        self.assertNotIn("-v notes each", out)
         self.assertEqual(self.rows("SELECT text FROM chunks WHERE text LIKE 'caf%'"), [("caf\u00e9 menu",)])
         self.assertIn("bad.md", self.ok("search", "café", "--mode", "keyword"))  # the accent is findable
+
+    def test_index_skip_summary_counts_each_reason_and_names_the_first_few(self):
+        self.write_docs()
+        for i in range(7):
+            self.write(f"b{i}.txt", b"\x00binary", mode="wb")
+        self.write("a.png", "x")
+        self.write("b.png", "x")
+        self.write("bad.json", '{"a": ')
+        self.write("id_rsa", IndexTests.PEM)
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        path = lambda name: os.path.join(self.docs, name)
+        self.assertIn(f"indexed 3 file(s), 0 unchanged, 11 skipped", out)
+        self.assertIn(f"skipped 11 file(s): 7 binary ({path('b0.txt')}, {path('b1.txt')}, {path('b2.txt')} and 4 more), "
+                      f"2 unsupported type ({path('a.png')}, {path('b.png')}), 1 could not be parsed ({path('bad.json')}), "
+                      f"1 credentials ({path('id_rsa')}; --include-secrets reads them); -v notes each\n", out)
+        self.assertEqual(len(err.splitlines()), 2, err)  # what needs attention is still noted as it happens
+        self.assertRegex(err, r"skipped \S*bad\.json: ")
+        self.assertRegex(err, r"skipped \S*id_rsa: looks like credentials")
+        code, out, err = self.run_cli("index", self.docs, "-v")
+        self.assertEqual(len(err.splitlines()), 11, err)
+
+    def test_index_its_own_database_inside_the_folder_is_never_a_document(self):
+        self.write_docs()
+        db = os.path.join(self.docs, "index.db")
+        for _ in range(2):
+            code, out, err = self.run_cli("index", self.docs, db=db)
+            self.assertEqual((code, err), (0, ""))
+            self.assertIn(", 0 skipped,", out)
+            self.assertNotIn("skipped 1", out)
+        conn = sqlite3.connect(db)
+        self.assertEqual(sorted(os.path.basename(p) for (p,) in conn.execute("SELECT path FROM documents")), sorted(DOCS))
+        conn.close()
+
+    def test_index_a_removal_is_a_change_in_the_summary(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        os.remove(os.path.join(self.docs, "garden.txt"))
+        out = self.ok("index", self.docs, "--prune")
+        self.assertIn("1 removed", out)
+        self.assertIn("no new or changed files: no embeddings were needed", out)
+        self.assertNotIn("nothing changed", out)
+        self.assertIn("nothing changed: no embeddings were needed", self.ok("index", self.docs))
+
+    def test_index_a_failed_first_run_leaves_no_database_and_no_lock(self):
+        self.write("x.bin", b"\x00\x01", mode="wb")
+        msg = self.error_line("index", self.docs)
+        self.assertIn(f"no readable documents found in {self.docs} (skipped 1 file(s): 1 unsupported type (", msg)
+        self.assertEqual(os.listdir(self.dir), ["docs"])
+        self.write_docs()
+        server = self.online()
+        server.faults = [(401, {}, b'{"error": {"message": "bad key"}}')]
+        self.assertIn("401", self.error_line("index", self.docs))
+        self.assertEqual(os.listdir(self.dir), ["docs"])
+        self.assertIn("no index at", self.error_line("stats"))
+        self.ok("index", self.docs)
+        server.faults = [(401, {}, b'{"error": {"message": "bad key"}}')]
+        self.write("new.md", "A new document the server will not embed.\n")
+        self.error_line("index", self.docs)  # not the first run: what is stored stays
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(len(DOCS),)])
 
     def test_index_overlap_not_below_size_is_usage_error(self):
         self.write_docs()
@@ -1921,9 +2071,10 @@ class IndexTests(RagTestCase):
         self.write("refunds.md", "Refunds " * 5000)  # 40 KB, over the limit below
         code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.01")
         self.assertEqual(code, 0, err)
-        self.assertIn("garden.txt: binary file", err)
-        self.assertIn("refunds.md: 39.1 KB is over the 10.2 KB limit", err)
-        self.assertIn("2 indexed file(s) can no longer be read (see above) and keep their old text", err)
+        self.assertRegex(out, r"1 binary \(\S*garden\.txt\)")  # in the summary; no note of its own
+        self.assertNotIn("garden.txt: binary file", err)
+        self.assertIn("refunds.md: 39.1 KB is over the 10.2 KB limit", err)  # a limit the user may raise: noted
+        self.assertIn("2 indexed file(s) can no longer be read and keep their old text", err)
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(3,)])
         code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.01", "--prune")
         self.assertIn("2 removed", out)
@@ -1938,7 +2089,7 @@ class IndexTests(RagTestCase):
         self.write("program", b"\x7fELF\x02\x01\x01\x00\x00\x00", mode="wb")
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
-        self.assertIn("program: binary file", err)
+        self.assertRegex(out, r"1 binary \(\S*program\)")
         self.assertIn("indexed 4 file(s)", out)
         self.assertIn("LICENSE:", self.ok("search", "permission granted free charge", "-k", "1"))
         self.assertIn("README.Debian", self.ok("search", "package installs", "-k", "1"))
@@ -2001,14 +2152,15 @@ class IndexTests(RagTestCase):
         with virtual:
             self.assertIn("indexed 1 file(s)", self.run_cli("index", self.docs)[1])  # venv, re-included
             code, out, err = self.run_cli("index", self.docs, "--no-default-excludes")
-        self.assertIn("x.cpython-311.pyc: unsupported file type", err)
+        self.assertRegex(out, r"1 unsupported type \(\S*x\.cpython-311\.pyc\)")
         self.assertIn("indexed 1 file(s)", out)  # node_modules too; never the virtual file system
 
     def test_odd_file_names_are_escaped_in_output(self):
         self.write("new\nline.md", "Kestrel facts.\n")
         self.write("blob\tx.md", b"\x00", mode="wb")
         code, out, err = self.run_cli("index", self.docs)
-        self.assertIn("blob\\tx.md: binary file", err)
+        self.assertIn("blob\\tx.md)", out)  # in the summary of files skipped
+        self.assertIn("blob\\tx.md: binary file", self.run_cli("index", self.docs, "-v")[2])
         out = self.ok("search", "kestrel")
         self.assertIn("new\\nline.md:1-1", out)
         self.assertEqual(len(out.splitlines()), 2)
@@ -2033,6 +2185,12 @@ class IndexTests(RagTestCase):
     def test_index_links_outside_or_into_hidden_are_skipped_unless_followed(self):
         outside = self.links_fixture()
         code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual((code, err), (0, ""))  # named in the summary
+        self.assertIn("skipped 4 file(s): 2 link(s) into hidden files or folders "
+                      f"({os.path.join(self.docs, 'peek.md')}, {os.path.join(self.docs, 'peekdir')}; --follow-links "
+                      f"follows them), 2 link(s) outside the folders indexed ({os.path.join(self.docs, 'ext')}, "
+                      f"{os.path.join(self.docs, 'notes.md')}; --follow-links follows them); -v notes each", out)
+        code, out, err = self.run_cli("index", self.docs, "--verbose")
         self.assertEqual(code, 0, err)
         for link, target, why in (("notes.md", os.path.join(outside, "key.md"), "outside the folders indexed"),
                                   ("ext", outside, "outside the folders indexed"),
@@ -2100,6 +2258,22 @@ class IndexTests(RagTestCase):
             msg = self.error_line("index", self.docs, db=link)
         self.assertIn("another 'rag index' is writing", msg)
         self.ok("index", self.docs, "--db", link)
+
+    def test_index_lock_is_made_again_when_a_failed_first_run_removed_it(self):
+        real, calls = rag.take_lock, []
+
+        def take_then_lose(f, db):  # the run holding it failed and removed it just as this one opened it
+            real(f, db)
+            calls.append(f.name)
+            if len(calls) == 1:
+                os.remove(f.name)
+
+        with mock.patch.object(rag, "take_lock", take_then_lose), rag.index_lock(self.db) as path:
+            self.assertEqual(len(calls), 2)
+            with self.assertRaises(rag.RagError):  # the file now there is the one held
+                with rag.index_lock(self.db):
+                    pass
+        self.assertEqual(path, os.path.realpath(self.db) + ".lock")
 
     PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzVq8Xr3kqGv0Zp1TfXkE9mZ0H2yQ\n"
            "c2VjcmV0a2V5Ym9keWxpbmV0d28xMjM0NTY3ODkw+/Q=\n-----END RSA PRIVATE KEY-----\n")
@@ -4378,7 +4552,7 @@ class CommandLineTests(RagTestCase):
         answer = ["--model", "--max-context"]
         must = {"index": servers + ["--chunk-size", "--overlap", "--batch-size", "--prune", "--include",
                                     "--exclude", "--max-file-mb", "--no-default-excludes", "default: 20",
-                                    "--follow-links", "--include-secrets"],
+                                    "--follow-links", "--include-secrets", "--verbose"],
                 "search": servers + retrieval + ["--json"],
                 "ask": servers + retrieval + answer + ["--stream", "--no-stream", "--show-prompt", "--json"],
                 "eval": servers + retrieval + answer + ["--json", "--fail-under", "--generate"],
@@ -4393,6 +4567,18 @@ class CommandLineTests(RagTestCase):
                 for word in unused.get(cmd, ()):  # an option a command would ignore is not offered
                     self.assertNotRegex(text, rf"\[{re.escape(word)}[ \]]")
         self.assertIn(f"default: {rag.INDEX_TIMEOUT:g} for index, {rag.QUERY_TIMEOUT:g} otherwise", help_text("ask"))
+
+    def test_stats_on_an_empty_index_says_it_is_empty_and_how_to_fill_it(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        for name in DOCS:
+            os.remove(os.path.join(self.docs, name))
+        self.write("x.bin", b"\x00", mode="wb")
+        self.assertIn("no readable documents", self.error_line("index", self.docs, "--prune"))
+        out = self.ok("stats")
+        self.assertIn("documents       0: the index is empty; 'rag index DIR' fills it", out)
+        self.assertNotIn("(none yet)", out)
+        self.assertNotIn("dimensions", out)
 
     def test_numeric_options_are_checked(self):
         self.write_docs()
@@ -4666,7 +4852,7 @@ class FaultTests(RagTestCase):
         msg = self.error_line("index", self.docs, "--batch-size", "4")
         self.assertIn("too long for fake-embed even cut to", msg)
         self.assertLessEqual(server.embed_count, 2 * 4 + 1)  # bisection, never a loop
-        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(0,)])
+        self.assertFalse(any(n.startswith("index.db") for n in os.listdir(self.dir)))  # stored nothing, left nothing
 
 
 # The child index process: it stops itself (SIGKILL, or Ctrl-C) at a named point
@@ -4956,11 +5142,13 @@ class HostileInputTests(RagTestCase):
     def check_hostile_run(self, code, out, err):
         self.assertEqual(code, 0, err)
         self.assertNotIn("Traceback", err)
-        for note in ("noise.txt: binary file", "huge.txt: 50 MB is over the 20 MB limit",
-                     "empty.md: no text", "noise.md: invalid UTF-8 bytes were replaced",
-                     "loop: directory already visited (symlink loop)", "x.md: a link to", "leads nowhere",
+        for note in ("huge.txt: 50 MB is over the 20 MB limit", "noise.md: invalid UTF-8 bytes were replaced",
+                     "loop: directory already visited (symlink loop)",
                      "caf\ufffd.md: the file name is not valid UTF-8", "locked.md: unreadable (Permission denied)"):
             self.assertIn(note, err)
+        for kind in (r"1 binary \(\S*noise\.txt\)", r"1 no text \(\S*empty\.md\)",
+                     r"2 link\(s\) leading nowhere \(\S*x\.md, \S*y\.md\)"):  # routine: in the summary
+            self.assertRegex(out, kind)
         paths = {os.path.basename(p) for (p,) in self.rows("SELECT path FROM documents")}
         self.assertEqual(paths, {"good.md", "noise.md", "oneline.txt", "deep.md"})
         lengths = self.rows("SELECT length(c.text) FROM chunks c JOIN documents d ON d.id = c.doc_id "
