@@ -22,8 +22,9 @@ Sections, in pipeline order:
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (Config.from_env),
                      QueryOptions, IndexOptions
     Helpers          what every stage uses: program, the Log, paths as shown, the question's limits
-    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF; clean text (no
-                     control characters); secrets (credential files, redaction); the format table
+    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF, man pages, XML,
+                     RTF, any of them gzipped; clean text (no control characters); secrets
+                     (credential files, redaction); the format table (any other text is text)
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
@@ -873,12 +874,51 @@ class Unreadable(Exception):
     """A file we cannot read; the message becomes the note saying why it was skipped."""
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+GZIP_PIECE = 1 << 20  # bytes decompressed at a time: a bomb is found before it fills memory
+
+
+def inner_name(path: str) -> str:
+    """A file's name in lower case without the '.gz' of its compression: what it holds.
+
+    >>> inner_name("/usr/share/man/man1/LS.1.gz"), inner_name("a/notes.md")
+    ('ls.1', 'notes.md')
+    """
+    name = os.path.basename(path).lower()
+    return name[:-3] if name.endswith(".gz") and len(name) > 3 else name
+
+
+def gzipped(path: str) -> bool:
+    return inner_name(path) != os.path.basename(path).lower()
+
+
+def gunzip(data: bytes) -> bytes:
+    """What gzip data holds (every member), read in pieces and refused past
+    ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
+    import gzip
+    import io
+    parts, size = [], 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            while piece := f.read(GZIP_PIECE):
+                size += len(piece)
+                if size > ZIP_MEMBER_LIMIT:
+                    raise Unreadable(f"expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
+                parts.append(piece)
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; EOFError: truncated
+        raise Unreadable(f"damaged gzip file ({e})") from None
+    return b"".join(parts)
+
+
 def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
+    Without fmt, a '.gz' file's data is decompressed first and read as what it holds.
 
     Every format passes here, so secrets in any of them are redacted (redact_lines).
     Raises Unreadable for files that are damaged, encrypted or need a missing tool.
     """
+    if fmt is None and gzipped(path) and data[:2] == GZIP_MAGIC:
+        data = gunzip(data)
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
         lines, warning = fmt.from_bytes(path, data), None
@@ -1066,7 +1106,7 @@ def redact_lines(lines: list[Line]) -> list[Line]:
 
 def credential_name(path: str) -> str | None:
     """What kind of credentials a file's name says it holds, or None."""
-    name = os.path.basename(path).lower()
+    name = inner_name(path)  # 'id_rsa.gz' is a key too
     ext = os.path.splitext(name)[1]
     if name in CREDENTIAL_NAMES:
         return CREDENTIAL_NAMES[name]
@@ -1357,24 +1397,56 @@ def ooxml_text(el) -> str:
     return "".join(parts)
 
 
+STYLE_CHAIN = 32  # styles followed up a basedOn (parent) chain: real ones are 2-4 deep; a cycle ends
+
+
+def inherited_level(style: str | None, own: dict, parents: dict) -> int:
+    """The heading level of a style: its own (own[style], 0 for body text), or
+    else that of the style it is based on (parents), and so on up the chain.
+
+    >>> inherited_level("HeadA", {"Heading1": 1, "HeadA": None}, {"HeadA": "Heading1"})
+    1
+    """
+    for _ in range(STYLE_CHAIN):
+        if style is None:
+            return 0
+        if own.get(style) is not None:
+            return own[style]
+        style = parents.get(style)
+    return 0
+
+
+def outline_level(name: str, outline: str | None) -> int | None:
+    """A style's own heading level: by its name ('heading 2', 'Title') or its
+    outline level (0-based; 9 is body text); None when it says neither."""
+    m = re.fullmatch(r"heading ?(\d)", name.lower())
+    if m or name.lower() == "title":
+        return min(int(m.group(1)) if m else 1, 6)
+    if outline is not None and outline.strip().isdecimal():
+        return min(int(outline) + 1, 6) if int(outline) < 9 else 0
+    return None
+
+
 def docx_heading_levels(zf) -> dict[str, int]:
-    """Paragraph style id -> heading level, from the style names or outline levels."""
+    """Paragraph style id -> heading level, from the style names or outline
+    levels, or those of the styles they are based on (w:basedOn), as Word reads them."""
     root = zip_xml(zf, "word/styles.xml", required=False)
-    levels = {}
+    own, parents = {}, {}
     for style in [] if root is None else root:
         if local(style.tag) != "style":
             continue
-        name, outline = "", None
+        name, outline, sid = "", None, attr(style, "styleId")
         for child in style.iter():
-            if local(child.tag) == "name":
-                name = (attr(child, "val") or "").lower()
-            elif local(child.tag) == "outlineLvl":
+            tag = local(child.tag)
+            if tag == "name":
+                name = attr(child, "val") or ""
+            elif tag == "outlineLvl":
                 outline = attr(child, "val")
-        m = re.fullmatch(r"heading ?(\d)", name)
-        if m or name == "title" or outline in tuple("012345678"):  # level 9 is body text
-            level = int(m.group(1)) if m else 1 if name == "title" else int(outline) + 1
-            levels[attr(style, "styleId")] = min(level, 6)
-    return levels
+            elif tag == "basedOn":
+                parents[sid] = attr(child, "val")
+        own[sid] = outline_level(name, outline)
+    levels = {sid: inherited_level(sid, own, parents) for sid in own}
+    return {sid: level for sid, level in levels.items() if level}
 
 
 @container_reader("Word (.docx)")
@@ -1389,9 +1461,12 @@ def docx_lines(zf) -> list[Line]:
             tag = local(el.tag)
             if tag == "p":
                 style = next((attr(s, "val") for s in el.iter() if local(s.tag) == "pStyle"), None)
+                outline = next((attr(s, "val") for s in el.iter() if local(s.tag) == "outlineLvl"), None)
+                level = outline_level("", outline)  # the paragraph's own outline level comes first
+                level = levels.get(style, 0) if level is None else level
                 text = ooxml_text(el)
-                if style in levels and text.strip():
-                    out.heading(levels[style], text)
+                if level and text.strip():
+                    out.heading(level, text)
                 else:
                     out.para(text)
             elif tag == "tbl":
@@ -1514,14 +1589,37 @@ def odf_text(el) -> str:
     return "".join(parts)
 
 
-def odf_blocks(parent, out: Outline, loc: str = "") -> None:
-    """Headings (text:h), paragraphs, lists, sections and tables, in order."""
+def odf_heading_levels(*roots) -> dict[str, int]:
+    """Paragraph style name -> heading level, from the styles' outline levels
+    (style:default-outline-level) or names ('Heading 2', 'Title'), or those of
+    their parents (style:parent-style-name); roots: styles.xml and content.xml."""
+    own, parents = {}, {}
+    for root in roots:
+        for style in [] if root is None else root.iter():
+            if local(style.tag) != "style" or attr(style, "family", "paragraph") != "paragraph":
+                continue
+            name = attr(style, "name")
+            label = (attr(style, "display-name") or name or "").replace("_20_", " ")
+            depth = (attr(style, "default-outline-level") or "").strip()  # 1-based
+            own[name] = outline_level(label, str(int(depth) - 1) if depth.isdecimal() and int(depth) else None)
+            parents[name] = attr(style, "parent-style-name")
+    levels = {name: inherited_level(name, own, parents) for name in own}
+    return {name: level for name, level in levels.items() if level}
+
+
+def odf_blocks(parent, out: Outline, loc: str = "", levels: dict | None = None) -> None:
+    """Headings (text:h, or a text:p whose style is a heading's: levels),
+    paragraphs, lists, sections and tables, in order."""
+    levels = levels or {}
     for el in parent:
         tag = local(el.tag)
         if attr(el, "class") in ODF_FURNITURE:
             continue
+        level = levels.get(attr(el, "style-name"), 0)
         if tag == "h":
-            out.heading(int(attr(el, "outline-level", "1") or 1), odf_text(el), loc)
+            out.heading(int(attr(el, "outline-level", "") or level or 1), odf_text(el), loc)
+        elif tag == "p" and level and odf_text(el).strip():
+            out.heading(level, odf_text(el), loc)
         elif tag == "p":
             out.para(odf_text(el), loc)
         elif tag == "table":
@@ -1532,7 +1630,7 @@ def odf_blocks(parent, out: Outline, loc: str = "") -> None:
                     out.para(" | ".join(cells), loc)
         elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
                      "index-body", "table-of-content", "notes"):
-            odf_blocks(el, out, loc)
+            odf_blocks(el, out, loc, levels)
 
 
 ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
@@ -1541,11 +1639,13 @@ ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not 
 @container_reader("OpenDocument")
 def odf_lines(zf) -> list[Line]:
     """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
-    body = next((el for el in zip_xml(zf, "content.xml").iter() if local(el.tag) == "body"), None)
+    content = zip_xml(zf, "content.xml")
+    body = next((el for el in content.iter() if local(el.tag) == "body"), None)
+    levels = odf_heading_levels(zip_xml(zf, "styles.xml", required=False), content)
     out = Outline()
     for doc in [] if body is None else body:
         if local(doc.tag) != "presentation":
-            odf_blocks(doc, out)
+            odf_blocks(doc, out, "", levels)
             continue
         pages = [p for p in doc if local(p.tag) == "page"]
         for n, page in enumerate(pages, 1):
@@ -1620,6 +1720,538 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
     return out.lines
 
 
+# Man pages: troff source with the man(7) macros, or BSD's mdoc(7). Each line
+# kept is a line of the source, so a citation points at it; the markup goes,
+# the title (.TH) and sections (.SH, .SS) become headings, .nf/.EX blocks are
+# fenced (their lines kept). Conditionals, macro definitions, equations and
+# pictures are left out: what nroff prints without them is the text.
+
+TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
+    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®", "tm": "™", "aq": "'",
+    "dq": '"', "lq": "“", "rq": "”", "oq": "‘", "cq": "’", "ga": "`", "aa": "´", "ha": "^", "ti": "~",
+    "at": "@", "sh": "#", "rs": "\\", "sl": "/", "pl": "+", "eq": "=", "mu": "×", "di": "÷", "+-": "±",
+    "<=": "≤", ">=": "≥", "!=": "≠", "->": "→", "<-": "←", "==": "≡", "de": "°", "sc": "§", "ps": "¶",
+    "dg": "†", "ct": "¢", "Fo": "«", "Fc": "»", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨",
+    "ra": "⟩", "ba": "|", "or": "|", "br": "│", "ul": "_", "ru": "_", "ci": "○", "Eu": "€", "eu": "€",
+    "Po": "£", "Ye": "¥", "ss": "ß", "mc": "µ", "12": "½", "14": "¼", "34": "¾", "*W": "-"}
+TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", ",": "\u0327",
+                 "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
+TROFF_UNICODE = re.compile(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
+# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man, DocBook).
+TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++", 'L"': '"', 'R"': '"',
+                 "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
+TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
+               "'": "'", "`": "`", ".": ".", **dict.fromkeys("&|^%:/,)cdurpaz{}!?", "")}
+TROFF_NAMED = "fFgkmMnVY$O"            # \fB, \f(CW, \f[BI], \n(xx, \*: a name of one, two or any characters
+TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"  # \h'3n', \w'text', \C'em': an argument between two delimiters
+TROFF_NAME = re.compile(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
+TROFF_REQUEST = re.compile(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
+TBL_TAB = re.compile(r"tab\s*\((.)\)")
+MAN_PARAGRAPH = {"PP", "LP", "P", "TP", "HP", "sp", "Sp", "YS", "Pp", "Lp", "Bl", "El", "Rs", "Re"}
+MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..", "ig": "..",
+               "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line that ends each
+MDOC_MACROS = frozenset("""Ac Ad An Ao Ap Aq Ar At Bc Bo Bq Brc Bro Brq Bsx Bx Cd Cm Dc Do Dq Dv Dx Ec Em Eo
+Er Ev Fa Fc Fl Fn Fo Ft Fx Ic In Li Lk Ms Mt Nm No Ns Nx Oc Oo Op Ox Pa Pc Pf Po Pq Qc Ql Qo Qq Sc So Sq St
+Sx Sy Ta Tn Ux Va Vt Xc Xo Xr""".split())  # mdoc's macros that may stand among a line's words
+MDOC_ENCLOSE = {"Op": "[]", "Bq": "[]", "Pq": "()", "Dq": "“”", "Qq": '""', "Sq": "‘’", "Aq": "⟨⟩",
+                "Brq": "{}", "Ql": "‘’", "Oo": "[", "Bo": "[", "Po": "(", "Do": "“", "Qo": '"', "So": "‘",
+                "Ao": "⟨", "Bro": "{", "Oc": "]", "Bc": "]", "Pc": ")", "Dc": "”", "Qc": '"', "Sc": "’",
+                "Ac": "⟩", "Brc": "}"}  # two characters: around the rest of the line; one: itself
+MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "Ox": "OpenBSD", "Dx": "DragonFly",
+              "Ux": "UNIX", "At": "AT&T UNIX", "Ta": "|", "Ap": "'"}
+MDOC_PUNCT = frozenset(".,:;)]?!")  # stand after the word before, without a space
+
+
+def troff_char(name: str) -> str:
+    """A special character by its troff name ('em', "'e", 'u00E9'); an unknown one is left out.
+
+    >>> troff_char("em"), troff_char("'e"), troff_char("u2192"), troff_char("xx")
+    ('—', 'é', '→', '')
+    """
+    if name in TROFF_CHARS:
+        return TROFF_CHARS[name]
+    if len(name) == 2 and name[0] in TROFF_ACCENTS and name[1].isalpha():
+        import unicodedata
+        return unicodedata.normalize("NFC", name[1] + TROFF_ACCENTS[name[0]])
+    if TROFF_UNICODE.fullmatch(name):
+        points = [int(p, 16) for p in name[1:].split("_")]
+        if all(p < 0x110000 and not 0xD800 <= p < 0xE000 for p in points):
+            return "".join(map(chr, points))
+    return name if len(name) == 1 else ""
+
+
+def troff_name(s: str, i: int) -> tuple[str, int]:
+    """The name an escape takes at s[i] ('x', '(xx' or '[name]'), and where the text goes on."""
+    m = TROFF_NAME.match(s, i)
+    return (next(g for g in m.groups() if g is not None), m.end()) if m else ("", i)
+
+
+def troff_size_end(s: str, i: int) -> int:
+    """Where the text goes on after \\s at s[i]: '-1', '+2', '10', '(12', '[12]', "'12'"."""
+    sign = s[i:i + 1] in ("+", "-")
+    i += sign
+    c = s[i:i + 1]
+    if c == "(":
+        return i + 3
+    if c in ("[", "'"):
+        end = s.find("]" if c == "[" else "'", i + 1)
+        return len(s) if end < 0 else end + 1
+    if c.isdigit():  # one digit, or two when the first is 1-3 (sizes 10-39), as troff reads them
+        return i + 2 if not sign and c in "123" and s[i + 1:i + 2].isdigit() else i + 1
+    return i
+
+
+def troff_uncomment(s: str) -> str:
+    """A line without its comment (\\" or \\# to the end)."""
+    i = s.find("\\")
+    while i >= 0:
+        if s[i + 1:i + 2] in ('"', "#"):
+            return s[:i]
+        i = s.find("\\", i + 2)
+    return s
+
+
+def troff_args(s: str) -> list[str]:
+    """A request's arguments: words, or "quoted words" ('""' in them is a quote); escapes kept.
+
+    >>> troff_args('B "two words" \\\\fIx\\\\ y\\\\fR "a ""b"" c"')
+    ['B', 'two words', '\\\\fIx\\\\ y\\\\fR', 'a "b" c']
+    """
+    args, i, n = [], 0, len(s)
+    while i < n:
+        if s[i] in " \t":
+            i += 1
+            continue
+        quoted, buf = s[i] == '"', []
+        i += quoted
+        while i < n and (quoted or s[i] not in " \t"):
+            if quoted and s[i] == '"':
+                if s[i + 1:i + 2] != '"':
+                    i += 1
+                    break
+                i += 1  # '""' is one quote
+            step = 2 if s[i] == "\\" else 1  # an escaped space does not end a word
+            buf.append(s[i:i + step])
+            i += step
+        args.append("".join(buf))
+    return args
+
+
+class _ManPage:
+    """Reads a man page line by line into the lines of its text (see man_lines)."""
+
+    def __init__(self, size: int):
+        self.lines: list[Line] = []
+        self.strings = dict(TROFF_STRINGS)
+        self.budget = size     # characters strings (\*x) may add: the text stays linear in the source
+        self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
+        self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
+        self.prefix = ""       # .IP's tag, put before the next text line
+        self.until = ""        # the line that ends a block left out ('..' after .de)
+        self.depth = 0         # braces (\{) open in a conditional left out
+        self.table = ""        # inside .TS: 'format' (its column specs), then 'data'
+        self.tab = "\t"
+        self.mdoc = False
+        self.name = ""         # mdoc's .Nm: the page's command, which a bare .Nm repeats
+        self.alias = ""        # the page .so points to, before any text
+
+    def line(self, no: int, raw: str) -> None:
+        if self.depth:
+            self.depth = max(0, self.depth + raw.count("\\{") - raw.count("\\}"))
+        elif self.until:
+            self.until = "" if raw.split()[:1] == [self.until] else self.until
+        elif raw[:1] in (".", "'"):
+            self.request(no, troff_uncomment(raw[1:]))
+        elif self.table:
+            self.row(no, raw)
+        elif not raw.strip():
+            self.blank(no)
+        else:
+            self.text(no, self.troff(raw))
+
+    def request(self, no: int, body: str) -> None:
+        m = TROFF_REQUEST.match(body)
+        if not m:
+            return
+        name, rest = m.groups()
+        if self.table and name not in ("TE", "T&"):
+            return
+        if name in MAN_SKIPPED:  # '.de xx yy' ends at '.yy', '.ig yy' too; else at '..', '.EN', '.PE'
+            args = rest.split()
+            end = args[1:2] if name.startswith(("de", "am")) else args[:1] if name == "ig" else []
+            self.until = "." + end[0] if end else MAN_SKIPPED[name]
+        elif name in ("if", "ie", "el", "while"):
+            self.depth = max(0, rest.count("\\{") - rest.count("\\}"))
+        elif name in ("TS", "TE", "T&"):
+            self.table = "" if name == "TE" else "format"
+            self.tab = self.tab if name == "T&" else "\t"
+            self.blank(no)
+        elif name in ("ds", "ds1"):
+            key, _, value = rest.partition(" ")
+            self.strings[key] = self.troff(value[1:] if value.startswith('"') else value)
+        elif name == "so":
+            self.alias = self.alias or ("" if self.lines else rest.strip())
+        elif self.mdoc or name in ("Dd", "Dt"):
+            self.mdoc_request(no, name, troff_args(rest))
+        else:
+            self.man_request(no, name, [self.troff(a) for a in troff_args(rest)])
+
+    def man_request(self, no: int, name: str, words: list[str]) -> None:
+        if name == "TH":
+            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
+        elif name in ("SH", "SS", "Sh", "Ss"):
+            level = 2 if name == "SH" or (name == "Sh" and self.mdoc) else 3
+            if words:
+                self.head(no, level, " ".join(words))
+            else:
+                self.heading = level
+        elif name in ("B", "I", "SM", "SB", "UR", "MT", "UE", "ME", "SY", "D1", "Dl") and words:
+            self.text(no, " ".join(words))
+        elif name in ("BR", "BI", "IB", "IR", "RB", "RI"):
+            self.text(no, "".join(words))  # alternating fonts: the words run together
+        elif name == "OP":
+            self.text(no, "[" + " ".join(words) + "]")
+        elif name in MAN_PARAGRAPH or name in ("IP", "Ip"):
+            self.blank(no)
+            self.prefix = words[0] + " " if name in ("IP", "Ip") and words and words[0].strip() else ""
+        elif name in ("nf", "EX", "Vb", "fi", "EE", "Ve"):
+            self.nofill(no, name in ("nf", "EX", "Vb"))
+
+    def mdoc_request(self, no: int, name: str, args: list[str]) -> None:
+        self.mdoc = True
+        if name == "Dt":
+            words = [self.troff(a) for a in args]
+            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
+        elif name in ("Sh", "Ss"):
+            self.head(no, 2 if name == "Sh" else 3, self.mdoc_words(args))
+        elif name == "Nm" and args and not self.name:
+            self.name = self.troff(args[0])
+            self.text(no, self.mdoc_words([name] + args))
+        elif name == "Nd":
+            self.text(no, "— " + self.mdoc_words(args))
+        elif name in ("Bd", "Ed"):
+            self.nofill(no, name == "Bd" and bool({"-literal", "-unfilled"} & set(args)))
+            self.blank(no)
+        elif name == "It":
+            self.blank(no)
+            self.text(no, self.mdoc_words(args))
+        elif name in MDOC_MACROS or name.startswith("%"):  # %A, %T: a reference's author, title
+            self.text(no, self.mdoc_words([name] + args if name in MDOC_MACROS else args))
+        else:
+            self.man_request(no, name, [self.troff(a) for a in args])
+
+    def mdoc_words(self, args: list[str]) -> str:
+        """An mdoc line's words, its macros read: 'Fl v Ar file' is '-v file',
+        'Xr ls 1' 'ls(1)', 'Op ...' '[...]', Ns joins, punctuation attaches."""
+        parts: list[tuple[str, bool]] = []  # a word, and whether it joins the one before it
+        closers, macro, join = [], "", False
+        for i, arg in enumerate(args + [""]):  # the "" ends a macro that took no word
+            if macro in ("Fl", "Nm") and i and args[i - 1] == macro and (not arg or arg in MDOC_MACROS):
+                parts.append(("-" if macro == "Fl" else self.name, join))  # a bare Fl is a dash
+                join = macro == arg == "Fl"  # 'Fl Fl all' is '--all'
+            if not arg:
+                break
+            if arg in MDOC_MACROS:
+                macro, join = arg, join or arg in ("Ns", "Ap")
+                mark = MDOC_ENCLOSE.get(arg) or MDOC_WORDS.get(arg, "")
+                if mark:
+                    parts.append((mark[0], join or arg == "Ap" or len(mark) == 1 and arg.endswith("c")))
+                    join = arg == "Ap" or len(mark) == 2 or arg.endswith("o")
+                    closers += mark[1:]
+                continue
+            word = self.troff(arg)
+            if macro == "Fl":
+                word = "-" + word
+            elif macro == "Xr" and i > 1 and args[i - 2] == "Xr":
+                word, join = f"({word})", True
+            parts.append((word, join or word in MDOC_PUNCT))
+            join = False
+        end = len(parts)
+        while end and parts[end - 1][0] in MDOC_PUNCT:  # '.Dq a b .' is '“a b”.'
+            end -= 1
+        parts[end:end] = [(c, True) for c in reversed(closers)]
+        return "".join(("" if joined or not k else " ") + word for k, (word, joined) in enumerate(parts))
+
+    def row(self, no: int, raw: str) -> None:
+        """A line of a table (.TS): its format lines (up to one ending in '.') are not text; cells are."""
+        if self.table == "format":
+            tab = TBL_TAB.search(raw)
+            self.tab = tab.group(1) if tab else self.tab
+            self.table = "data" if raw.rstrip().endswith(".") else "format"
+            return
+        cells = [" ".join(self.troff(c).replace("T{", "").replace("T}", "").split()) for c in raw.split(self.tab)]
+        self.text(no, " | ".join(c for c in cells if c and c not in ("_", "=")))
+
+    def troff(self, s: str) -> str:
+        """Text with its escapes read (\\fB, \\(em, \\*(lq, \\s-1, \\-); a comment (\\") ends it."""
+        if "\\" not in s:
+            return s
+        out, i = [], 0
+        while (j := s.find("\\", i)) >= 0:
+            out.append(s[i:j])
+            piece, i = self.escape(s, j + 1)
+            out.append(piece)
+        out.append(s[i:])
+        return "".join(out)
+
+    def escape(self, s: str, i: int) -> tuple[str, int]:
+        """The text of the escape whose character is s[i], and where the text goes on."""
+        c = s[i:i + 1]
+        if c in ("", '"', "#"):
+            return "", len(s)
+        if c in TROFF_PLAIN:
+            return TROFF_PLAIN[c], i + 1
+        if c in ("(", "["):
+            name, j = troff_name(s, i)
+            return troff_char(name), j
+        if c == "*":
+            name, j = troff_name(s, i + 1)
+            value = self.strings.get(name, "")
+            if len(value) > self.budget:
+                return "", j
+            self.budget -= len(value)
+            return value, j
+        if c in TROFF_NAMED:
+            return "", troff_name(s, i + 1 + (c == "n" and s[i + 1:i + 2] in ("+", "-")))[1]
+        if c == "s":
+            return "", troff_size_end(s, i + 1)
+        if c in TROFF_DELIMITED:
+            d = s[i + 1:i + 2]
+            end = s.find(d, i + 2) if d else -1
+            end = len(s) - 1 if end < 0 else end
+            return (troff_char(s[i + 2:end]) if c == "C" else ""), end + 1
+        return c, i + 1  # an unknown escape prints its character, as troff does
+
+    def emit(self, no: int, text: str) -> None:
+        self.lines.append(Line(no, text))
+
+    def blank(self, no: int) -> None:
+        if not self.fill:
+            self.emit(no, "")
+        elif self.lines and self.lines[-1].text:
+            self.emit(no, "")
+
+    def text(self, no: int, text: str) -> None:
+        if not self.fill:
+            self.emit(no, text.rstrip())
+            return
+        text = " ".join(text.split())
+        if not text:
+            return
+        if self.heading:
+            self.head(no, self.heading, text)
+            return
+        text, self.prefix = self.prefix + text, ""
+        # '# make install' is a prompt, not a heading
+        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text) else text)
+
+    def head(self, no: int, level: int, text: str) -> None:
+        text = " ".join(text.split())
+        self.heading = 0
+        if text:
+            self.nofill(no, False)
+            self.blank(no)
+            self.emit(no, "#" * level + " " + text)
+
+    def nofill(self, no: int, on: bool) -> None:
+        if on == self.fill:  # a change: open or close the fenced block
+            if on:
+                self.blank(no)
+            self.emit(no, "```")
+            self.fill = not on
+
+    def finish(self) -> list[Line]:
+        if self.lines:
+            self.nofill(self.lines[-1].no, False)
+        while self.lines and not self.lines[-1].text:
+            self.lines.pop()
+        if self.alias and not any(l.text.strip("`") for l in self.lines):
+            raise Unreadable(f"only points to another page ({self.alias}, by .so): "
+                             "that page holds the text")
+        return self.lines
+
+
+def man_lines(text: str) -> list[Line]:
+    """A man page's text (troff: man(7) or mdoc(7) macros), each line cited by
+    the source line it comes from: the title (.TH, .Dt) and sections (.SH, .SS)
+    as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
+
+    >>> [l.text for l in man_lines('.TH LS 1\\n.SH NAME\\nls \\\\- list\\n.B \\\\-a\\nall')]
+    ['# LS(1)', '', '## NAME', 'ls - list', '-a', 'all']
+    """
+    page = _ManPage(len(text))
+    for no, raw in enumerate(text.split("\n"), 1):
+        page.line(no, raw)
+    return page.finish()
+
+
+# XML (and SVG, RSS, plists, DocBook...) is read as its text: tags go, and each
+# newline inside them stays, so a line is cited where it is in the file. Found
+# with str.find, so the work is linear whatever the markup; entities are never
+# expanded beyond the standard ones (&amp;, &#233;): no entity bomb.
+
+XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
+XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
+XML_SUBSET_END = re.compile(r"\]\s*>")  # the end of a DOCTYPE's internal subset
+XML_TAG_NAME = re.compile(r"</?([\w.:-]+)")
+
+
+def xml_markup_end(text: str, i: int) -> int:
+    """Where the markup starting at text[i] ('<') ends: a tag, comment,
+    CDATA section, processing instruction or DOCTYPE (its subset too)."""
+    opener = next((o for o in XML_CLOSE if text.startswith(o, i)), "<")
+    if opener == "<" and text[i:i + 9].upper() == "<!DOCTYPE":
+        gt = text.find(">", i)
+        subset = text.find("[", i, gt)
+        if gt >= 0 and subset >= 0:
+            m = XML_SUBSET_END.search(text, subset)
+            return m.end() if m else len(text)
+    close = XML_CLOSE.get(opener, ">")
+    end = text.find(close, i + len(opener))
+    return len(text) if end < 0 else end + len(close)
+
+
+def xml_lines(text: str) -> list[Line]:
+    """The text of an XML document, line for line: markup removed (its newlines
+    kept), CDATA kept, <script> and <style> left out, whitespace collapsed.
+
+    >>> [l.text for l in xml_lines('<?xml version="1.0"?>\\n<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
+    ['', '', 'Tom &', 'Jerry']
+    """
+    import html
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j = text.find("<", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        end = xml_markup_end(text, j)
+        markup = text[j:end]
+        if markup.startswith("<![CDATA["):
+            out.append(html.escape(markup[9:-3], quote=False))  # read as written, not as entities
+        else:
+            name = XML_TAG_NAME.match(markup)
+            if name and local(name.group(1)).lower() in XML_SKIPPED and not markup.startswith("</") \
+                    and not markup.endswith("/>"):
+                close = text.find("</", end)
+                while close >= 0 and not text.startswith("</" + name.group(1), close):
+                    close = text.find("</", close + 2)
+                end = n if close < 0 else xml_markup_end(text, close)
+                markup = text[j:end]
+            out.append("\n" * markup.count("\n"))
+        i = end
+    return [Line(l.no, " ".join(html.unescape(l.text).split())) for l in text_lines("".join(out))]
+
+
+# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are
+# characters), groups that are not text (font and colour tables, pictures,
+# \* destinations) left out; each paragraph cited by the source lines it spans.
+
+RTF_TOKEN = re.compile(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|(\r\n?|\n)|"
+                       r"([^\\{}\r\n]+)", re.S)
+RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata colorschememapping datastore
+latentstyles listtable listoverridetable rsidtbl generator xmlnstbl mmathPr header headerl headerr headerf
+footer footerl footerr footerf fldinst filetbl revtbl pgdsctbl nonshppict""".split())
+RTF_CHARS = {"tab": "\t", "cell": " | ", "emdash": "—", "endash": "–", "bullet": "•", "lquote": "‘",
+             "rquote": "’", "ldblquote": "“", "rdblquote": "”", "emspace": " ", "enspace": " ", "~": " ",
+             "_": "-", "-": "", "\\": "\\", "{": "{", "}": "}"}
+RTF_BREAKS = {"par": 2, "sect": 2, "page": 2, "\n": 2, "\r": 2, "line": 1, "row": 1}  # 2: a new paragraph
+
+
+class _RtfText:
+    """The paragraphs of an RTF document as lines (see rtf_lines)."""
+
+    def __init__(self):
+        self.lines: list[Line] = []
+        self.buf: list[str] = []
+        self.first = self.last = 0   # the source lines of the paragraph being built
+        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte code page takes two)
+        self.codec = "cp1252"
+        self.skip_chars = 0          # of a \u character's stand-in, which follows it
+        self.uc = 1
+
+    def add(self, text: str, no: int) -> None:
+        if self.skip_chars:
+            cut = min(self.skip_chars, len(text))
+            text, self.skip_chars = text[cut:], self.skip_chars - cut
+        if text:
+            self.bytes_done()
+            self.first, self.last = self.first or no, no
+            self.buf.append(text)
+
+    def bytes_done(self) -> None:
+        if self.raw:
+            text, self.raw = self.raw.decode(self.codec, "replace"), bytearray()
+            self.buf.append(text)
+
+    def brk(self, kind: int, no: int) -> None:
+        self.bytes_done()
+        text = " ".join("".join(self.buf).encode("utf-16", "surrogatepass").decode("utf-16", "replace").split())
+        if text:
+            self.lines.append(Line(self.first, text, end=self.last))
+            if kind == 2:
+                self.lines.append(Line(self.last, ""))
+        self.buf, self.first = [], 0
+
+    def word(self, word: str, arg: str | None, no: int) -> None:
+        if word in RTF_BREAKS:
+            self.brk(RTF_BREAKS[word], no)
+        elif word in RTF_CHARS:
+            self.add(RTF_CHARS[word], no)
+        elif word == "u" and arg:
+            self.add(chr(int(arg) % 65536), no)
+            self.skip_chars = self.uc
+        elif word == "uc" and arg:
+            self.uc = int(arg)
+        elif word == "ansicpg" and arg:
+            import codecs
+            with contextlib.suppress(LookupError):
+                self.codec = codecs.lookup(f"cp{int(arg)}").name
+
+
+def rtf_lines(text: str) -> list[Line]:
+    """An RTF document's text, a paragraph a line (cited by the lines it spans).
+
+    >>> [l.text for l in rtf_lines(r"{\\rtf1{\\fonttbl{\\f0 Arial;}}\\b caf\\'e9\\b0\\par\\u8364? 5}")]
+    ['café', '', '€ 5']
+    """
+    out, skipping, stack, no, pos = _RtfText(), False, [], 1, 0
+    while pos < len(text):
+        m = RTF_TOKEN.match(text, pos)
+        if not m:  # a backslash at the very end
+            break
+        pos = m.end()
+        word, arg, hexa, symbol, brace, newline, plain = m.groups()
+        if newline:
+            no += 1
+        elif brace:
+            if brace == "{":
+                stack.append(skipping)
+            else:
+                skipping = stack.pop() if stack else False
+            out.skip_chars = 0
+        elif skipping:
+            if word == "bin" and arg:
+                pos += max(0, int(arg))  # raw bytes, which may hold braces
+        elif word in RTF_SKIPPED or symbol == "*":
+            skipping = True
+        elif word == "bin" and arg:
+            pos += max(0, int(arg))
+        elif hexa:
+            if out.skip_chars:
+                out.skip_chars -= 1
+            else:
+                out.raw.append(int(hexa, 16))
+        elif word or symbol:
+            out.word(word or symbol, arg, no)
+        elif plain:
+            out.add(plain, no)
+        no += symbol == "\n" or symbol == "\r" and text[pos:pos + 1] != "\n"  # a backslash, then a line end
+    out.brk(1, no)
+    return out.lines
+
+
 # The format table: how each kind of file is read, and for source code, what
 # starts a chunk. Adding a format is one entry here and one reader above.
 
@@ -1647,7 +2279,8 @@ def _formats() -> dict[str, Format]:
              ".html": Format(html_lines), ".htm": Format(html_lines), ".xhtml": Format(html_lines),
              ".csv": Format(lambda t: delimited_lines(t, ",")), ".tsv": Format(lambda t: delimited_lines(t, "\t")),
              ".json": Format(json_lines), ".jsonl": Format(jsonl_lines), ".ndjson": Format(jsonl_lines),
-             ".ipynb": Format(notebook_lines)}
+             ".ipynb": Format(notebook_lines), ".man": Format(man_lines), ".rtf": Format(rtf_lines)}
+    table.update((ext, Format(xml_lines)) for ext in XML_EXTS.split())
     for ext, reader in ((".docx", docx_lines), (".pptx", pptx_lines), (".xlsx", xlsx_lines),
                         (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines), (".pdf", pdf_lines)):
         table[ext] = Format(from_bytes=reader)
@@ -1661,30 +2294,50 @@ CODE = {"python": ".py .pyi", "go": ".go", "rust": ".rs", "js": ".js .mjs .cjs .
         "c": ".c .h .cc .cpp .cxx .hpp .hh .m .cs .java", "sql": ".sql", "sh": ".sh .bash .zsh",
         "ini": ".toml .ini .cfg .conf", "none": ".yaml .yml",
         "generic": ".kt .kts .scala .rb .php .swift .lua .r .pl .pm .ex .exs .hs .dart"}
+XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf .xliff "
+            ".wsdl .xaml .resx .csproj .vcxproj")
 FORMATS = _formats()
-# Files without an extension read by name; others without one are read as
-# text when they are text (README, LICENSE, COPYING, copyright, scripts).
+# Files read by name; any other file whose content is text is read as text
+# (README, LICENSE, a.log, notes.adoc), a man page or XML by its first lines.
 NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
                  "dockerfile": FORMATS[".yaml"], "containerfile": FORMATS[".yaml"]}
-# Text files whose extension is not a format ('README.Debian', 'LICENSE.MIT').
-DOC_NAMES = {"readme", "license", "licence", "copying", "copyright", "changelog", "changes", "news",
-             "authors", "contributors", "install", "notice", "todo", "history", "thanks", "credits"}
+# Files that are not documents, skipped by their name alone (unless --include names them):
+# images, sound and video, archives, compiled code, databases, fonts, binary Office files;
+# and text written for a program, not a reader (PostScript, lock files, source maps).
+NOT_READ = frozenset("""
+.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .heic .psd .xcf .svgz
+.mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv
+.zip .tar .tgz .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab
+.pyc .pyo .so .o .a .obj .lib .dll .exe .dylib .class .wasm .bin .ko
+.db .sqlite .sqlite3 .mdb .ttf .otf .woff .woff2 .eot .doc .xls .ppt .mo .npy .npz .pkl .pickle
+.ps .eps .lock .map""".split())
 SHEBANG = re.compile(rb"#!\S*?(?:env\s+)?\S*?(python|sh|bash|zsh|node)\d*\b")
+# A man page: its first line is a troff request or comment (\"), and a title (.TH; mdoc's .Dd) or,
+# for a page that is another's alias, .so follows soon.
+MAN_PAGE = re.compile(rb"\s*(?:[.']|\\\")")
+MAN_TITLE = re.compile(rb"^[.'][ \t]*(?:TH|Dd|so)[ \t]", re.M)
+# Other formats a file's first bytes show, whatever its name.
+CONTENT_STARTS = ((re.compile(rb"\s*<\?xml[ \t]"), ".xml"),
+                  (re.compile(rb"\s*<(?:!doctype html|html)[\s>]", re.I), ".html"),
+                  (re.compile(rb"\{\\rtf"), ".rtf"))
 
 
-def file_format(path: str, head: bytes | None = None) -> Format | None:
-    """The format of a file by its extension; one without a known extension
-    (README, LICENSE, Makefile, a script) by its name, then by its first bytes
-    (head; None when not read yet: such a file is a candidate).
+def file_format(path: str, head: bytes | None = None, named: bool = False) -> Format | None:
+    """The format of a file by its name ('.gz' set aside: 'ls.1.gz' is read as
+    'ls.1'), else by its first bytes (head; None when not read yet: then any
+    file but a NOT_READ one is a candidate). named: --include named the file,
+    so even a NOT_READ extension is read if it is text.
 
-    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "README.Debian", "GPL-2.0")]
+    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "a.log", "GPL-2.0")]
     [True, False, True, True, True]
+    >>> file_format("ls.1.gz", b".TH LS 1\\n") is FORMATS[".man"], file_format("a.log", b"\\x89PNG\\0")
+    (True, None)
     """
-    name = os.path.basename(path).lower()
-    stem, ext = os.path.splitext(name)
+    name = inner_name(path)
+    ext = os.path.splitext(name)[1]
     if ext in FORMATS or name in NAMED_FORMATS:
         return FORMATS.get(ext) or NAMED_FORMATS[name]
-    if ext and not ext[1:].isdigit() and stem not in DOC_NAMES:  # 'GPL-2.0', 'Apache-2.0' have none
+    if ext in NOT_READ and not named:
         return None
     if head is None:
         return FORMATS[".txt"]
@@ -1694,7 +2347,9 @@ def file_format(path: str, head: bytes | None = None) -> Format | None:
     if m:
         lang = m.group(1).decode()
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
-    return FORMATS[".txt"]
+    if MAN_PAGE.match(head) and MAN_TITLE.search(head):
+        return FORMATS[".man"]
+    return next((FORMATS[ext] for start, ext in CONTENT_STARTS if start.match(head)), FORMATS[".txt"])
 
 
 # ---------------------------------------------------------------------------
@@ -3979,10 +4634,12 @@ class IndexStats:
     skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
 
 
-def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
+def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> tuple[bytes, os.stat_result, Format] | None:
-    """Bytes, stat and format of a file, or None with a note saying why it is skipped."""
-    if file_format(path) is None:
+    """Bytes, stat and format of a file, or None with a note saying why it is
+    skipped. A '.gz' file's bytes are those it holds (gunzip). named: --include
+    named it (file_format)."""
+    if file_format(path, named=named) is None:
         log.skipped(path, "unsupported type", "unsupported file type")
         return None
     try:
@@ -4000,14 +4657,20 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20
                         f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
             return None
         with open(path, "rb") as f:
-            head = f.read(BINARY_SNIFF)
-            fmt = file_format(path, head)
+            head = data = f.read(BINARY_SNIFF)
+            if gzipped(path):
+                data = gunzip(head + f.read(max_bytes + 1 - len(head)))
+                head = data[:BINARY_SNIFF]
+            fmt = file_format(path, head, named)
             if fmt is None or (is_binary(head) and not fmt.binary):
                 log.skipped(path, "binary", "binary file")
                 return None
-            data = head + f.read(max_bytes + 1 - len(head))
+            data = data if gzipped(path) else head + f.read(max_bytes + 1 - len(head))
     except OSError as e:
         log.skipped(path, "unreadable", f"unreadable ({e.strerror or e})")
+        return None
+    except Unreadable as e:  # a damaged or oversized .gz
+        log.skipped(path, "could not be parsed", str(e))
         return None
     return data, st, fmt
 
@@ -4021,7 +4684,7 @@ def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexO
     it. No error in one file stops the run. A file that looks like
     credentials is 'secret': not read unless opts.include_secrets."""
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
-    got = None if kind else read_file(path, log, opts.max_bytes)
+    got = None if kind else read_file(path, log, opts.max_bytes, bool(opts.include))
     if got:
         kind = None if opts.include_secrets else credential_content(got[0], got[2])
     if kind:

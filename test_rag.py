@@ -612,6 +612,149 @@ class ParseTests(RagTestCase):
             with self.subTest(source):
                 self.assertIn(source, self.ok("search", question, "-k", "1"))
 
+    def test_gzip_file_read_as_the_format_of_its_name_without_gz(self):
+        import gzip
+        cases = {"README.gz": b"Quokka notes\n\nThey live on Rottnest.\n",
+                 "foo.md.gz": b"# Habitat\n\nScrubland.\n",
+                 "page.html.gz": b"<html><body>\n<h1>Diet</h1>\n<p>Leaves.</p></body></html>",
+                 "changelog.Debian.gz": b"quokka (2.1) unstable; urgency=low\n\n  * Count faster.\n"}
+        got = {name: [(l.no, l.text) for l in self.parse(name, gzip.compress(data)) if l.text]
+               for name, data in cases.items()}
+        self.assertEqual(got, {"README.gz": [(1, "# Quokka notes"), (3, "They live on Rottnest.")],
+                               "foo.md.gz": [(1, "# Habitat"), (3, "Scrubland.")],
+                               "page.html.gz": [(2, "# Diet"), (3, "Leaves.")],
+                               "changelog.Debian.gz": [(1, "# quokka (2.1) unstable; urgency=low"),
+                                                       (3, "  * Count faster.")]})
+        two_members = gzip.compress(b"one\n") + gzip.compress(b"two\n")  # as 'cat a.gz b.gz' makes
+        self.assertEqual([l.text for l in self.parse("NEWS.gz", two_members)], ["one", "two"])
+        for bad in (gzip.compress(b"x" * 1000)[:-9], b"\x1f\x8bnot deflate data", gzip.compress(b"a") + b"junk"):
+            with self.subTest(bad=bad[:12]), self.assertRaisesRegex(rag.Unreadable, "damaged gzip file"):
+                rag.parse_document("FAQ.txt.gz", bad)
+        with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 1 << 16), \
+                self.assertRaisesRegex(rag.Unreadable, "expands past the 0 MB limit"):
+            rag.parse_document("bomb.gz", gzip.compress(b"\0" * (1 << 20)))
+
+    def test_man_page_sections_as_headings_markup_gone_lines_kept(self):
+        page = "\n".join([
+            "'\\\" t", '.\\" a comment, not text', ".de Xx", ".B a macro's body is not text", "..",
+            ".ds Pn \\fBquokka\\fP", '.TH QUOKKA 1 "2024-05-01" "quokka 2.1" "User Commands"',
+            ".SH NAME", "quokka \\- count marsupials", ".SH SYNOPSIS", ".B quokka",
+            "[\\fB\\-v\\fR] [\\fIFILE\\fR]...", ".SH DESCRIPTION",  # 13
+            "\\*(Pn counts quokkas \\(em small wallabies \\(em on Rottnest\\&.",
+            ".if n \\{\\", ".RS 4", ".\\}", ".PP", ".TP", '.BR \\-v ", " \\-\\-verbose',  # 20
+            "Print each sighting\\&.", ".IP \\(bu 2", "Counts are \\s-1APPROXIMATE\\s0 in \\fI/var/log\\fP.",
+            '.SS "Exit status"', ".nf", "# quokka \\-v census.txt", "exit 0", ".fi",  # 28
+            ".TS", "tab(;);", "l l.", "Name;Weight", "Quokka;3 kg", ".TE", '.SH "SEE ALSO"',  # 35
+            ".BR wallaby (1),", "\\e is a backslash; \\[u00E9]t\\['e], \\(:u."])
+        lines = rag.man_lines(page)
+        self.assertEqual([(l.no, l.text) for l in lines if l.text], [
+            (7, "# QUOKKA(1)"), (8, "## NAME"), (9, "quokka - count marsupials"), (10, "## SYNOPSIS"),
+            (11, "quokka"), (12, "[-v] [FILE]..."), (13, "## DESCRIPTION"),
+            (14, "quokka counts quokkas — small wallabies — on Rottnest."), (20, "-v, --verbose"),
+            (21, "Print each sighting."), (23, "• Counts are APPROXIMATE in /var/log."), (24, "### Exit status"),
+            (25, "```"), (26, "# quokka -v census.txt"), (27, "exit 0"), (28, "```"), (32, "Name | Weight"),
+            (33, "Quokka | 3 kg"), (35, "## SEE ALSO"), (36, "wallaby(1),"), (37, "\\ is a backslash; été, ü.")])
+        chunks = rag.chunk_lines(lines, 200, 0)
+        self.assertEqual([c.heading for c in chunks], [
+            "QUOKKA(1) > NAME", "QUOKKA(1) > SYNOPSIS", "QUOKKA(1) > DESCRIPTION",
+            "QUOKKA(1) > DESCRIPTION > Exit status", "QUOKKA(1) > SEE ALSO"])
+        self.assertIn("# quokka -v census.txt", chunks[3].text)  # a prompt in a fenced block, not a heading
+
+    def test_man_page_found_by_its_content_whatever_its_name(self):
+        troff = b'.\\" generated\n.TH LS 1\n.SH NAME\nls \\- list\n'
+        for name in ("ls.1", "ls.1.gz", "perl.3pm", "openssl.1ssl", "mount.8", "after.n", "ls"):
+            with self.subTest(name):
+                self.assertIs(rag.file_format(name, troff), rag.FORMATS[".man"])
+        self.assertIs(rag.file_format("notes.1", b"Plain notes.\n"), rag.FORMATS[".txt"])
+        mdoc = ".Dd May 1, 2024\n.Dt SSH 1\n.Sh NAME\n.Nm ssh\n.Nd remote login\n.Sh SYNOPSIS\n.Nm\n" \
+               ".Op Fl 46 Ns Ar v\n.Op Fl Fl version\n.Sh SEE ALSO\n.Xr scp 1 ,\n.Dq quoted words .\n"
+        self.assertEqual([(l.no, l.text) for l in self.parse("ssh.1", mdoc) if l.text], [
+            (2, "# SSH(1)"), (3, "## NAME"), (4, "ssh"), (5, "— remote login"), (6, "## SYNOPSIS"), (7, "ssh"),
+            (8, "[-46v]"), (9, "[--version]"), (10, "## SEE ALSO"), (11, "scp(1),"), (12, "“quoted words”.")])
+        with self.assertRaisesRegex(rag.Unreadable, r"only points to another page \(man1/ls\.1, by \.so\)"):
+            self.parse("dir.1", ".so man1/ls.1\n")
+
+    def test_man_page_with_garbage_markup_never_fails_or_hangs(self):
+        rng = random.Random(24)
+        alphabet = "\\.'\"([]{}*fsnhwCT&-e ab01\t"
+        page = "\n".join("".join(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(3000))
+        ends = ["\\", "\\(", "\\[", "\\*", "\\*[", "\\s", "\\s+", "\\h'", "\\f", "\\n+", ".if \\{", ".de x", ".TS",
+                ".ds s " + "\\*s" * 50, "\\*s" * 1000]
+        for text in [page] + [".TH X 1\n" + e for e in ends]:
+            lines = rag.man_lines(text)
+            self.assertTrue(all(1 <= l.no <= text.count("\n") + 1 for l in lines))
+        self.assertLess(sum(len(l.text) for l in rag.man_lines(".ds s " + "x" * 5000 + "\n" + "\\*s" * 5000)),
+                        40_000)  # strings expand within the source's own size: never a bomb
+
+    def test_xml_read_as_text_without_tags_lines_kept(self):
+        laughs = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">\n' for i in range(1, 10))
+        xml = ('<?xml version="1.0"?>\n<!DOCTYPE doc [\n<!ENTITY lol0 "lol">\n' + laughs + ']>\n'  # 12 lines
+               '<doc>\n  <!-- a comment\n  over lines -->\n  <title lang="en"\n     id="t">Quokka &amp; kin</title>\n'
+               '  <style>p { color: red }</style>\n  <p><![CDATA[if a < b && c]]></p>\n  <p>&lol9;</p>\n</doc>\n')
+        lines = self.parse("doc.xml", xml)
+        self.assertEqual([(l.no, l.text) for l in lines if l.text],
+                         [(18, "Quokka & kin"), (20, "if a < b && c"), (21, "&lol9;")])
+        svg = '<svg xmlns="http://www.w3.org/2000/svg">\n<title>Island map</title>\n<path d="M0 0"/></svg>'
+        self.assertEqual([l.text for l in self.parse("map.svg", svg) if l.text], ["Island map"])
+        plist = '<?xml version="1.0"?>\n<plist><dict>\n<key>Name</key>\n<string>Quokka</string>\n</dict></plist>'
+        self.assertEqual([(l.no, l.text) for l in self.parse("Info.plist", plist) if l.text],
+                         [(3, "Name"), (4, "Quokka")])
+        self.assertIs(rag.file_format("feed.weird", b'<?xml version="1.0"?><rss/>'), rag.FORMATS[".xml"])
+        for broken in ("<a", "<!-- never closed", "<![CDATA[ open", "<!DOCTYPE x [ <!ENTITY", "<style>x", "a < b"):
+            self.assertIsInstance(rag.xml_lines(broken * 1000), list)
+
+    def test_rtf_read_as_its_text(self):
+        rtf = ("{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Times;}}{\\colortbl;\\red0\\green0\\blue0;}\n"
+               "{\\*\\generator Writer;}{\\info{\\title Hidden}}\n"
+               "\\pard\\b Caf\\'e9 rules\\b0\\par\n"
+               "Quokkas \\u8212? small \\ldblquote wallabies\\rdblquote  \n"
+               "live on islands.\\par\n{\\pict\\pngblip 89504e47}}")
+        lines = self.parse("notes.rtf", rtf)
+        self.assertEqual([(l.no, l.last, l.text) for l in lines if l.text],
+                         [(3, 3, "Café rules"), (4, 5, "Quokkas — small “wallabies” live on islands.")])
+
+    def test_docx_and_odt_headings_through_style_inheritance(self):
+        styles = (f'<w:styles {W_NS}>'
+                  '<w:style w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'
+                  '<w:style w:styleId="HeadA"><w:name w:val="HeadA"/><w:basedOn w:val="Heading1"/></w:style>'
+                  '<w:style w:styleId="HeadB"><w:name w:val="HeadB"/><w:basedOn w:val="Base"/></w:style>'
+                  '<w:style w:styleId="Base"><w:name w:val="Base"/><w:pPr><w:outlineLvl w:val="1"/></w:pPr></w:style>'
+                  '<w:style w:styleId="ChapterTitle"><w:name w:val="ChapterTitle"/><w:basedOn w:val="Title"/></w:style>'
+                  '<w:style w:styleId="Title"><w:name w:val="Title"/></w:style>'
+                  '<w:style w:styleId="Quote"><w:name w:val="Quote"/><w:basedOn w:val="HeadA"/>'
+                  '<w:pPr><w:outlineLvl w:val="9"/></w:pPr></w:style>'  # level 9: body text, whatever its parent
+                  '<w:style w:styleId="LoopA"><w:basedOn w:val="LoopB"/></w:style>'
+                  '<w:style w:styleId="LoopB"><w:basedOn w:val="LoopA"/></w:style>'
+                  + "".join(f'<w:style w:styleId="D{i}"><w:basedOn w:val="D{i + 1}"/></w:style>' for i in range(5000))
+                  + '<w:style w:styleId="D5000"><w:basedOn w:val="Heading1"/></w:style></w:styles>')
+        members = docx_members([("Ownership", "ChapterTitle"), ("Rules", "HeadA"), "Each value has an owner.",
+                                ("Moves", "HeadB"), ("A quote.", "Quote"), ("Loop", "LoopA"), ("Deep", "D0"),
+                                "The end."])
+        members["word/styles.xml"] = styles
+        lines = self.parse("ch04.docx", self.zipped(members))
+        self.assertEqual([l.text for l in lines if l.text], [
+            "# Ownership", "# Rules", "Each value has an owner.", "## Moves", "A quote.", "Loop", "Deep",
+            "The end."])
+        self.assertEqual([c.heading for c in rag.chunk_lines(lines, 1200, 0)], ["Rules", "Rules > Moves"])
+        style_ns = 'xmlns:style="urn:oasis:names:tc:opendocument:xmlns:style:1.0"'
+        odf_styles = (f'<office:document-styles {ODF_NS} {style_ns}><office:styles>'
+                      '<style:style style:name="Heading_20_2" style:display-name="Heading 2" style:family="paragraph"/>'
+                      '<style:style style:name="HeadA" style:family="paragraph" style:parent-style-name="Heading"/>'
+                      '<style:style style:name="Heading" style:family="paragraph" style:default-outline-level="1"/>'
+                      '<style:style style:name="Cyc" style:family="paragraph" style:parent-style-name="Cyc"/>'
+                      '</office:styles></office:document-styles>')
+        content = (f'<office:document-content {ODF_NS} {style_ns}><office:automatic-styles>'
+                   '<style:style style:name="P1" style:family="paragraph" style:parent-style-name="HeadA"/>'
+                   '<style:style style:name="P2" style:family="paragraph" style:parent-style-name="Heading_20_2"/>'
+                   '</office:automatic-styles><office:body><office:text>'
+                   '<text:p text:style-name="P1">Ownership</text:p><text:p>Values have owners.</text:p>'
+                   '<text:p text:style-name="P2">Moves</text:p><text:p text:style-name="Cyc">Loop</text:p>'
+                   '</office:text></office:body></office:document-content>')
+        odt = self.zipped({"mimetype": "application/vnd.oasis.opendocument.text", "styles.xml": odf_styles,
+                           "content.xml": content})
+        self.assertEqual([l.text for l in self.parse("ch04.odt", odt) if l.text],
+                         ["# Ownership", "Values have owners.", "## Moves", "Loop"])
+
     def test_broken_files_get_a_note_never_a_traceback(self):
         good = docx_members(["fine"])
         broken = {
@@ -2097,6 +2240,83 @@ class IndexTests(RagTestCase):
         self.assertIn(("def wombat_main():",), self.rows("SELECT heading FROM chunks"))
         self.write("COPYING", "GNU General Public License\n")
         self.ok("index", os.path.join(self.docs, "COPYING"))  # named explicitly
+
+    def test_index_gzip_files_read_and_a_broken_one_skipped(self):
+        import gzip
+        news = b"quokka (2.1)\n\n  * The census counts joeys now.\n  * Faster.\n"
+        files = {"README.gz": gzip.compress(b"Quokka\n\nRead the wombat guide first.\n"),
+                 "NEWS.Debian.gz": gzip.compress(news), "FAQ.txt.gz": gzip.compress(b"Q: Tides?\n\nA: Twice daily.\n"),
+                 "truncated.gz": gzip.compress(b"lost text\n" * 100)[:-12], "blob.gz": gzip.compress(b"\0\1\2" * 9),
+                 "data.tar.gz": gzip.compress(b"\0" * 512), "bomb.gz": gzip.compress(b"a" * 300_000),
+                 "id_rsa.gz": gzip.compress(self.PEM.encode()), "saved.txt.gz": gzip.compress(self.PEM.encode())}
+        for name, data in files.items():
+            self.write(name, data, mode="wb")
+        with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 200_000):
+            code, out, err = self.run_cli("index", self.docs, "-v")  # -v: a note for every file skipped
+        self.assertEqual(code, 0, err)
+        self.assertRegex(err, r"truncated\.gz: damaged gzip file \(Compressed file ended")
+        self.assertIn("bomb.gz: expands past the 0 MB limit", err)
+        self.assertIn("blob.gz: binary file", err)
+        self.assertIn("data.tar.gz: unsupported file type", err)
+        for name in ("id_rsa.gz", "saved.txt.gz"):  # by name, and by what it holds
+            self.assertIn(f"{name}: looks like credentials (private key)", err)
+        self.assertIn("indexed 3 file(s), 0 unchanged, 6 skipped", out)
+        self.assertIn("NEWS.Debian.gz:1-4", self.ok("search", "census counts joeys", "-k", "1"))  # lines as unpacked
+        self.assertIn("README.gz:1-3", self.ok("search", "wombat guide", "-k", "1"))
+
+    def test_index_man_pages_cite_their_source_lines(self):
+        import gzip
+        page = ('.\\" generated by hand\n.TH QUOKKA 1\n.SH NAME\nquokka \\- count marsupials\n'
+                ".SH DESCRIPTION\n\\fBquokka\\fR counts the joeys\nof Rottnest Island\\&.\n.SH OPTIONS\n"
+                ".TP\n\\fB\\-t\\fR, \\fB\\-\\-tides\\fR\nprint the tide table as well\n")
+        self.write("man/man1/quokka.1.gz", gzip.compress(page.encode()), mode="wb")
+        self.write("man/man3/Quokka::Count.3pm", page.replace("QUOKKA 1", "Quokka::Count 3pm"))
+        self.write("man/man1/qk.1", ".so man1/quokka.1\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("qk.1: only points to another page (man1/quokka.1, by .so): that page holds the text", err)
+        self.assertIn("indexed 2 file(s), 0 unchanged, 1 skipped", out)
+        hits = json.loads(self.ok("search", "joeys of Rottnest island", "--json", "--mode", "keyword"))
+        self.assertEqual(sorted((os.path.basename(h["path"]), h["start_line"], h["end_line"], h["heading"])
+                                for h in hits),
+                         [("Quokka::Count.3pm", 5, 7, "Quokka::Count(3pm) > DESCRIPTION"),
+                          ("quokka.1.gz", 5, 7, "QUOKKA(1) > DESCRIPTION")])
+        self.assertIn("\nquokka counts the joeys\nof Rottnest Island.", hits[0]["text"])
+        self.assertNotIn("\\f", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
+
+    def test_index_any_text_file_whatever_its_extension(self):
+        texts = {"build.log": "Build 42 finished: quokka tests passed.\n", "notes.text": "Notes on tides.\n",
+                 "guide.adoc": "= Guide\n\nAsciiDoc about wombats.\n", "paper.tex": "\\section{Kelp}\nKelp forests.\n",
+                 "todo.org": "* TODO count penguins\n", "config.bak": "retries = 3  # old settings\n",
+                 "draft.old": "An older draft about lagoons.\n", "GPL-2.renamed": "GNU General Public License\n",
+                 "letter.rtf": "{\\rtf1\\ansi{\\fonttbl{\\f0 Arial;}}\\f0 Dear harbour master,\\par}",
+                 "site.xml": '<?xml version="1.0"?>\n<site><name>Juniper bay</name></site>\n'}
+        for name, text in texts.items():
+            self.write(name, text)
+        binary = {"photo.png": b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "mod.cpython-311.pyc": b"\xa7\r\r\n\0\0\0\0",
+                  "libq.so": b"\x7fELF\x02\x01\x01\0", "app.sqlite": b"SQLite format 3\0", "blob.dat": b"ab\0cd",
+                  "Cargo.lock": b"# This file is automatically @generated by Cargo.\nversion = 3\n"}
+        for name, data in binary.items():
+            self.write(name, data, mode="wb")
+        self.write("deploy.bak", f"# saved\nDEBUG=true\nAPI_KEY=Zx9sQ2mVt7Lp4Rk8Wd3N\nPORT=8080\n")
+        code, out, err = self.run_cli("index", self.docs, "-v")  # -v: a note for every file skipped
+        self.assertEqual(code, 0, err)
+        for name in ("photo.png", "mod.cpython-311.pyc", "libq.so", "app.sqlite", "Cargo.lock"):
+            self.assertIn(f"{name}: unsupported file type", err)
+        self.assertIn("blob.dat: binary file", err)
+        self.assertIn("deploy.bak: looks like credentials (environment file with secrets)", err)
+        self.assertIn(f"indexed {len(texts)} file(s), 0 unchanged, 7 skipped", out)
+        for question, name in (("quokka tests passed", "build.log:1"), ("wombats", "guide.adoc:"),
+                               ("kelp forests", "paper.tex:"), ("harbour master", "letter.rtf:1"),
+                               ("juniper bay", "site.xml:2"), ("general public license", "GPL-2.renamed:1")):
+            with self.subTest(name):
+                self.assertIn(name, self.ok("search", question, "-k", "1"))
+        self.assertNotIn("fonttbl", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
+        other = os.path.join(self.dir, "locks.db")
+        code, out, err = self.run_cli("index", self.docs, "--include", "*.lock", db=other)  # named: read as text
+        self.assertEqual((code, err), (0, ""))
+        self.assertIn("indexed 1 file(s)", out)
+        self.assertIn("Cargo.lock:1", self.run_cli("search", "generated by cargo", "-k", "1", db=other)[1])
 
     def test_index_one_document_per_real_file_however_named(self):
         self.write_docs()
