@@ -168,6 +168,19 @@ DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking": measured)
+# Duplicates: a passage nearly identical to a better-ranked one is shown once,
+# with where else it is. Alike: the Jaccard similarity of the two passages'
+# sets of word 3-grams (lowercased: whitespace, case, punctuation and markup
+# aside). Chosen on /usr/share/doc/*/copyright (README, "Duplicates"): a
+# licence with another copyright line or 'program' for 'library' scores 0.71
+# and up; one under another Files: section or upstream name, 0.6 to 0.7.
+DUPLICATE_WORDS = 3        # words a shingle spans: one changed word changes 3 of ~150
+DUPLICATE_JACCARD = 0.7    # shingle sets at least this alike are one passage
+DUPLICATE_ANCHORS = 16     # shingles of a passage looked up to find those it may be alike to (see collapse)
+DUPLICATE_SHARED = 2       # of them, shared with a passage before the two are compared
+DUPLICATE_DEPTH = 1000     # candidates ranked at most to find k distinct passages among many copies
+DUPLICATE_DEEPER = 4       # each try ranks this many times deeper than the last
+ALSO_SHOWN = 3             # a passage's other locations named; the rest counted ("and 12 more")
 # Characters of passages sent to a chat model: about 1,300 tokens (measured with
 # SmolLM2 on licences and prose: 0.26 tokens a character), which leaves
 # room for the rules, the question and the answer in a small local model's
@@ -278,6 +291,7 @@ class Hit:
     chunk: Chunk
     score: float
     similarity: float | None
+    copies: tuple = ()  # hits of the same text, nearly, elsewhere (ranked lower): shown once, here
 
     @property
     def source(self) -> str:
@@ -285,6 +299,11 @@ class Hit:
         the path relative to the current folder when it is inside it."""
         c, path = self.chunk, display_path(self.path)
         return f"{path} {c.loc}" if c.loc else f"{path}:{c.start_line}-{c.end_line}"
+
+    def also(self) -> tuple[list[str], int]:
+        """Where else this text is: the first ALSO_SHOWN copies' sources, and how many more."""
+        shown = [c.source for c in self.copies[:ALSO_SHOWN]]
+        return shown, len(self.copies) - len(shown)
 
 
 @dataclass(frozen=True)
@@ -512,6 +531,15 @@ def skip_summary(skips: dict, verbose: bool = False) -> str:
     quiet = not verbose and any(SKIPS[kind][0] for kind in skips)
     return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
             + ("; -v notes each" if quiet else ""))
+
+
+def also_in(shown: list[str], more: int) -> str:
+    """Where else a passage is, as search, ask and the MCP tools say it ('' for nowhere).
+
+    >>> also_in(["b/copyright:3-9", "c/copyright:1-7"], 12), also_in([], 0)
+    ('also in: b/copyright:3-9, c/copyright:1-7 and 12 more', '')
+    """
+    return f"also in: {', '.join(shown)}" + (f" and {more} more" if more else "") if shown else ""
 
 
 EMPTY = "is empty"  # question_problem's word for a question with no text
@@ -5461,6 +5489,85 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 
+# What a word is to shingles: bytes of letters and digits (any other ASCII byte
+# a space; UTF-8 beyond ASCII kept as written), found 6 times faster than by a regular expression.
+SHINGLE_BYTES = bytes(b if chr(b).isalnum() or b > 127 else 32 for b in range(256))
+
+
+def shingles(text: str) -> frozenset:
+    """What alike compares of a passage: its runs of DUPLICATE_WORDS words,
+    lowercased (whitespace, ASCII punctuation and markup aside), each run as
+    one int (the hash of its words' CRC-32s: the same in every process, see
+    collapse); a passage shorter than that, its words as one; one without
+    words, its text.
+
+    >>> shingles("The **cat** sat,  on the_mat.") == shingles("the cat sat on The mat")
+    True
+    >>> len(shingles("a b c d e f")), shingles("Hello, world!") == shingles("hello world"), shingles("* *")
+    (4, True, frozenset({'* *'}))
+    """
+    words = list(map(zlib.crc32, text.lower().encode("utf-8", "replace").translate(SHINGLE_BYTES).split()))
+    grams = frozenset(map(hash, zip(*(words[i:] for i in range(DUPLICATE_WORDS)))))
+    return grams or frozenset([hash(tuple(words)) if words else " ".join(text.split())])
+
+
+def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> bool:
+    """True when two passages' shingles have a Jaccard similarity of at least
+    threshold (sizes too far apart cannot: that test first, it is cheap).
+
+    >>> alike(shingles("a b c d e f g h i j"), shingles("a b c d e f g h i k"))  # 7 of 9 shared
+    True
+    >>> alike(shingles("a b c d e f g h i j"), shingles("a b c d e f x h i j"))  # 5 of 11
+    False
+    """
+    small, big = sorted((len(a), len(b)))
+    if small < threshold * big:
+        return False
+    common = len(a & b)
+    return common >= threshold * (len(a) + len(b) - common)
+
+
+def collapse(ranked: list[tuple[int, float]], texts: dict[int, frozenset]) -> tuple[list[tuple[int, float]], dict]:
+    """(the distinct passages of a ranking, best first; the copies of each:
+    {chunk id: [(id, score) of the lower-ranked chunks alike to it]}). texts:
+    each chunk's shingles (a chunk without is left out).
+
+    A chunk is compared only with the passages kept that share
+    DUPLICATE_SHARED of its DUPLICATE_ANCHORS anchors, its smallest shingles
+    (shingles are hashes: a MinHash sketch). Of the 16 smallest of two sets'
+    union, each is in both with a chance of J, their Jaccard similarity: two
+    passages alike at 0.7 share fewer than 2 with a chance of 1 in 6 million,
+    and one shingle that many passages hold ('of the said') makes no
+    comparison. So the work stays linear in the ranking however many copies it holds.
+
+    >>> texts = {1: shingles("MIT licence, (c) Ann"), 2: shingles("mit LICENCE (c) ann"), 3: shingles("GPL")}
+    >>> collapse([(1, 0.9), (2, 0.8), (3, 0.5)], texts)
+    ([(1, 0.9), (3, 0.5)], {1: [(2, 0.8)]})
+    """
+    kept: list[tuple[int, float]] = []
+    copies: dict[int, list] = {}
+    same: dict[frozenset, int] = {}      # identical shingles: found without comparing
+    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept of the passages it anchors
+    for cid, score in ranked:
+        s = texts.get(cid)
+        if s is None:
+            continue
+        home = same.get(s)
+        if home is None:
+            anchors = sorted(s)[:DUPLICATE_ANCHORS]  # one kind of element in a set: ints, or one text
+            shared = Counter(i for a in anchors for i in anchored.get(a, ()))
+            near = sorted(i for i, n in shared.items() if n >= DUPLICATE_SHARED)
+            home = next((kept[i][0] for i in near if alike(s, texts[kept[i][0]])), None)
+        if home is not None:
+            copies.setdefault(home, []).append((cid, score))
+            continue
+        for a in anchors:
+            anchored.setdefault(a, []).append(len(kept))
+        kept.append((cid, score))
+        same[s] = cid
+    return kept, copies
+
+
 def source_globs(source) -> tuple[str, ...]:
     """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
     return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
@@ -5669,31 +5776,59 @@ class Retriever:
         and calls no embedder (also: see retrieve)."""
         return self.retrieve(question, mode, k, similarity, also)[0]
 
-    def retrieve(self, question: str, mode: str, k: int, similarity: bool = True, also: str | None = None):
+    def retrieve(self, question: str, mode: str, k: int, similarity: bool = True, also: str | None = None,
+                 gold: Callable[[int], bool] | None = None):
         """(the top k hits, reranked when a reranker is set; the top k before
-        reranking, which the refusal floor judges, as it was measured on them;
-        the whole ranking, FUSION_DEPTH deep, that the hits head). also: the
-        same question as the user asked it, when question is its rewrite (a
-        follow-up): both rankings count (summed, also's at ASKED_WEIGHT); the hits' similarity is the rewrite's."""
-        first, qvec = self.rank(question, mode, max(FUSION_DEPTH, k))
-        if also and also != question:
-            first = summed(first, self.rank(also, mode, max(FUSION_DEPTH, k))[0], ASKED_WEIGHT)
+        copies are shown once and before reranking, which the refusal floor
+        judges, as it was measured on them; the distinct passages ranked, that
+        the hits head, as (chunk id, score, its copies' ids)). The hits are
+        distinct passages (a copy is in its hit's copies; see distinct). also:
+        the same question as the user asked it, when question is its rewrite (a
+        follow-up): both rankings count (summed, also's at ASKED_WEIGHT); the
+        hits' similarity is the rewrite's. gold: eval's test of a chunk (see distinct)."""
+        first, kept, copies, rows, qvec = self.distinct(question, mode, k, also, gold)
         if qvec is None and similarity:
             qvec = self.embed_question(question)
-        ranked = self.reranked(question, first)
-        hits = self.hits(ranked[:k], qvec)
-        return hits, hits if ranked is first else self.hits(first[:k], qvec), ranked
+        ranked = self.reranked(question, kept)
+        hits = self.hits(ranked[:k], qvec, rows, copies=copies)
+        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]  # no copy, no reranking in the top k
+        judged = hits if unchanged else self.hits(first[:k], qvec, rows)
+        return hits, judged, [(c, s, tuple(i for i, _ in copies.get(c, ()))) for c, s in ranked]
+
+    def distinct(self, question: str, mode: str, k: int, also: str | None = None, gold=None):
+        """(the ranking; the distinct passages of its best depth, best first;
+        their copies; the rows of those chunks; the question's vector). The
+        depth is FUSION_DEPTH, or deeper (up to DUPLICATE_DEPTH) while copies
+        leave fewer distinct passages than the hits and the reranker need and
+        more chunks could be ranked; with gold, as deep as the last chunk it
+        holds, so that each gold chunk is found where it ranks as a copy."""
+        depth, qvec = max(FUSION_DEPTH, k), None
+        need = max(k, self.rerank.depth if self.rerank else 0)
+        while True:
+            first, qvec = self.rank(question, mode, depth, qvec)
+            if also and also != question:
+                first = summed(first, self.rank(also, mode, depth)[0], ASKED_WEIGHT)
+            last = max((i for i, (c, _) in enumerate(first) if gold(c)), default=-1) if gold else -1
+            scan = first[:max(depth, last + 1)]
+            rows = self.store.chunks([c for c, _ in scan])
+            kept, copies = collapse(scan, {c: shingles(r[2].text) for c, r in rows.items()})
+            if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
+                return first, kept, copies, rows, qvec
+            depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)
 
     def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
-             vecs: dict | None = None) -> list[Hit]:
-        """Hits of ranked chunks (rows, vecs: their chunks and vectors when fetched already)."""
+             vecs: dict | None = None, copies: dict | None = None) -> list[Hit]:
+        """Hits of ranked chunks (rows, vecs: their chunks and vectors when
+        fetched already; copies: each one's, as collapse gives them, in rows)."""
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
         rows = self.store.chunks(ids) if rows is None else rows
         vecs = (dict(self.store.vectors(ids)) if qvec is not None else {}) if vecs is None else vecs
         return [Hit(cid, self.hit_path(*rows[cid][:2]), rows[cid][2], score,
-                    dot(qvec, vecs[cid]) if qvec is not None else None)
+                    dot(qvec, vecs[cid]) if qvec is not None else None,
+                    tuple(Hit(c, self.hit_path(*rows[c][:2]), rows[c][2], s, None)
+                          for c, s in (copies or {}).get(cid, ()) if c in rows))
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
     @staticmethod
@@ -6559,8 +6694,8 @@ class Generator:
 
 class ExtractiveGenerator(Generator):
     """Offline answerer: the passage sentences that best match the question,
-    each once, prose only (code and table rows are left out), each cut to a
-    length a person reads."""
+    each once (whitespace, case and punctuation aside), prose only (code and
+    table rows are left out), each cut to a length a person reads."""
 
     model = "extractive"
     is_model = False
@@ -6587,9 +6722,10 @@ class ExtractiveGenerator(Generator):
         best = scored[0][0][0]
         chosen, seen = [], set()
         for key, c in scored:  # the best, and one nearly as good (a weaker one dilutes the answer)
-            if key[0] <= best * NEARLY and c[3].lower() not in seen and len(chosen) < self.SENTENCES:
+            said = tuple(FTS_WORD.findall(shortened(c[3], self.MAX_SENTENCE).lower()))  # as shown, words only
+            if key[0] <= best * NEARLY and said not in seen and len(chosen) < self.SENTENCES:
                 chosen.append(c)
-                seen.add(c[3].lower())
+                seen.add(said)
         chosen.sort(key=lambda c: (c[0], c[1]))
         return Reply(" ".join(f"{shortened(c[3], self.MAX_SENTENCE)} [{c[2]}]" for c in chosen))
 
@@ -6819,16 +6955,18 @@ class Answer:
 
     def sources(self) -> list[str]:
         """The Sources: lines every answer ends with: each [n] cited and where
-        it is; when none of the given passages is cited, all of them, saying so."""
+        it is (and where else, for a text in several places); when none of the
+        given passages is cited, all of them, saying so."""
         if self.refused:
             return []
+        where = lambda h: h.source + (f" ({also_in(*h.also())})" if h.copies else "")  # noqa: E731
         bad = [f"[{n}]" for n, ok in self.cited if not ok]
         given = f"only {len(self.hits)} were given"
         if not self.cites:
             why = f" (it cites {', '.join(bad)}, but {given})" if bad else ""
             return [f"Sources: the answer cites no passage{why}; it was written from:"] + [
-                f"  [{n}] {h.source}" for n, h in enumerate(self.hits, 1)]
-        return ["Sources:"] + [f"  [{n}] " + (self.hits[n - 1].source if ok else f"no such passage ({given})")
+                f"  [{n}] {where(h)}" for n, h in enumerate(self.hits, 1)]
+        return ["Sources:"] + [f"  [{n}] " + (where(self.hits[n - 1]) if ok else f"no such passage ({given})")
                                for n, ok in self.cited]
 
     def with_sources(self) -> str:
@@ -6990,25 +7128,43 @@ def dcg(ranks: list[int]) -> float:
 
 def case_metrics(ranking: list, relevant: set, k: int) -> dict:
     """recall@k, recall@100, reciprocal rank, nDCG@10, hit@1 of one ranking.
+    A tuple in it is a passage and its copies: each of its items is found at
+    its rank (nDCG then at most 1: copies found together are the ideal).
 
     >>> m = case_metrics(["a", "b", "c"], {"b", "z"}, 2)
     >>> m["recall@k"], m["rr"], round(m["ndcg@10"], 4), m["first"]
     (0.5, 0.5, 0.3869, 2)
+    >>> m = case_metrics(["a", ("b", "z"), "c"], {"b", "z"}, 2)
+    >>> m["recall@k"], m["rr"], m["first"]
+    (1.0, 0.5, 2)
     """
-    ranks = [i for i, item in enumerate(ranking[:EVAL_DEPTH], 1) if item in relevant]
+    ranks = [i for i, items in enumerate(ranking[:EVAL_DEPTH], 1)
+             for item in (items if isinstance(items, tuple) else (items,)) if item in relevant]
     n = len(relevant)
     ideal = dcg(list(range(1, min(n, 10) + 1)))
     return {"recall@k": len([r for r in ranks if r <= k]) / n,
             "recall@100": len(ranks) / n,
             "rr": 1.0 / ranks[0] if ranks else 0.0,
-            "ndcg@10": dcg([r for r in ranks if r <= 10]) / ideal,
+            "ndcg@10": min(1.0, dcg([r for r in ranks if r <= 10]) / ideal),
             "hit@1": 1.0 if ranks and ranks[0] == 1 else 0.0,
             "first": ranks[0] if ranks else None, "found": len([r for r in ranks if r <= k]), "gold": n}
 
 
-def doc_ranking(hits: list[tuple[int, str]]) -> list[str]:
-    """Document order from chunk order: a document ranks where its best chunk does."""
-    return list(dict.fromkeys(path for _, path in hits))
+def first_places(ranking: list[tuple]) -> list[tuple]:
+    """Each item at the first place that holds it (a document where its best
+    chunk, or a copy of it, ranks); places left empty are dropped.
+
+    >>> first_places([("a", "b"), ("a",), ("c", "b", "c")])
+    [('a', 'b'), ('c',)]
+    """
+    seen: set = set()
+    out = []
+    for items in ranking:
+        new = tuple(dict.fromkeys(i for i in items if i not in seen))
+        if new:
+            out.append(new)
+            seen.update(new)
+    return out
 
 
 QUOTE = "quote"  # the one gold item of a quote case: any chunk that holds the quote answers it
@@ -7022,11 +7178,14 @@ class Gold:
         self.docs = list(conn.execute("SELECT path, rel FROM documents"))
         self._texts = None
         self._holders: dict[str, set[int]] = {}
+        self._found: dict[tuple, set[str]] = {}  # names: their paths (a case's are asked for more than once)
         self.missing: set[str] = set()
 
     def sources(self, names: list[str]) -> set[str]:
         """Stored paths of the named documents; a name found nowhere stays in
         the set as itself (no path equals it), so it counts against recall."""
+        if tuple(names) in self._found:
+            return self._found[tuple(names)]
         found = set()
         for name in names:
             norm = os.path.normpath(name)
@@ -7034,6 +7193,7 @@ class Gold:
             if not matches:
                 self.missing.add(name)
             found |= matches or {name}
+        self._found[tuple(names)] = found
         return found
 
     def quote(self, quote: str) -> set[int]:
@@ -7050,24 +7210,36 @@ class Gold:
         return holders
 
     def holds(self, case: dict, relevant: set, hit: Hit) -> bool:
-        """True when a passage is gold for the case (resolve gave relevant)."""
+        """True when a passage (or one of its copies) is gold for the case (resolve gave relevant)."""
         if "sources" in case or "source" in case:
-            return hit.path in relevant
-        return hit.chunk_id in relevant or ("quote" in case and hit.chunk_id in self.quote(case["quote"]))
+            return any(h.path in relevant for h in (hit, *hit.copies))
+        holders = self.quote(case["quote"]) if "quote" in case else set()
+        return any(h.chunk_id in relevant or h.chunk_id in holders for h in (hit, *hit.copies))
 
-    def resolve(self, case: dict, ranked: list[tuple[int, float]], paths: dict) -> tuple[list, set]:
-        """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
-        quote is one gold item, found at the rank of the first chunk holding it."""
+    def test(self, case: dict, paths: dict) -> Callable[[int], bool] | None:
+        """Whether a chunk (by id) is gold for the case, or holds it (None for an unanswerable case)."""
+        if case.get("unanswerable"):
+            return None
         if "sources" in case or "source" in case:
-            return (doc_ranking([(c, paths[c]) for c, _ in ranked]),
+            docs = self.sources(case.get("sources") or [case["source"]])
+            return lambda c: paths.get(c) in docs
+        return (set(case.get("chunk_ids") or []) | (self.quote(case["quote"]) if "quote" in case else set())).__contains__
+
+    def resolve(self, case: dict, ranked: list[tuple], paths: dict, copies: bool = True) -> tuple[list, set]:
+        """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
+        quote is one gold item, found at the rank of the first chunk holding it.
+        ranked: (chunk id, score, its copies' ids), as Retriever.retrieve gives
+        it; each place of the ranking holds a passage and (unless not copies) its copies."""
+        places = [(c, *(more if copies else ())) for c, _, more in ranked]
+        if "sources" in case or "source" in case:
+            return (first_places([tuple(paths[c] for c in p) for p in places]),
                     self.sources(case.get("sources") or [case["source"]]))
-        ranking = [c for c, _ in ranked]
         relevant = set(case.get("chunk_ids") or [])
         if "quote" in case:
             holders = self.quote(case["quote"])
-            ranking = list(dict.fromkeys(QUOTE if c in holders else c for c in ranking))
+            places = [tuple(QUOTE if c in holders else c for c in p) for p in places]
             relevant.add(QUOTE)
-        return ranking, relevant
+        return first_places(places), relevant
 
 
 def case_conversation(case: dict) -> Conversation:
@@ -7094,7 +7266,8 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
         log.progress(f"eval: {i}/{len(cases)}")
         asked = case_conversation(case)
         query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
-        hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question)
+        hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question,
+                                                  gold=gold.test(case, paths))
         rel = relevance(retriever, judge, judged_hits(retriever, asked.question, query, judge, judged))
         row = {"id": case.get("id", i), "question": case["question"], "refused": refuses(rel, opts.floor),
                "relevance": round(rel, 4),
@@ -7107,6 +7280,8 @@ def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, lo
         else:
             ranking, relevant = gold.resolve(case, ranked, paths)
             row.update(case_metrics(ranking, relevant, opts.k))
+            alone = case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant, opts.k)
+            row["through_copy"] = row["recall@k"] > alone["recall@k"]  # found in the top k only as a copy
         if generator is not None:
             given = fit_context(hits, opts.max_context)
             failure = score_answer(case, row, given, [gold.holds(case, relevant, h) for h in given], generator,
@@ -7166,6 +7341,7 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
         f"recall@{k}": mean("recall@k", answerable), "recall@100": mean("recall@100", answerable),
         "mrr": mean("rr", answerable), "ndcg@10": mean("ndcg@10", answerable),
         "hit@1": mean("hit@1", answerable),
+        "found_through_copies": sum(bool(r.get("through_copy")) for r in answerable),
         "abstention": mean("refused", unanswerable),
         "false_refusals": mean("refused", answerable),
         "answers_judged": len(judged),
@@ -7369,11 +7545,14 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
 # ---------------------------------------------------------------------------
 
 def hit_json(h: Hit, n: int) -> dict:
-    """A passage as search --json, ask --json and the servers give it."""
+    """A passage as search --json, ask --json and the servers give it; also_in:
+    the sources of its first copies (the same text, nearly, elsewhere), also_in_more: how many more."""
+    shown, more = h.also()
     return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
             "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
             "heading": h.chunk.heading, "score": round(h.score, 6),
-            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text}
+            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text,
+            "also_in": shown, "also_in_more": more}
 
 
 def answer_json(a: Answer, floor: Floor) -> dict:
@@ -7753,11 +7932,15 @@ def valid_id(msg_id) -> bool:
 
 
 def passages_text(passages: list[dict]) -> str:
-    """Passages as an agent reads them: citation, heading, score, text."""
+    """Passages as an agent reads them: citation, heading, score, where else the text is, the text."""
     if not passages:
         return "No matching passages."
-    return "\n\n".join(f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "")
-                       + f"  score {p['score']}\n{p['text']}" for p in passages)
+    out = []
+    for p in passages:
+        head = f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "") + f"  score {p['score']}"
+        also = also_in(p["also_in"], p["also_in_more"])
+        out.append("\n".join([head, also, p["text"]] if also else [head, p["text"]]))
+    return "\n\n".join(out)
 
 
 class McpServer:
@@ -8519,7 +8702,10 @@ function render(turn, rag, question) {
     if (rag.cited && !cited.has(p.n)) return;
     const li = element("li"), b = element("button", "", "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : ""));
     b.onclick = () => show(turn, passages, p.n);
-    li.append(b); list.append(li);
+    li.append(b);
+    if (p.also_in.length)  // the same text elsewhere, as the command line says it
+      li.append(" (also in: " + p.also_in.join(", ") + (p.also_in_more ? " and " + p.also_in_more + " more" : "") + ")");
+    list.append(li);
   });
 }
 async function ask(question) {
@@ -8988,6 +9174,8 @@ def cmd_search(args, cfg: Config, closer) -> int:
     for n, h in enumerate(hits, 1):
         heading = f"  [{h.chunk.heading}]" if h.chunk.heading else ""
         print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {first_line(h.chunk.text)}")
+        if h.copies:
+            print(f"    {also_in(*h.also())}")
     return 0
 
 
@@ -9143,6 +9331,8 @@ def print_report(r: dict, k: int) -> None:
     print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
     for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention", "false_refusals"):
         print(f"{key:<16}{fmt(r[key])}")
+    print(f"{'through copies':<16}{r['found_through_copies']} (cases whose gold is in the top {k} only as "
+          "the copy of a passage shown)")
     if r["answers_judged"]:
         print(f"{'answer_accuracy':<16}{fmt(r['answer_accuracy'])} ({r['answers_judged']} answers judged)")
         print(f"{'answers_citing':<16}{fmt(r['answers_citing'])} (answers that cite a passage they were given)")

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -229,6 +230,38 @@ DOCS = {
 
 WORDS = ("amber birch cedar delta ember fjord grove harbor island juniper kestrel lagoon "
          "meadow nectar orchard prairie quartz river summit tundra").split()
+
+MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
+       "associated documentation files (the \"Software\"), to deal in the Software without restriction, including "
+       "without limitation the rights to use, copy, modify, merge, publish, distribute, sublicense, and/or sell "
+       "copies of the Software, and to permit persons to whom the Software is furnished to do so, subject to the "
+       "following conditions: the above copyright notice and this permission notice shall be included in all "
+       "copies or substantial portions of the Software.")
+HOLDERS = ("Ann Lee", "Bo Chen", "Cy Park", "Di Moss", "Ed Finch", "Flo Reyes", "Gus Hart", "Hal Ito")
+# Asked of copied_docs: the licence copies rank first, then the twin pages; the
+# note that answers it (notes/price.txt) came 10th before copies were shown once.
+COPIED_QUESTION = "Is the software free of charge to any person obtaining a copy?"
+
+
+def copied_docs(folder=lambda i: "") -> dict:
+    """One text in many places, as /usr/share/doc has them: a licence in eight
+    packages' copyright files (lib0..lib7, each under its own copyright line,
+    its lines wrapped at its own width; folder(i): a folder above lib<i>), a
+    page shipped as Markdown and as HTML, and short notes (one answers
+    COPIED_QUESTION)."""
+    docs = {f"{folder(i)}lib{i}/copyright": f"Copyright (c) {2010 + i} {name}\n\n{textwrap.fill(MIT, 70 + i)}\n"
+            for i, name in enumerate(HOLDERS)}
+    return dict(docs, **{
+        "guide/selling.md": "# Selling copies\n\nYou may sell copies of the widget software in the shop. "
+                            "Every copy sold needs the `licence` file beside it, and a receipt.\n",
+        "guide/selling.html": "<html><body><h1>Selling copies</h1><p>You may sell copies of the widget software "
+                              "in the shop. Every copy sold needs the <code>licence</code> file beside it, and a "
+                              "receipt.</p></body></html>\n",
+        "notes/price.txt": "Prices\n\nThe widget app is free of charge to download; a printed manual costs ten dollars.\n",
+        "notes/shipping.txt": "Shipping\n\nPrinted copies of the manual ship within two days to any address.\n",
+        "notes/resale.txt": "Resale rules\n\nA customer who bought a widget may resell it second hand, but only "
+                            "with its original box.\n",
+        "notes/garden.txt": "Tomatoes need full sun and regular watering in summer.\n"})
 
 
 class RagTestCase(unittest.TestCase):
@@ -2845,6 +2878,48 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(4,)])
         self.assertIsNone(rag.fts_query("-- :: **"))
 
+    def test_search_shows_a_text_found_in_many_places_once(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        hits = json.loads(self.ok("search", COPIED_QUESTION, "--json"))
+        paths = [os.path.relpath(h["path"], self.docs) for h in hits]
+        self.assertEqual(len(hits), 5, paths)  # five distinct passages: there are as many
+        self.assertIn("notes/price.txt", paths)  # the answer, which the copies pushed out
+        shingles = [rag.shingles(h["text"]) for h in hits]
+        self.assertFalse([pair for pair in itertools.combinations(range(5), 2) if rag.alike(*(shingles[i] for i in pair))])
+        licences = [h for h, p in zip(hits, paths) if p.endswith("/copyright")]
+        pages = [h for h, p in zip(hits, paths) if p.startswith("guide/selling.")]
+        self.assertEqual((len(licences), len(pages)), (1, 1), paths)
+        shown, more = licences[0]["also_in"], licences[0]["also_in_more"]
+        self.assertEqual((len(shown), more), (rag.ALSO_SHOWN, 7 - rag.ALSO_SHOWN))  # the first few, and a count
+        self.assertTrue(all(re.search(r"lib\d/copyright:1-\d+$", s) for s in shown), shown)
+        self.assertNotIn(licences[0]["source"], shown)
+        twin = {"selling.md": "selling.html", "selling.html": "selling.md"}[os.path.basename(pages[0]["path"])]
+        self.assertEqual([os.path.basename(s).split(":")[0] for s in pages[0]["also_in"]], [twin])
+        out = self.ok("search", COPIED_QUESTION)
+        self.assertIn(f"    also in: {', '.join(shown)} and {more} more\n", out)
+
+    def test_search_ranks_deeper_when_copies_fill_the_candidates(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        for mode in ("hybrid", "keyword", "dense"):
+            with self.subTest(mode=mode), mock.patch.object(rag, "FUSION_DEPTH", 4):
+                hits = json.loads(self.ok("search", COPIED_QUESTION, "--mode", mode, "--json", "-k", "3"))
+                paths = [os.path.basename(os.path.dirname(h["path"])) for h in hits]
+                self.assertEqual(len(hits), 3, paths)
+                self.assertEqual(len([p for p in paths if p.startswith("lib")]), 1, paths)
+        many = json.loads(self.ok("search", COPIED_QUESTION, "--json", "-k", "50"))  # all there is: 6 passages
+        self.assertEqual(sorted(len(h["also_in"]) + h["also_in_more"] for h in many), [0, 0, 0, 0, 1, 7])
+
+    def test_search_names_other_copies_only_where_source_lets_it_look(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        hits = json.loads(self.ok("search", COPIED_QUESTION, "--json", "--source", "lib[0-2]/*"))
+        self.assertEqual(len(hits), 1)
+        self.assertEqual(sorted(s.split(":")[0][-len("lib0/copyright"):] for s in [hits[0]["source"]]
+                                + hits[0]["also_in"]), ["lib0/copyright", "lib1/copyright", "lib2/copyright"])
+        self.assertEqual(hits[0]["also_in_more"], 0)
+
     def test_word_coverage_reads_words_as_the_keyword_index_does(self):
         hit = rag.Hit(1, "a.md", rag.Chunk(0, "Set tundra_melt to 3 for the thaw.", "", 1, 1), 0, 0)
         idf = {"tundra": 2.0, "melt": 2.0, "thaw": 1.0}.get
@@ -3392,6 +3467,28 @@ class AskTests(RagTestCase):
         self.assertLessEqual(kept["own_refused"], rag.PSEUDO_TOLERATED)
         self.assertGreaterEqual(kept["floor"], rag.DEFAULT_FLOOR)  # the default fits: not lowered
 
+    def test_ask_gives_a_text_found_in_many_places_once_and_says_where_else(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        shown = self.ok("ask", COPIED_QUESTION, "--show-prompt")
+        prompt = shown.split("\n--- user ---\n")[1].split("\n--- answer ---\n")[0]
+        self.assertEqual(prompt.count("Permission is hereby granted"), 1, prompt)  # each text once
+        self.assertEqual(prompt.count("You may sell copies"), 1, prompt)
+        self.assertIn("notes/price.txt", prompt)  # the answer, no longer pushed out
+        n = next(p["n"] for p in json.loads(self.ok("ask", COPIED_QUESTION, "--json"))["passages"]
+                 if p["path"].endswith("/copyright"))
+        copy = r"\S+/lib\d/copyright:1-\d+"
+        self.assertRegex(shown, rf"\n  \[{n}\] {copy} \(also in: {copy}, {copy}, {copy} and 4 more\)\n")
+
+    def test_extractive_answer_never_repeats_a_sentence_however_it_is_written(self):
+        said = ("The `path.dirname()` method returns the directory name of a path.",
+                "the path.dirname() method returns the  directory name of a PATH!")
+        hits = [rag.Hit(i, f"/api/path.{kind}", rag.Chunk(0, f"{s} {more}", "", 1, 1), 1.0, 0.9) for i, (s, kind, more)
+                in enumerate(zip(said, ("md", "html"), ("It was added in v0.1.16.", "History: added in v0.1.16.")))]
+        out = rag.ExtractiveGenerator().generate(rag.SYSTEM_PROMPT, rag.build_prompt(
+            "What does path.dirname() return?", hits)).text
+        self.assertEqual(out.lower().count("directory name"), 1, out)
+
     def test_extractive_answer_is_prose_each_sentence_once_and_readable(self):
         refund = "Refunds take five business days to reach the card."
         self.write_docs({"a.md": f"# Billing\n\n{refund}\n", "copy.md": f"# Billing copy\n\n{refund}\n",
@@ -3699,6 +3796,30 @@ class EvalTests(RagTestCase):
         out = self.ok("eval", several, "--mode", "keyword", "-k", "2")
         self.assertIn("miss  q5: refund card  (1 of 2 gold in the top 2; first gold at rank 1)", out)
         self.assertIn("recall@2        0.500", out)  # each gold item counts, not any one of them
+
+    def test_eval_counts_gold_found_through_a_copy_at_the_rank_of_the_passage_shown(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        licences = [f"lib{i}/copyright" for i in range(len(HOLDERS))]
+        shown = next(h["path"] for h in json.loads(self.ok("search", COPIED_QUESTION, "--json"))
+                     if h["path"].endswith("/copyright"))
+        copy = next(i for i, name in enumerate(licences) if not shown.endswith(name))
+        path = self.cases([{"id": name, "question": COPIED_QUESTION, "source": name} for name in licences]
+                          + [{"id": "all", "question": COPIED_QUESTION, "sources": licences},
+                             {"id": "price", "question": COPIED_QUESTION, "source": "notes/price.txt"},
+                             {"id": "page", "question": COPIED_QUESTION, "sources": ["guide/selling.md"]},
+                             {"id": "quote", "question": COPIED_QUESTION, "quote": HOLDERS[copy]}])
+        report = json.loads(self.ok("eval", path, "--json"))
+        rows = {r["id"]: r for r in report["cases_detail"]}
+        self.assertEqual({rows[name]["first"] for name in licences}, {1})  # each copy where the one shown ranks
+        self.assertEqual(report["recall@5"], 1.0)
+        self.assertEqual((rows["all"]["recall@k"], rows["all"]["ndcg@10"]), (1.0, 1.0))  # all at rank 1: the ideal
+        self.assertLessEqual(rows["price"]["first"], 5)
+        through = {r["id"] for r in report["cases_detail"] if r["through_copy"]}
+        self.assertEqual(len(through & set(licences)), len(licences) - 1)  # all but the one shown
+        self.assertTrue({"all", "quote"} <= through and "price" not in through, through)
+        self.assertEqual(report["found_through_copies"], len(through))
+        self.assertRegex(self.ok("eval", path), rf"through copies\s+{len(through)} ")
 
     def test_eval_missing_gold_source_noted_and_counted(self):
         self.write_docs()
@@ -4027,6 +4148,19 @@ class McpTests(RagTestCase):
         self.assertEqual({p["path"] for p in passages}, {"refunds.md"})
         self.assertNotIn(self.dir, json.dumps(replies))
 
+
+    def test_mcp_tools_give_a_copied_text_once_and_say_where_else_it_is(self):
+        self.write_docs(copied_docs())
+        self.ok("index", self.docs)
+        replies, _ = self.mcp(self.call(1, "search", question=COPIED_QUESTION),
+                              self.call(2, "ask", question=COPIED_QUESTION))
+        for reply in replies:
+            data, text = reply["result"]["structuredContent"], reply["result"]["content"][0]["text"]
+            found = [p for p in data["passages"] if p["path"].endswith("/copyright")]
+            self.assertEqual(len(found), 1, data["passages"])
+            self.assertEqual((len(found[0]["also_in"]), found[0]["also_in_more"]), (rag.ALSO_SHOWN, 7 - rag.ALSO_SHOWN))
+            self.assertIn(f"also in: {', '.join(found[0]['also_in'])} and {7 - rag.ALSO_SHOWN} more", text)
+        self.assertEqual(replies[1]["result"]["content"][0]["text"].count("Permission is hereby granted"), 1)
 
     def test_mcp_damage_is_a_tool_error_without_row_data(self):
         self.damage_vector("refunds.md", b"\xff\xfe\xff")
@@ -4448,6 +4582,37 @@ class HttpTests(RagTestCase):
                          answer["warnings"])
         plain = self.request("POST", "/ask", {"question": "Falcon"}, alice)[2]
         self.assertNotIn("warnings", plain)
+
+    def test_serve_shows_a_copied_text_once_naming_only_copies_the_caller_may_read(self):
+        self.write_docs(copied_docs(lambda i: "a/" if i < 4 else "b/"))  # four copies each
+        self.ok("index", self.docs)
+        keys = os.path.join(self.dir, "keys.json")
+        with open(keys, "w") as f:
+            json.dump([{"name": who, "key": f"{who}-key-0123456789", **({"source": f"{who[0]}/*"} if glob else {})}
+                       for who, glob in (("alice", True), ("bob", True), ("all", False))], f)
+        self.serve(keys=keys)
+        chat = {"model": "rag.py", "messages": [{"role": "user", "content": COPIED_QUESTION}]}
+
+        def licence(passages):
+            found = [p for p in passages if p["path"].endswith("/copyright")]
+            self.assertEqual(len(found), 1, passages)  # once, however many copies the caller may read
+            return [found[0]["source"]] + found[0]["also_in"], found[0]["also_in_more"]
+        for who, mine, other in (("alice", "a/", "b/"), ("bob", "b/", "a/")):
+            headers = {"Authorization": f"Bearer {who}-key-0123456789"}
+            hits = self.request("POST", "/search", {"question": COPIED_QUESTION}, headers)[2]
+            answer = self.request("POST", "/ask", {"question": COPIED_QUESTION}, headers)[2]
+            completion = self.request("POST", "/v1/chat/completions", chat, headers)[2]
+            streamed = self.request("POST", "/v1/chat/completions", {**chat, "stream": True}, headers)[2]
+            for passages in (hits, answer["passages"], completion["rag"]["passages"]):
+                where, more = licence(passages)
+                self.assertEqual((len(where), more), (4, 0), where)
+                self.assertTrue(all(w.startswith(mine + "lib") for w in where), where)
+            self.assertIn(f"(also in: {mine}lib", completion["choices"][0]["message"]["content"])
+            self.assertNotIn(other + "lib", json.dumps([hits, answer, completion]) + streamed)
+        everyone = self.request("POST", "/search", {"question": COPIED_QUESTION},
+                                {"Authorization": "Bearer all-key-0123456789"})[2]
+        where, more = licence(everyone)
+        self.assertEqual((len(where), more), (1 + rag.ALSO_SHOWN, 8 - 1 - rag.ALSO_SHOWN))
 
     def test_serve_bad_keys_file_is_one_usage_error(self):
         cases = {"[": "not valid JSON", "[]": "non-empty list", '[{"name": "a"}]': "exactly one of",
