@@ -7223,7 +7223,8 @@ class Gold:
         if "sources" in case or "source" in case:
             docs = self.sources(case.get("sources") or [case["source"]])
             return lambda c: paths.get(c) in docs
-        return (set(case.get("chunk_ids") or []) | (self.quote(case["quote"]) if "quote" in case else set())).__contains__
+        chunks = set(case.get("chunk_ids") or [])
+        return (chunks | self.quote(case["quote"]) if "quote" in case else chunks).__contains__
 
     def resolve(self, case: dict, ranked: list[tuple], paths: dict, copies: bool = True) -> tuple[list, set]:
         """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
@@ -8703,8 +8704,8 @@ function render(turn, rag, question) {
     const li = element("li"), b = element("button", "", "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : ""));
     b.onclick = () => show(turn, passages, p.n);
     li.append(b);
-    if (p.also_in.length)  // the same text elsewhere, as the command line says it
-      li.append(" (also in: " + p.also_in.join(", ") + (p.also_in_more ? " and " + p.also_in_more + " more" : "") + ")");
+    const more = p.also_in_more ? " and " + p.also_in_more + " more" : "";
+    if (p.also_in.length) li.append(" (also in: " + p.also_in.join(", ") + more + ")");  // as the command line says it
     list.append(li);
   });
 }

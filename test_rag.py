@@ -257,7 +257,8 @@ def copied_docs(folder=lambda i: "") -> dict:
         "guide/selling.html": "<html><body><h1>Selling copies</h1><p>You may sell copies of the widget software "
                               "in the shop. Every copy sold needs the <code>licence</code> file beside it, and a "
                               "receipt.</p></body></html>\n",
-        "notes/price.txt": "Prices\n\nThe widget app is free of charge to download; a printed manual costs ten dollars.\n",
+        "notes/price.txt": "Prices\n\nThe widget app is free of charge to download; a printed manual costs ten "
+                           "dollars.\n",
         "notes/shipping.txt": "Shipping\n\nPrinted copies of the manual ship within two days to any address.\n",
         "notes/resale.txt": "Resale rules\n\nA customer who bought a widget may resell it second hand, but only "
                             "with its original box.\n",
@@ -2887,7 +2888,8 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(len(hits), 5, paths)  # five distinct passages: there are as many
         self.assertIn("notes/price.txt", paths)  # the answer, which the copies pushed out
         shingles = [rag.shingles(h["text"]) for h in hits]
-        self.assertFalse([pair for pair in itertools.combinations(range(5), 2) if rag.alike(*(shingles[i] for i in pair))])
+        pairs = itertools.combinations(range(5), 2)
+        self.assertFalse([(a, b) for a, b in pairs if rag.alike(shingles[a], shingles[b])])  # nor nearly
         licences = [h for h, p in zip(hits, paths) if p.endswith("/copyright")]
         pages = [h for h, p in zip(hits, paths) if p.startswith("guide/selling.")]
         self.assertEqual((len(licences), len(pages)), (1, 1), paths)
