@@ -21,22 +21,26 @@ Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
     Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (Config.from_env),
                      QueryOptions, IndexOptions
-    Helpers          what every stage uses: program, the Log, paths as shown, the question's limits
-    Parse            files to numbered lines: text, HTML, Office/ODF/EPUB, PDF, man pages, XML,
-                     RTF, any of them gzipped; clean text (no control characters); secrets
+    Helpers          what every stage uses: program, the Log (notes, files skipped by kind: SKIPS),
+                     paths as shown, the question's limits
+    Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
+                     CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
+                     PDF, man pages, XML, RTF, any of them gzipped; clean text (no control characters); secrets
                      (credential files, redaction); the format table (any other text is text)
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Store            SQLite: schema as numbered migrations, connect (index or not, read-only),
+    Store            SQLite: schema as numbered migrations, connect (index or not; read-only, full or
+                     locked: opened read-only or immutable, never written by a read command),
                      settings (Meta), writes (touch), export, damage (what check and index say),
                      packed signatures; Store, what indexing and retrieval need of storage, and
                      SqliteStore, its one implementation (the STORES table)
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store
     Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
-    Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), Retriever
+    Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), copies (a passage alike
+                     to a better-ranked one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
                      the floor measured without labels (PROBES, questions made from the index's
                      passages), refuses (the rule), calibration and where it is kept
