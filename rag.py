@@ -9655,9 +9655,11 @@ def cmd_stats(args, cfg: Config, closer) -> int:
               f"{info['null_level']:g} under this model)")
     if "unrelated_questions" in info:
         probes, own = info["questions_measured"]
+        made = (f"{1 - PSEUDO_QUANTILE:.0%} of {own} questions made from its passages above "
+                f"{info['own_questions']:g}" if own else
+                f"too few passage sentences to make questions from (under {PSEUDO_MIN})")
         print(f"                {PROBE_QUANTILE:.0%} of {probes} unrelated questions score below "
-              f"{info['unrelated_questions']:g}; {1 - PSEUDO_QUANTILE:.0%} of {own} questions made "
-              f"from its passages above {info['own_questions']:g}")
+              f"{info['unrelated_questions']:g}; {made}")
     print(f"asks logged     {info['asks']}")
     return 0
 

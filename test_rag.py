@@ -1387,6 +1387,7 @@ class StoreTests(RagTestCase):
         out = self.ok("stats")
         self.assertRegex(out, r"documents\s+3")
         self.assertIn(f"{rag.BUILTIN_MODEL} ({rag.BUILTIN_DIM} dimensions)", out)
+        self.assertIn("too few passage sentences to make questions from", out)  # not "95% of 0 questions"
         data = json.loads(self.ok("stats", "--json"))
         self.assertEqual(data["chunks"], len(self.rows("SELECT id FROM chunks")))
 
