@@ -687,6 +687,9 @@ LEGACY_CONTROL_SHARE = 0.01
 # this many bad sequences per good multibyte character. Legacy text has no
 # valid multibyte sequences but by chance (an 'Ã' before a '©').
 UTF8_DAMAGE_SHARE = 0.01
+# Bytes that are not text in any encoding tried, past this share of the
+# characters, are a binary file without a NUL byte (random data: about half).
+NOT_TEXT_SHARE = 0.1
 
 # Declared encodings. Only the head of a file is looked at: a coding line is in
 # the first two lines (PEP 263, as Python reads it: the second only after a
@@ -741,11 +744,14 @@ def decode(data: bytes) -> tuple[str, str | None]:
 
 
 def legacy_decode(data: bytes, utf8: str) -> tuple[str, str]:
-    """Windows-1252 when that reads as text, else utf8 (the UTF-8 reading, bad bytes replaced)."""
+    """Windows-1252 when that reads as text, else utf8 (the UTF-8 reading, bad
+    bytes replaced); NotText when even that is mostly bad bytes."""
     legacy = data.decode("cp1252", "replace")
     controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
     if controls <= LEGACY_CONTROL_SHARE * len(legacy):
         return legacy, "not UTF-8; read as Windows-1252 (Latin-1)"
+    if utf8.count("\ufffd") > NOT_TEXT_SHARE * len(utf8):
+        raise NotText("binary file (no NUL byte, but not text in any encoding tried)")
     return utf8, "invalid UTF-8 bytes were replaced"
 
 
@@ -904,6 +910,10 @@ def is_binary(data: bytes) -> bool:
 
 class Unreadable(Exception):
     """A file we cannot read; the message becomes the note saying why it was skipped."""
+
+
+class NotText(Unreadable):
+    """A file whose bytes are not text after all (counted as binary)."""
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -1879,6 +1889,7 @@ class _ManPage:
         self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
         self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
         self.prefix = ""       # .IP's tag, put before the next text line
+        self.prefix_line = 0   # the tag's source line, where that text line is then cited from
         self.until = ""        # the line that ends a block left out ('..' after .de)
         self.depth = 0         # braces (\{) open in a conditional left out
         self.table = ""        # inside .TS: 'format' (its column specs), then 'data'
@@ -1946,6 +1957,7 @@ class _ManPage:
         elif name in MAN_PARAGRAPH or name in ("IP", "Ip"):
             self.blank(no)
             self.prefix = words[0] + " " if name in ("IP", "Ip") and words and words[0].strip() else ""
+            self.prefix_line = no
         elif name in ("nf", "EX", "Vb", "fi", "EE", "Ve"):
             self.nofill(no, name in ("nf", "EX", "Vb"))
 
@@ -2054,8 +2066,8 @@ class _ManPage:
             return (troff_char(s[i + 2:end]) if c == "C" else ""), end + 1
         return c, i + 1  # an unknown escape prints its character, as troff does
 
-    def emit(self, no: int, text: str) -> None:
-        self.lines.append(Line(no, text))
+    def emit(self, no: int, text: str, start: int = 0) -> None:
+        self.lines.append(Line(start or no, text, end=no if start and start < no else 0))
 
     def blank(self, no: int) -> None:
         if not self.fill:
@@ -2073,9 +2085,10 @@ class _ManPage:
         if self.heading:
             self.head(no, self.heading, text)
             return
+        start = self.prefix_line if self.prefix else 0
         text, self.prefix = self.prefix + text, ""
         # '# make install' is a prompt, not a heading
-        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text) else text)
+        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text) else text, start)
 
     def head(self, no: int, level: int, text: str) -> None:
         text = " ".join(text.split())
@@ -4693,6 +4706,10 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bo
             if gzipped(path):
                 data = gunzip(head + f.read(max_bytes + 1 - len(head)))
                 head = data[:BINARY_SNIFF]
+                if len(data) > max_bytes:  # the limit is on the text, whatever its compression
+                    log.skipped(path, "too large", f"{size_text(len(data))} uncompressed is over the "
+                                f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
+                    return None
             fmt = file_format(path, head, named)
             if fmt is None or (is_binary(head) and not fmt.binary):
                 log.skipped(path, "binary", "binary file")
@@ -4732,6 +4749,9 @@ def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexO
     try:
         lines, warning = parse_document(path, data, fmt)
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
+    except NotText as e:
+        log.skipped(path, "binary", str(e))
+        return "skipped", None
     except Unreadable as e:
         log.skipped(path, "could not be parsed", str(e))
         return "skipped", None
@@ -6363,7 +6383,7 @@ def lowest_floor_refusing(off: list[float], answerable: list[float], limit: floa
     if not refused:  # limit refuses none of them: neither need any floor refuse an answerable case
         return min(off[0], answerable[0])
     above = next(a for a in answerable if a > refused[-1])  # limit itself is one
-    return (refused[-1] + above) / 2
+    return round((refused[-1] + above) / 2, 6)
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
@@ -8962,7 +8982,7 @@ def cmd_index(args, cfg: Config, closer) -> int:
     try:
         repair_damage(conn, cfg.db, log)
         s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
-        if s.read + s.unchanged == 0:
+        if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
             raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                            + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
     except BaseException:  # a first run that stored nothing leaves nothing behind

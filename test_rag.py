@@ -694,6 +694,11 @@ class ParseTests(RagTestCase):
             "QUOKKA(1) > DESCRIPTION > Exit status", "QUOKKA(1) > SEE ALSO"])
         self.assertIn("# quokka -v census.txt", chunks[3].text)  # a prompt in a fenced block, not a heading
 
+    def test_man_page_option_tag_is_cited_from_its_own_line(self):
+        page = '.TH AR 1\n.SH OPTIONS\n.IP "\\fBS\\fR" 4\n.IX Item "S"\nDo not generate a symbol table.\n'
+        lines = [l for l in rag.man_lines(page) if l.text.startswith("S ")]
+        self.assertEqual([(l.no, l.last, l.text) for l in lines], [(3, 5, "S Do not generate a symbol table.")])
+
     def test_man_page_found_by_its_content_whatever_its_name(self):
         troff = b'.\\" generated\n.TH LS 1\n.SH NAME\nls \\- list\n'
         for name in ("ls.1", "ls.1.gz", "perl.3pm", "openssl.1ssl", "mount.8", "after.n", "ls"):
@@ -2275,6 +2280,35 @@ class IndexTests(RagTestCase):
         self.assertIn(("def wombat_main():",), self.rows("SELECT heading FROM chunks"))
         self.write("COPYING", "GNU General Public License\n")
         self.ok("index", os.path.join(self.docs, "COPYING"))  # named explicitly
+
+    def test_index_gzip_limit_is_on_the_text_it_holds(self):
+        import gzip
+        self.write("big.txt.gz", gzip.compress(b"quokka census notes\n" * 60_000), mode="wb")  # 1.2 MB of text
+        self.write("small.txt.gz", gzip.compress(b"Wombats dig burrows.\n"), mode="wb")
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "1")
+        self.assertEqual(code, 0, err)
+        self.assertRegex(err, r"big\.txt\.gz: 1\.\d MB uncompressed is over the 1 MB limit")
+        self.assertIn("indexed 1 file(s)", out)
+
+    def test_index_binary_without_a_nul_byte_is_binary(self):
+        rng = random.Random(7)
+        noise = bytes(rng.randrange(1, 256) for _ in range(3000))  # no NUL, not text
+        self.assertNotIn(b"\0", noise)
+        self.write("noise.dat", noise, mode="wb")
+        self.write("notes.md", "# Notes\n\nArmadillos roll into balls.\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual((code, err), (0, ""), out)
+        self.assertIn("indexed 1 file(s), 0 unchanged, 1 skipped", out)
+        self.assertIn("1 binary (", out)
+        self.assertEqual([p for (p,) in self.rows("SELECT rel FROM documents")], ["notes.md"])
+
+    def test_index_prune_of_the_last_document_is_a_change_not_an_error(self):
+        self.write("only.md", "# Only\n\nThe one note.\n")
+        self.ok("index", self.docs)
+        os.remove(os.path.join(self.docs, "only.md"))
+        out = self.ok("index", self.docs, "--prune")
+        self.assertIn("1 removed", out)
+        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(0,)])
 
     def test_index_gzip_files_read_and_a_broken_one_skipped(self):
         import gzip
