@@ -9356,8 +9356,8 @@ def print_report(r: dict, k: int) -> None:
     print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
     for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention", "false_refusals"):
         print(f"{key:<16}{fmt(r[key])}")
-    print(f"{'through copies':<16}{r['found_through_copies']} (cases whose gold is in the top {k} only as "
-          "the copy of a passage shown)")
+    print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only as the "
+          "copy of a passage shown: some of it, for a case with several)")
     if r["answers_judged"]:
         print(f"{'answer_accuracy':<16}{fmt(r['answer_accuracy'])} ({r['answers_judged']} answers judged)")
         print(f"{'answers_citing':<16}{fmt(r['answers_citing'])} (answers that cite a passage they were given)")
