@@ -227,6 +227,12 @@ class UsageError(RagError):
     exit_code = 2
 
 
+class Interrupted(RagError):
+    """Ctrl-C where saying that finished documents are saved would be untrue (exit code 130)."""
+
+    exit_code = 130
+
+
 class HttpStatusError(RagError):
     """The server answered with an error status; status says which."""
 
@@ -8985,10 +8991,12 @@ def cmd_index(args, cfg: Config, closer) -> int:
         if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
             raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                            + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
-    except BaseException:  # a first run that stored nothing leaves nothing behind
+    except BaseException as e:  # a first run that stored nothing leaves nothing behind
         if fresh and not stored_documents(conn):
             conn.close()
             forget_index(cfg.db, lock)
+            if isinstance(e, KeyboardInterrupt):
+                raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} was not made") from None
         raise
     print_index_summary(s, time.perf_counter() - t0, log.verbose)
     print(f"[{mode_label(cfg)}] -> {cfg.db}")

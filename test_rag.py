@@ -5402,6 +5402,12 @@ class CrashTests(RagTestCase):
         self.assertIn(f" {done} unchanged", out)
         self.assertEqual(snapshot(self.db), self.clean)
 
+    def test_index_ctrl_c_before_anything_is_stored_says_no_index_was_made(self):
+        code, out, err = self.run_child("before-begin", 1, "int")
+        self.assertEqual(code, 130, err)
+        self.assertRegex(err, r"^rag: error: interrupted before any document was stored: \S+ was not made\n$")
+        self.assertEqual([f for f in os.listdir(self.dir) if f.startswith(os.path.basename(self.db))], [])
+
     def test_index_parallel_out_of_order_replies_store_what_one_at_a_time_stores(self):
         fifth = threading.Event()
 
