@@ -4077,7 +4077,11 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
         return index_damaged(db, f"a stored {column.group(1)} is not readable text")
     if not isinstance(e, sqlite3.OperationalError) or "malformed" in msg:
         return index_damaged(db, msg.split(":")[0][:100])
-    return RagError(f"the index database failed: {msg[:200]}")  # locked, full disk, I/O: not damage
+    if "locked" in msg:  # another program's write held past BUSY_TIMEOUT (an index run would hold DB.lock)
+        return RagError(f"another process kept {display_path(db)} locked for writing for over {BUSY_TIMEOUT} s "
+                        "(a program other than rag.py index, which would have said so at once); try again "
+                        "when it is done")
+    return RagError(f"the index database failed: {msg[:200]}")  # full disk, I/O: not damage
 
 
 def parse_vector(conn, text: str) -> list[float]:

@@ -1386,6 +1386,12 @@ class EmbedTests(RagTestCase):
 # ---------------------------------------------------------------------------
 
 class StoreTests(RagTestCase):
+    def test_database_error_for_a_lock_held_by_another_program_says_so(self):
+        e = rag.database_error(sqlite3.OperationalError("database is locked"), "/tmp/x.db")
+        self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag.BUSY_TIMEOUT} s", str(e))
+        self.assertEqual(str(rag.database_error(sqlite3.OperationalError("disk I/O error"), "x.db")),
+                         "the index database failed: disk I/O error")
+
     def test_stats_reports_index(self):
         self.write_docs()
         self.ok("index", self.docs)
