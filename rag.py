@@ -3955,6 +3955,9 @@ def vector_problem(text: bytes, dim: int) -> str | None:
     return None
 
 
+ROWS_FAILED = "reading the rows failed"  # find_damage's word for a page that stopped the scan
+
+
 def find_damage(conn, db: str, full: bool = False) -> Damage:
     """Check an index without changing it: PRAGMA quick_check (integrity_check
     when full), every text column decoded, every vector parsed by SQLite's JSON
@@ -3972,7 +3975,7 @@ def find_damage(conn, db: str, full: bool = False) -> Damage:
         scan_documents(conn, d)
         scan_chunks(conn, d, full)
     except sqlite3.DatabaseError as e:  # a page that does not read: the file is damaged
-        d.structure.append(f"reading the rows failed: {e}")
+        d.structure.append(f"{ROWS_FAILED}: {e}")
     finally:
         conn.text_factory = factory
     if not d.structure:
@@ -9118,7 +9121,9 @@ def cmd_check(args, cfg: Config, closer) -> int:
     what = "integrity_check" if args.full else "quick_check"
     keyword = (f"not the keyword index's structure: {d.keyword_unchecked}" if d.keyword_unchecked else
                f"the keyword index's structure{' and contents' if args.full else ''}")
-    print(f"checked {cfg.db}: {d.counts[0]} documents, {d.counts[1]} chunks ({what}, every text "
+    cut = any(p.startswith(ROWS_FAILED) for p in d.structure)  # counted only up to a page that did not read
+    counted = f"{d.counts[0]} documents, {d.counts[1]} chunks" + (" read before a damaged page" if cut else "")
+    print(f"checked {cfg.db}: {counted} ({what}, every text "
           f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, {keyword})")
     if not d.found:
         print("ok: no damage found")

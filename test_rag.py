@@ -1836,6 +1836,7 @@ class StoreTests(RagTestCase):
         code, out, err = self.run_cli("check")
         self.assertEqual(code, 1, out + err)
         self.assertIn("damaged file: ", out)
+        self.assertRegex(out, r"chunks read before a damaged page \(")  # its counts stop there: never as if whole
         self.assertIn(f"move it aside and index again ('mv {self.db} {self.db}.damaged', then", out)
         self.assertIn("and the file itself", err)
         for argv in (("search", "refunds"), ("ask", "How long do refunds take?"), ("export",),
