@@ -685,7 +685,7 @@ def text_lines(text: str) -> list[Line]:
 BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE"),
         (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
         (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"))
-WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)  # text with NUL bytes in it
+WIDE_BOMS = tuple(bom for bom, codec, _ in BOMS if codec != "utf-8")  # text with NUL bytes in it
 # Text in a legacy encoding has next to no control characters; binary noise
 # decoded as Windows-1252 has one in ten. Above this share it is damaged UTF-8.
 LEGACY_CONTROL_SHARE = 0.01
@@ -1464,6 +1464,11 @@ def inherited_level(style: str | None, own: dict, parents: dict) -> int:
     return 0
 
 
+def inherited_levels(own: dict, parents: dict) -> dict[str, int]:
+    """The heading level of every style that has one, through its chain (inherited_level)."""
+    return {style: level for style in own if (level := inherited_level(style, own, parents))}
+
+
 def outline_level(name: str, outline: str | None) -> int | None:
     """A style's own heading level: by its name ('heading 2', 'Title') or its
     outline level (0-based; 9 is body text); None when it says neither."""
@@ -1493,8 +1498,7 @@ def docx_heading_levels(zf) -> dict[str, int]:
             elif tag == "basedOn":
                 parents[sid] = attr(child, "val")
         own[sid] = outline_level(name, outline)
-    levels = {sid: inherited_level(sid, own, parents) for sid in own}
-    return {sid: level for sid, level in levels.items() if level}
+    return inherited_levels(own, parents)
 
 
 @container_reader("Word (.docx)")
@@ -1651,8 +1655,7 @@ def odf_heading_levels(*roots) -> dict[str, int]:
             depth = (attr(style, "default-outline-level") or "").strip()  # 1-based
             own[name] = outline_level(label, str(int(depth) - 1) if depth.isdecimal() and int(depth) else None)
             parents[name] = attr(style, "parent-style-name")
-    levels = {name: inherited_level(name, own, parents) for name in own}
-    return {name: level for name, level in levels.items() if level}
+    return inherited_levels(own, parents)
 
 
 def odf_blocks(parent, out: Outline, loc: str = "", levels: dict | None = None) -> None:
@@ -1664,12 +1667,13 @@ def odf_blocks(parent, out: Outline, loc: str = "", levels: dict | None = None) 
         if attr(el, "class") in ODF_FURNITURE:
             continue
         level = levels.get(attr(el, "style-name"), 0)
+        text = odf_text(el) if tag in ("h", "p") else ""
         if tag == "h":
-            out.heading(int(attr(el, "outline-level", "") or level or 1), odf_text(el), loc)
-        elif tag == "p" and level and odf_text(el).strip():
-            out.heading(level, odf_text(el), loc)
+            out.heading(int(attr(el, "outline-level", "") or level or 1), text, loc)
+        elif tag == "p" and level and text.strip():
+            out.heading(level, text, loc)
         elif tag == "p":
-            out.para(odf_text(el), loc)
+            out.para(text, loc)
         elif tag == "table":
             for row in el.iter():
                 if local(row.tag) == "table-row":
@@ -2256,7 +2260,6 @@ class _RtfText:
         elif word == "uc" and arg:
             self.uc = int(arg)
         elif word == "ansicpg" and arg:
-            import codecs
             with contextlib.suppress(LookupError):
                 self.codec = codecs.lookup(f"cp{int(arg)}").name
 
@@ -3555,10 +3558,11 @@ def upgrade(conn, path: str, version: int, writable: bool) -> None:
         conn.execute("PRAGMA journal_mode = WAL")
         migrate(conn, version)
     except sqlite3.OperationalError as e:
-        if not cannot_write(e):
+        why = cannot_write(e)
+        if not why:
             raise
         version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
-        raise upgrade_needed(path, version, cannot_write(e)) from None
+        raise upgrade_needed(path, version, why) from None
 
 
 def upgrade_needed(path: str, version: int, why: str) -> RagError:
@@ -3994,7 +3998,8 @@ def keyword_damage(conn, full: bool) -> tuple[str, str]:
             conn.execute("INSERT INTO chunks_fts(chunks_fts" + (", rank) VALUES ('integrity-check', 1)" if full
                                                                 else ") VALUES ('integrity-check')"))
     except sqlite3.OperationalError as e:
-        return ("", cannot_write(e)) if cannot_write(e) else (f"the keyword index: {e}", "")
+        why = cannot_write(e)
+        return ("", why) if why else (f"the keyword index: {e}", "")
     except sqlite3.DatabaseError as e:
         return f"the keyword index: {e}", ""
     return "", ""
@@ -5827,9 +5832,11 @@ class Retriever:
         if qvec is None and similarity:
             qvec = self.embed_question(question)
         ranked = self.reranked(question, kept)
-        hits = self.hits(ranked[:k], qvec, rows, copies=copies)
+        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))  # both tops' vectors, read once
+        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
+        hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
         unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]  # no copy, no reranking in the top k
-        judged = hits if unchanged else self.hits(first[:k], qvec, rows)
+        judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
         return hits, judged, [(c, s, tuple(i for i, _ in copies.get(c, ()))) for c, s in ranked]
 
     def distinct(self, question: str, mode: str, k: int, also: str | None = None, gold=None):
@@ -5841,14 +5848,16 @@ class Retriever:
         holds, so that each gold chunk is found where it ranks as a copy."""
         depth, qvec = max(FUSION_DEPTH, k), None
         need = max(k, self.rerank.depth if self.rerank else 0)
+        rows, texts = {}, {}  # kept from one depth to the next: each chunk read and shingled once
         while True:
             first, qvec = self.rank(question, mode, depth, qvec)
             if also and also != question:
                 first = summed(first, self.rank(also, mode, depth)[0], ASKED_WEIGHT)
             last = max((i for i, (c, _) in enumerate(first) if gold(c)), default=-1) if gold else -1
             scan = first[:max(depth, last + 1)]
-            rows = self.store.chunks([c for c, _ in scan])
-            kept, copies = collapse(scan, {c: shingles(r[2].text) for c, r in rows.items()})
+            rows.update(self.store.chunks([c for c, _ in scan if c not in rows]))
+            texts.update((c, shingles(r[2].text)) for c, r in rows.items() if c not in texts)
+            kept, copies = collapse(scan, texts)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
                 return first, kept, copies, rows, qvec
             depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)
@@ -6399,10 +6408,13 @@ def lowest_floor_refusing(off: list[float], answerable: list[float], limit: floa
     return round((refused[-1] + above) / 2, 6)
 
 
+FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)  # a calibrated floor, its model, its source
+
+
 def keep_floor(store, model: str, value: float, source: str) -> None:
     """Keep a calibrated floor in the index (a store, or an SQLite connection)
     for model: floor_in_force uses it from then on."""
-    as_store(store).set_meta({Meta.FLOOR: value, Meta.FLOOR_MODEL: model, Meta.FLOOR_SOURCE: source})
+    as_store(store).set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
 # ---------------------------------------------------------------------------
@@ -6796,6 +6808,14 @@ def shortened(sentence: str, limit: int) -> str:
     return sentence[:cut if cut > 0 else limit].rstrip(",;:") + " …"  # no space: cut in the word
 
 
+def message_content(resp) -> str:
+    """The text of a chat completion (a non-streamed reply, or a rewrite's)."""
+    try:
+        return resp["choices"][0]["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        raise RagError("chat response has no choices[0].message.content") from None
+
+
 class ChatGenerator(Generator):
     """Answers from POST {base}/chat/completions, streamed to out when given."""
 
@@ -6816,12 +6836,7 @@ class ChatGenerator(Generator):
                                 {"role": "user", "content": "\n".join(
                                     ["Conversation:", *lines, "", "Last question: " + one_line(question),
                                      "", "Standalone question:"])}]}
-        resp = self.rewriter.post("/chat/completions", payload)
-        try:
-            text = resp["choices"][0]["message"]["content"] or ""
-        except (KeyError, IndexError, TypeError):
-            raise RagError("chat response has no choices[0].message.content") from None
-        return standalone_reply(text, question)
+        return standalone_reply(message_content(self.rewriter.post("/chat/completions", payload)), question)
 
     def generate(self, system: str, prompt: str, history: list[dict] = ()) -> Reply:
         """Send the system rules, the conversation's turns and the prompt at temperature 0."""
@@ -6830,10 +6845,7 @@ class ChatGenerator(Generator):
                                 {"role": "user", "content": prompt}]}
         if self.out is None:
             resp = self.client.post("/chat/completions", payload)
-            try:
-                reply = Reply(resp["choices"][0]["message"]["content"] or "", resp.get("usage"))
-            except (KeyError, IndexError, TypeError):
-                raise RagError("chat response has no choices[0].message.content") from None
+            reply = Reply(message_content(resp), resp.get("usage"))
         else:
             payload.update(stream=True, stream_options={"include_usage": True})
             reply = self._stream(self.client.post("/chat/completions", payload, stream=True))
@@ -7858,8 +7870,8 @@ class Service:
         a = self.request(params)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
-            query, _ = search_query(asked.question, asked.history, r, make_generator(self.cfg, None, self.log.note),
-                                    self.log.note)
+            rewriter = make_generator(self.cfg, None, self.log.note) if asked.history else None  # a first question needs none
+            query, _ = search_query(asked.question, asked.history, r, rewriter, self.log.note)
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
             warnings = self.source_warnings(r, a["source"])
         return [hit_json(h, n) for n, h in enumerate(hits, 1)], query, warnings
@@ -9439,7 +9451,7 @@ def uncalibrate(db: str, closer) -> int:
         print(f"{db} has no calibrated floor: nothing to remove")
         return 0
     try:
-        store.set_meta(dict.fromkeys((Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)))
+        store.set_meta(dict.fromkeys(FLOOR_KEYS))  # None: removed
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot remove the calibrated floor: {e}") from None
     print(f"removed the calibrated floor of {db}: {program()} ask uses the floor measured without labels again")
