@@ -35,7 +35,9 @@ Sections, in pipeline order:
                      locked: opened read-only or immutable, never written by a read command),
                      settings (Meta), writes (touch), export, damage (what check and index say),
                      packed signatures; Store, what indexing and retrieval need of storage, and
-                     SqliteStore, its one implementation (the STORES table)
+                     SqliteStore; an engine over HTTP (EngineStore: markers, intents, the writer
+                     thread, keyword ranking by bm25 from the engine's word lists; ChromaStore);
+                     the STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store
     Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
@@ -51,7 +53,7 @@ Sections, in pipeline order:
                      table), fallback, citations, the ask log
     Eval             cases, gold, metrics, answers and their citations
     Wiring           configuration from the environment and given values; the builders every caller
-                     uses (query_embedder, make_retriever, open_for_query, ask_options)
+                     uses (open_store, query_embedder, make_retriever, open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
                      says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain); the page
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
@@ -61,7 +63,8 @@ Where a change goes (one band, and one table entry where there is a table):
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
                      OpenAI-compatible server needs neither (its prefixes: one CONVENTIONS entry)
-    a store          a subclass of Store at the end of Store, one entry in STORES
+    a store          a subclass of Store at the end of Store, one entry in STORES (a server
+                     engine: a subclass of EngineStore, its records, put, remove and nearest)
     an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_ method
                      of McpServer and one entry in MCP_TOOLS)
     the refusal rule the Refuse band (refuses, relevance, floor_in_force); the default floors are
@@ -88,7 +91,7 @@ import sys
 import time
 import zlib
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -105,7 +108,8 @@ __all__ = [
     # the stages
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
-    "Store", "SqliteStore", "STORES", "connect", "index_paths", "export_lines",
+    "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store", "index_paths",
+    "export_lines",
     "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
     "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator", "answer_question",
@@ -356,6 +360,7 @@ class Config:
     offline, embeddings built in, no reranking)."""
 
     db: str = DEFAULT_DB
+    store: Endpoint | None = None       # an engine holding the index (--store URL) instead of db
     chat: Endpoint | None = None
     embed: Endpoint | None = None
     rerank: Endpoint | None = None
@@ -3054,8 +3059,9 @@ def provider_message(body: bytes) -> str:
         err = json.loads(text).get("error")
         if isinstance(err, dict) and err.get("message"):
             return clean_text(str(err["message"]))
-        if isinstance(err, str):
-            return clean_text(err)
+        if isinstance(err, str):  # Chroma's: {"error": "NotFoundError", "message": "..."}
+            more = json.loads(text).get("message")
+            return clean_text(f"{err}: {more}" if isinstance(more, str) and more else err)
     except (ValueError, AttributeError):
         pass
     return clean_text(" ".join(text.split())[:MAX_PROVIDER_MESSAGE]) or "(empty body)"
@@ -3087,9 +3093,14 @@ class HttpClient:
         """Retry nothing from now on: the run that wanted the replies is stopping."""
         self.cancelled = True
 
-    def _request(self, path: str, payload: dict):
+    def get(self, path: str):
+        """GET and return parsed JSON, with the retries of post."""
+        return self.post(path, None)
+
+    def _request(self, path: str, payload: dict | None):
         url = self.endpoint.url.rstrip("/") + path
-        req = http_modules()[2].Request(url, data=json.dumps(payload).encode(), method="POST")
+        data = None if payload is None else json.dumps(payload).encode()
+        req = http_modules()[2].Request(url, data=data, method="GET" if payload is None else "POST")
         req.add_header("Content-Type", "application/json")
         req.add_header("User-Agent", f"rag.py/{__version__}")
         if self.endpoint.key:
@@ -3102,8 +3113,8 @@ class HttpClient:
             delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
         return min(delay, MAX_RETRY_SLEEP)
 
-    def post(self, path: str, payload: dict, stream: bool = False, retry_timeouts: bool = True):
-        """POST and return parsed JSON (or the open response when stream). A
+    def post(self, path: str, payload: dict | None, stream: bool = False, retry_timeouts: bool = True):
+        """POST and return parsed JSON (or the open response when stream; payload None: a GET). A
         timeout is retried like any passing failure unless retry_timeouts is
         False: then TimedOut is raised at once, for the caller to ask for less."""
         what = f"{self.endpoint.url.rstrip('/')}{path}"
@@ -4191,6 +4202,16 @@ class Scope:
     some: tuple = ()
 
 
+def scope_where(scope: Scope) -> tuple[str, list]:
+    """The SQL condition on documents d for scope, and its parameters."""
+    cond, args = source_filter(scope.every)
+    if not scope.some:
+        return cond, args
+    parts = [source_filter(g) for g in scope.some]
+    return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
+            args + [a for _, more in parts for a in more])
+
+
 class Store:
     """Storage for one index. Subclasses give the primitives; the rest is
     built on them here."""
@@ -4244,6 +4265,9 @@ class Store:
         """Chunks in the index."""
         raise NotImplementedError
 
+    def has_chunks(self) -> bool:
+        return self.count() > 0
+
     def counts(self, scope: Scope) -> dict:
         """{"documents": n, "chunks": n} in scope."""
         raise NotImplementedError
@@ -4259,6 +4283,10 @@ class Store:
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         """How many chunks in scope hold the word."""
         raise NotImplementedError
+
+    def prefetch(self, queries: list[str], scope: Scope) -> None:
+        """Keyword queries (fts_query) about to be asked in scope, many at once
+        (measuring the floor): a store over a network looks their words up together."""
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -4276,6 +4304,25 @@ class Store:
     def chunk_docs(self) -> list[tuple[int, int]]:
         """(chunk id, document id) of every chunk: what measuring the null level samples."""
         raise NotImplementedError
+
+    def chunk_paths(self) -> dict[int, str]:
+        """Every chunk's document path, by chunk id (eval's gold by document)."""
+        raise NotImplementedError
+
+    def texts(self) -> Iterator[tuple[int, str]]:
+        """(chunk id, text) of every chunk (eval's gold by quote)."""
+        raise NotImplementedError
+
+    def export_lines(self, source=None) -> Iterator[str]:
+        """The index as JSON Lines (export_lines), the documents of source alone when given."""
+        raise NotImplementedError
+
+    def info(self) -> dict:
+        """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of what the store holds open."""
 
     def state(self) -> str | None:
         """A stamp every write of chunks moves (touch): what a warm retriever
@@ -4295,6 +4342,10 @@ class Store:
     def inherit(self, older: Store) -> None:
         """Keep what an older store of the same index loaded that is still valid."""
 
+    def fresh(self) -> Store:
+        """This index with nothing loaded yet (after another process changed it), over the same connection."""
+        return self
+
     def check_model(self, model: str, dim: int | None = None, convention: Convention | None = None) -> None:
         """Fail clearly when the index was built with another embedding model, size or convention."""
         check_built(self.meta, model, dim, convention)
@@ -4312,6 +4363,8 @@ DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run 
 class SqliteStore(Store):
     """The embedded store: one SQLite file (the schema above), its dense
     candidates from the signatures and sketches (SignatureIndex)."""
+
+    name = "sqlite"
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -4369,31 +4422,25 @@ class SqliteStore(Store):
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
-    def where(self, scope: Scope) -> tuple[str, list]:
-        """The SQL condition on documents d for scope, and its parameters."""
-        cond, args = source_filter(scope.every)
-        if not scope.some:
-            return cond, args
-        parts = [source_filter(g) for g in scope.some]
-        return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
-                args + [a for _, more in parts for a in more])
+    def has_chunks(self) -> bool:
+        return self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is not None
 
     def counts(self, scope: Scope) -> dict:
-        cond, args = self.where(scope)
+        cond, args = scope_where(scope)
         docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
         chunks = self.conn.execute(f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
                                    f"WHERE {cond}", args).fetchone()[0]
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope) -> set[int] | None:
-        cond, args = self.where(scope)
+        cond, args = scope_where(scope)
         if not args:
             return None
         return {cid for (cid,) in self.conn.execute(
             f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
 
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
-        cond, args = self.where(scope)
+        cond, args = scope_where(scope)
         if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
                                      "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?", (query, depth)).fetchall()
@@ -4405,7 +4452,7 @@ class SqliteStore(Store):
         return [(cid, s) for cid, s in rows]
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
-        cond, args = self.where(scope)
+        cond, args = scope_where(scope)
         if not args:
             return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
                                      (f'"{word}"',)).fetchone()[0]
@@ -4429,6 +4476,29 @@ class SqliteStore(Store):
     def chunk_docs(self) -> list[tuple[int, int]]:
         return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
 
+    def chunk_paths(self) -> dict[int, str]:
+        return dict(self.conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
+
+    def texts(self) -> Iterator[tuple[int, str]]:
+        return iter(self.conn.execute("SELECT id, text FROM chunks"))
+
+    def export_lines(self, source=None) -> Iterator[str]:
+        return export_lines(self.conn, source)
+
+    def info(self) -> dict:
+        db = self.file()
+        q = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        return {"database": db, "documents": q("SELECT count(*) FROM documents"),
+                "chunks": q("SELECT count(*) FROM chunks"), "asks": q("SELECT count(*) FROM asks"),
+                "size_bytes": sum(os.path.getsize(p) for p in (db, db + "-wal", db + "-shm") if os.path.exists(p))}
+
+    def file(self) -> str:
+        """The database file's path as it was opened."""
+        return next((f for _, name, f in self.conn.execute("PRAGMA database_list") if name == "main"), "")
+
+    def close(self) -> None:
+        self.conn.close()
+
     def log_ask(self, row: tuple) -> str | None:
         try:
             with patience(self.conn, ASK_LOG_WAIT):
@@ -4447,14 +4517,797 @@ class SqliteStore(Store):
         if isinstance(older, SqliteStore):
             self.index.inherit(older.index)
 
-
-# The stores by kind: SQLite, embedded, is the one today.
-STORES: dict[str, type[Store]] = {"sqlite": SqliteStore}
+    def fresh(self) -> Store:
+        return SqliteStore(self.conn)
 
 
 def as_store(store) -> Store:
     """A store as given, or an open SQLite connection as its store."""
     return store if isinstance(store, Store) else STORES["sqlite"](store)
+
+
+# An engine over HTTP. When one machine is not enough (README, "Many machines"),
+# the index lives in a server engine reached with urllib alone: --store URL
+# (RAG_STORE) names it, its kind is the URL's scheme (STORES). Commands are the
+# same; what differs is said per engine. Adding Qdrant, OpenSearch or pgvector
+# behind a REST front is one subclass of EngineStore and one entry in STORES.
+
+ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x 1,536 floats is ~8 MB of JSON
+ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an export)
+# Keyword search on an engine without a ranking of its own: the chunks holding
+# a query word are found by the engine, ranked here by FTS5's bm25. Up to this
+# many candidates are scored, rarest words' first (beyond it, chunks holding only
+# common words are not; keyword_exact says whether the top could still change).
+KEYWORD_CANDIDATES = 20000
+ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
+LOOKUPS_AT_ONCE = 4  # word look-ups in flight: 10.8 ms a word on Chroma 1.5.9 here, 27.4 one at a time, 8 no better
+WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
+
+
+class FtsTokens:
+    """The tokens SQLite's keyword index (porter unicode61) makes of each
+    (text, heading), text's then heading's, in order: an engine's copy of the
+    keyword index is exactly SQLite's. Read back from an in-memory FTS5 table
+    (one per store: making one costs a millisecond)."""
+
+    def __init__(self):
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(text, heading, tokenize='porter unicode61')")
+        self.db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+
+    def __call__(self, rows: list[tuple[str, str | None]]) -> list[list[str]]:
+        with self.db:
+            self.db.executemany("INSERT INTO t(rowid, text, heading) VALUES (?, ?, ?)",
+                                [(i, text, heading or "") for i, (text, heading) in enumerate(rows)])
+            cols: list[list[list[str]]] = [[[], []] for _ in rows]
+            for term, doc, col in self.db.execute("SELECT term, doc, col FROM v ORDER BY doc, col, offset"):
+                cols[doc][col == "heading"].append(term)
+            self.db.execute("DELETE FROM t")
+        return [text + ([WORD_GAP] + heading if heading else []) for text, heading in cols]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def word_string(tokens: list[str]) -> str:
+    """Tokens as the engine stores them: two spaces apart, one at each end, so
+    that substring search finds a phrase (' a  b ') only as whole tokens, and
+    a word's occurrences side by side do not share a space (counted each)."""
+    return " " + "  ".join(tokens) + " "
+
+
+def bm25(tf: int, length: int, idf: float, avgdl: float) -> float:
+    """One word's part of FTS5's bm25 for a chunk of length tokens holding it tf times."""
+    return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / (avgdl or 1)))
+
+
+def bm25_idf(rows: int, hits: int) -> float:
+    """FTS5's inverse document frequency (never below 1e-6: a word in most chunks still counts a little)."""
+    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+
+
+@dataclass(frozen=True)
+class Words:
+    """A chunk's tokens as keyword ranking reads them: how many, and each one's count."""
+
+    length: int
+    counts: dict
+    tokens: tuple
+
+    @classmethod
+    def of(cls, tokens: list[str]) -> Words:
+        return cls(len(tokens) - (WORD_GAP in tokens), Counter(tokens), tuple(tokens))
+
+    @property
+    def string(self) -> str:
+        return word_string(list(self.tokens))
+
+    def tf(self, phrase: str) -> int:
+        """How often phrase (a word_string piece) occurs."""
+        inner = phrase.strip()
+        return self.counts.get(inner, 0) if " " not in inner else self.string.count(phrase)
+
+
+def bm25_scores(texts: dict[int, Words], phrases: dict[str, float], avgdl: float,
+                holders: dict[str, set] | None = None, depth: int | None = None) -> list[tuple[int, float]]:
+    """(chunk id, bm25) of each chunk for phrases (' a b ': idf), best first,
+    ties by id, as FTS5 orders them (the depth best; holders: the chunks that
+    hold each phrase, when known, so only those are looked at for it)."""
+    scores: dict[int, float] = {}
+    norm = BM25_K1 / (avgdl or 1)
+    for p, idf in phrases.items():
+        inner, gain = p.strip(), idf * (BM25_K1 + 1)
+        for cid in (texts if holders is None else holders[p]):  # one word at a time: a look-up a chunk
+            w = texts.get(cid)
+            tf = 0 if w is None else w.counts.get(inner, 0) if " " not in inner else w.tf(p)
+            if tf:
+                scores[cid] = scores.get(cid, 0.0) + gain * tf / (
+                    tf + BM25_K1 * (1 - BM25_B) + BM25_B * norm * w.length)
+    order = lambda p: (-p[1], p[0])  # noqa: E731
+    return sorted(scores.items(), key=order) if depth is None else heapq.nsmallest(depth, scores.items(), key=order)
+
+
+def query_phrases(query: str, tokens: FtsTokens) -> list[str]:
+    """The phrases of an fts_query ('"a" OR "b"'), tokenized as the index is, as word_string pieces."""
+    words = re.findall(r'"([^"]*)"', query)
+    return list(dict.fromkeys(word_string(t) for t in tokens([(w, None) for w in words]) if t))
+
+
+def chunk_number(path: str, ordinal: int) -> int:
+    """A chunk's id in an engine: the same for the same place in the same
+    document in every run, so that writing it again replaces it (63 bits)."""
+    return int(sha256_hex(f"{path}\0{ordinal}".encode())[:16], 16) >> 1
+
+
+def document_number(path: str) -> int:
+    """A document's id in an engine, from its path (63 bits)."""
+    return int(sha256_hex(path.encode())[:16], 16) >> 1
+
+
+WORDS_KEY = "w"  # a chunk's distinct tokens as numbers (word_number), a list the engine indexes for keyword search
+
+
+def word_number(token: str) -> int:
+    """A token as the engine's word lists hold it: 52 bits of its SHA-256 (exact in any JSON
+    reader's doubles). Numbers, not strings: Chroma indexed and searched them 1.6 times faster."""
+    return int(sha256_hex(token.encode())[:13], 16)
+
+
+def chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
+    """What an engine keeps beside a chunk's vector: its text, document,
+    place, text key, how many tokens and which (no None, no empty list:
+    engines refuse them). The text is not Chroma's document: its full-text
+    index of documents would double the time a write takes, and rag.py's
+    keyword search asks the word lists instead."""
+    m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line, "end": c.end_line,
+         "key": key, "words": len(tokens) - (WORD_GAP in tokens)}
+    distinct = sorted({word_number(t) for t in tokens if t != WORD_GAP})
+    m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc), (WORDS_KEY, distinct)) if v})
+    return m
+
+
+def engine_reply(method):
+    """A method reading an engine's records: one that is not what rag.py
+    wrote (a field missing, of another type) is one clear error, not a traceback."""
+    def read_records(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise RagError(f"{self.url}: the engine holds records rag.py did not write, or answers in another "
+                           f"shape ({type(e).__name__}: {clean_text(str(e))[:100]})") from None
+    read_records.__name__, read_records.__doc__ = method.__name__, method.__doc__
+    return read_records
+
+
+WRITES_AHEAD = 2  # write batches waiting for the writer thread at most: memory stays bounded
+
+
+class EngineWriter:
+    """One thread applying an engine's writes in order, at most WRITES_AHEAD
+    behind. The first failure stops it: nothing after it is written, and
+    submit or wait raise it. Stopped (the run ends or fails), what waits is dropped."""
+
+    def __init__(self):
+        import queue
+        import threading  # here: only an index run into an engine needs them
+        self.jobs: queue.Queue = queue.Queue(WRITES_AHEAD)
+        self.error: BaseException | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self.run, daemon=True, name="engine-writer")
+        self.thread.start()
+
+    def run(self) -> None:
+        while True:
+            job = self.jobs.get()
+            try:
+                if job is not None and self.error is None and not self.stopped:
+                    job()
+            except BaseException as e:  # noqa: B036 (raised again by the run's own thread)
+                self.error = e
+            finally:
+                self.jobs.task_done()
+            if job is None:
+                return
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def submit(self, job: Callable) -> None:
+        self.check()
+        self.jobs.put(job)
+
+    def wait(self) -> None:
+        self.jobs.join()
+        self.check()
+
+    def busy_here(self) -> bool:
+        """Whether this is the writer's own thread (which must not wait for itself)."""
+        import threading
+        return threading.current_thread() is self.thread
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.jobs.put(None)
+        self.thread.join()
+
+
+class EngineStore(Store):
+    """An index in a server engine. Chunks (vector, text, place, its words for
+    keyword search) are the engine's records; every document has a marker
+    record, written after its chunks, so a run that stops midway leaves no
+    document counted as done. Settings, markers and the ask log are records
+    of a second collection beside the first. The documents are read into an
+    in-memory SQLite table once per change of the index, so that --source
+    globs match as they do in SQLite; the filter sent is their ids."""
+
+    name = "engine"
+
+    def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
+        self.url, self.create = url, create
+        self.client = HttpClient(Endpoint(engine_base(url), key), cfg, warn=warn)  # retried as embeddings are
+        self._meta: dict | None = None
+        self._docs: sqlite3.Connection | None = None
+        self._match: dict[tuple, set[int]] = {}  # (doc filter, phrase): the chunks holding it
+        self._words: dict[int, tuple] = {}       # chunk id: (metadata, Words), as read
+        self._stamp: str | None = None           # the state the above were read at
+        self.tokens = FtsTokens()
+        self._fresh_run, self._written = False, set()  # an index run into an empty index, and its texts' keys
+        self._writer: EngineWriter | None = None
+        self._pending: list[tuple] = []          # documents written, not yet handed to the writer (submit)
+
+    # what a subclass gives: records in two collections
+    def records(self, side: bool, ids=None, where=None, include=(), limit=None, offset=0) -> list[dict]:
+        """Records ({id, metadata, document, embedding}: what include names) by
+        ids or matching where (metadata conditions: $eq, $in, $contains on a list, $and)."""
+        raise NotImplementedError
+
+    def put(self, side: bool, records: list[dict]) -> None:
+        raise NotImplementedError
+
+    def remove(self, side: bool, ids=None, where=None) -> None:
+        raise NotImplementedError
+
+    def nearest(self, qvec: list[float], n: int, where) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if self._writer:
+            self._writer.stop()
+        self.tokens.close()
+        if self._docs:
+            self._docs.close()
+
+    # settings
+    @engine_reply
+    def settings(self) -> dict:
+        """Every setting, read from the engine once per state (one request)."""
+        if self._meta is None:
+            self._meta = {r["id"][5:]: r["metadata"]["value"]
+                          for r in self.all_records(True, where={"kind": "meta"}, include=("metadatas",))}
+        return self._meta
+
+    def meta(self, key: str) -> str | None:
+        return self.settings().get(key)
+
+    def meta_records(self, values: dict) -> list[dict]:
+        return [{"id": f"meta:{k}", "metadata": {"kind": "meta", "value": str(v)}}
+                for k, v in values.items() if v is not None]
+
+    def set_meta(self, values: dict) -> None:
+        gone = [f"meta:{k}" for k, v in values.items() if v is None]
+        if gone:
+            self.remove(True, ids=gone)
+        self.put(True, self.meta_records(values))
+        settings = self.settings()
+        for k, v in values.items():
+            if v is None:
+                settings.pop(k, None)
+            else:
+                settings[k] = str(v)
+
+    def remember(self, values: dict) -> bool:
+        self.set_meta(values)
+        return True
+
+    def state(self) -> str | None:
+        """The stamp every write moves, read from the engine (another process may have written)."""
+        self._meta = None
+        stamp = self.meta(Meta.SIG_STAMP)
+        if stamp != self._stamp:  # what was read of the documents and words is stale
+            self.forget(stamp)
+        return stamp
+
+    def forget(self, stamp) -> None:
+        self._stamp, self._match, self._words = stamp, {}, {}
+        if self._docs:
+            self._docs.close()
+            self._docs = None
+
+    # listing
+    def all_records(self, side: bool, where=None, include=()) -> Iterator[dict]:
+        """Every record matching where, a page at a time (the engine's order)."""
+        offset = 0
+        while True:
+            page = self.records(side, where=where, include=include, limit=ENGINE_PAGE, offset=offset)
+            yield from page
+            if len(page) < ENGINE_PAGE:
+                return
+            offset += len(page)
+
+    @engine_reply
+    def docs(self) -> sqlite3.Connection:
+        """The documents' markers as an in-memory table documents d (id, path, rel, sha256, chunks, words)."""
+        if self._docs is None:
+            db = sqlite3.connect(":memory:", check_same_thread=False)
+            db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
+                       "sha256 TEXT, chunks INTEGER, words INTEGER)")
+            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                           [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
+                            for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))
+                            for m in [r["metadata"]]])
+            self._docs = db
+        return self._docs
+
+    def wrote(self, markers: list[dict], gone: list[int], stamp: str) -> None:
+        """After this process wrote documents (markers) or removed them (gone):
+        the in-memory table follows, without reading every marker again."""
+        docs = self.docs()
+        docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
+        docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                         [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
+                          for r in markers for m in [r["metadata"]]])
+        self._match, self._words, self._stamp = {}, {}, stamp
+        self.settings()[Meta.SIG_STAMP] = stamp
+
+    def stamp(self, what: str) -> str:
+        """A new state stamp: when, and which process."""
+        return f"{now_iso()} {os.getpid()} {what}"
+
+    # documents, for an index run
+    def documents(self) -> list[tuple[str, str, str]]:
+        return self.docs().execute("SELECT path, sha256, rel FROM documents").fetchall()
+
+    @engine_reply
+    def prepare(self) -> None:
+        """Finish what a run that stopped left: the chunks of documents it had
+        begun to write (their marker still an intent) go, and the intents."""
+        self._fresh_run, self._written = not self.count(), set()
+        begun = [int(r["id"][4:]) for r in self.all_records(True, where={"kind": "intent"})]
+        if begun:
+            self.remove(False, where={"doc": {"$in": begun}})
+            self.remove(True, ids=[f"doc:{i}" for i in begun])
+            self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
+            self.forget(self.meta(Meta.SIG_STAMP))
+
+    def replacing(self, ids: list[int]) -> None:
+        """Before documents' chunks change: each marker becomes an intent (not
+        done: neither searched nor counted, and read again by the next run
+        should this one stop), then their old chunks go."""
+        self.put(True, [{"id": f"doc:{i}", "metadata": {"kind": "intent"}} for i in ids])
+        self.remove(False, where={"doc": {"$in": ids}})
+
+    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
+        """As SQLite's, but applied by the writer thread while the run reads on
+        (in order; its failure is raised by the next call): the engine stores
+        on one core while rag.py reads and embeds on the other."""
+        self.check_model(model, dim, convention)
+        stamp = now_iso()
+        ids = [document_number(doc.path) for doc, _ in docs]
+        words = self.tokens([(c.text, c.heading) for doc, _ in docs for c in doc.chunks])
+        records, markers, n = [], [], 0
+        for doc_id, (doc, keys) in zip(ids, docs):
+            total = 0
+            for c, key in zip(doc.chunks, keys):
+                m = chunk_metadata(doc_id, c, key, words[n])
+                n += 1
+                total += m["words"]
+                if self._fresh_run:
+                    self._written.add(key)
+                records.append({"id": str(chunk_number(doc.path, c.ordinal)), "embedding": json.loads(vectors[key][0]),
+                                "metadata": m})
+            markers.append({"id": f"doc:{doc_id}", "metadata": {
+                "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256, "size": doc.size,
+                "mtime": doc.mtime, "indexed_at": stamp, "chunks": len(doc.chunks), "words": total}})
+        new = {Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored(),
+               Meta.LAST_INDEXED: stamp, Meta.SIG_STAMP: self.stamp(f"wrote {len(ids)}")}
+        self._pending.append((ids, records, markers, new))
+        if sum(len(p[1]) for p in self._pending) >= ENGINE_BATCH:
+            self.submit()
+        self.settings().update({k: str(v) for k, v in new.items()})
+        self.wrote(markers, [], new[Meta.SIG_STAMP])
+
+    def submit(self) -> None:
+        """Hand the documents written so far to the writer thread as one write:
+        Chroma takes about as long for a request of 64 chunks as of 500."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        ids = [i for p in pending for i in p[0]]
+        records = [r for p in pending for r in p[1]]
+        markers = [m for p in pending for m in p[2]]
+        new = pending[-1][3]
+        def apply():
+            self.replacing(ids)
+            for i in range(0, len(records), ENGINE_BATCH):
+                self.put(False, records[i:i + ENGINE_BATCH])
+            self.put(True, markers + self.meta_records(new))  # done: each marker replaces its intent
+        self.writer().submit(apply)
+
+    def writer(self) -> EngineWriter:
+        if self._writer is None:
+            self._writer = EngineWriter()
+        return self._writer
+
+    def flush(self) -> None:
+        """Write what waits and wait for it (raising a failure): before anything else is asked of the engine."""
+        if self._writer and self._writer.busy_here():
+            return
+        self.submit()
+        if self._writer:
+            self._writer.wait()
+
+    def finished(self) -> None:
+        self.flush()
+
+    def delete(self, paths: list[str]) -> None:
+        ids = [document_number(p) for p in paths]
+        self.replacing(ids)
+        stamp = self.stamp(f"removed {len(ids)}")
+        self.put(True, self.meta_records({Meta.SIG_STAMP: stamp}))
+        self.remove(True, ids=[f"doc:{i}" for i in ids])
+        self.wrote([], ids, stamp)
+
+    @engine_reply
+    def rename(self, path: str, rel: str) -> None:
+        row = self.docs().execute("SELECT * FROM documents WHERE path = ?", (path,)).fetchone()
+        if row:
+            markers = [{"id": r["id"], "metadata": dict(r["metadata"], rel=rel)}
+                       for r in self.records(True, ids=[f"doc:{row[0]}"], include=("metadatas",))]
+            stamp = self.stamp("renamed")
+            self.put(True, markers + self.meta_records({Meta.SIG_STAMP: stamp}))
+            self.wrote(markers, [], stamp)
+
+    @engine_reply
+    def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
+        """As SQLite's, asked of the engine only for what it may hold: into an
+        empty index, only the texts this run has stored (the Batcher asks for
+        every document: a request each would double a first run's time)."""
+        if self._fresh_run:
+            keys = [k for k in keys if k in self._written]
+        if not keys or self.meta(Meta.MODEL) != model:
+            return {}
+        self.flush()  # what this run stored is there to be found
+        found = {}
+        for i in range(0, len(keys), ENGINE_PAGE):
+            for r in self.records(False, where={"key": {"$in": keys[i:i + ENGINE_PAGE]}},
+                                  include=("embeddings", "metadatas")):
+                found[r["metadata"]["key"]] = vector_json(r["embedding"])
+        return found
+
+    # retrieval
+    def count(self) -> int:
+        return self.docs().execute("SELECT coalesce(sum(chunks), 0) FROM documents").fetchone()[0]
+
+    def counts(self, scope: Scope) -> dict:
+        cond, args = scope_where(scope)
+        docs, chunks = self.docs().execute(f"SELECT count(*), coalesce(sum(chunks), 0) FROM documents d "
+                                           f"WHERE {cond}", args).fetchone()
+        return {"documents": docs, "chunks": chunks}
+
+    def scope_ids(self, scope: Scope):
+        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; ()
+        for no document at all, where nothing is asked of the engine)."""
+        cond, args = scope_where(scope)
+        if not args:
+            return None
+        ids = [i for (i,) in self.docs().execute(f"SELECT id FROM documents d WHERE {cond} ORDER BY id", args)]
+        return {"doc": {"$in": ids}} if ids else ()
+
+    @engine_reply
+    def matching(self, phrase: str, where) -> set[int]:
+        """Ids of the chunks (in where) that hold phrase: the engine finds
+        those whose word list (WORDS_KEY) holds each of its words, from its
+        index of them; a phrase of several words is then checked here, in order."""
+        key = (json.dumps(where, sort_keys=True), phrase)
+        if key not in self._match:
+            tokens = phrase.split()
+            conds = [{WORDS_KEY: {"$contains": word_number(t)}} for t in dict.fromkeys(tokens)] + ([where] if where else [])
+            ids, offset = set(), 0
+            while True:  # a page at a time: a common word is in many chunks
+                page = self.records(False, where=conds[0] if len(conds) == 1 else {"$and": conds},
+                                    limit=ENGINE_PAGE * 10, offset=offset)
+                ids.update(int(r["id"]) for r in page)
+                if len(page) < ENGINE_PAGE * 10:
+                    break
+                offset += len(page)
+            if len(tokens) > 1:
+                words = self.word_strings(sorted(ids))
+                ids = {i for i in ids if i in words and phrase in words[i].string}
+            self._match[key] = ids
+        return self._match[key]
+
+    def prefetch(self, queries: list[str], scope: Scope) -> None:
+        """Their words looked up at once, and the chunks holding them read in
+        full pages (when they fit in memory): one request a question would be 20 ms each."""
+        where = self.scope_ids(scope)
+        if where != ():
+            phrases = list(dict.fromkeys(p for q in queries for p in query_phrases(q, self.tokens)))
+            self.look_up(phrases, [None] + ([where] if where else []))
+            held = set().union(*(self.matching(p, where) for p in phrases))
+            if len(held) <= ENGINE_MEMO:
+                self.read(sorted(held))
+
+    def look_up(self, phrases: list[str], wheres: list) -> None:
+        """Ask the engine for the chunks holding each phrase (under each
+        where) not known yet, LOOKUPS_AT_ONCE at a time: a question's words
+        are independent requests, and the engine answers them in parallel."""
+        todo = [(p, w) for p in phrases for w in wheres if (json.dumps(w, sort_keys=True), p) not in self._match]
+        if len(todo) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(min(LOOKUPS_AT_ONCE, len(todo))) as pool:
+            list(pool.map(lambda pw: self.matching(*pw), todo))
+
+    @engine_reply
+    def read(self, ids: list[int]) -> dict[int, tuple[dict, Words]]:
+        """Chunks' metadata (less the word list) and tokens (Words, made here
+        from text and heading), from the engine once, then from memory (up
+        to ENGINE_MEMO chunks: a warm server does not ask again)."""
+        need = [i for i in dict.fromkeys(ids) if i not in self._words]
+        if len(self._words) + len(need) > ENGINE_MEMO:
+            self._words = {}
+            need = list(dict.fromkeys(ids))
+        for i in range(0, len(need), ENGINE_PAGE):
+            page = self.records(False, ids=[str(c) for c in need[i:i + ENGINE_PAGE]], include=("metadatas",))
+            metas = [{k: v for k, v in r["metadata"].items() if k != WORDS_KEY} for r in page]
+            tokens = self.tokens([(m["text"], m.get("heading")) for m in metas])
+            self._words.update((int(r["id"]), (m, Words.of(t))) for r, m, t in zip(page, metas, tokens))
+        return {i: self._words[i] for i in ids if i in self._words}
+
+    def word_strings(self, ids: list[int]) -> dict[int, Words]:
+        return {i: w for i, (_, w) in self.read(ids).items()}
+
+    def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
+        where = self.scope_ids(scope)
+        phrases = query_phrases(query, self.tokens)
+        if where == () or not phrases:
+            return []
+        rows, words = self.docs().execute("SELECT coalesce(sum(chunks), 0), coalesce(sum(words), 0) "
+                                          "FROM documents").fetchone()
+        self.look_up(phrases, [None] + ([where] if where else []))
+        idf = {p: bm25_idf(rows, len(self.matching(p, None))) for p in phrases}  # whole-index, as FTS5's
+        candidates: list[int] = []
+        holders = {p: self.matching(p, where) if where else self.matching(p, None) for p in phrases}
+        for p in sorted(phrases, key=lambda p: -idf[p]):  # the rarest words' chunks first
+            new = holders[p].difference(candidates)
+            if candidates and len(candidates) + len(new) > KEYWORD_CANDIDATES:
+                break
+            candidates.extend(sorted(new))
+        # a chunk of a document a stopped run left unmarked is dropped with the hits (chunks())
+        return bm25_scores(self.word_strings(candidates), idf, words / rows if rows else 1.0, holders, depth)
+
+    def chunk_records(self, ids: list[int], include: tuple) -> dict[int, dict]:
+        out = {}
+        for i in range(0, len(ids), ENGINE_PAGE):
+            for r in self.records(False, ids=[str(c) for c in ids[i:i + ENGINE_PAGE]], include=include):
+                out[int(r["id"])] = r
+        return out
+
+    def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
+        where = self.scope_ids(scope)
+        if where == ():
+            return 0
+        return sum(len(self.matching(p, where)) for p in query_phrases(f'"{word}"', self.tokens)[:1])
+
+    def dense(self, qvec: list[float], depth: int, allowed, exact: bool) -> list[tuple[int, float]]:
+        if allowed == () or not self.count():
+            return []
+        if exact:
+            return self.exact_top(qvec, depth, allowed)
+        return self.nearest(qvec, min(depth, self.count()), allowed)
+
+    @engine_reply
+    def exact_top(self, qvec: list[float], depth: int, where) -> list[tuple[int, float]]:
+        """The depth best by dot product over every chunk in where, read a page at a time (--exact)."""
+        best: list[tuple[float, int]] = []
+        for r in self.all_records(False, where=where, include=("embeddings",)):
+            item = (dot(qvec, r["embedding"]), -int(r["id"]))
+            if len(best) < depth:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+        return [(-c, s) for s, c in sorted(best, reverse=True)]
+
+    @engine_reply
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        return [(i, [float(x) for x in r["embedding"]]) for i, r in self.chunk_records(ids, ("embeddings",)).items()]
+
+    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
+        docs = {i: (p, rel) for i, p, rel in self.docs().execute("SELECT id, path, rel FROM documents")}
+        out = {}
+        for i, (m, _) in self.read(ids).items():
+            if m["doc"] in docs:
+                out[i] = (*docs[m["doc"]], stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
+                                                         m["start"], m["end"], m.get("loc", "")))
+        return out
+
+    @engine_reply
+    def chunk_docs(self) -> list[tuple[int, int]]:
+        """In the order a first SQLite run numbers them (the walk's: folder by
+        folder in name order, then place), so that the samples measuring the
+        null level and the floor are SQLite's (ids here are hashes)."""
+        docs = dict(self.docs().execute("SELECT id, path FROM documents"))
+        rows = [(r["metadata"]["doc"], r["metadata"]["ordinal"], int(r["id"]))
+                for r in self.all_records(False, include=("metadatas",)) if r["metadata"]["doc"] in docs]
+        rows.sort(key=lambda r: (docs[r[0]].split(os.sep), r[1]))
+        return [(c, d) for d, _, c in rows]
+
+    def chunk_paths(self) -> dict[int, str]:
+        paths = dict(self.docs().execute("SELECT id, path FROM documents"))
+        return {c: paths[d] for c, d in self.chunk_docs()}
+
+    def texts(self) -> Iterator[tuple[int, str]]:
+        return iter(self.chunk_texts())
+
+    @engine_reply
+    def chunk_texts(self) -> list[tuple[int, str]]:
+        docs = {i for (i,) in self.docs().execute("SELECT id FROM documents")}
+        return [(int(r["id"]), str(r["metadata"]["text"])) for r in self.all_records(False, include=("metadatas",))
+                if r["metadata"]["doc"] in docs]
+
+    def log_ask(self, row: tuple) -> str | None:
+        record = {k: v for k, v in zip(ASK_COLUMNS, row) if v is not None}
+        try:
+            self.put(True, [{"id": f"ask:{now_iso()}:{os.urandom(6).hex()}", "metadata": dict(record, kind="ask")}])
+        except RagError as e:  # the answer matters more than its log
+            return f"the ask log failed ({e})"
+        return None
+
+    @engine_reply
+    def asks(self) -> int:
+        return sum(1 for _ in self.all_records(True, where={"kind": "ask"}))
+
+    def source_warnings(self, source) -> list[str]:
+        return source_warnings(self.docs(), source)
+
+    def export_lines(self, source=None) -> Iterator[str]:
+        model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
+        cond, args = source_filter(source)
+        docs = {i: rest for i, *rest in self.docs().execute(
+            f"SELECT id, path, rel, sha256 FROM documents d WHERE {cond}", args)}
+        where = {"doc": {"$in": sorted(docs)}} if source_globs(source) else None
+        if where and not docs:
+            return
+        for r in self.all_records(False, where=where, include=("metadatas", "embeddings")):
+            line = self.export_line(r, docs, model, dim)
+            if line:
+                yield line
+
+    @engine_reply
+    def export_line(self, r: dict, docs: dict, model, dim) -> str | None:
+        """One record as export writes it (None: of a document not marked done)."""
+        m = r["metadata"]
+        if m["doc"] not in docs:
+            return None
+        path, rel, sha = docs[m["doc"]]
+        c = stored_chunk(m["ordinal"], m["text"], m.get("heading", ""), m["start"], m["end"], m.get("loc", ""))
+        record = {"id": int(r["id"]), "path": path, "rel": rel,
+                  "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
+                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc, "heading": c.heading,
+                  "text": c.text, "document_sha256": sha, "embed_model": model, "dim": dim}
+        return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector_json(r["embedding"]) + "}\n"
+
+    def info(self) -> dict:
+        return {"database": self.url, "size_bytes": None, "documents": self.counts(Scope())["documents"],
+                "chunks": self.count(), "asks": self.asks()}
+
+
+def engine_base(url: str) -> str:
+    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000' ('chroma+https://': https)."""
+    from urllib.parse import urlsplit
+    p = urlsplit(url)
+    scheme = "https" if p.scheme.endswith("+https") else "http"
+    return f"{scheme}://{p.netloc}"
+
+
+CHROMA_TENANT, CHROMA_DATABASE = "default_tenant", "default_database"
+CHROMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")  # Chroma's rule, less the room for '-rag'
+CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
+# ... and while searching, well above the FUSION_DEPTH asked for: on SciFact's 9,240 chunks (built-in
+# embedder, the hardest for HNSW: similarities close together) 100 unrelated questions' exact top 100
+# lost 0.05 chunks at 1,500 (2.8 at 500, 8.1 at 300, 16 at 200), 10.8 ms a query (8.2 at 300).
+CHROMA_EF_SEARCH = 1500
+
+
+class ChromaStore(EngineStore):
+    """Chroma (chroma://host:port/[tenant/database/]collection), over its v2
+    HTTP API: chunks in the collection, in inner-product space; settings,
+    markers and the ask log in collection-rag (one-number vectors). Chroma
+    1.5 has no ranking of its own for words on a local server (sparse
+    vectors and its Search API are Chroma Cloud's), so keyword search is
+    EngineStore's: the engine finds the chunks holding each word (its
+    trigram full-text index), rag.py ranks them by bm25."""
+
+    name = "chroma"
+
+    def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
+        super().__init__(url, key, cfg, create, warn)
+        from urllib.parse import urlsplit
+        parts = urlsplit(url).path.strip("/").split("/")
+        if len(parts) not in (1, 3) or not CHROMA_NAME.fullmatch(parts[-1]):
+            raise UsageError(f"--store {url}: give chroma://HOST:PORT/COLLECTION (or "
+                             ".../TENANT/DATABASE/COLLECTION), the collection's name 3 to 500 characters "
+                             "of letters, digits, '.', '_' and '-'")
+        tenant, database = parts[:2] if len(parts) == 3 else (CHROMA_TENANT, CHROMA_DATABASE)
+        self.base = f"/api/v2/tenants/{tenant}/databases/{database}/collections"
+        self.names = (parts[-1], parts[-1] + "-rag")
+        self.ids: dict[bool, str] = {}
+
+    def collection(self, side: bool) -> str:
+        """The path of a collection, found (or, for an index run, made) once."""
+        if side not in self.ids:
+            name = self.names[side]
+            if self.create:
+                c = self.client.post(self.base, {"name": name, "get_or_create": True, "configuration": {
+                    "hnsw": {"space": "ip", "ef_search": CHROMA_EF_SEARCH, "ef_construction": CHROMA_EF}}})
+            else:
+                try:
+                    c = self.client.get(f"{self.base}/{name}")
+                except HttpStatusError as e:
+                    if e.status != 404:
+                        raise
+                    raise RagError(f"{self.url} holds no index yet: run "
+                                   f"'{program()} index DIR --store {self.url}' first") from None
+            if not isinstance(c, dict) or not isinstance(c.get("id"), str):
+                raise RagError(f"{self.url}: the engine's reply names no collection id")
+            self.ids[side] = f"{self.base}/{c['id']}"
+        return self.ids[side]
+
+    def records(self, side: bool, ids=None, where=None, include=(), limit=None, offset=0) -> list[dict]:
+        self.flush()
+        body = {"include": list(include)}
+        body.update({k: v for k, v in (("ids", ids), ("where", where), ("limit", limit)) if v is not None})
+        if offset:
+            body["offset"] = offset
+        reply = self.client.post(self.collection(side) + "/get", body)
+        try:
+            rows = zip(*(reply[k] if k == "ids" else reply.get(k) or [None] * len(reply["ids"]) for k in
+                         ("ids", "metadatas", "documents", "embeddings")))
+            return [{"id": i, "metadata": m, "document": d, "embedding": e} for i, m, d, e in rows]
+        except (KeyError, TypeError):
+            raise RagError(f"{self.url}: the engine's reply to a read is not Chroma's") from None
+
+    def put(self, side: bool, records: list[dict]) -> None:
+        self.flush()
+        if not records:
+            return
+        body = {"ids": [r["id"] for r in records], "metadatas": [r["metadata"] for r in records],
+                "embeddings": [r.get("embedding", [1.0]) for r in records]}
+        self.client.post(self.collection(side) + "/upsert", body)
+
+    def remove(self, side: bool, ids=None, where=None) -> None:
+        self.flush()
+        if ids == [] or (where and where.get("doc", {}).get("$in") == []):
+            return
+        self.client.post(self.collection(side) + "/delete", {"ids": ids} if ids is not None else {"where": where})
+
+    def nearest(self, qvec: list[float], n: int, where) -> list[tuple[int, float]]:
+        self.flush()
+        body = {"query_embeddings": [qvec], "n_results": n, "include": ["distances"]}
+        if where:
+            body["where"] = where
+        reply = self.client.post(self.collection(False) + "/query", body)
+        try:  # inner-product space: distance is 1 - dot
+            return [(int(i), 1.0 - d) for i, d in zip(reply["ids"][0], reply["distances"][0])]
+        except (KeyError, TypeError, IndexError, ValueError):
+            raise RagError(f"{self.url}: the engine's reply to a query is not Chroma's") from None
+
+
+# The stores by kind: SQLite (embedded, the default) and the engines by the
+# scheme of their URL (--store chroma://...).
+STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore, "chroma+https": ChromaStore}
 
 
 # ---------------------------------------------------------------------------
@@ -5709,11 +6562,6 @@ class Retriever:
         self._n: int | None = None
         self._last: tuple[str, list[float]] | None = None  # the last question embedded, and its vector
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The SQLite store's connection, for what is SQLite's own (stats, eval's gold)."""
-        return self.store.conn
-
     def chunks(self) -> int:
         """How many chunks the index holds, counted once (a full scan of an index)."""
         if self._n is None:
@@ -6230,6 +7078,8 @@ def question_relevance(retriever, questions: list[str], mode: str, unanswered: b
         if h.chunk_id not in memo:
             memo[h.chunk_id] = chunk_stems(h)
         return memo[h.chunk_id]
+    if mode != "dense":
+        retriever.store.prefetch([fts_query(q) or "" for q in questions], retriever.scope())
     tops = [retriever.rank(q, mode, FUSION_DEPTH, qvec)[0][:DEFAULT_K] for q, qvec in zip(questions, vecs)]
     ids = list({cid for top in tops for cid, _ in top})  # fetched once for all the questions
     rows, stored = retriever.store.chunks(ids), dict(retriever.store.vectors(ids))
@@ -7222,9 +8072,9 @@ QUOTE = "quote"  # the one gold item of a quote case: any chunk that holds the q
 class Gold:
     """Resolves a case's gold to document paths or chunk ids in this index."""
 
-    def __init__(self, conn):
-        self.conn = conn
-        self.docs = list(conn.execute("SELECT path, rel FROM documents"))
+    def __init__(self, store: Store):
+        self.store = store
+        self.docs = [(p, rel) for p, _, rel in store.documents()]
         self._texts = None
         self._holders: dict[str, set[int]] = {}
         self._found: dict[tuple, set[str]] = {}  # names: their paths (a case's are asked for more than once)
@@ -7251,7 +8101,7 @@ class Gold:
             return self._holders[quote]
         if self._texts is None:
             self._texts = [(cid, " ".join(t.lower().split()))
-                           for cid, t in self.conn.execute("SELECT id, text FROM chunks")]
+                           for cid, t in self.store.texts()]
         q = " ".join(quote.lower().split())
         holders = self._holders[quote] = {cid for cid, t in self._texts if q in t}
         if not holders:
@@ -7300,13 +8150,13 @@ def case_conversation(case: dict) -> Conversation:
     return Conversation(*last_question(turns), told)
 
 
-def evaluate(conn, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
+def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
              generator=None, rewriter=None) -> dict:
     """Score retrieval (and optionally answers) over cases; returns a report
     dict. A conversation's question is searched as ask searches it, its
     follow-ups rewritten by rewriter (offline when None)."""
-    gold, rows = Gold(conn), []
-    paths = dict(conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
+    store = as_store(store)
+    gold, rows, paths = Gold(store), [], store.chunk_paths()
     rewriter, warned = rewriter or ExtractiveGenerator(), []
     def warn_once(msg):  # a failing rewrite model is said once, not per case
         if not warned:
@@ -7485,7 +8335,7 @@ def chat_key(url: str, env) -> str | None:
 
 
 # What Config.from_env(**given) takes: each None when not given, then the environment decides.
-CONFIG_GIVEN = frozenset({"db", "chat_url", "embed_url", "rerank_url", "embed_model", "llm_model",
+CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model", "llm_model",
                           "rerank_model", "rerank_depth", "timeout", "retries", "batch_size",
                           "query_prefix", "document_prefix", "input_type"})
 
@@ -7505,7 +8355,9 @@ def wired_config(env, indexing: bool, given: dict) -> Config:
     rerank = derived_endpoint(base_url(g("rerank_url") or env.get("RERANK_BASE_URL"),
                                        "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
                                        "RERANK_API_KEY"), env_key(env, "RERANK_API_KEY"), embed)
+    store = base_url(g("store") or env.get("RAG_STORE"), "index store URL (--store or RAG_STORE)", "RAG_STORE_KEY")
     return Config(db=g("db") or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
+                  store=Endpoint(store, env_key(env, "RAG_STORE_KEY")) if store else None,
                   embed_model=g("embed_model") or env.get("EMBED_MODEL") or (
                       DEFAULT_EMBED_MODEL if embed else BUILTIN_MODEL),
                   llm_model=g("llm_model") or env.get("LLM_MODEL") or DEFAULT_LLM_MODEL,
@@ -7547,32 +8399,50 @@ def mode_label(cfg: Config) -> str:
     return ", ".join(parts)
 
 
-def query_embedder(cfg: Config, conn, vectors: bool = True):
+def open_store(cfg: Config, create: bool = False, shared: bool = False) -> Store:
+    """The index the configuration names: in an engine (--store URL, by its
+    scheme in STORES), else in the SQLite file --db (create: an index run's)."""
+    if not cfg.store:
+        return SqliteStore(connect(cfg.db, create, shared))
+    kind = STORES.get(cfg.store.url.partition("://")[0].lower())
+    if kind is None or not issubclass(kind, EngineStore):
+        engines = ", ".join(f"{k}://" for k, v in STORES.items() if issubclass(v, EngineStore))
+        raise UsageError(f"--store {cfg.store.url}: not an engine this rag.py knows ({engines})")
+    return kind(cfg.store.url, cfg.store.key, cfg, create, Log().note)
+
+
+def index_name(cfg: Config) -> str:
+    """Where the index is, as messages say it: the engine's URL, or the database file."""
+    return cfg.store.url if cfg.store else cfg.db
+
+
+def query_embedder(cfg: Config, store, vectors: bool = True):
     """The embedder for questions to this index, which must hold chunks; its
     model is checked against the index's unless vectors=False (keyword
     search needs no embedding, nor its server)."""
-    if not conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
-        raise RagError(f"the index {cfg.db} is empty: run '{program()} index DIR' first")
+    store = as_store(store)
+    if not store.has_chunks():
+        raise RagError(f"the index {index_name(cfg)} is empty: run '{program()} index DIR' first")
     embedder = make_embedder(cfg, Log().note)
     if vectors:
-        check_model(conn, embedder.model, None, embedder.convention)
+        store.check_model(embedder.model, None, embedder.convention)
     return embedder
 
 
-def make_retriever(conn, embedder: Embedder, q: QueryOptions, rerank: Rerank | None = None,
+def make_retriever(store, embedder: Embedder, q: QueryOptions, rerank: Rerank | None = None,
                    kind: type[Retriever] = Retriever) -> Retriever:
-    """A retriever of kind over conn as q says (--source, --exact, --fusion)."""
-    return kind(conn, embedder, q.source, q.exact, q.fusion, rerank)
+    """A retriever of kind over a store as q says (--source, --exact, --fusion)."""
+    return kind(store, embedder, q.source, q.exact, q.fusion, rerank)
 
 
 def open_for_query(cfg: Config, q: QueryOptions, closer, vectors: bool = True):
-    """The index and a retriever for it (see query_embedder for vectors)."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    embedder = query_embedder(cfg, conn, vectors)
-    r = make_retriever(conn, embedder, q, make_rerank(cfg, Log().note))
+    """The index's store and a retriever for it (see query_embedder for vectors)."""
+    store = closer.enter_context(contextlib.closing(open_store(cfg)))
+    embedder = query_embedder(cfg, store, vectors)
+    r = make_retriever(store, embedder, q, make_rerank(cfg, Log().note))
     for warning in r.store.source_warnings(q.source):
         Log().note(warning)
-    return conn, r
+    return store, r
 
 
 def check_question(q: str) -> str:
@@ -7618,27 +8488,21 @@ def answer_json(a: Answer, floor: Floor) -> dict:
             **({"warnings": list(a.warnings)} if a.warnings else {})}
 
 
-def index_info(conn, db: str) -> dict:
-    """What the index holds (stats --json, the servers' stats and health)."""
-    q = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-    size = sum(os.path.getsize(p) for p in (db, db + "-wal", db + "-shm") if os.path.exists(p))
-    info = {"database": db, "size_bytes": size,  # with the write-ahead log, where recent commits are
-            "documents": q("SELECT count(*) FROM documents"),
-            "chunks": q("SELECT count(*) FROM chunks"),
-            "embed_model": get_meta(conn, Meta.MODEL),
-            "dim": int(get_meta(conn, Meta.DIM) or 0) or None,
-            "last_indexed": get_meta(conn, Meta.LAST_INDEXED),
-            "chunking": get_meta(conn, Meta.CHUNKING),
-            "convention": stored_convention(get_meta(conn, Meta.CONVENTION)).shown(),
-            "asks": q("SELECT count(*) FROM asks")}
+def index_info(store, db: str) -> dict:
+    """What the index holds (stats --json, the servers' stats and health); db:
+    the index's name as shown (size_bytes: with SQLite's write-ahead log, where recent commits are)."""
+    store = as_store(store)
+    info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
+                dim=int(store.meta(Meta.DIM) or 0) or None, last_indexed=store.meta(Meta.LAST_INDEXED),
+                chunking=store.meta(Meta.CHUNKING), convention=stored_convention(store.meta(Meta.CONVENTION)).shown())
     if info["chunks"]:
         model = info["embed_model"] or BUILTIN_MODEL
-        kept = kept_question_floors(conn, model, info["chunks"]).get("hybrid")
-        floor = floor_in_force(conn, model, measured=lambda: kept)
+        kept = kept_question_floors(store, model, info["chunks"]).get("hybrid")
+        floor = floor_in_force(store, model, measured=lambda: kept)
         if kept:
             info.update(unrelated_questions=kept["unrelated"], own_questions=kept["answerable"],
                         questions_measured=[kept.get("probes"), kept.get("own")])
-        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(conn, info["chunks"]), 4))
+        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(store, info["chunks"]), 4))
     return info
 
 
@@ -7807,7 +8671,7 @@ class Service:
 
     def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
         self.cfg, self.opts, self.log = cfg, opts, log
-        self.idle: list[tuple] = []  # (connection, retriever, what the index held)
+        self.idle: list[tuple] = []  # (store, retriever, what the index held)
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
@@ -7816,17 +8680,17 @@ class Service:
                 log.note(warning)
 
     def _open(self) -> tuple:
-        conn = connect(self.cfg.db, shared=True)
+        store = open_store(self.cfg, shared=True)
         try:
-            embedder = query_embedder(self.cfg, conn)
+            embedder = query_embedder(self.cfg, store)
         except BaseException:
-            conn.close()
+            store.close()
             raise
-        r = self._fresh(conn, embedder)
-        return conn, r, r.store.state()
+        r = self._fresh(store, embedder)
+        return store, r, r.store.state()
 
-    def _fresh(self, conn, embedder) -> Retriever:
-        return make_retriever(conn, embedder, self.opts, kind=ServedRetriever)
+    def _fresh(self, store: Store, embedder) -> Retriever:
+        return make_retriever(store, embedder, self.opts, kind=ServedRetriever)
 
     @contextlib.contextmanager
     def retriever(self, source: str | None = None, caller: Caller | None = None):
@@ -7834,30 +8698,30 @@ class Service:
         the caller's key may read."""
         with self.lock:
             item = self.idle.pop() if self.idle else None
-        conn, r, state = item or self._open()
+        store, r, state = item or self._open()
         try:
             if item and r.store.state() != state:  # an index run changed it: load it again
-                old, r = r, self._fresh(conn, r.embedder)
-                state = r.store.state()
+                old, r = r, self._fresh(store.fresh(), r.embedder)
+                store, state = r.store, r.store.state()
                 r.store.inherit(old.store)
             r.rerank = self.rerank  # a failure last time does not turn reranking off for good
             yield r.limited(caller.globs if caller else ()).narrowed(source)
         except (RagError, UsageError):
-            self._give_back(conn, r, state)
+            self._give_back(store, r, state)
             raise
         except BaseException:
-            conn.close()  # in an unknown state: not reused
+            store.close()  # in an unknown state: not reused
             raise
-        self._give_back(conn, r, state)
+        self._give_back(store, r, state)
 
-    def _give_back(self, conn, r, state) -> None:
+    def _give_back(self, store, r, state) -> None:
         with self.lock:
-            self.idle.append((conn, r, state))
+            self.idle.append((store, r, state))
 
     def close(self) -> None:
         with self.lock:
-            for conn, _, _ in self.idle:
-                conn.close()
+            for store, _, _ in self.idle:
+                store.close()
             self.idle.clear()
 
     def request(self, params) -> dict:
@@ -7916,7 +8780,7 @@ class Service:
         """index_info as a client may see it: counts under --source and the
         caller's globs, the database by its file name only."""
         with self.retriever(None, caller) as r:
-            info = index_info(r.conn, self.cfg.db)
+            info = index_info(r.store, index_name(self.cfg))
             return dict(info, database=os.path.basename(self.cfg.db), **r.counts())
 
 
@@ -8844,7 +9708,7 @@ class Parser(argparse.ArgumentParser):
 
 
 # Config.from_env's overrides by the flag that gives each.
-CONFIG_FLAGS = {"db": "db", "base_url": "chat_url", "embed_base_url": "embed_url",
+CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url", "embed_base_url": "embed_url",
                 "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
                 "rerank_model": "rerank_model", "rerank_depth": "rerank_depth", "timeout": "timeout",
                 "retries": "retries", "batch_size": "batch_size", "query_prefix": "query_prefix",
@@ -8865,6 +9729,9 @@ def query_from_args(args) -> QueryOptions:
 def db_arguments(p: argparse.ArgumentParser) -> None:
     """Every command's option: the index."""
     p.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
+    p.add_argument("--store", metavar="URL", help="keep the index in a server engine instead: "
+                   "chroma://HOST:PORT/COLLECTION (default: $RAG_STORE; its key, if it wants one, is "
+                   "$RAG_STORE_KEY); see README, 'Many machines'")
 
 
 def server_arguments(p: argparse.ArgumentParser) -> None:
@@ -8999,6 +9866,28 @@ def cmd_index(args, cfg: Config, closer) -> int:
     for p in args.paths:
         if not os.path.exists(p):
             raise RagError(f"no such file or directory: {shown(p)}")
+    if cfg.store:  # an engine: no lock file or repair of SQLite's (README, "Many machines")
+        store = closer.enter_context(contextlib.closing(open_store(cfg, create=True)))
+        s = index_run(store, embedder, args, cfg, log)
+    else:
+        s = index_file(embedder, args, cfg, log, closer)
+    print_index_summary(s, time.perf_counter() - t0, log.verbose)
+    print(f"[{mode_label(cfg)}] -> {index_name(cfg)}")
+    return 0
+
+
+def index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) -> IndexStats:
+    """One index run into store; a run that found nothing to read is an error."""
+    s = index_paths(store, embedder, args.paths, index_options(args, cfg, store), log)
+    if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
+        raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
+                       + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
+    return s
+
+
+def index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> IndexStats:
+    """An index run into the SQLite file: under its lock, after repairing any
+    damage; a first run that stored nothing leaves no file behind."""
     fresh = not os.path.exists(cfg.db)
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
         connect(cfg.db, create=True).close()  # not an index, read-only: say so before making DB.lock
@@ -9006,10 +9895,7 @@ def cmd_index(args, cfg: Config, closer) -> int:
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
     try:
         repair_damage(conn, cfg.db, log)
-        s = index_paths(conn, embedder, args.paths, index_options(args, cfg, conn), log)
-        if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
-            raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
-                           + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
+        return index_run(SqliteStore(conn), embedder, args, cfg, log)
     except BaseException as e:  # a first run that stored nothing leaves nothing behind
         if fresh and not stored_documents(conn):
             conn.close()
@@ -9017,9 +9903,6 @@ def cmd_index(args, cfg: Config, closer) -> int:
             if isinstance(e, KeyboardInterrupt):
                 raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} was not made") from None
         raise
-    print_index_summary(s, time.perf_counter() - t0, log.verbose)
-    print(f"[{mode_label(cfg)}] -> {cfg.db}")
-    return 0
 
 
 def stored_documents(conn) -> int:
@@ -9128,6 +10011,9 @@ def check_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_check(args, cfg: Config, closer) -> int:
     """Check the index for damage; say which documents are affected and how to rebuild."""
+    if cfg.store:
+        raise RagError(f"check reads an SQLite index's file; {cfg.store.url} is an engine, which checks its "
+                       "own data (rag.py stats says what it holds)")
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     d = find_damage(conn, cfg.db, args.full)
     what = "integrity_check" if args.full else "quick_check"
@@ -9396,16 +10282,16 @@ def print_report(r: dict, k: int) -> None:
 def cmd_eval(args, cfg: Config, closer) -> int:
     """Score retrieval on labelled questions."""
     if args.uncalibrate:
-        return uncalibrate(cfg.db, closer)
+        return uncalibrate(cfg, closer)
     if not args.cases:
         raise UsageError("eval needs the cases: a JSON file of questions (or --uncalibrate)")
     cases = load_cases(args.cases)
     q = query_from_args(args)
-    conn, retriever = open_for_query(cfg, q, closer)
+    store, retriever = open_for_query(cfg, q, closer)
     opts, floor = ask_options(q, retriever)
     log = Log()
     rewriter = make_generator(cfg, warn=log.note)
-    report = evaluate(conn, retriever, cases, opts, log, rewriter if args.generate else None, rewriter)
+    report = evaluate(store, retriever, cases, opts, log, rewriter if args.generate else None, rewriter)
     report["floor_source"] = floor.source
     if args.json:
         print(json.dumps(report, indent=2))
@@ -9413,7 +10299,7 @@ def cmd_eval(args, cfg: Config, closer) -> int:
         print_report(report, args.k)
     if args.calibrate:
         measured = question_floor(retriever, q.mode)
-        store_calibration(conn, retriever.embedder.model, report["cases_detail"], args.cases,
+        store_calibration(store, retriever.embedder.model, report["cases_detail"], args.cases,
                           measured["floor"] if measured else None)
     recall = report[f"recall@{args.k}"]
     if args.fail_under is not None and recall is not None and recall < args.fail_under:
@@ -9423,7 +10309,7 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     return 0
 
 
-def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: float | None = None) -> None:
+def store_calibration(store: Store, model: str, rows: list[dict], cases: str, measured: float | None = None) -> None:
     """eval --calibrate: print the trade-off (and where the floor measured
     without labels stands on it), keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
@@ -9438,15 +10324,16 @@ def store_calibration(conn, model: str, rows: list[dict], cases: str, measured: 
               f"({chosen - measured:+.4f} from it to the chosen one)")
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
-        keep_floor(conn, model, chosen, source)
+        keep_floor(store, model, chosen, source)
     except sqlite3.OperationalError as e:  # a write by intent: read-only, a full disk, a writer for BUSY_TIMEOUT
         raise RagError(f"cannot store the calibrated floor: {cannot_write(e) or e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
 
 
-def uncalibrate(db: str, closer) -> int:
+def uncalibrate(cfg: Config, closer) -> int:
     """eval --uncalibrate: remove the kept floor, so that the measured one is in force again."""
-    store = as_store(closer.enter_context(contextlib.closing(connect(db))))
+    store = closer.enter_context(contextlib.closing(open_store(cfg)))
+    db = index_name(cfg)
     if store.meta(Meta.FLOOR) is None:
         print(f"{db} has no calibrated floor: nothing to remove")
         return 0
@@ -9467,15 +10354,15 @@ def export_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_export(args, cfg: Config, closer) -> int:
     """Write every chunk (or those of --source) as JSON Lines."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    if args.out and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
+    store = closer.enter_context(contextlib.closing(open_store(cfg)))
+    if args.out and not cfg.store and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
         raise UsageError(f"--out {args.out} is the index itself")
-    for warning in source_warnings(conn, args.source):
+    for warning in store.source_warnings(args.source):
         Log().note(warning)
     if not args.out:
         written = 0
         try:
-            for line in export_lines(conn, args.source):
+            for line in store.export_lines(args.source):
                 sys.stdout.write(line)
                 written += 1
         except (RagError, sqlite3.DatabaseError) as e:  # what was written must not pass for all of it
@@ -9486,7 +10373,7 @@ def cmd_export(args, cfg: Config, closer) -> int:
     tmp = f"{args.out}.part-{os.getpid()}"
     try:  # written beside it and renamed: an interrupted export leaves no half file
         with open(tmp, "w", encoding="utf-8") as f:
-            f.writelines(export_lines(conn, args.source))
+            f.writelines(store.export_lines(args.source))
         os.replace(tmp, args.out)
     except OSError as e:
         raise RagError(f"cannot write {args.out}: {e.strerror or e}") from None
@@ -9683,12 +10570,13 @@ def stats_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_stats(args, cfg: Config, closer) -> int:
     """Print what the index holds."""
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    info = index_info(conn, cfg.db)
+    store = closer.enter_context(contextlib.closing(open_store(cfg)))
+    info = index_info(store, index_name(cfg))
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    print(f"database        {info['database']} ({info['size_bytes'] / 1e6:.1f} MB)")
+    size = f"{info['size_bytes'] / 1e6:.1f} MB" if info["size_bytes"] is not None else f"{store.name} engine"
+    print(f"database        {info['database']} ({size})")
     if not info["documents"]:
         print(f"documents       0: the index is empty; '{program()} index DIR' fills it")
         return 0

@@ -193,6 +193,131 @@ class FakeServer:
         self.httpd.server_close()
 
 
+class FakeChroma:
+    """Chroma's v2 HTTP API, the part rag.py uses, in memory on a free loopback
+    port: collections made or found by name; upsert, get (ids, where with
+    $eq/$in/$and, where_document $contains, include, limit and offset), delete,
+    query (inner product) and count. faults are answered first, in order, as
+    FakeServer's are; dead_after: every request from that number on is refused
+    (the engine gone, or the writer killed there: nothing after it arrives)."""
+
+    def __init__(self):
+        self.collections = {}       # name -> {"id": uuid, "records": {id: record}}
+        self.requests = []          # (method, path, headers, body)
+        self.faults = []
+        self.dead_after = None
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                self.route(None)
+
+            def do_POST(self):
+                self.route(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+
+            def route(self, body):
+                with server.lock:
+                    server.requests.append((self.command, self.path, dict(self.headers), body))
+                    n = len(server.requests)
+                    if server.dead_after is not None and n >= server.dead_after:
+                        return self.reply(503, {"error": "Unavailable", "message": "the engine is down"})
+                    if server.faults:
+                        return self.reply(*server.faults.pop(0))
+                    try:
+                        self.reply(200, server.answer(self.command, self.path, body))
+                    except KeyError as e:
+                        self.reply(404, {"error": "NotFoundError", "message": f"Collection [{e}] does not exist"})
+
+            def reply(self, status, data):
+                raw = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"chroma://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
+
+    def url(self, name="docs"):
+        return f"{self.base}/{name}"
+
+    def records(self, name="docs"):
+        return self.collections[name]["records"]
+
+    def answer(self, method, path, body):
+        parts = path.split("/collections", 1)[1].strip("/").split("/")
+        if parts == [""]:  # make, or find, a collection
+            c = self.collections.setdefault(body["name"], {"id": f"id-{body['name']}", "records": {}})
+            return {"id": c["id"], "name": body["name"]}
+        by_id = {c["id"]: c for c in self.collections.values()}
+        if len(parts) == 1:
+            return {"id": self.collections[parts[0]]["id"], "name": parts[0]}
+        c = by_id[parts[0]]["records"]
+        op = parts[1]
+        if op == "count":
+            return len(c)
+        if op == "upsert":
+            for i, (rid, m, e) in enumerate(zip(body["ids"], body["metadatas"], body["embeddings"])):
+                c[rid] = {"id": rid, "metadata": m, "embedding": e,
+                          "document": body["documents"][i] if "documents" in body else None}
+            return {}
+        if op == "delete":
+            gone = [r for r in c.values() if self.matches(r, body)]
+            for r in gone:
+                del c[r["id"]]
+            return {"deleted": len(gone)}
+        if op == "get":
+            found = [r for r in c.values() if self.matches(r, body)]
+            found = found[body.get("offset", 0):][:body.get("limit") or len(found)]
+            include = body.get("include", ["metadatas", "documents"])
+            return {"ids": [r["id"] for r in found], **{
+                k: [r[k[:-1]] for r in found] if k in include else None
+                for k in ("metadatas", "documents", "embeddings")}}
+        if op == "query":
+            q = body["query_embeddings"][0]
+            found = sorted((r for r in c.values() if self.matches(r, {"where": body.get("where")})),
+                           key=lambda r: -sum(a * b for a, b in zip(q, r["embedding"])))[:body["n_results"]]
+            return {"ids": [[r["id"] for r in found]],
+                    "distances": [[1 - sum(a * b for a, b in zip(q, r["embedding"])) for r in found]]}
+        raise KeyError(op)
+
+    def matches(self, record, body):
+        if body.get("ids") is not None and record["id"] not in body["ids"]:
+            return False
+        words = (body.get("where_document") or {}).get("$contains")
+        if words is not None and words not in (record["document"] or ""):
+            return False
+        return self.where(record["metadata"], body.get("where"))
+
+    def where(self, m, cond):
+        if not cond:
+            return True
+        if "$and" in cond:
+            return all(self.where(m, c) for c in cond["$and"])
+        for key, test in cond.items():
+            if isinstance(test, dict) and "$contains" in test:
+                if test["$contains"] not in (m.get(key) or []):
+                    return False
+            elif isinstance(test, dict) and "$in" in test:
+                if not test["$in"]:
+                    raise ValueError("Invalid where clause")
+                if m.get(key) not in test["$in"]:
+                    return False
+            elif m.get(key) != (test.get("$eq") if isinstance(test, dict) else test):
+                return False
+        return True
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 PROBE_SET = frozenset(rag.PROBES)
 
 
@@ -1941,6 +2066,227 @@ class ExportTests(RagTestCase):
         self.assertEqual(record["heading"], "Head\ufffd[2J")
         self.assertIn("Body\ufffd]52;c;ZXZpbA==\ufffd text.\ufffd]0;t\ufffd\ufffd", record["text"])
         self.assertFalse(rag.UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
+
+
+class EngineTests(RagTestCase):
+    """The index in a server engine (--store chroma://...), against FakeChroma:
+    the same commands and answers as SQLite's, incremental and resumable runs,
+    filters sent to the engine, faults said in one line."""
+
+    def engine(self):
+        engine = FakeChroma()
+        self.addCleanup(engine.close)
+        return engine
+
+    def both(self, engine, *argv):
+        """The same command on SQLite and on the engine: (SQLite's output, the engine's)."""
+        return self.ok(*argv), self.ok(*argv, "--store", engine.url())
+
+    def test_engine_commands_answer_as_on_sqlite(self):
+        engine = self.engine()
+        self.write_docs()
+        self.write("guides/setup.md", "# Setup\n\nInstall the app, then sign in with your card number.\n")
+        self.ok("index", self.docs)
+        self.assertIn(f"-> {engine.url()}", self.ok("index", self.docs, "--store", engine.url()))
+        def strip(out):  # chunk ids are the store's own; equal scores come in either order
+            passages = [{k: v for k, v in p.items() if k not in ("chunk_id", "n")} for p in json.loads(out)]
+            return sorted(passages, key=lambda p: (-p["score"], p["path"], p["start_line"]))
+        for mode in ("hybrid", "dense", "keyword"):
+            a, b = self.both(engine, "search", "how long do refunds take", "--json", "--mode", mode)
+            self.assertEqual(strip(a), strip(b), mode)
+        a, b = self.both(engine, "search", "card", "--json", "--source", "guides/*")
+        self.assertEqual(strip(a), strip(b))
+        self.assertEqual({p["path"] for p in strip(b)}, {os.path.realpath(os.path.join(self.docs, "guides/setup.md"))})
+        a, b = self.both(engine, "ask", "how long do refunds take", "--json")
+        a, b = json.loads(a), json.loads(b)
+        self.assertEqual((a["answer"], a["refused"], a["floor"]), (b["answer"], b["refused"], b["floor"]))
+        self.assertEqual(self.both(engine, "ask", "what is the capital of peru")[1],
+                         self.ok("ask", "what is the capital of peru"))
+        cases = os.path.join(self.dir, "cases.json")
+        with open(cases, "w") as f:
+            json.dump([{"question": "how long do refunds take", "sources": ["refunds.md"]},
+                       {"question": "what does ERR-4013 mean", "quote": "the card has expired"},
+                       {"question": "who painted the mona lisa", "unanswerable": True}], f)
+        a, b = self.both(engine, "eval", cases, "--json")
+        drop = ("cases_detail", "seconds", "database")
+        self.assertEqual({k: v for k, v in json.loads(a).items() if k not in drop},
+                         {k: v for k, v in json.loads(b).items() if k not in drop})
+        a, b = self.both(engine, "export")
+        key = lambda r: (r["rel"], r["start_line"])  # noqa: E731
+        rows = lambda out: sorted(({k: v for k, v in json.loads(l).items() if k != "id"}  # noqa: E731
+                                   for l in out.splitlines()), key=key)
+        self.assertEqual(rows(a), rows(b))
+        a, b = (json.loads(x) for x in self.both(engine, "stats", "--json"))
+        self.assertEqual((b["database"], b["size_bytes"], b["asks"]), (engine.url(), None, 2))
+        same = ("documents", "chunks", "embed_model", "dim", "chunking", "floor")
+        self.assertEqual({k: a[k] for k in same}, {k: b[k] for k in same})
+        self.assertLess(abs(a["null_level"] - b["null_level"]), 0.05)  # a sample of pairs: of other ids
+
+    def test_engine_index_is_incremental_and_prunes(self):
+        engine = self.engine()
+        self.write_docs()
+        store = ("--store", engine.url())
+        self.ok("index", self.docs, *store)
+        chunks = dict(engine.records())
+        self.assertIn("nothing changed", self.ok("index", self.docs, *store))
+        self.assertEqual(engine.records(), chunks)
+        self.write("garden.txt", "Roses need pruning in early spring.\n")
+        out = self.ok("index", self.docs, *store)
+        self.assertIn("indexed 1 file(s), 2 unchanged", out)
+        texts = [r["metadata"]["text"] for r in engine.records().values()]
+        self.assertIn("Roses need pruning in early spring.", texts)
+        self.assertFalse([t for t in texts if "Tomatoes" in t])
+        os.remove(os.path.join(self.docs, "errors.md"))
+        self.assertIn("1 removed", self.ok("index", self.docs, "--prune", *store))
+        self.assertFalse([r for r in engine.records().values() if "ERR-4012" in r["metadata"]["text"]])
+        self.assertEqual(json.loads(self.ok("stats", "--json", *store))["documents"], 2)
+        self.assertEqual(len(engine.records()), json.loads(self.ok("stats", "--json", *store))["chunks"])
+
+    def test_engine_run_stopped_at_any_request_loses_nothing_and_counts_no_half_document(self):
+        """The run dies at its n-th request to the engine (nothing after it
+        arrives, as with SIGKILL there); the next run leaves the engine as one
+        clean run does, and meanwhile no half-written document is searched or counted."""
+        docs = {f"d{i}.md": f"# Doc {i}\n\n" + "\n\n".join(f"Paragraph {j} of document {i}: " + " ".join(
+            WORDS[(i + j + k) % len(WORDS)] for k in range(40)) for j in range(6)) + "\n" for i in range(6)}
+        self.write_docs(docs)
+        clean = self.engine()
+        self.ok("index", self.docs, "--store", clean.url(), "--batch-size", "4")
+        writes = [n for n, (m, p, _, b) in enumerate(clean.requests, 1) if p.endswith(("/upsert", "/delete"))]
+        want = {i: (r["metadata"], r["document"]) for i, r in clean.records().items()}
+        for n in writes[::max(1, len(writes) // 6)]:
+            engine = self.engine()
+            engine.dead_after = n
+            code, out, err = self.run_cli("index", self.docs, "--store", engine.url(), "--batch-size", "4",
+                                          "--retries", "0", db=False)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)  # exit 1, or 0 when only keeping the floor failed
+            self.assertIn("the engine is down", err)
+            self.assertEqual(code, 0 if "refusal floor could not be measured" in err else 1, err)
+            engine.dead_after = None
+            stats = json.loads(self.ok("stats", "--json", "--store", engine.url()))
+            marked = [r for r in engine.records("docs-rag").values() if r["metadata"]["kind"] == "doc"]
+            self.assertEqual(stats["chunks"], sum(r["metadata"]["chunks"] for r in marked))
+            if marked:
+                hits = json.loads(self.ok("search", "paragraph document", "--json", "-k", "50",
+                                          "--store", engine.url()))
+                self.assertLessEqual({h["path"] for h in hits}, {r["metadata"]["path"] for r in marked})
+            self.ok("index", self.docs, "--store", engine.url(), "--batch-size", "4")
+            got = {i: (r["metadata"], r["document"]) for i, r in engine.records().items()}
+            self.assertEqual(got, want, f"stopped at request {n}")
+            self.assertFalse([r for r in engine.records("docs-rag").values() if r["metadata"]["kind"] == "intent"])
+
+    def test_engine_filters_are_applied_by_the_engine(self):
+        engine = self.engine()
+        self.write_docs()
+        self.write("guides/setup.md", "# Setup\n\nRefunds are set up in the app.\n")
+        self.ok("index", self.docs, "--store", engine.url())
+        engine.requests.clear()
+        self.ok("search", "refunds", "--source", "guides/*", "--store", engine.url())
+        setup = rag.document_number(os.path.realpath(os.path.join(self.docs, "guides/setup.md")))
+        wheres = [b["where"] for m, p, _, b in engine.requests if p.endswith(("/query", "/get")) and b and b.get("where")]
+        scoped = [w for w in wheres if "doc" in w] + [c for w in wheres for c in w.get("$and", ()) if "doc" in c]
+        self.assertEqual({tuple(w["doc"]["$in"]) for w in scoped}, {(setup,)})
+        self.assertIn({"$and": [{rag.WORDS_KEY: {"$contains": rag.word_number("refund")}}, {"doc": {"$in": [setup]}}]},
+                      wheres)
+        engine.requests.clear()
+        code, out, err = self.run_cli("search", "refunds", "--source", "nothing/*", "--store", engine.url(), db=False)
+        self.assertEqual((code, out.strip()), (0, "no matching passages"), err)
+        self.assertIn("matches no indexed document", err)
+        self.assertFalse([p for m, p, _, b in engine.requests if p.endswith("/query")])
+
+    def test_engine_keyword_ranking_is_sqlite_bm25(self):
+        rnd = random.Random(7)
+        texts = [" ".join(rnd.choice(WORDS[:8]) + rnd.choice(("", "s", "ing")) for _ in range(rnd.randint(1, 30)))
+                 for _ in range(200)]
+        conn = sqlite3.connect(":memory:")
+        conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, heading, tokenize='porter unicode61')")
+        conn.executemany("INSERT INTO f(rowid, text, heading) VALUES (?, ?, ?)",
+                         [(i, t, "Guide" if i % 3 else "") for i, t in enumerate(texts)])
+        tokens = rag.FtsTokens()
+        self.addCleanup(tokens.close)
+        chunks = {i: rag.Words.of(w) for i, w in
+                  enumerate(tokens([(t, "Guide" if i % 3 else "") for i, t in enumerate(texts)]))}
+        words = sum(w.length for w in chunks.values())
+        for query in ('"amber" OR "cedars"', '"birch"', '"guide" OR "delta" OR "embering"', '"grove" OR "zzz"',
+                      '"amber cedar" OR "birch"'):  # a phrase too
+            want = conn.execute("SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY -bm25(f) DESC, rowid",
+                                (query,)).fetchall()
+            phrases = rag.query_phrases(query, tokens)
+            idf = {p: rag.bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
+            got = rag.bm25_scores(chunks, idf, words / len(texts))
+            self.assertEqual([i for i, _ in got], [i for i, _ in want], query)
+            for (_, a), (_, b) in zip(got, want):
+                self.assertAlmostEqual(a, b, places=9)
+
+    def test_engine_faults_are_one_line_and_retried_as_embeddings_are(self):
+        engine = self.engine()
+        self.write_docs()
+        store = ("--store", engine.url())
+        engine.faults = [(500, {"error": "InternalError", "message": "busy"})]
+        code, out, err = self.run_cli("index", self.docs, *store, "--retries", "1", db=False)
+        self.assertEqual(code, 0, err)
+        self.assertIn("retry 1 of 1", err)
+        engine.faults = [(400, {"error": "InvalidArgumentError", "message": "Invalid where clause"})]
+        line = self.error_line("search", "refunds", *store, db=False)
+        self.assertIn("InvalidArgumentError: Invalid where clause", line)
+        self.assertIn("holds no index yet", self.error_line("search", "refunds", "--store", engine.url("other")))
+        port = engine.httpd.server_address[1]
+        engine.close()
+        line = self.error_line("search", "refunds", "--store", f"chroma://127.0.0.1:{port}/docs",
+                               "--retries", "0", db=False)
+        self.assertIn(f"cannot reach http://127.0.0.1:{port}", line)
+        self.assertIn("not an engine", self.error_line("search", "x", "--store", "qdrant://h:6333/c", code=2))
+        self.assertIn("COLLECTION", self.error_line("search", "x", "--store", "chroma://h:8000/a", code=2))
+        self.assertIn("user name or password", self.error_line(
+            "search", "x", "--store", "chroma://me:pw@h:8000/docs", code=2))
+        self.assertIn("SQLite", self.error_line("check", "--store", f"chroma://127.0.0.1:{port}/docs"))
+
+    def test_engine_key_goes_to_the_engine_alone(self):
+        engine, server = self.engine(), self.online()
+        self.write_docs()
+        os.environ["RAG_STORE"] = engine.url()
+        os.environ["RAG_STORE_KEY"] = "chroma-token-0123456789"
+        out = self.ok("index", self.docs)
+        out += self.ok("ask", "how long do refunds take")
+        self.assertEqual({h.get("Authorization") for _, _, h, _ in engine.requests},
+                         {"Bearer chroma-token-0123456789"})
+        self.assertFalse([r for r in server.requests if "chroma-token" in json.dumps(r)])
+        self.assertNotIn("chroma-token", out + json.dumps(engine.collections))
+        self.assertFalse(os.path.exists(self.db))  # nothing of it in a local file either
+
+    def test_engine_serves_http_and_mcp_as_sqlite(self):
+        engine = self.engine()
+        self.write_docs()
+        self.ok("index", self.docs, "--store", engine.url())
+        cfg = rag.Config.from_env(store=engine.url())
+        service = rag.Service(cfg, rag.QueryOptions(), rag.Log())
+        self.addCleanup(service.close)
+        passages, query, warnings = service.search({"question": "how long do refunds take"})
+        self.assertEqual(passages[0]["path"], "refunds.md")
+        self.assertEqual(service.stats()["documents"], 3)
+        answer, _ = service.ask({"question": "how long do refunds take"})
+        self.assertIn("5 to 7 business days", answer.text)
+        billing = rag.Caller("billing", b"", ("refunds.md", "errors.md"))
+        garden = rag.Caller("garden", b"", ("garden.txt",))
+        for caller, allowed in ((billing, {"refunds.md", "errors.md"}), (garden, {"garden.txt"})):
+            for q in ("refunds card", "tomatoes sun watering"):
+                for mode in ("hybrid", "keyword", "dense"):
+                    passages, _, _ = service.search({"question": q, "mode": mode, "k": 10}, caller)
+                    self.assertLessEqual({p["path"] for p in passages}, allowed, (caller.name, q, mode))
+            self.assertEqual(service.stats(caller)["documents"], len(allowed))
+
+    def test_engine_records_it_did_not_write_are_one_error(self):
+        engine = self.engine()
+        self.write_docs()
+        self.ok("index", self.docs, "--store", engine.url())
+        marker = next(r for r in engine.records("docs-rag").values() if r["metadata"].get("kind") == "doc")
+        del marker["metadata"]["path"]
+        line = self.error_line("search", "refunds", "--store", engine.url(), db=False)
+        self.assertIn("the engine holds records rag.py did not write", line)
+        marker["metadata"]["path"] = "/x"
+        for r in engine.records().values():
+            del r["metadata"]["text"]
+        self.assertIn("rag.py did not write", self.error_line("search", "refunds", "--mode", "dense",
+                                                               "--store", engine.url(), db=False))
 
 
 # ---------------------------------------------------------------------------
