@@ -4536,8 +4536,8 @@ ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x
 ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an export)
 # Keyword search on an engine without a ranking of its own: the chunks holding
 # a query word are found by the engine, ranked here by FTS5's bm25. Up to this
-# many candidates are scored, rarest words' first (beyond it, chunks holding only
-# common words are not; keyword_exact says whether the top could still change).
+# many candidates are read and scored, the rarest words' first (beyond it, chunks
+# holding only common words are not: their weights are the smallest).
 KEYWORD_CANDIDATES = 20000
 ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
@@ -4577,11 +4577,6 @@ def word_string(tokens: list[str]) -> str:
     return " " + "  ".join(tokens) + " "
 
 
-def bm25(tf: int, length: int, idf: float, avgdl: float) -> float:
-    """One word's part of FTS5's bm25 for a chunk of length tokens holding it tf times."""
-    return idf * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / (avgdl or 1)))
-
-
 def bm25_idf(rows: int, hits: int) -> float:
     """FTS5's inverse document frequency (never below 1e-6: a word in most chunks still counts a little)."""
     return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
@@ -4611,9 +4606,10 @@ class Words:
 
 def bm25_scores(texts: dict[int, Words], phrases: dict[str, float], avgdl: float,
                 holders: dict[str, set] | None = None, depth: int | None = None) -> list[tuple[int, float]]:
-    """(chunk id, bm25) of each chunk for phrases (' a b ': idf), best first,
-    ties by id, as FTS5 orders them (the depth best; holders: the chunks that
-    hold each phrase, when known, so only those are looked at for it)."""
+    """(chunk id, FTS5's bm25) of each chunk for phrases (' a b ': idf), best
+    first, ties by id, as FTS5 orders them (the depth best; holders: the chunks
+    that hold each phrase, when known, so only those are looked at for it).
+    A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
     scores: dict[int, float] = {}
     norm = BM25_K1 / (avgdl or 1)
     for p, idf in phrases.items():
@@ -4650,7 +4646,8 @@ WORDS_KEY = "w"  # a chunk's distinct tokens as numbers (word_number), a list th
 
 def word_number(token: str) -> int:
     """A token as the engine's word lists hold it: 52 bits of its SHA-256 (exact in any JSON
-    reader's doubles). Numbers, not strings: Chroma indexed and searched them 1.6 times faster."""
+    reader's doubles). Numbers, not strings: on 3,000 SciFact chunks Chroma stored the lists in
+    3.8 s instead of 5.9 and found a common word in 18 ms instead of 28."""
     return int(sha256_hex(token.encode())[:13], 16)
 
 

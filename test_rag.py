@@ -206,6 +206,8 @@ class FakeChroma:
         self.requests = []          # (method, path, headers, body)
         self.faults = []
         self.dead_after = None
+        self.on_request = None      # called with the request's number, before it is answered
+        self.released = threading.Event()  # ends every "hang" at close
         self.lock = threading.Lock()
         server = self
 
@@ -223,10 +225,17 @@ class FakeChroma:
                 with server.lock:
                     server.requests.append((self.command, self.path, dict(self.headers), body))
                     n = len(server.requests)
+                    if server.on_request:
+                        server.on_request(n)
                     if server.dead_after is not None and n >= server.dead_after:
                         return self.reply(503, {"error": "Unavailable", "message": "the engine is down"})
-                    if server.faults:
-                        return self.reply(*server.faults.pop(0))
+                    fault = server.faults.pop(0) if server.faults else None
+                if fault == "hang":  # no answer until the client gives up (or the test ends)
+                    server.released.wait(60)
+                    return
+                with server.lock:
+                    if fault:
+                        return self.reply(*fault)
                     try:
                         self.reply(200, server.answer(self.command, self.path, body))
                     except KeyError as e:
@@ -314,6 +323,7 @@ class FakeChroma:
         return True
 
     def close(self):
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -2174,6 +2184,36 @@ class EngineTests(RagTestCase):
             self.assertEqual(got, want, f"stopped at request {n}")
             self.assertFalse([r for r in engine.records("docs-rag").values() if r["metadata"]["kind"] == "intent"])
 
+    @unittest.skipIf(os.name == "nt", "SIGKILL")
+    def test_engine_run_killed_by_sigkill_is_finished_by_the_next(self):
+        """A real kill: the engine kills the index process when a write arrives
+        (the first chunks' upsert, then a marker's); the next run completes it as a clean run would."""
+        docs = {f"d{i}.md": f"# Doc {i}\n\n" + " ".join(WORDS[(i + k) % len(WORDS)] for k in range(60)) + "\n"
+                for i in range(12)}
+        self.write_docs(docs)
+        clean = self.engine()
+        self.ok("index", self.docs, "--store", clean.url(), "--batch-size", "4")
+        want = {i: r["metadata"] for i, r in clean.records().items()}
+        for target in ("/upsert", "/delete"):
+            engine, child, spawned = self.engine(), [], threading.Event()
+            def kill(n, target=target):
+                spawned.wait(60)  # the child's pid is known
+                path = engine.requests[-1][1]
+                if path.endswith(target) and "-rag" not in path and child[0].returncode is None:
+                    os.kill(child[0].pid, signal.SIGKILL)
+                    engine.dead_after = n  # and nothing it might have sent arrives
+            engine.on_request = kill
+            env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
+            child.append(subprocess.Popen([sys.executable, rag.__file__, "index", self.docs, "--store", engine.url(),
+                                           "--batch-size", "4"], env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE))
+            spawned.set()
+            child[0].communicate(timeout=120)
+            self.assertEqual(child[0].returncode, -signal.SIGKILL, target)
+            engine.on_request, engine.dead_after = None, None
+            self.ok("index", self.docs, "--store", engine.url(), "--batch-size", "4")
+            self.assertEqual({i: r["metadata"] for i, r in engine.records().items()}, want, target)
+
     def test_engine_filters_are_applied_by_the_engine(self):
         engine = self.engine()
         self.write_docs()
@@ -2229,6 +2269,9 @@ class EngineTests(RagTestCase):
         line = self.error_line("search", "refunds", *store, db=False)
         self.assertIn("InvalidArgumentError: Invalid where clause", line)
         self.assertIn("holds no index yet", self.error_line("search", "refunds", "--store", engine.url("other")))
+        engine.faults = ["hang"]  # a slow engine: as slow an embedding server is, it is given --timeout
+        line = self.error_line("search", "refunds", *store, "--timeout", "0.5", "--retries", "0", db=False)
+        self.assertIn("did not answer within 0.5 s", line)
         port = engine.httpd.server_address[1]
         engine.close()
         line = self.error_line("search", "refunds", "--store", f"chroma://127.0.0.1:{port}/docs",
