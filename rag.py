@@ -4837,13 +4837,13 @@ class EngineStore(Store):
     def docs(self) -> sqlite3.Connection:
         """The documents' markers as an in-memory table documents d (id, path, rel, sha256, chunks, words)."""
         if self._docs is None:
+            rows = [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
+                    for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))
+                    for m in [r["metadata"]]]
             db = sqlite3.connect(":memory:", check_same_thread=False)
             db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
                        "sha256 TEXT, chunks INTEGER, words INTEGER)")
-            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                           [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
-                            for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))
-                            for m in [r["metadata"]]])
+            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", rows)
             self._docs = db
         return self._docs
 
@@ -5230,13 +5230,13 @@ class ChromaStore(EngineStore):
     name = "chroma"
 
     def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
-        super().__init__(url, key, cfg, create, warn)
         from urllib.parse import urlsplit
         parts = urlsplit(url).path.strip("/").split("/")
         if len(parts) not in (1, 3) or not CHROMA_NAME.fullmatch(parts[-1]):
             raise UsageError(f"--store {url}: give chroma://HOST:PORT/COLLECTION (or "
                              ".../TENANT/DATABASE/COLLECTION), the collection's name 3 to 500 characters "
                              "of letters, digits, '.', '_' and '-'")
+        super().__init__(url, key, cfg, create, warn)  # after the checks: it opens what close() closes
         tenant, database = parts[:2] if len(parts) == 3 else (CHROMA_TENANT, CHROMA_DATABASE)
         self.base = f"/api/v2/tenants/{tenant}/databases/{database}/collections"
         self.names = (parts[-1], parts[-1] + "-rag")

@@ -2238,6 +2238,7 @@ class EngineTests(RagTestCase):
         texts = [" ".join(rnd.choice(WORDS[:8]) + rnd.choice(("", "s", "ing")) for _ in range(rnd.randint(1, 30)))
                  for _ in range(200)]
         conn = sqlite3.connect(":memory:")
+        self.addCleanup(conn.close)
         conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, heading, tokenize='porter unicode61')")
         conn.executemany("INSERT INTO f(rowid, text, heading) VALUES (?, ?, ?)",
                          [(i, t, "Guide" if i % 3 else "") for i, t in enumerate(texts)])
