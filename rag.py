@@ -8778,7 +8778,7 @@ class Service:
         caller's globs, the database by its file name only."""
         with self.retriever(None, caller) as r:
             info = index_info(r.store, index_name(self.cfg))
-            return dict(info, database=os.path.basename(self.cfg.db), **r.counts())
+            return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())  # a file or collection name
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
@@ -10385,7 +10385,7 @@ def cmd_mcp(args, cfg: Config, closer) -> int:
     log = Log()
     service = Service(cfg, query_from_args(args), log)
     closer.callback(service.close)
-    log.note(f"rag.py MCP server on stdio for {cfg.db} [{mode_label(cfg)}]")
+    log.note(f"rag.py MCP server on stdio for {index_name(cfg)} [{mode_label(cfg)}]")
     serve_mcp(service, sys.stdin.buffer, sys.stdout.buffer)
     return 0
 
@@ -10430,7 +10430,7 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     guard = f"{len(keys)} key(s) from --keys" if keys else "an API key" if key else "no API key"
 
     def ready():  # once the workers run (their pids exist); scripts read this line for the address
-        print(f"serving {cfg.db} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
+        print(f"serving {index_name(cfg)} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
               f"{guard}; Ctrl-C stops", file=sys.stderr, flush=True)
         if args.api_key:
             log.note("note: --api-key is visible to every user of this machine (ps); "
