@@ -4613,10 +4613,10 @@ def bm25_scores(texts: dict[int, Words], phrases: dict[str, float], avgdl: float
     scores: dict[int, float] = {}
     norm = BM25_K1 / (avgdl or 1)
     for p, idf in phrases.items():
-        inner, gain = p.strip(), idf * (BM25_K1 + 1)
+        gain = idf * (BM25_K1 + 1)
         for cid in (texts if holders is None else holders[p]):  # one word at a time: a look-up a chunk
             w = texts.get(cid)
-            tf = 0 if w is None else w.counts.get(inner, 0) if " " not in inner else w.tf(p)
+            tf = w.tf(p) if w is not None else 0
             if tf:
                 scores[cid] = scores.get(cid, 0.0) + gain * tf / (
                     tf + BM25_K1 * (1 - BM25_B) + BM25_B * norm * w.length)
@@ -5075,15 +5075,15 @@ class EngineStore(Store):
                                           "FROM documents").fetchone()
         self.look_up(phrases, [None] + ([where] if where else []))
         idf = {p: bm25_idf(rows, len(self.matching(p, None))) for p in phrases}  # whole-index, as FTS5's
-        candidates: list[int] = []
-        holders = {p: self.matching(p, where) if where else self.matching(p, None) for p in phrases}
+        candidates: set[int] = set()
+        holders = {p: self.matching(p, where) for p in phrases}
         for p in sorted(phrases, key=lambda p: -idf[p]):  # the rarest words' chunks first
-            new = holders[p].difference(candidates)
+            new = holders[p] - candidates
             if candidates and len(candidates) + len(new) > KEYWORD_CANDIDATES:
                 break
-            candidates.extend(sorted(new))
+            candidates |= new
         # a chunk of a document a stopped run left unmarked is dropped with the hits (chunks())
-        return bm25_scores(self.word_strings(candidates), idf, words / rows if rows else 1.0, holders, depth)
+        return bm25_scores(self.word_strings(sorted(candidates)), idf, words / rows if rows else 1.0, holders, depth)
 
     def chunk_records(self, ids: list[int], include: tuple) -> dict[int, dict]:
         out = {}
@@ -5121,10 +5121,14 @@ class EngineStore(Store):
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         return [(i, [float(x) for x in r["embedding"]]) for i, r in self.chunk_records(ids, ("embeddings",)).items()]
 
+    @engine_reply
     def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
-        docs = {i: (p, rel) for i, p, rel in self.docs().execute("SELECT id, path, rel FROM documents")}
+        read = self.read(ids)
+        docs = {i: (p, rel) for i, p, rel in rows_in(  # the hits' documents, not every one (a search's hot path)
+            self.docs(), "SELECT id, path, rel FROM documents WHERE id IN ({marks})",
+            list({m["doc"] for m, _ in read.values()}))}
         out = {}
-        for i, (m, _) in self.read(ids).items():
+        for i, (m, _) in read.items():
             if m["doc"] in docs:
                 out[i] = (*docs[m["doc"]], stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
                                                          m["start"], m["end"], m.get("loc", "")))

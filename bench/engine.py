@@ -28,6 +28,8 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from serve_load import serve  # noqa: E402  (a rag.py serve on a free port)
 RAG = os.path.join(HERE, "..", "rag.py")
 SHARED = os.path.join(HERE, "..", "..", "shared", "data")
 CORPORA = {"scifact": ("train.json", "offtopic.json"), "squad": ("cases.json", "offtopic.json")}
@@ -66,19 +68,6 @@ def mixed_cases(data, corpus, folder):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(cases, f)
     return path
-
-
-def serve(flags, env):
-    """A `rag.py serve` on a free port; (process, port)."""
-    server = subprocess.Popen([sys.executable, RAG, "serve", "--port", "0", *flags],
-                              stderr=subprocess.PIPE, text=True, env=env)
-    line = server.stderr.readline()
-    port = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
-    if not port:
-        server.kill()
-        raise SystemExit(f"serve did not start: {line}{server.stderr.read()}")
-    threading.Thread(target=server.stderr.read, daemon=True).start()
-    return server, int(port.group(1))
 
 
 def client(port, questions, times):

@@ -31,7 +31,12 @@ RAG = os.path.join(HERE, "..", "rag.py")
 
 
 def start(db, env):
-    server = subprocess.Popen([sys.executable, RAG, "serve", "--db", db, "--port", "0"],
+    return serve(["--db", db], env)
+
+
+def serve(flags, env):
+    """A `rag.py serve` on a free port (flags: where the index is, and any more); (process, port)."""
+    server = subprocess.Popen([sys.executable, RAG, "serve", "--port", "0", *flags],
                               stderr=subprocess.PIPE, text=True, env=env)
     line = server.stderr.readline()
     port = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
