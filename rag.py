@@ -4677,6 +4677,12 @@ def engine_reply(method):
     return read_records
 
 
+def marker_row(r: dict) -> tuple:
+    """A document's marker record as a row of EngineStore's in-memory documents table."""
+    m = r["metadata"]
+    return int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"]
+
+
 WRITES_AHEAD = 2  # write batches waiting for the writer thread at most: memory stays bounded
 
 
@@ -4837,9 +4843,7 @@ class EngineStore(Store):
     def docs(self) -> sqlite3.Connection:
         """The documents' markers as an in-memory table documents d (id, path, rel, sha256, chunks, words)."""
         if self._docs is None:
-            rows = [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
-                    for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))
-                    for m in [r["metadata"]]]
+            rows = [marker_row(r) for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))]
             db = sqlite3.connect(":memory:", check_same_thread=False)
             db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
                        "sha256 TEXT, chunks INTEGER, words INTEGER)")
@@ -4852,9 +4856,7 @@ class EngineStore(Store):
         the in-memory table follows, without reading every marker again."""
         docs = self.docs()
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
-        docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
-                         [(int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"])
-                          for r in markers for m in [r["metadata"]]])
+        docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", map(marker_row, markers))
         self._match, self._words, self._stamp = {}, {}, stamp
         self.settings()[Meta.SIG_STAMP] = stamp
 
