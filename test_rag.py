@@ -4011,6 +4011,17 @@ class AnswerTests(RagTestCase):
         self.assertTrue(answer.startswith("```\ndef merge(*iterables, key=None):\n    '''Merge"), answer)
         claims = rag.ground(answer, (code,), lambda w: 1.0)
         self.assertEqual([c.supported for c in claims], [True])
+        readme = hit(1, "  To use tunnels, add this option to the server configuration file\n  (/etc/ssh/sshd_config):\n\n"
+                        "        PermitTunnel yes\n\n  Then restart it.")
+        self.assertEqual(extract("What do I set in sshd_config to use tunnels?", readme),
+                         "To use tunnels, add this option to the server configuration file (/etc/ssh/sshd_config): [1]"
+                         "\n```\nPermitTunnel yes\n``` [1]")
+        heap = hit(1, "def heappushpop(heap, item):\n    if heap and heap[0] < item:\n        item, heap[0] = heap[0], item\n"
+                      "    return item", "/lib/heapq.py")
+        answer = extract("What does heappushpop do with the heap item?", heap)
+        self.assertIn("    if heap and heap[0] < item:\n", answer)  # code as written: [0] is no citation
+        self.assertEqual(rag.citations(answer, 1), [(1, True)])
+        self.assertEqual([c.supported for c in rag.ground(answer, (heap,), lambda w: 1.0)], [True])
 
     def test_extractive_answer_reduces_markup_to_text_and_never_glues_a_heading(self):
         rst = ("Dependencies\nThese distributions are installed with :pypi:`Flask` (see :ref:`async <async-await>`, "
@@ -4111,6 +4122,9 @@ class AnswerTests(RagTestCase):
             a = json.loads(self.ok("ask", q, "--json", "--min-score", "-1"))
             self.assertNotIn("Tomatoes", a["answer"])
             self.assertFalse(not a["refused"] and rag.REFUSAL.rstrip(".") in a["answer"], a["answer"])
+        faq = hit(1, "Are the text logs gone? Yes: read them with journalctl instead.")
+        self.assertEqual(extract("Where are the text logs gone?", faq),  # a question asked is no answer, but leads to one
+                         "Are the text logs gone? [1] Yes: read them with journalctl instead. [1]")
         hits = (hit(1, "Searched for: tomatoes need full sun\n\nRefunds take 5 days."),
                 hit(2, "Tomatoes need full sun."))
         self.assertEqual(extract("How long do refunds take?", *hits), "Refunds take 5 days. [1]")
