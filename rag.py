@@ -401,7 +401,8 @@ class QueryOptions:
     fusion: str = "score"  # or "rrf"
     min_score: float | None = None  # None: the floor in force (floor_in_force)
     max_context: int = MAX_CONTEXT
-    drop_unsupported: bool = False  # leave out an answer's statements that what they cite does not hold
+    # leave out an answer's statements that what they cite does not hold
+    drop_unsupported: bool = False
 
 
 # ---------------------------------------------------------------------------
@@ -6003,9 +6004,10 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     try:  # likewise, for the default mode; the documents are stored whatever happens here
         measured = question_floor(Retriever(store, embedder), "hybrid", keep=True)
         if measured and not measured.get("separates", True):
-            log.note("note: this index's passages are so alike (logs, tables, a repeated template) that "
-                     "similarity cannot separate answers from unrelated questions: questions are refused "
-                     f"on the evidence instead ('{program()} stats' says more; --min-score sets a floor)")
+            log.note("note: this index's passages are so alike (logs, tables, a repeated "
+                     "template) that similarity cannot separate answers from unrelated "
+                     "questions: questions are refused on the evidence instead "
+                     f"('{program()} stats' says more; --min-score sets a floor)")
     except RagError as e:
         log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it in "
                  "memory until an index run keeps it")
@@ -7139,11 +7141,13 @@ def measure_question_floor(retriever, mode: str) -> dict:
     refused = sum(refuses(x, floor) for x in own) / len(own) if own else 0.0
     answerable = quantile(own, PSEUDO_QUANTILE) if own else 1.0
     floor = min(floor, answerable) if refused > PSEUDO_TOLERATED else floor
-    # too few questions say nothing of it; the index's own questions scoring low too is a model's noise
+    # too few questions say nothing of it; the index's own questions scoring low too is a
+    # model's noise
     separates = not (probes and own) or unrelated >= 0 or answerable < 0
     source = (ALIKE if not separates else
-              f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of {len(own)} questions made "
-              f"from its passages are refused ({refused:.0%} were)" if floor < kind.floor else
+              f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of "
+              f"{len(own)} questions made from its passages are refused ({refused:.0%} were)"
+              if floor < kind.floor else
               f"measured on this index: raised until {PROBE_QUANTILE:.0%} of {len(probes)} unrelated questions "
               "are refused" if floor > kind.floor else
               f"{kind.floor_source}; questions measured on this index neither raise nor lower it")
@@ -7159,9 +7163,10 @@ def measure_question_floor(retriever, mode: str) -> dict:
 # from its passages score above it. A question worded as a person asks it
 # scores like the unrelated ones there, so similarity cannot tell an answer
 # from noise and the evidence alone decides (judge_question).
-ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated template) that "
-         "similarity cannot tell an answer from an unrelated question, so questions are refused on the "
-         "evidence alone: when the passages hold too little of the question's words")
+ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated "
+         "template) that similarity cannot tell an answer from an unrelated question, so "
+         "questions are refused on the evidence alone: when the passages hold too little of "
+         "the question's words")
 
 
 def kept_question_floors(store, model: str, count: int) -> dict:
@@ -7170,7 +7175,8 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     try:
         kept = json.loads(as_store(store).meta(Meta.QUESTION_FLOOR) or "{}")
         if kept.get("model") != model or not still_fresh(count, kept["chunks"]) or any(
-                "separates" not in v for v in kept["floors"].values()):  # kept before rag.py asked whether it does
+                # kept before rag.py asked whether it does
+                "separates" not in v for v in kept["floors"].values()):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
@@ -7283,10 +7289,12 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
     coverage = word_coverage(question, hits, retriever.idf)
     rel = relevance(retriever, question, hits, coverage=coverage)
     if not opts.by_evidence and refuses(rel, opts.floor):
-        return Verdict(rel, coverage, f"relevance {rel:.2f} is below the floor {opts.floor:.2f}", "floor")
+        return Verdict(rel, coverage,
+                       f"relevance {rel:.2f} is below the floor {opts.floor:.2f}", "floor")
     if coverage < EVIDENCE_SHARE:
-        return Verdict(rel, coverage, f"the passages hold {coverage:.0%} of the question's words, weighed by "
-                                      f"rarity ({EVIDENCE_SHARE:.0%} needed)", "evidence")
+        return Verdict(rel, coverage,
+                       f"the passages hold {coverage:.0%} of the question's words, weighed by "
+                       f"rarity ({EVIDENCE_SHARE:.0%} needed)", "evidence")
     return Verdict(rel, coverage)
 
 
@@ -7648,11 +7656,13 @@ class Evidence:
         words = focus_words(text)
         if self.idf is None:  # no index at hand: rarer among the passages, worth more
             found = [chunk_stems(h) for h in self.hits]
-            weight = lambda w: math.log(1 + len(found) / (1 + sum(stem(w) in f for f in found)))  # noqa: E731
+            weight = lambda w: math.log(  # noqa: E731
+                1 + len(found) / (1 + sum(stem(w) in f for f in found)))
         else:
             weight = lambda w: max(self.idf(w), 0.0)  # noqa: E731
         out = {stem(w): weight(w) for w in words}
-        for v in VERSION.findall(text):  # '1.12' is one thing: held whole, not as '1' and '12' apart
+        # '1.12' is one thing: held whole, not as '1' and '12' apart
+        for v in VERSION.findall(text):
             out["#" + v] = max(map(weight, lexical_words(v)))
         return out
 
@@ -7668,11 +7678,12 @@ class Generator:
     out = None
     is_model = True
 
-    def generate(self, system: str, prompt: str, history: list[dict] = (), evidence: Evidence | None = None
-                 ) -> Reply:
+    def generate(self, system: str, prompt: str, history: list[dict] = (),
+                 evidence: Evidence | None = None) -> Reply:
         """The answer to prompt under the system rules, after the conversation's
         earlier turns (history_messages; an answerer that does not converse ignores them);
-        evidence: the same passages and question as records (an answerer that does not write reads them)."""
+        evidence: the same passages and question as records (an answerer that does
+        not write reads them)."""
         raise NotImplementedError
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
@@ -7730,13 +7741,15 @@ class ExtractiveGenerator(Generator):
     SENTENCES = 2  # at most; a longer extract buries the answer
     MAX_SENTENCE = 400  # characters of one sentence shown: a longer "sentence" is a list or a table
 
-    def generate(self, system: str, prompt: str, history: list[dict] = (), evidence: Evidence | None = None
-                 ) -> Reply:
-        """The best pieces of evidence's passages, each followed by its [n] (no evidence: the refusal)."""
+    def generate(self, system: str, prompt: str, history: list[dict] = (),
+                 evidence: Evidence | None = None) -> Reply:
+        """The best pieces of evidence's passages, each followed by its [n]
+        (no evidence: the refusal)."""
         if evidence is None or not evidence.hits:
             return Reply(REFUSAL)
         wanted = evidence.weights(evidence.question)
-        topic = {s for s in evidence.weights(evidence.query) if s not in wanted}  # a follow-up's: breaks ties
+        # a follow-up's: breaks ties
+        topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
         standing = passage_standing(evidence.hits[:self.PASSAGES])
         scored = []
@@ -7745,7 +7758,8 @@ class ExtractiveGenerator(Generator):
                 found = piece_stems(p)
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
                 if support > 0:
-                    scored.append((support * standing[rank], len(topic & found), -rank, -p.order, p))
+                    scored.append(
+                        (support * standing[rank], len(topic & found), -rank, -p.order, p))
         scored.sort(key=lambda s: s[:4], reverse=True)
         chosen, seen = [], set()
         for s in scored:  # the best, and one nearly as good (a weaker one dilutes the answer)
@@ -7760,8 +7774,9 @@ class ExtractiveGenerator(Generator):
         return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
 
 
-# A second piece joins the answer when it scores at least this share of the best's: chosen on SQuAD
-# for answers that hold the answer and stay short (bench/README.md, "Answers grounded in the passages").
+# A second piece joins the answer when it scores at least this share of the best's:
+# chosen on SQuAD for answers that hold the answer and stay short (bench/README.md,
+# "Answers grounded in the passages").
 NEARLY = 0.85
 
 
@@ -7778,8 +7793,10 @@ def passage_standing(hits) -> list[float]:
 
 
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-=+|: ]{3,}$")  # '| a | b |' rows and their rules
-# A sentence that opens by pointing back ('It', 'This method') says little alone: shown after the one before.
-CRYPTIC = re.compile(r"(?:it|its|this|these|that|those|they|their|he|she|his|her|such|here|there)\b", re.I)
+# A sentence that opens by pointing back ('It', 'This method') says little alone:
+# shown after the one before.
+CRYPTIC = re.compile(r"(?:it|its|this|these|that|those|they|their|he|she|his|her|such|here|"
+                     r"there)\b", re.I)
 # Lines that are markup, not prose: reST directives, targets and comments ('.. note::', '.. _x:'),
 # Markdown reference definitions ('[1]: http://...'), HTML comments.
 MARKUP_LINE = re.compile(r"^\s*(?:\.\.(?:\s|$)|\[[^\]\n]+\]:\s+\S|<!--)")
@@ -7791,27 +7808,32 @@ INLINE_MARKUP = (
     (re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
     (re.compile(r"(?<!`)`([^`\n]+)`__?(?![\w`])"), r"\1"),
     (re.compile(r"``([^`\n]+)``"), r"`\1`"),
-    (re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
+    (re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*"
+                r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
     (re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),
     (re.compile(r"(\*\*|__)(?=\S)([^\n]+?)(?<=\S)\1"), r"\2"),
     (re.compile(r"\|([\w][\w -]*)\|(?!\w)"), r"\1"),
-    (re.compile(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|span|strong|sub|sup|"
-                r"tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
+    (re.compile(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
+                r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
 )
-# A line that is a record of its own: one opening with a timestamp (ISO, syslog, a time) or a list bullet.
-RECORD_LINE = re.compile(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
+# A line that is a record of its own: one opening with a timestamp (ISO, syslog, a time)
+# or a list bullet.
+RECORD_LINE = re.compile(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+                         r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
                          r"|(?:[-*+\u2022]|\d{1,3}[.)])\s)")
-HEADING_WORDS = 8  # a line this short with no closing punctuation, before more text, is a title, not a sentence
+# a line this short with no closing punctuation, before more text, is a title, not a sentence
+HEADING_WORDS = 8
 MAX_CODE_LINES = 15  # lines of a code block shown; a longer block is cut there
 
 
 def plain(text: str) -> str:
     """Prose with its inline markup reduced to the text a reader sees.
 
-    >>> plain("Use :meth:`Flask.run` or see `the guide <https://x.org>`_ and [docs](http://d/ 'x').")
-    'Use `Flask.run` or see the guide and docs.'
+    >>> plain("Use :meth:`Flask.run`, see `the guide <https://x.org>`_ and [docs](http://d 'x').")
+    'Use `Flask.run`, see the guide and docs.'
     """
-    text = defuse_citations(text)  # a document's '[2]' never passes for a citation, nor for a link's brackets
+    # a document's '[2]' never passes for a citation, nor for a link's brackets
+    text = defuse_citations(text)
     for pattern, repl in INLINE_MARKUP:
         text = pattern.sub(repl, text)
     return text
@@ -7848,9 +7870,11 @@ def _paragraphs(text: str, code: bool) -> Iterator[tuple[bool, list[str]]]:
             para.append(line)
         elif not line.strip():
             if para:
-                shown = intro is not None and indent(para[0]) > intro  # 'add this line:' then it, indented
+                # 'add this line:' then it, indented
+                shown = intro is not None and indent(para[0]) > intro
                 yield code or literal or shown or looks_like_code(para), para
-                literal = not code and (para[-1].rstrip().endswith("::") or literal and para[0][:1].isspace())
+                literal = not code and (para[-1].rstrip().endswith("::")
+                                        or literal and para[0][:1].isspace())
                 intro = indent(para[0]) if para[-1].rstrip().endswith(":") else None
             para = []
         elif not (MD_HEADING.match(line) or UNDERLINE.match(line) or TABLE_ROW.match(line)
@@ -7880,15 +7904,18 @@ def answer_pieces(h: Hit, n: int) -> list[Piece]:
     for is_code, lines in passage_blocks(h.chunk.text, code):
         block = "\n".join(lines[:MAX_CODE_LINES]).strip("\n")
         if is_code and block.strip():
-            intro = out.pop().text.rstrip(":") + ":" if before and out and out[-1].text == before else ""
+            intro = (out.pop().text.rstrip(":") + ":"
+                     if before and out and out[-1].text == before else "")
             more = "\n…" if len(lines) > MAX_CODE_LINES else ""
             out.append(Piece(n, len(out), textwrap.dedent(block) + more, True, intro))
         before = ""
         for sentence in [] if is_code else prose_sentences(lines):
-            if not holds_refusal(sentence) and not sentence.endswith("?"):  # a question asked is no answer
+            # a question asked is no answer
+            if not holds_refusal(sentence) and not sentence.endswith("?"):
                 out.append(Piece(n, len(out), sentence, False, before))
             before = sentence
-        before = before if before.endswith(":") else ""  # a sentence that introduces the code after it
+        # a sentence that introduces the code after it
+        before = before if before.endswith(":") else ""
     return out
 
 
@@ -7907,22 +7934,26 @@ def prose_sentences(lines: list[str]) -> list[str]:
     start (short, unpunctuated, before more text) is left out, never glued to
     the sentence after it; a paragraph of records (log lines, list items) is
     one piece a line."""
-    records = sum(bool(RECORD_LINE.match(l)) for l in lines)  # (a chunk may start in the middle of one)
+    # (a chunk may start in the middle of one)
+    records = sum(bool(RECORD_LINE.match(l)) for l in lines)
     if 2 * records >= len(lines) > 1 and (RECORD_LINE.match(lines[0]) or len(lines) > 2):
         return [" ".join(plain(l).split()) for l in lines if l.strip()]
-    while len(lines) > 1 and len(lines[0].split()) <= HEADING_WORDS and not re.search(r"[.!?:;,]\s*$", lines[0]):
+    while (len(lines) > 1 and len(lines[0].split()) <= HEADING_WORDS
+           and not re.search(r"[.!?:;,]\s*$", lines[0])):
         lines = lines[1:]
     body = plain(" ".join(l.strip() for l in lines))
     return [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
 
 
 def piece_stems(p: Piece) -> set[str]:
-    """The stems of a piece's words, and its dotted numbers whole ('#1.12', see Evidence.weights)."""
+    """The stems of a piece's words, and its dotted numbers whole ('#1.12',
+    see Evidence.weights)."""
     text = p.before + "\n" + p.text if p.code or p.leans() else p.text  # with what it is read with
     return set(map(stem, lexical_words(text))) | {"#" + v for v in VERSION.findall(text)}
 
 
-VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")  # a version or section number: 1.12, 3.9
+# a version or section number: 1.12, 3.9
+VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")
 
 
 def shortened(sentence: str, limit: int) -> str:
@@ -8113,7 +8144,8 @@ class Claim:
 
     def json(self) -> dict:
         """As ask --json, the servers and eval give it."""
-        return {"text": self.text, "cites": list(self.cites), "supported": self.supported, "why": self.why or None}
+        return {"text": self.text, "cites": list(self.cites), "supported": self.supported,
+                "why": self.why or None}
 
 
 LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
@@ -8138,7 +8170,8 @@ def answer_statements(text: str) -> list[str]:
     for i, part in enumerate(re.split(r"(```.*?```)", text, flags=re.S)):
         pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
         for piece in pieces:
-            lead = LEADING_CITATIONS.match(piece).group() if out else ""  # '[1]' after the full stop it ends
+            # '[1]' after the full stop it ends
+            lead = LEADING_CITATIONS.match(piece).group() if out else ""
             if lead.strip():
                 out[-1] += " " + lead.strip()
             if piece[len(lead):].strip():
@@ -8160,7 +8193,8 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
             continue  # punctuation, a list's number, a stray label: nothing claimed
         given = [n for n in cites if 1 <= n <= len(hits)]
         if given:
-            why = unsupported(body, [hits[n - 1] for n in given], idf).replace("[?]", "".join(f"[{n}]" for n in given))
+            why = unsupported(body, [hits[n - 1] for n in given], idf).replace(
+                "[?]", "".join(f"[{n}]" for n in given))
         else:
             held = unsupported(body, list(hits), idf).replace("[?]", "any passage given")
             why = ("cites no passage" if not cites else
@@ -8171,13 +8205,15 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
 
 
 def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
-    """Why the passages do not hold a statement ('' when they do); '[?]' stands for what it cites."""
+    """Why the passages do not hold a statement ('' when they do); '[?]'
+    stands for what it cites."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
     flat, digits = " ".join(source.split()).lower(), set(NUMBER.findall(source.replace(",", "")))
     if body.startswith("```"):
         lines = {l.strip() for l in source.splitlines()}
         code = CODE_BLOCK.match(body).group()[3:-3]
-        missing = [l.strip() for l in code.splitlines() if l.strip() and l.strip() not in lines and l.strip() != "…"]
+        missing = [l.strip() for l in code.splitlines()
+                   if l.strip() and l.strip() not in lines and l.strip() != "…"]
         return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
     for n in NUMBER.findall(body.replace(",", "")):
         if n.rstrip(".:") not in digits and not any(d.startswith(n.rstrip(".:")) for d in digits):
@@ -8221,8 +8257,10 @@ class Answer:
     turns: tuple = ()            # the conversation's turns the model was sent before the prompt
     warnings: tuple = ()         # what a server's caller is told of the request (Service.source_warnings)
     claims: tuple = ()           # Claim: each statement, what it cites, supported or why not
-    refusal: str = ""            # why it was refused (the floor, the evidence, the model, the check)
-    coverage: float = 0.0        # the share of the question's words the best passage holds (by rarity)
+    refusal: str = ""            # why it was refused (the floor, the evidence, the model,
+                                 # the check)
+    coverage: float = 0.0        # the share of the question's words the best passage holds
+                                 # (by rarity)
 
     @property
     def by_model(self) -> bool:
@@ -8260,7 +8298,8 @@ class Answer:
 
     @property
     def grounded(self) -> float | None:
-        """The share of its statements that what they cite holds (None: refused, or nothing claimed)."""
+        """The share of its statements that what they cite holds (None: refused,
+        or nothing claimed)."""
         return sum(c.supported for c in self.claims) / len(self.claims) if self.claims else None
 
 
@@ -8291,27 +8330,31 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     hits, judged, _ = retriever.retrieve(query, opts.mode, opts.k, also=question)
     given = tuple(fit_context(hits, opts.max_context))
     prompt, turns = build_prompt(question, list(given), query), history_messages(asked.history)
-    verdict = judge_question(retriever, judge, judged_hits(retriever, question, query, judge, judged), opts)
+    verdict = judge_question(retriever, judge,
+                             judged_hits(retriever, question, query, judge, judged), opts)
     fallback = None
     if verdict.refusal:
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
         evidence = Evidence(question, query, given, retriever.idf)
-        reply, model, fallback = generate(generator, prompt, log.note, system_prompt(asked.instructions), turns,
-                                          evidence)
-    shown = generator.out is not None and model == generator.model and generator.is_model  # streamed as written
-    text, given, claims, why = settled(clean_text(reply.text), given, retriever.idf, opts.drop_unsupported, not shown)
+        reply, model, fallback = generate(generator, prompt, log.note,
+                                          system_prompt(asked.instructions), turns, evidence)
+    # streamed as written
+    shown = generator.out is not None and model == generator.model and generator.is_model
+    text, given, claims, why = settled(clean_text(reply.text), given, retriever.idf,
+                                       opts.drop_unsupported, not shown)
     refusal = verdict.refusal or why
     cited = () if refusal else tuple(citations(text, len(given)))
     ms = (time.perf_counter() - t0) * 1000
-    result = Answer(REFUSAL if refusal else text, bool(refusal), given, cited, reply.usage, model, prompt, ms,
-                    fallback, verdict.relevance, opts.floor, query, tuple(turns), claims=claims, refusal=refusal,
-                    coverage=verdict.coverage)
+    result = Answer(REFUSAL if refusal else text, bool(refusal), given, cited, reply.usage, model,
+                    prompt, ms, fallback, verdict.relevance, opts.floor, query, tuple(turns),
+                    claims=claims, refusal=refusal, coverage=verdict.coverage)
     record_ask(retriever.store, question, result, log, caller)
     return result
 
 
-def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> tuple[str, tuple, tuple, str]:
+def settled(text: str, given: tuple, idf, drop: bool,
+            renumber: bool = True) -> tuple[str, tuple, tuple, str]:
     """(the answer as shown, the passages in the order it numbers them, its
     statements checked, why it is a refusal or ''): its citations numbered
     as shown (the first cited is [1]; not renumber: an answer already shown
@@ -8322,7 +8365,8 @@ def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> 
     claims = ground(text, given, idf)
     if drop and not all(c.supported for c in claims):
         if not any(c.supported for c in claims):
-            return REFUSAL, given, claims, "no statement of the answer is supported by what it cites"
+            return (REFUSAL, given, claims,
+                    "no statement of the answer is supported by what it cites")
         text = joined([c.text for c in claims if c.supported])
     if not renumber:
         return text, given, ground(text, given, idf), ""
@@ -8367,7 +8411,8 @@ def system_prompt(instructions: str = "") -> str:
 
 
 def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMPT,
-             history: list[dict] = (), evidence: Evidence | None = None) -> tuple[Reply, str, str | None]:
+             history: list[dict] = (), evidence: Evidence | None = None
+             ) -> tuple[Reply, str, str | None]:
     """(reply, model that wrote it, why the model failed): a failed model call
     falls back to the extractive answer with a warning, never an error."""
     try:
@@ -8378,7 +8423,8 @@ def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMP
             raise
         hint = "; a smaller --max-context may fit the model" if too_long(e) else ""
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
-        return ExtractiveGenerator().generate(system, prompt, (), evidence), ExtractiveGenerator.model, str(e)
+        return (ExtractiveGenerator().generate(system, prompt, (), evidence),
+                ExtractiveGenerator.model, str(e))
 
 
 # The ask log's columns, as record_ask gives them.
@@ -8614,9 +8660,11 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
         hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question,
                                                   gold=gold.test(case, paths))
-        verdict = judge_question(retriever, judge, judged_hits(retriever, asked.question, query, judge, judged), opts)
-        row = {"id": case.get("id", i), "question": case["question"], "refused": bool(verdict.refusal),
-               "relevance": round(verdict.relevance, 4), "coverage": round(verdict.coverage, 4),
+        verdict = judge_question(retriever, judge,
+                                 judged_hits(retriever, asked.question, query, judge, judged), opts)
+        row = {"id": case.get("id", i), "question": case["question"],
+               "refused": bool(verdict.refusal), "relevance": round(verdict.relevance, 4),
+               "coverage": round(verdict.coverage, 4),
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
         if verdict.refusal:
             row["refused_on"] = verdict.on
@@ -8633,9 +8681,10 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf)
-            failure = score_answer(case, row, evidence, [gold.holds(case, relevant, h) for h in given], generator,
-                                   build_prompt(asked.question, list(given), query), history_messages(asked.history),
-                                   opts.drop_unsupported)
+            failure = score_answer(case, row, evidence,
+                                   [gold.holds(case, relevant, h) for h in given], generator,
+                                   build_prompt(asked.question, list(given), query),
+                                   history_messages(asked.history), opts.drop_unsupported)
             if failure:  # say so once, then judge the extractive answers
                 log.note(f"warning: model call failed ({failure}); judging extractive answers instead")
                 generator = ExtractiveGenerator()
@@ -8649,8 +8698,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
     return report
 
 
-def score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], generator, prompt: str,
-                 history: list[dict] = (), drop: bool = False) -> str | None:
+def score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], generator,
+                 prompt: str, history: list[dict] = (), drop: bool = False) -> str | None:
     """Answer a case whose retrieval succeeded (or an unanswerable one) from
     evidence (gold[i]: its hits[i] is a gold passage), as ask would, and judge
     the answer into row: a gold answer in it, its statements grounded, the
@@ -8662,19 +8711,23 @@ def score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], ge
     if row["refused"]:
         text, given, claims, row["answer_model"] = REFUSAL, evidence.hits, (), NO_MODEL
     else:
-        reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None, SYSTEM_PROMPT, history,
-                                                       evidence)
-        text, given, claims, why = settled(clean_text(reply.text), evidence.hits, evidence.idf, drop)
+        reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None,
+                                                       SYSTEM_PROMPT, history, evidence)
+        text, given, claims, why = settled(clean_text(reply.text), evidence.hits,
+                                           evidence.idf, drop)
     refused = is_refusal(text)
     row.update(answer=text, answer_refused=refused, statements=[c.json() for c in claims])
     if case.get("unanswerable"):
-        row.update(answer_ok=refused, failure=None if refused else "answered, but the documents do not answer it")
+        row.update(answer_ok=refused,
+                   failure=None if refused else "answered, but the documents do not answer it")
         return failure
     accepted = [a for a in [case.get("answer", "")] + case.get("answers", []) if a]
-    row["answer_ok"] = not refused and (not accepted or any(a.lower() in text.lower() for a in accepted))
+    row["answer_ok"] = not refused and (not accepted
+                                        or any(a.lower() in text.lower() for a in accepted))
     if "reference" in case:
         ref = {stem(w) for w in content_words(case["reference"])}
-        row["reference_recall"] = len(ref & set(map(stem, lexical_words(text)))) / len(ref) if ref else None
+        row["reference_recall"] = (len(ref & set(map(stem, lexical_words(text)))) / len(ref)
+                                   if ref else None)
     if not refused:
         cited = [given[n - 1] for n, ok in citations(text, len(given)) if ok]
         golden = [h.chunk_id for h, g in zip(evidence.hits, gold) if g]
@@ -8685,11 +8738,13 @@ def score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], ge
 
 
 def answer_failure(row: dict, why: str, accepted: list[str]) -> str | None:
-    """Why an answerable case's answer fails, or None: refused, no gold answer in it, a statement unsupported."""
+    """Why an answerable case's answer fails, or None: refused, no gold answer
+    in it, a statement unsupported."""
     if row["answer_refused"]:
         return f"refused ({why or 'the answerer found nothing'})"
     if not row["answer_ok"]:
-        return f"no accepted answer in it ({shortened(accepted[0], 40)!r})" if accepted else "not answered"
+        return (f"no accepted answer in it ({shortened(accepted[0], 40)!r})" if accepted
+                else "not answered")
     unsupported = [s["why"] for s in row["statements"] if not s["supported"]]
     if unsupported:
         return f"a statement is not supported: {unsupported[0]}"
@@ -8705,17 +8760,20 @@ def answer_figures(judged: list[dict], citing: list[dict]) -> dict:
     recalls = [r["reference_recall"] for r in answerable if r.get("reference_recall") is not None]
     lengths = sorted(len(r["answer"]) for r in answered)
     return {
-        "answers_with_gold": round(sum(r["answer_ok"] for r in answerable) / len(answerable), 4) if answerable
-        else None,
-        "answers_refused": round(sum(r["answer_refused"] for r in answerable) / len(answerable), 4) if answerable
-        else None,
-        "statements_grounded": round(sum(s["supported"] for r in answered for s in r["statements"]) / statements, 4)
-        if statements else None,
-        "citing_top_gold": round(sum(r["cited_top_gold"] for r in citing) / len(citing), 4) if citing else None,
-        "unanswerable_answered": round(sum(not r["answer_refused"] for r in off) / len(off), 4) if off else None,
+        "answers_with_gold": round(sum(r["answer_ok"] for r in answerable) / len(answerable), 4)
+        if answerable else None,
+        "answers_refused": round(sum(r["answer_refused"] for r in answerable) / len(answerable), 4)
+        if answerable else None,
+        "statements_grounded": round(sum(s["supported"] for r in answered for s in r["statements"])
+                                     / statements, 4) if statements else None,
+        "citing_top_gold": round(sum(r["cited_top_gold"] for r in citing) / len(citing), 4)
+        if citing else None,
+        "unanswerable_answered": round(sum(not r["answer_refused"] for r in off) / len(off), 4)
+        if off else None,
         "reference_recall": round(sum(recalls) / len(recalls), 4) if recalls else None,
         "median_answer_chars": lengths[len(lengths) // 2] if lengths else None,
-        "answer_failures": [{"id": r["id"], "question": r["question"], "answer": r["answer"], "why": r["failure"]}
+        "answer_failures": [{"id": r["id"], "question": r["question"], "answer": r["answer"],
+                             "why": r["failure"]}
                             for r in judged if r.get("failure")],
     }
 
@@ -8739,7 +8797,8 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
         "found_through_copies": sum(bool(r.get("through_copy")) for r in answerable),
         "abstention": mean("refused", unanswerable),
         "refused_on": {side: dict(Counter(r["refused_on"] for r in rs if r.get("refused_on")))
-                       for side, rs in (("answerable", answerable), ("unanswerable", unanswerable))},
+                       for side, rs in (("answerable", answerable),
+                                        ("unanswerable", unanswerable))},
         "false_refusals": mean("refused", answerable),
         "answers_judged": len(judged),
         "answer_accuracy": mean("answer_ok", judged),
@@ -8955,7 +9014,8 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
     for the retriever's index (measured there without labels unless given or calibrated)."""
     floor = floor_in_force(retriever.store, retriever.embedder.model, q.min_score,
                            lambda: question_floor(retriever, q.mode))
-    return AskOptions(q.mode, q.k, floor.value, q.max_context, q.drop_unsupported, floor.by_evidence), floor
+    return AskOptions(q.mode, q.k, floor.value, q.max_context, q.drop_unsupported,
+                      floor.by_evidence), floor
 
 
 # ---------------------------------------------------------------------------
@@ -9046,7 +9106,8 @@ def request_args(params, defaults) -> dict:
     drop = params.get("drop_unsupported", defaults.drop_unsupported)
     if not isinstance(drop, bool):
         raise RagError("'drop_unsupported' must be true or false")
-    return {"question": valid_text(q), "k": k, "mode": mode, "source": source or None, "drop_unsupported": drop,
+    return {"question": valid_text(q), "k": k, "mode": mode, "source": source or None,
+            "drop_unsupported": drop,
             "asked": request_conversation(valid_text(q), params.get("conversation"))}
 
 
@@ -9261,7 +9322,8 @@ class Service:
         with self.retriever(a["source"], caller) as r:
             opts, floor = ask_options(self.opts, r)
             opts = replace(opts, mode=a["mode"], k=a["k"], drop_unsupported=a["drop_unsupported"])
-            stream_to = None if opts.drop_unsupported else stream_to  # what is dropped must not be shown first
+            # what is dropped must not be shown first
+            stream_to = None if opts.drop_unsupported else stream_to
             generator = make_generator(self.cfg, stream_to, self.log.note)
             answer = answer_question(r, generator, a["asked"], opts, self.log, caller.name if caller else None)
             return replace(answer, warnings=tuple(self.source_warnings(r, a["source"]))), floor
@@ -9315,8 +9377,9 @@ QUESTION_SCHEMA = {
                                          "description": "text, or OpenAI content parts (text ones are read)"}}}}},
     "required": ["question"], "additionalProperties": False}
 ASK_SCHEMA = dict(QUESTION_SCHEMA, properties=dict(QUESTION_SCHEMA["properties"], drop_unsupported={
-    "type": "boolean", "default": False, "description": "Leave out the answer's statements that the passages "
-    "they cite do not hold; refuse when none is left."}))
+    "type": "boolean", "default": False,
+    "description": "Leave out the answer's statements that the passages they cite do not hold; "
+    "refuse when none is left."}))
 # What tools/list gives; McpServer.call answers each tool with its tool_<name> method.
 MCP_TOOLS = [
     {"name": "search", "title": "Search the documents",
@@ -9326,8 +9389,8 @@ MCP_TOOLS = [
     {"name": "ask", "title": "Ask the documents",
      "description": "Answer a question from the indexed documents only, citing passages as [n] with their "
                     "sources (path:lines). When the documents do not answer, the answer is exactly: "
-                    f"{REFUSAL!r} (refused: true). Each statement is checked against the passages it cites; "
-                    "the ones they do not hold are listed after the sources.",
+                    f"{REFUSAL!r} (refused: true). Each statement is checked against the passages "
+                    "it cites; the ones they do not hold are listed after the sources.",
      "inputSchema": ASK_SCHEMA, "annotations": {"readOnlyHint": True, "openWorldHint": False}},
     {"name": "stats", "title": "Index statistics",
      "description": "What the index holds: documents, chunks, embedding model, last indexed, refusal floor.",
@@ -9604,7 +9667,8 @@ class HttpApi:
     @staticmethod
     def options(body) -> dict:
         """Retrieval options a chat request may carry beside the OpenAI fields."""
-        return {key: body[key] for key in ("k", "mode", "source", "drop_unsupported") if key in body}
+        return {key: body[key] for key in ("k", "mode", "source", "drop_unsupported")
+                if key in body}
 
     def stream_chat(self, body, params: dict, wfile, caller: Caller | None = None) -> None:
         """A streamed chat completion of body (params: its chat_params, checked
@@ -10108,8 +10172,10 @@ function render(turn, rag, question) {
   const passages = rag.passages, box = part(turn, "answer");
   box.textContent = "";
   box.className = "answer" + (rag.refused ? " refused" : "");
-  rag.answer.split(/(```[\\s\\S]*?```)/).forEach((block, i) => {  // a code block as a block, lines kept
-    if (i % 2) return box.append(element("pre", "code", block.slice(3, -3).replace(/^\\n|\\n$/g, "")));
+  // a code block as a block, lines kept
+  rag.answer.split(/(```[\\s\\S]*?```)/).forEach((block, i) => {
+    if (i % 2) return box.append(element("pre", "code",
+                                         block.slice(3, -3).replace(/^\\n|\\n$/g, "")));
     for (const piece of block.split(/(\\[\\d+\\])/)) {
       const m = piece.match(/^\\[(\\d+)\\]$/);
       if (m && +m[1] >= 1 && +m[1] <= passages.length) {
@@ -10290,10 +10356,11 @@ def retrieval_arguments(p: argparse.ArgumentParser) -> None:
                         "the nearest candidates by byte sketch")
     p.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
                    "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
-                   "identical); default: the floor kept in the index for its model ('stats' shows it and "
-                   "where it came from: eval --calibrate, else measured without labels by 'index'), else "
-                   f"{BUILTIN_FLOOR} for {BUILTIN_MODEL} and {DEFAULT_FLOOR} for other models. Beside it, "
-                   "a question is refused when its passages hold too little of its words")
+                   "identical); default: the floor kept in the index for its model ('stats' "
+                   "shows it and where it came from: eval --calibrate, else measured without "
+                   f"labels by 'index'), else {BUILTIN_FLOOR} for {BUILTIN_MODEL} and "
+                   f"{DEFAULT_FLOOR} for other models. Beside it, a question is refused when its "
+                   "passages hold too little of its words")
     p.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
                    "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: no reranking)")
     p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else the "
@@ -10310,7 +10377,8 @@ def answer_arguments(p: argparse.ArgumentParser) -> None:
                         f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")
     p.add_argument("--drop-unsupported", action="store_true",
                    help="leave out the answer's statements that the passages they cite do not hold "
-                        "(each is checked: its rare words, numbers, names and code); refuse when none is left")
+                        "(each is checked: its rare words, numbers, names and code); refuse when "
+                        "none is left")
 
 
 # The option groups commands share, by name (Command.groups): each command takes only those it uses.
@@ -10667,7 +10735,8 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     q = query_from_args(args)
     _, retriever = open_for_query(cfg, q, closer)
     stream = args.stream if args.stream is not None else sys.stdout.isatty()
-    stream = stream and not args.json and not args.show_prompt and not cfg.offline and not q.drop_unsupported
+    stream = (stream and not args.json and not args.show_prompt and not cfg.offline
+              and not q.drop_unsupported)
     log = Log()
     generator = make_generator(cfg, sys.stdout if stream else None, log.note)
     opts, floor = ask_options(q, retriever)
@@ -10806,16 +10875,18 @@ def print_answer_figures(r: dict) -> None:
     """eval --generate's lines: every failed answer, then the figures."""
     print()
     for f in r["answer_failures"]:
-        print(f"answer  {f['id']}: {first_line(f['question'], 60)} -> {first_line(f['answer'], 60)}  ({f['why']})")
+        print(f"answer  {f['id']}: {first_line(f['question'], 60)} -> "
+              f"{first_line(f['answer'], 60)}  ({f['why']})")
     if r["answer_failures"]:
         print()
 
     def fmt(v):
         return "n/a" if v is None else f"{v:.3f}"
-    lines = (("answer_accuracy", f"{r['answers_judged']} answers judged: holding a gold answer, or refused when "
-                                 "unanswerable"),
+    lines = (("answer_accuracy", f"{r['answers_judged']} answers judged: holding a gold answer, "
+                                 "or refused when unanswerable"),
              ("answers_with_gold", "answerable cases answered with an accepted answer in the text"),
-             ("answers_refused", "answerable cases refused (by the floor, the evidence or the answerer)"),
+             ("answers_refused",
+              "answerable cases refused (by the floor, the evidence or the answerer)"),
              ("statements_grounded", "statements of the answers that what they cite holds"),
              ("answers_citing", "answers that cite a passage they were given"),
              ("citations_gold", "of those, citing a gold passage"),
