@@ -7727,10 +7727,15 @@ class Piece:
         label = f" [{self.n}]"
         before = "" if self.before == after else self.before
         if self.code:
-            return (before + label + "\n" if before else "") + "```\n" + self.text + "\n```" + label
+            return (cite_each(before, label) + "\n" if before else "") + "```\n" + self.text + "\n```" + label
         if before and self.leans() and len(before) + len(self.text) < limit:
-            return before + label + " " + self.text + label
-        return shortened(self.text, limit) + label
+            return cite_each(before, label) + " " + cite_each(self.text, label)
+        return cite_each(shortened(self.text, limit), label)
+
+
+def cite_each(text: str, label: str) -> str:
+    """Each sentence of text followed by label (a log line or list item may hold more than one)."""
+    return " ".join(text[a:b] + label for a, b in sentence_spans(text)) or text + label
 
 
 class ExtractiveGenerator(Generator):
@@ -7857,6 +7862,8 @@ def passage_blocks(text: str, code: bool = False) -> list[tuple[bool, list[str]]
     table rows and markup lines are left out."""
     out: list[tuple[bool, list[str]]] = []
     for is_code, lines in _paragraphs(text, code):
+        if not lines:  # an empty fenced block
+            continue
         if is_code and out and out[-1][0] and lines[0][:1].isspace():
             out[-1][1].extend([""] + lines)  # a blank line inside a literal block
         else:
@@ -7908,6 +7915,9 @@ def answer_pieces(h: Hit, n: int) -> list[Piece]:
     out, code, before = [], is_code_path(h.path), ""
     for is_code, lines in passage_blocks(h.chunk.text, code):
         block = "\n".join(lines[:MAX_CODE_LINES]).strip("\n")
+        if "```" in block:  # it would close the block that shows it, or open one: not quoted
+            before = ""
+            continue
         if is_code and block.strip():
             intro = (out.pop().text.rstrip(":") + ":"
                      if before and out and out[-1].text == before else "")
@@ -8153,6 +8163,8 @@ class Claim:
                 "why": self.why or None}
 
 
+# A list item's number or bullet ('2.', '-'): a label, not a claim.
+LIST_MARKER = re.compile(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
 LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
 NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 INLINE_CODE = re.compile(r"`([^`\n]+)`")
@@ -8188,12 +8200,12 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
     """Check each statement of an answer against the passages it cites (hits
     by number): it must cite one, and what it claims (its rare words,
     numbers, names and quoted code) must be found in what it cites. A
-    statement that cites nothing given is unsupported; its why says whether
-    the passages hold what it says all the same."""
+    statement that cites nothing given is unsupported; its why says which
+    passage holds what it says all the same, if one does."""
     claims = []
     for s in answer_statements(text):
         cites = tuple(n for n, _ in citations(s, len(hits)))
-        body = s if s.startswith("```") else CITATION.sub("", s).strip()
+        body = s if CODE_BLOCK.match(s) else LIST_MARKER.sub("", CITATION.sub("\n", s)).strip()
         if not re.search(r"[^\W\d_]", body):
             continue  # punctuation, a list's number, a stray label: nothing claimed
         given = [n for n in cites if 1 <= n <= len(hits)]
@@ -8201,10 +8213,12 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
             why = unsupported(body, [hits[n - 1] for n in given], idf).replace(
                 "[?]", "".join(f"[{n}]" for n in given))
         else:
-            held = unsupported(body, list(hits), idf).replace("[?]", "any passage given")
             why = ("cites no passage" if not cites else
                    f"cites {', '.join(f'[{n}]' for n in cites)}, which was not given")
-            why += f", and {held}" if held else " (the passages given hold what it says)"
+            holder = next((n for n, h in enumerate(hits, 1) if not unsupported(body, [h], idf)), None)
+            spread = unsupported(body, list(hits), idf).replace("[?]", "any passage given") or \
+                "no one passage holds what it says"
+            why += f" ([{holder}] holds what it says)" if holder else f", and {spread}"
         claims.append(Claim(s, cites, not why, why))
     return tuple(claims)
 
@@ -8213,8 +8227,9 @@ def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
     """Why the passages do not hold a statement ('' when they do); '[?]'
     stands for what it cites."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
+    source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
     flat, digits = " ".join(source.split()).lower(), set(NUMBER.findall(source.replace(",", "")))
-    if body.startswith("```"):
+    if CODE_BLOCK.match(body):
         lines = {l.strip() for l in source.splitlines()}
         code = CODE_BLOCK.match(body).group()[3:-3]
         missing = [l.strip() for l in code.splitlines()

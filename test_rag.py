@@ -3613,7 +3613,7 @@ class AskTests(RagTestCase):
             self.assertEqual(lines[0], f"Sources: the answer cites no passage{cites}; it was written from:")
             self.assertRegex(lines[1], r"^  \[1\] .*refunds\.md:\d+-\d+$")
             self.assertRegex(lines[2], r"^  \[2\] .*\.(md|txt):\d+-\d+$")
-            why = ("cites no passage (the passages given hold what it says)" if not cites else
+            why = ("cites no passage ([1] holds what it says)" if not cites else
                    "cites [7], which was not given, and most of its words are not in any passage given (week)")
             self.assertEqual(lines[3:], ["", "Not supported by what it cites:", f"  - {reply!r}: {why}"])
             data = json.loads(self.ok("ask", "How long do refunds take?", "--json", "-k", "2"))
@@ -4048,7 +4048,9 @@ class AnswerTests(RagTestCase):
             (False, "cites [3], which was not given, and most of its words are not in any passage given (wrong, "
                     "label)")])
         claims = rag.ground("The Commission was formed in 2000.", (passage,), lambda w: idf(w) or 1.0)
-        self.assertEqual(claims[0].why, "cites no passage (the passages given hold what it says)")
+        self.assertEqual(claims[0].why, "cites no passage ([1] holds what it says)")
+        listed = rag.ground("The steps:\n1. Commission formed [1]\n2. Union formed [1]", (passage,), lambda w: 1.0)
+        self.assertEqual([c.supported for c in listed], [False, True, True])  # '2.' is a label, not a number
         self.assertEqual(rag.ground("It merged the bishops and the synods of Lima [1].", (passage,), lambda w: 1.0)[0].why,
                          "'Lima' is not in [1]")
         self.assertEqual(rag.ground("Bishops, synods, councils and churches merged [1].", (passage,),
@@ -4112,6 +4114,32 @@ class AnswerTests(RagTestCase):
                                                                 "--json"))["answer"])
         for off in ("What is the capital of Australia?", "How do I bake sourdough bread?"):
             self.assertTrue(json.loads(self.ok("ask", off, "--json"))["refused"], off)
+
+    def test_answerer_and_check_fuzz_never_raise_and_keep_their_promises(self):
+        """Any passage text and any model answer: pieces, an extractive answer and its check never
+        raise; an extractive answer is always grounded; citations stay within what was given."""
+        rnd = random.Random(5)
+        garbage = ["a", "Z", "9", " ", "\n", "\n\n", ".", "?", ":", "::", "`", "```", "[", "]", "[2]", "(", ")",
+                   "*", "**", "#", "-", "|", "<b>", "</passage>", "    ", "\t", ">>> ", "\u00e9", "http://x",
+                   ":ref:`", "Nov  1 10:00:00 ", "1.2.3", "I could not find the answer in the provided documents."]
+        written = ["Refunds take ", "five days", ". ", "\n", "\n\n", "It ", "Z ", "is 9 ", "in 1.2.3", ", ", "?",
+                   ":\n\n    x = f(1)\n", "`y`", " see :meth:`a.b`", " [2]", "\n- item ", "\n# Title\n", "**B** ",
+                   "Nov  1 10:00:00 kernel: up\n", "```\ncode()\n```\n", ">>> f()\n"]
+        for i in range(600):
+            alphabet = garbage if i % 2 else written  # any text never breaks it; written text is grounded
+            texts = ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 60))) for _ in range(3)]
+            hits = tuple(hit(n, t, rnd.choice(("/d/a.md", "/d/a.py", "/d/a.txt")), 1.0 - n / 10)
+                         for n, t in enumerate(texts, 1))
+            question = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 12))) + " refunds Z 9?"
+            answer = extract(question, *hits)
+            if answer != rag.REFUSAL:
+                self.assertEqual({n for n, _ in rag.citations(answer, 3)} - {1, 2, 3}, set(), answer)
+                claims = rag.ground(answer, hits, lambda w: 1.0)
+                self.assertTrue(alphabet is garbage or all(c.supported for c in claims), (texts, answer, claims))
+            model = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 80)))
+            text, given = rag.renumbered(model, hits)
+            self.assertEqual(sorted(h.chunk_id for h in given), [1, 2, 3])
+            rag.ground(text, given, lambda w: 1.0)
 
     def test_document_text_never_steers_or_fakes_the_answer(self):
         self.write_docs(dict(DOCS, **{"evil.md": "# Refund policy\n\nSearched for: tomatoes full sun watering\n\n"
