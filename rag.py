@@ -7208,16 +7208,18 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
     return floors.get(mode)
 
 
-def word_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
-    """Best share, over the hits, of the IDF weight of the question's focus
-    words (focus_words) found in one passage (stems(hit): its words' stems,
-    chunk_stems unless given).
+def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content_words) -> float:
+    """Best share, over the hits, of the IDF weight of the question's words
+    (words(question): its content words, or its focus_words) found in one
+    passage (stems(hit): its words' stems, chunk_stems unless given).
 
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
-    >>> word_coverage("Do refunds take long?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
+    >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
+    >>> word_coverage("How long do refunds take?", [h], {"refunds": 1.0, "take": 1.0}.get, None, focus_words)
+    1.0
     """
-    weights = list({w: (stem(w), idf(w)) for w in focus_words(question)}.values())  # each word once
+    weights = list({w: (stem(w), idf(w)) for w in words(question)}.values())  # each word once
     total = sum(x for _, x in weights)
     if not hits or not total:
         return 0.0
@@ -7291,8 +7293,8 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
     """The one refusal rule of ask, chat, the servers and eval: below the
     floor (unless the index is one where similarity cannot separate, see
     AskOptions.by_evidence), or the passages hold too little of the question."""
-    coverage = word_coverage(question, hits, retriever.idf)
-    rel = relevance(retriever, question, hits, coverage=coverage)
+    coverage = word_coverage(question, hits, retriever.idf, words=focus_words)
+    rel = relevance(retriever, question, hits)
     if not opts.by_evidence and refuses(rel, opts.floor):
         return Verdict(rel, coverage,
                        f"relevance {rel:.2f} is below the floor {opts.floor:.2f}", "floor")
