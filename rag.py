@@ -7271,10 +7271,11 @@ def refuses(relevance: float, floor: float) -> bool:
 # the question's words, each weighed by its rarity in the index (the words that
 # pick the answer out weigh most), so that a passage sharing only a common word
 # with an unrelated question does not answer it. Chosen on SQuAD, SciFact and
-# MTRAG-UN's govt and clapnq with the built-in embedder and all-MiniLM-L6-v2:
-# the most it could be (in steps of 0.05) while refusing at most 1 in 100 more
-# answerable questions on each (bench/README.md, "Answers grounded in the
-# passages"). Words, not vectors: the same share for every model.
+# MTRAG-UN's govt and clapnq with the built-in embedder and all-MiniLM-L6-v2
+# (checked with multilingual-e5-small), in steps of 0.05: it refuses at most 1 in
+# 40 more answerable questions on each; 0.25 costs SciFact a point more for no
+# gain, 0.3 four points on two of them (bench/README.md, "Answers grounded in the
+# passages"). Words, not vectors: one share for every model.
 EVIDENCE_SHARE = 0.2
 
 
@@ -7886,7 +7887,9 @@ def _paragraphs(text: str, code: bool) -> Iterator[tuple[bool, list[str]]]:
             if para:
                 # 'add this line:' then it, indented
                 shown = intro is not None and indent(para[0]) > intro
-                yield code or literal or shown or looks_like_code(para), para
+                block = not code and (literal or shown or looks_like_code(para))
+                para = reindented(para) if block else para
+                yield code or block, para
                 literal = not code and (para[-1].rstrip().endswith("::")
                                         or literal and para[0][:1].isspace())
                 intro = indent(para[0]) if para[-1].rstrip().endswith(":") else None
@@ -7900,6 +7903,19 @@ def _paragraphs(text: str, code: bool) -> Iterator[tuple[bool, list[str]]]:
 
 def indent(line: str) -> int:
     return len(line) - len(line.lstrip())
+
+
+def reindented(lines: list[str]) -> list[str]:
+    """An indented block whose first line lost its indentation (a paragraph's
+    first line is stored flush left) given back the indentation of the rest.
+
+    >>> reindented(["@app.route('/')", "    def hello():", "        return 1"])
+    ["    @app.route('/')", '    def hello():', '        return 1']
+    """
+    rest = [indent(l) for l in lines[1:] if l.strip()]
+    if indent(lines[0]) or not rest or not min(rest):
+        return lines
+    return [" " * min(rest) + lines[0]] + lines[1:]
 
 
 def looks_like_code(lines: list[str]) -> bool:
@@ -8763,7 +8779,8 @@ def answer_failure(row: dict, why: str, accepted: list[str]) -> str | None:
     """Why an answerable case's answer fails, or None: refused, no gold answer
     in it, a statement unsupported."""
     if row["answer_refused"]:
-        return f"refused ({why or 'the answerer found nothing'})"
+        return f"refused on the {why}" if why in ("floor", "evidence") else \
+            f"refused ({why or 'the answerer found nothing'})"
     if not row["answer_ok"]:
         return (f"no accepted answer in it ({shortened(accepted[0], 40)!r})" if accepted
                 else "not answered")

@@ -4008,6 +4008,9 @@ class AnswerTests(RagTestCase):
         self.assertIn("```\nfrom flask import Flask\napp = Flask(__name__)\n", answer)
         self.assertNotIn("Quickstart", answer)
         self.assertIn('def hello_world():\n    return "<p>Hello, World!</p>"\n```', answer)  # indentation kept
+        stored = rst.replace("\n    from", "\nfrom").replace("\n    @app", "\n@app")  # as the chunker keeps it
+        self.assertEqual(extract("How does a minimal Flask application with hello_world look?", hit(1, stored)),
+                         extract("How does a minimal Flask application with hello_world look?", hit(1, rst)))
         code = hit(1, "def merge(*iterables, key=None):\n    '''Merge sorted inputs into one sorted output.'''\n"
                       "    h = []\n    return h", "/lib/heapq.py")
         answer = extract("What does merge do with sorted inputs?", code)
