@@ -7921,10 +7921,19 @@ def reindented(lines: list[str]) -> list[str]:
 def looks_like_code(lines: list[str]) -> bool:
     """A paragraph of a prose document that is code: a doctest or shell
     session, or lines after the first all indented (as code is, and as a
-    paragraph whose first line lost its indent is)."""
+    paragraph whose first line lost its indent is) that read as code, half
+    of them at least (prose indented as a whole, or a list item whose lines
+    hang under its bullet, a NEWS entry, is not code)."""
     first = lines[0].lstrip()
     return first.startswith((">>> ", "$ ", "% ")) or (
-        len(lines) > 1 and all(l.startswith(("    ", "\t")) for l in lines[1:]))
+        len(lines) > 1 and not BULLET.match(first) and all(l.startswith(("    ", "\t")) for l in lines[1:])
+        and 2 * sum(bool(CODE_LINE.search(l)) for l in lines) >= len(lines))
+
+
+BULLET = re.compile(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
+# A line that reads as code, not prose: assignment, braces, a call or a keyword opening it, a prompt.
+CODE_LINE = re.compile(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|var|let|"
+                       r"const|echo|sudo|cd|@|#!|\$|%|<)\b")
 
 
 def answer_pieces(h: Hit, n: int) -> list[Piece]:
@@ -7971,10 +7980,12 @@ def prose_sentences(lines: list[str]) -> list[str]:
     records = sum(bool(RECORD_LINE.match(l)) for l in lines)
     if 2 * records >= len(lines) > 1 and (RECORD_LINE.match(lines[0]) or len(lines) > 2):
         return [" ".join(plain(l).split()) for l in lines if l.strip()]
+    term = ""  # an option a man page or a reference describes ('-h, --human-readable'): said first
     while (len(lines) > 1 and len(lines[0].split()) <= HEADING_WORDS
            and not re.search(r"[.!?:;,]\s*$", lines[0])):
+        term = lines[0].strip() + ": " if lines[0].lstrip().startswith("-") else ""
         lines = lines[1:]
-    body = plain(" ".join(l.strip() for l in lines))
+    body = term + plain(" ".join(l.strip() for l in lines))
     return [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
 
 
