@@ -7171,7 +7171,7 @@ ALIKE_LEVEL = -1.0
 ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated "
          "template) that similarity cannot tell an answer from an unrelated question, so "
          "questions are refused on the evidence alone: when the passages hold too little of "
-         "the question's words")
+         "the question's words (--min-score sets a floor instead)")
 
 
 def kept_question_floors(store, model: str, count: int) -> dict:
