@@ -118,6 +118,7 @@ __all__ = [
     "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
     "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator", "answer_question",
+    "Evidence", "Claim", "ground", "judge_question", "Verdict",
     "load_cases", "evaluate",
     # wiring and serving
     "query_embedder", "make_retriever", "open_for_query", "ask_options",
@@ -7216,7 +7217,7 @@ def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
     >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
-    >>> word_coverage("How long do refunds take?", [h], {"refunds": 1.0, "take": 1.0}.get, None, focus_words)
+    >>> word_coverage("How long do refunds take?", [h], lambda w: 1.0, None, focus_words)
     1.0
     """
     weights = list({w: (stem(w), idf(w)) for w in words(question)}.values())  # each word once
@@ -7730,7 +7731,8 @@ class Piece:
         label = f" [{self.n}]"
         before = "" if self.before == after else self.before
         if self.code:
-            return (cite_each(before, label) + "\n" if before else "") + "```\n" + self.text + "\n```" + label
+            block = "```\n" + self.text + "\n```" + label
+            return (cite_each(before, label) + "\n" if before else "") + block
         if before and self.leans() and len(before) + len(self.text) < limit:
             return cite_each(before, label) + " " + cite_each(self.text, label)
         return cite_each(shortened(self.text, limit), label)
@@ -7926,14 +7928,16 @@ def looks_like_code(lines: list[str]) -> bool:
     hang under its bullet, a NEWS entry, is not code)."""
     first = lines[0].lstrip()
     return first.startswith((">>> ", "$ ", "% ")) or (
-        len(lines) > 1 and not BULLET.match(first) and all(l.startswith(("    ", "\t")) for l in lines[1:])
+        len(lines) > 1 and not BULLET.match(first)
+        and all(l.startswith(("    ", "\t")) for l in lines[1:])
         and 2 * sum(bool(CODE_LINE.search(l)) for l in lines) >= len(lines))
 
 
 BULLET = re.compile(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
-# A line that reads as code, not prose: assignment, braces, a call or a keyword opening it, a prompt.
-CODE_LINE = re.compile(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|var|let|"
-                       r"const|echo|sudo|cd|@|#!|\$|%|<)\b")
+# A line that reads as code, not prose: assignment, braces, a call or a keyword
+# opening it, a prompt.
+CODE_LINE = re.compile(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|"
+                       r"var|let|const|echo|sudo|cd|@|#!|\$|%|<)\b")
 
 
 def answer_pieces(h: Hit, n: int) -> list[Piece]:
@@ -8244,7 +8248,8 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
         else:
             why = ("cites no passage" if not cites else
                    f"cites {', '.join(f'[{n}]' for n in cites)}, which was not given")
-            holder = next((n for n, h in enumerate(hits, 1) if not unsupported(body, [h], idf)), None)
+            holder = next((n for n, h in enumerate(hits, 1) if not unsupported(body, [h], idf)),
+                          None)
             spread = unsupported(body, list(hits), idf).replace("[?]", "any passage given") or \
                 "no one passage holds what it says"
             why += f" ([{holder}] holds what it says)" if holder else f", and {spread}"
@@ -8390,37 +8395,44 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
                                           system_prompt(asked.instructions), turns, evidence)
     # streamed as written
     shown = generator.out is not None and model == generator.model and generator.is_model
-    text, given, claims, why = settled(clean_text(reply.text), given, retriever.idf,
-                                       opts.drop_unsupported, not shown)
-    refusal = verdict.refusal or why
-    cited = () if refusal else tuple(citations(text, len(given)))
+    s = settled(clean_text(reply.text), given, retriever.idf, opts.drop_unsupported, not shown)
+    refusal = verdict.refusal or s.refusal
+    cited = () if refusal else tuple(citations(s.text, len(s.hits)))
     ms = (time.perf_counter() - t0) * 1000
-    result = Answer(REFUSAL if refusal else text, bool(refusal), given, cited, reply.usage, model,
-                    prompt, ms, fallback, verdict.relevance, opts.floor, query, tuple(turns),
-                    claims=claims, refusal=refusal, coverage=verdict.coverage)
+    result = Answer(REFUSAL if refusal else s.text, bool(refusal), s.hits, cited, reply.usage,
+                    model, prompt, ms, fallback, verdict.relevance, opts.floor, query, tuple(turns),
+                    claims=s.claims, refusal=refusal, coverage=verdict.coverage)
     record_ask(retriever.store, question, result, log, caller)
     return result
 
 
-def settled(text: str, given: tuple, idf, drop: bool,
-            renumber: bool = True) -> tuple[str, tuple, tuple, str]:
-    """(the answer as shown, the passages in the order it numbers them, its
-    statements checked, why it is a refusal or ''): its citations numbered
-    as shown (the first cited is [1]; not renumber: an answer already shown
-    as it came keeps its numbers); with drop, unsupported statements left out."""
+@dataclass(frozen=True)
+class Settled:
+    """An answer as shown: its text, the passages in the order it numbers
+    them, its statements checked, and why it is a refusal ('' when it is not)."""
+
+    text: str
+    hits: tuple
+    claims: tuple
+    refusal: str = ""
+
+
+def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> Settled:
+    """A reply as it is shown: its citations numbered as shown (the first
+    cited is [1]; not renumber: an answer already shown as it came keeps its
+    numbers), each statement checked; with drop, unsupported ones left out."""
     text = text.strip()
     if is_refusal(text):
-        return REFUSAL, given, (), "the answerer found no answer in the passages"
+        return Settled(REFUSAL, given, (), "the answerer found no answer in the passages")
     claims = ground(text, given, idf)
     if drop and not all(c.supported for c in claims):
         if not any(c.supported for c in claims):
-            return (REFUSAL, given, claims,
-                    "no statement of the answer is supported by what it cites")
+            return Settled(REFUSAL, given, claims,
+                           "no statement of the answer is supported by what it cites")
         text = joined([c.text for c in claims if c.supported])
-    if not renumber:
-        return text, given, ground(text, given, idf), ""
-    text, given = renumbered(text, given)
-    return text, given, ground(text, given, idf), ""
+    if renumber:
+        text, given = renumbered(text, given)
+    return Settled(text, given, ground(text, given, idf))
 
 
 def joined(statements: list[str]) -> str:
@@ -8758,14 +8770,14 @@ def score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], ge
         return None
     failure, why = None, row.get("refused_on", "")
     if row["refused"]:
-        text, given, claims, row["answer_model"] = REFUSAL, evidence.hits, (), NO_MODEL
+        s, row["answer_model"] = Settled(REFUSAL, evidence.hits, ()), NO_MODEL
     else:
         reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None,
                                                        SYSTEM_PROMPT, history, evidence)
-        text, given, claims, why = settled(clean_text(reply.text), evidence.hits,
-                                           evidence.idf, drop)
-    refused = is_refusal(text)
-    row.update(answer=text, answer_refused=refused, statements=[c.json() for c in claims])
+        s = settled(clean_text(reply.text), evidence.hits, evidence.idf, drop)
+        why = s.refusal
+    text, given, refused = s.text, s.hits, is_refusal(s.text)
+    row.update(answer=text, answer_refused=refused, statements=[c.json() for c in s.claims])
     if case.get("unanswerable"):
         row.update(answer_ok=refused,
                    failure=None if refused else "answered, but the documents do not answer it")
