@@ -7180,9 +7180,7 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
     try:
         kept = json.loads(as_store(store).meta(Meta.QUESTION_FLOOR) or "{}")
-        if kept.get("model") != model or not still_fresh(count, kept["chunks"]) or any(
-                # kept before rag.py asked whether it does
-                "separates" not in v for v in kept["floors"].values()):
+        if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
@@ -7198,6 +7196,8 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
         return retriever._floors[mode]
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
+    if keep and "separates" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
+        floors.pop(mode, None)
     if mode not in floors and count:  # on the whole index, whatever a request or a key narrows it to
         whole = retriever if retriever.scope() == Scope() else \
             Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
