@@ -8329,8 +8329,8 @@ class Answer:
     def sources(self) -> list[str]:
         """The Sources: lines every answer ends with: each [n] cited and where
         it is (and where else, for a text in several places); when none of the
-        given passages is cited, all of them, saying so; before them, the
-        statements that what they cite does not hold, after them."""
+        given passages is cited, all of them, saying so; then the statements
+        that what they cite does not hold, and why."""
         if self.refused:
             return []
         where = lambda h: h.source + (f" ({also_in(*h.also())})" if h.copies else "")  # noqa: E731
