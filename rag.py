@@ -6009,10 +6009,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     try:  # likewise, for the default mode; the documents are stored whatever happens here
         measured = question_floor(Retriever(store, embedder), "hybrid", keep=True)
         if measured and not measured.get("separates", True):
-            log.note("note: this index's passages are so alike (logs, tables, a repeated "
-                     "template) that similarity cannot separate answers from unrelated "
-                     "questions: questions are refused on the evidence instead "
-                     f"('{program()} stats' says more; --min-score sets a floor)")
+            log.note(f"note: the refusal floor was {ALIKE}")
     except RagError as e:
         log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it in "
                  "memory until an index run keeps it")
@@ -7295,8 +7292,12 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
     """The one refusal rule of ask, chat, the servers and eval: below the
     floor (unless the index is one where similarity cannot separate, see
     AskOptions.by_evidence), or the passages hold too little of the question."""
-    coverage = word_coverage(question, hits, retriever.idf, words=focus_words)
-    rel = relevance(retriever, question, hits)
+    found = {h.chunk_id: chunk_stems(h) for h in hits}  # each passage's words, once for both
+
+    def stems(h: Hit) -> set[str]:
+        return found[h.chunk_id]
+    coverage = word_coverage(question, hits, retriever.idf, stems, focus_words)
+    rel = relevance(retriever, question, hits, stems)
     if not opts.by_evidence and refuses(rel, opts.floor):
         return Verdict(rel, coverage,
                        f"relevance {rel:.2f} is below the floor {opts.floor:.2f}", "floor")
@@ -7746,8 +7747,8 @@ def cite_each(text: str, label: str) -> str:
 class ExtractiveGenerator(Generator):
     """Offline answerer: from the best-ranked passages, the piece (a sentence
     of prose, or a block of code) that best holds the question's words,
-    weighed by their rarity in the index and by the passage's rank, so that a
-    lower passage wins only when it holds clearly more of the question; a
+    weighed by their rarity in the index and by the passage's retrieval score,
+    so that a lower passage wins only when it holds clearly more of the question; a
     second piece nearly as good joins it; each is cited, each shown once."""
 
     model = "extractive"
@@ -8177,7 +8178,8 @@ def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
 
 
 # A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
-CODE_BLOCK = re.compile(r"```.*?```", re.S)
+# (The group makes CODE_BLOCK.split give prose and code in turn.)
+CODE_BLOCK = re.compile(r"(```.*?```)", re.S)
 
 
 @dataclass(frozen=True)
@@ -8217,7 +8219,7 @@ def answer_statements(text: str) -> list[str]:
     ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
     """
     out = []
-    for i, part in enumerate(re.split(r"(```.*?```)", text, flags=re.S)):
+    for i, part in enumerate(CODE_BLOCK.split(text)):
         pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
         for piece in pieces:
             # '[1]' after the full stop it ends
@@ -8261,14 +8263,14 @@ def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
     """Why the passages do not hold a statement ('' when they do); '[?]'
     stands for what it cites."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
-    source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
-    flat, digits = " ".join(source.split()).lower(), set(NUMBER.findall(source.replace(",", "")))
     if CODE_BLOCK.match(body):
         lines = {l.strip() for l in source.splitlines()}
         code = CODE_BLOCK.match(body).group()[3:-3]
         missing = [l.strip() for l in code.splitlines()
                    if l.strip() and l.strip() not in lines and l.strip() != "…"]
         return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
+    source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
+    flat, digits = " ".join(source.split()).lower(), set(NUMBER.findall(source.replace(",", "")))
     for n in NUMBER.findall(body.replace(",", "")):
         if n.rstrip(".:") not in digits and not any(d.startswith(n.rstrip(".:")) for d in digits):
             return f"{n} is not in [?]"
@@ -8424,7 +8426,7 @@ def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> 
     text = text.strip()
     if is_refusal(text):
         return Settled(REFUSAL, given, (), "the answerer found no answer in the passages")
-    claims = ground(text, given, idf)
+    claims = ground(text, given, idf) if drop else ()
     if drop and not all(c.supported for c in claims):
         if not any(c.supported for c in claims):
             return Settled(REFUSAL, given, claims,
@@ -8457,7 +8459,7 @@ def renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
 
     def relabel(m):
         return "[" + ", ".join(str(new.get(int(p), int(p))) for p in m.group(1).split(",")) + "]"
-    parts = re.split(r"(```.*?```)", text, flags=re.S)  # code (odd parts) as written
+    parts = CODE_BLOCK.split(text)  # code (odd parts) as written
     return "".join(p if i % 2 else CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
         tuple(hits[n - 1] for n in order)
 
@@ -8813,26 +8815,26 @@ def answer_failure(row: dict, why: str, accepted: list[str]) -> str | None:
     return None
 
 
+def share(values) -> float | None:
+    """The mean of values (booleans or numbers) to 4 places, None when there are none."""
+    values = list(values)
+    return round(sum(values) / len(values), 4) if values else None
+
+
 def answer_figures(judged: list[dict], citing: list[dict]) -> dict:
     """eval --generate's figures of the answers themselves (see score_answer)."""
     answerable = [r for r in judged if not r.get("unanswerable")]
     off = [r for r in judged if r.get("unanswerable")]
     answered = [r for r in judged if not r["answer_refused"]]
-    statements = sum(len(r["statements"]) for r in answered)
-    recalls = [r["reference_recall"] for r in answerable if r.get("reference_recall") is not None]
     lengths = sorted(len(r["answer"]) for r in answered)
     return {
-        "answers_with_gold": round(sum(r["answer_ok"] for r in answerable) / len(answerable), 4)
-        if answerable else None,
-        "answers_refused": round(sum(r["answer_refused"] for r in answerable) / len(answerable), 4)
-        if answerable else None,
-        "statements_grounded": round(sum(s["supported"] for r in answered for s in r["statements"])
-                                     / statements, 4) if statements else None,
-        "citing_top_gold": round(sum(r["cited_top_gold"] for r in citing) / len(citing), 4)
-        if citing else None,
-        "unanswerable_answered": round(sum(not r["answer_refused"] for r in off) / len(off), 4)
-        if off else None,
-        "reference_recall": round(sum(recalls) / len(recalls), 4) if recalls else None,
+        "answers_with_gold": share(r["answer_ok"] for r in answerable),
+        "answers_refused": share(r["answer_refused"] for r in answerable),
+        "statements_grounded": share(s["supported"] for r in answered for s in r["statements"]),
+        "citing_top_gold": share(r["cited_top_gold"] for r in citing),
+        "unanswerable_answered": share(not r["answer_refused"] for r in off),
+        "reference_recall": share(r["reference_recall"] for r in answerable
+                                  if r.get("reference_recall") is not None),
         "median_answer_chars": lengths[len(lengths) // 2] if lengths else None,
         "answer_failures": [{"id": r["id"], "question": r["question"], "answer": r["answer"],
                              "why": r["failure"]}
@@ -8846,7 +8848,7 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
     unanswerable = [r for r in rows if r.get("unanswerable")]
 
     def mean(key, rs):
-        return round(sum(r[key] for r in rs) / len(rs), 4) if rs else None
+        return share(r[key] for r in rs)
 
     judged = [r for r in rows if "answer_ok" in r]
     citing = [r for r in judged if "cited" in r]  # answered, not refused
@@ -10835,7 +10837,7 @@ def cmd_chat(args, cfg: Config, closer) -> int:
     q = query_from_args(args)
     _, retriever = open_for_query(cfg, q, closer)
     stream = (args.stream if args.stream is not None else sys.stdout.isatty()) and not cfg.offline \
-        and not args.drop_unsupported  # what is dropped must not be shown first
+        and not q.drop_unsupported  # what is dropped must not be shown first
     log = Log()
     opts, _ = ask_options(q, retriever)
     with contextlib.suppress(ImportError):
@@ -10908,6 +10910,11 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
                         "labels is used again")
 
 
+def figure(v: float | None) -> str:
+    """A report's figure as eval prints it."""
+    return "n/a" if v is None else f"{v:.3f}"
+
+
 def print_report(r: dict, k: int) -> None:
     for m in r["misses"]:
         where = f"first gold at rank {m['first_gold_rank']}" if m["first_gold_rank"] else \
@@ -10917,13 +10924,10 @@ def print_report(r: dict, k: int) -> None:
         print(f"miss  {m['id']}: {first_line(m['question'], 70)}  ({where})")
     if r["misses"]:
         print()
-
-    def fmt(v):
-        return "n/a" if v is None else f"{v:.3f}"
     print(f"cases           {r['cases']} ({r['answerable']} answerable, {r['unanswerable']} unanswerable)")
     print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
     for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention", "false_refusals"):
-        print(f"{key:<16}{fmt(r[key])}")
+        print(f"{key:<16}{figure(r[key])}")
     print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only as the "
           "copy of a passage shown: some of it, for a case with several)")
     refused_on = ", ".join(f"{side} {n} on the {on}" for side, counts in r["refused_on"].items()
@@ -10942,8 +10946,6 @@ def print_answer_figures(r: dict) -> None:
     if r["answer_failures"]:
         print()
 
-    def fmt(v):
-        return "n/a" if v is None else f"{v:.3f}"
     lines = (("answer_accuracy", f"{r['answers_judged']} answers judged: holding a gold answer, "
                                  "or refused when unanswerable"),
              ("answers_with_gold", "answerable cases answered with an accepted answer in the text"),
@@ -10957,7 +10959,7 @@ def print_answer_figures(r: dict) -> None:
              ("reference_recall", "words of the reference answers found in the answers"))
     for key, what in lines:
         if r.get(key) is not None:
-            print(f"{key:<22}{fmt(r[key])}  {what}")
+            print(f"{key:<22}{figure(r[key])}  {what}")
     if r.get("median_answer_chars") is not None:
         print(f"{'median answer':<22}{r['median_answer_chars']} characters")
 
