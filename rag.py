@@ -78,10 +78,17 @@ Where a change goes (one band, and one table entry where there is a table):
 
 from __future__ import annotations
 
-import argparse
+import signal
+import sys
+
+if __name__ == "__main__":  # a Ctrl-C while the rest loads exits 130 quietly; main() takes over
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+
+import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
 import codecs
 import contextlib
 import copy
+import errno
 import heapq
 import json
 import math
@@ -91,7 +98,6 @@ import random
 import re
 import sqlite3
 import stat
-import sys
 import textwrap
 import time
 import zlib
@@ -445,7 +451,8 @@ SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True,
          "could not be parsed": (False, ""), "credentials": (False, "--include-secrets reads them"),
          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
-         "link(s) leading nowhere": (True, "")}
+         "link(s) leading nowhere": (True, ""), "changed while indexing": (False, "index again to read them"),
+         "need a program not installed": (True, "")}
 SKIP_NAMES = 3  # names shown for each kind in the summary
 
 
@@ -541,16 +548,19 @@ def listed(paths: list[str]) -> str:
 
 
 def skip_summary(skips: dict, verbose: bool = False) -> str:
-    """The files an index run skipped (Log.skips), by kind, most first.
+    """The files an index run skipped (Log.skips), by kind, most first; the
+    names of a kind only where no note named each already (each file is named once).
 
-    >>> skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "no text": (1, ["e.md"])})
-    'skipped 1,664 file(s): 1,663 binary (a.bin, b.png, c.gz and 1,660 more), 1 no text (e.md); -v notes each'
+    >>> skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, ["e.md"])})
+    'skipped 1,664 file(s): 1,663 binary (a.bin, b.png, c.gz and 1,660 more), 1 unreadable (named above); -v notes each'
     """
     parts = []
     for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
         more = f" and {n - len(names):,} more" if n > len(names) else ""
         hint = f"; {SKIPS[kind][1]}" if SKIPS[kind][1] else ""
-        parts.append(f"{n:,} {kind} ({', '.join(map(display_path, names))}{more}{hint})")
+        noted = verbose or not SKIPS[kind][0]
+        parts.append(f"{n:,} {kind} ({'named above' if noted else ', '.join(map(display_path, names)) + more}"
+                     f"{hint})")
     quiet = not verbose and any(SKIPS[kind][0] for kind in skips)
     return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
             + ("; -v notes each" if quiet else ""))
@@ -931,6 +941,10 @@ class Unreadable(Exception):
     """A file we cannot read; the message becomes the note saying why it was skipped."""
 
 
+class MissingTool(Unreadable):
+    """A file that needs a program this machine lacks: said once a run, not once a file."""
+
+
 class NotText(Unreadable):
     """A file whose bytes are not text after all (counted as binary)."""
 
@@ -1002,42 +1016,91 @@ REDACTED = "[redacted: {}]"
 TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
 # (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
 SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, pattern in (
-    ("aws-access-key", ("AKIA", "ASIA"), r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ("aws-access-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+     r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
      TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    ("gitlab-token", ("glpat-",), TOKEN_START + r"glpat-[A-Za-z0-9_-]{20,}"),
-    ("slack-token", ("xox",), TOKEN_START + r"xox[baprs]-[A-Za-z0-9-]{10,}"),
-    ("stripe-key", ("k_live_",), TOKEN_START + r"[sr]k_live_[A-Za-z0-9]{16,}"),
+    ("gitlab-token", ("gl", "GR1348941"), TOKEN_START + r"(?:gl(?:pat|dt|ptt|rt|ft|ffct|cbt|imt|soat|oas|agent)-"
+                                                        r"|GR1348941)[A-Za-z0-9_.-]{20,}"),
+    ("slack-token", ("xox", "xapp-"), TOKEN_START + r"(?:xox[a-z](?:\.xox[a-z])?|xapp)-[A-Za-z0-9-]{10,}"),
+    ("slack-webhook", ("hooks.slack.com/",), r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{20,}"),
+    ("stripe-key", ("k_live_", "k_test_", "k_prod_"), TOKEN_START + r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}"),
     ("anthropic-key", ("sk-ant-",), TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai-key", ("sk-",), TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
     ("google-api-key", ("AIza",), TOKEN_START + r"AIza[A-Za-z0-9_-]{35}"),
-    ("jwt", ("eyJ",), TOKEN_START + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}"),
+    ("jwt", ("ey",), TOKEN_START + r"ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*=*)?"),
+    ("npm-token", ("npm_",), TOKEN_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    ("password-hash", ("$", "pbkdf2_", "{"),  # crypt(3): MD5, SHA-2, bcrypt, yescrypt, scrypt; argon2; Django; LDAP
+     r"(?<![\w$])\$(?:(?:1|5|6|md5|apr1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,}"
+     r"|2[abxy]?\$\d\d\$[./A-Za-z0-9]{50,60}|g?y\$[./A-Za-z0-9]{1,32}\$[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{43}"
+     r"|7\$[./A-Za-z0-9]{14,64}\$[./A-Za-z0-9]{43}"
+     r"|argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,9},t=\d{1,9},p=\d{1,4}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})"
+     r"|(?<!\w)pbkdf2_sha(?:1|256)\$\d{1,9}\$[A-Za-z0-9./+=]{1,64}\$[A-Za-z0-9./+=]{16,}"
+     r"|\{(?:S?SHA(?:256|512)?|SMD5|CRYPT|PBKDF2(?:-SHA\d{1,3})?)\}[A-Za-z0-9./+=$]{8,}"),
 ))
 # Words one of which a line must hold (lower-cased) for its assignments to be looked at.
-SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential")
+SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "cred", "auth", "contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
-WEAK_TOKENS = {"openai-key"}
+WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
 # A bearer token anywhere; Basic credentials only in an Authorization header ('basic region/leucine').
 BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
-URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@]{1,256}:([^\s/@]{1,256})@")
-# The name of an assignment ('API_KEY=', '"password": ', "secret: "), then, apart, its value.
+# Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
+AUTH_HEADER = re.compile(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
+                         r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
+# curl's '-u user:password' and '--user user:password', quoted or not.
+CURL_USER = re.compile(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
+# A .netrc line's password ('machine h login u password p'), pasted in any document.
+NETRC_PASSWORD = re.compile(r"(?<![\w-])password[ \t]+(\S{1,256})")
+# A secret's name and its value as a call's two first arguments: 'setProperty("API_TOKEN", "...")'.
+ARGUMENTS = re.compile(r"""(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4},[ \t]{0,4}(["'])((?:[^"'\\\n]|\\.){8,512})\3""")
+URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@\"'`]{0,256}:([^\s/@\"'`]{1,256})@")  # 'redis://:pw@host' too
+# The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
+# 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken='), then, apart, its value.
 # Not after or before another ':' ('apt::key::', 'node::credentials::' are scopes, not assignments).
-ASSIGNED_NAME = re.compile(r"""(?<![\w.:-])(["']?)([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4}[=:](?!:)[ \t]{0,4}""")
-ASSIGNED_VALUE = re.compile(r""""([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512})""")
-# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or 'keyboard'.
-SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|secret|token|api_?key|apikey|credential|"
-                         r"(?:private|access|signing|encryption)_?key)s?(?![a-z])|(?:^|[_.-])key$", re.I)
+ASSIGNED_NAME = re.compile(
+    r"""(?:(?<![\w.:-])|(?<=(?<![\w-])--)|(?<=/:))(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
+    r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?"""  # 'var t string =', 'String t ='
+    r"""[ \t]{0,4}(?::{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
+# A quoted value compared with a secret's name: '"value" == password'.
+COMPARED = re.compile(r"""(["'])((?:[^"'\\\n]|\\.){8,512})\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
+# A secret as an XML element on one line: '<password>value</password>'.
+XML_VALUE = re.compile(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
+# A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not.
+ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?"""  # C#'s @"...", Python's r"..."
+                            r""""((?:[^"\\\n]|\\.){1,512})"|'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
+                            r"""|([^\s"'`]{1,512})""")
+# An unquoted value ends before another assignment ('Password=x;User=y'), or at white space.
+NEXT_ASSIGNMENT = re.compile(r"[,;&][ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}=|[,;]+$")
+CLOSERS = {")": "(", "]": "[", "}": "{"}  # closing punctuation a value does not open is the code's
+SENTENCE_WORDS = 4  # words, ending in '.', '?' or '!': a sentence, not a passphrase
+TRAILING_COMMENT = re.compile(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
+# A word that mixes letters with digits or symbols inside it ('b4ttery', 'Pa$$word'; not 'done.').
+MIXED_WORD = re.compile(r"(?<!\S)[^\s.,;:!?]*(?:[A-Za-z][^\s.,;:!?]*[^\sA-Za-z.,;:!?]|"
+                        r"[^\sA-Za-z.,;:!?][^\s.,;:!?]*[A-Za-z])[^\s]*")
+# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or
+# 'keyboard'. Matched in the name as snake case ('mySecretString' is 'my_secret_string').
+SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a|(?:^|_)(?:secrete?|token|"
+                         r"credential)|api_?key|apikey|(?:private|access|signing|encryption|secret|auth|client|"
+                         r"service|account|db|database|priv|master)_?key)s?(?![a-z])|(?:^|_)(?:auth|creds?|pass)$")
 NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working directories, which SECRET_NAME's 'pwd' would take
+# Names of values that are public or only label something ('public_key', 'csrf_token', 'page_token').
+NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache|lookup|"
+                          r"routing|shard|idempotency|dedup|i18n|translation|page|next|continuation|sync)(?:_|$)")
 # Names that say where a secret is or what it is called, not what it is ('api_key_file', 'TOKEN_URL').
-ABOUT_A_SECRET = re.compile(r"[_.-](?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length|size|"
+ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length|size|"
                             r"ttl|expiry|expires)s?$", re.I)
 # Values that are a place, not a secret: a URL without a password in it, a file path.
 PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
-                         r"dummy|none|null|true|false)$|^\[redacted|^[<{$%]|\$\{|\{\{|\$\(|environ|getenv|"
+                         r"dummy|none|null|true|false)$|^\[redacted|^%|environ|getenv|"
                          r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
+# What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
+# '{password}', '$TOKEN'): a value is judged by what is left without them.
+TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)|%\(\w{1,64}\)s"
+                      r"|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]|\{[A-Za-z_][\w.]{0,63}\}|\$[A-Z_][A-Z0-9_]{0,63}")
 CODE_NAME = re.compile(r"[A-Za-z_.]+")  # letters only, maybe dotted (self.token, settings.KEY): code or a word
+CALL = re.compile(r"[A-Za-z_][\w.]*[(\[]")  # 'get_secret(...)', "os.environ['X']": code that fetches it
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
@@ -1052,8 +1115,11 @@ CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519
                                      "id_ed25519_sk"), "private key"),
                     "credentials": "cloud credentials",
                     **dict.fromkeys((".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd"),
-                                    "password file")}
-CREDENTIAL_EXTS = {".pem": "certificate or private key", ".key": "private key", ".ppk": "private key",
+                                    "password file"),
+                    **dict.fromkeys(("shadow", "gshadow", "shadow-", "gshadow-", "master.passwd",
+                                     "opasswd"), "password hashes")}
+# '.pem' is judged by its content: a certificate alone is public, a private key in it is not.
+CREDENTIAL_EXTS = {".key": "private key", ".ppk": "private key",
                    **dict.fromkeys((".p12", ".pfx", ".jks", ".keystore"), "key store"),
                    ".kdbx": "password database", ".env": "environment file"}
 ENV_TEMPLATES = (".example", ".sample", ".template", ".dist")  # '.env.example': judged by its content
@@ -1065,24 +1131,37 @@ ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAM
 def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = False) -> bool:
     """A value that could be a key or password, not a placeholder, a word or code;
     with letters_and_digits, one that mixes cases or digits even without symbols
-    (a token after 'Bearer', where 'bonds/notes' is prose).
+    (a token after 'Bearer', where 'bonds/notes' is prose). A quoted value of
+    letters only counts when its case changes inside it ('notHighEnough', not 'Required').
 
     >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
     [True, False, False, False, False, False]
     """
-    if len(value) < SECRET_MIN_LENGTH or PLACEHOLDER.search(value) or CODE_NAME.fullmatch(value) \
-            or PLACE.fullmatch(value):
+    if len(value) < SECRET_MIN_LENGTH:
         return False
-    if not quoted and any(c in value for c in "()[]"):  # a call or a subscript: code that fetches it
-        return False  # (inside quotes, brackets are the value's own: Django's SECRET_KEY has them)
+    value = TEMPLATE.sub("", value)
+    if len(value) < SECRET_MIN_LENGTH // 2 or PLACEHOLDER.search(value) or PLACE.fullmatch(value):
+        return False
+    if CODE_NAME.fullmatch(value) and not (quoted and any(c.isupper() for c in value[1:])
+                                           and any(c.islower() for c in value)):
+        return False
+    if not quoted and CALL.match(value):  # (inside quotes, brackets are the value's own: Django's SECRET_KEY)
+        return False
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
                any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
     return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
 
 
 def secret_name(name: str) -> bool:
-    """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'api_key'; not 'PWD')."""
-    return bool(SECRET_NAME.search(name)) and name.lower() not in NOT_SECRET_NAMES and not ABOUT_A_SECRET.search(name)
+    """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD', 'public_key').
+
+    >>> [secret_name(n) for n in ("DB_PASSWORD", "mySecretString", "db_pass", "PWD", "public_key", "tokenize")]
+    [True, True, True, False, False, False]
+    """
+    snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
+    named = SECRET_NAME.search(snake) or re.search(r"[_.-]key$", name.lower())  # 'API_KEY', not 'schemaKey'
+    return bool(named) and snake not in NOT_SECRET_NAMES and not ABOUT_A_SECRET.search(snake) \
+        and not NOT_A_SECRET.search(snake)
 
 
 def secret_name_kind(name: str) -> str:
@@ -1097,21 +1176,43 @@ def redact_assignments(text: str) -> str:
     """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
     out, pos = [], 0
     while (m := ASSIGNED_NAME.search(text, pos)):
-        if not secret_name(m.group(2)):
-            out.append(text[pos:m.end()])
-            pos = m.end()  # not a secret's name: its value may still hold one ('note: token=...')
-            continue
-        v = ASSIGNED_VALUE.match(text, m.end())
-        if not v:
+        which = 2 if secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken =': the second
+        name = m.group(which)
+        v = ASSIGNED_VALUE.match(text, m.end()) if secret_name(name) else None
+        if not v:  # not a secret's name: its value may still hold one ('note: token=...')
             out.append(text[pos:m.end()])
             pos = m.end()
             continue
-        group = next(g for g in (1, 2, 3) if v.group(g) is not None)
-        secret = looks_secret(v.group(group), quoted=group != 3)
-        out.append(text[pos:v.start(group)] + (REDACTED.format(secret_name_kind(m.group(2))) if secret
-                                                 else v.group(group)))
-        pos = v.end(group)
+        group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
+        start, end = v.span(group)
+        if group == 4:
+            end = unquoted_end(text, start, at_line_start=not text[:m.start(which)].strip(" \t-\"'"))
+        secret = end > start and looks_secret(text[start:end], quoted=group != 4)
+        out.append(text[pos:start] + (REDACTED.format(secret_name_kind(name)) if secret
+                                      else text[start:end]))
+        pos = end
     return "".join(out) + text[pos:]
+
+
+def unquoted_end(text: str, start: int, at_line_start: bool) -> int:
+    """Where an unquoted value starting at start ends: a line that is only
+    the assignment ('password = two words;x', INI, .env, YAML) gives the rest
+    of the line, without a trailing comment, when a word of it mixes letters
+    with digits or symbols and it is no sentence (else it is prose:
+    'Password: ask the admin', 'Token: hunter2 is a bad one.');
+    otherwise the value is one run of non-space characters, up to another
+    assignment ('Password=x;User=y') and without closing punctuation."""
+    line = TRAILING_COMMENT.sub("", text[start:])
+    sentence = len(line.split()) >= SENTENCE_WORDS and line.rstrip()[-1:] in ".?!"
+    if at_line_start and " " in line.strip() and not sentence and MIXED_WORD.search(line) \
+            and looks_secret(line):
+        return start + len(line)
+    run = re.match(r"[^\s\"'`]*", text[start:]).group()
+    cut = NEXT_ASSIGNMENT.search(run)
+    run = run[:cut.start()] if cut else run
+    while run and run[-1] in CLOSERS and run.count(run[-1]) > run.count(CLOSERS[run[-1]]):
+        run = run[:-1]
+    return start + len(run)
 
 
 def redact_text(text: str) -> tuple[str, bool]:
@@ -1129,19 +1230,61 @@ def redact_text(text: str) -> tuple[str, bool]:
     text = "".join(parts) + text[pos:] if parts else text
     for name, hints, pattern in SECRET_TOKENS:
         if any(h in text for h in hints):
-            weak = name in WEAK_TOKENS
-            text = pattern.sub(lambda m, n=name, w=weak: m.group() if w and not looks_secret(m.group()[3:])
-                               else REDACTED.format(n), text)
+            text = pattern.sub(lambda m, n=name: token_marker(m.group(), n), text)
+    return redact_credentials(text), open_key
+
+
+def token_marker(token: str, kind: str) -> str:
+    """A recognised token's marker; the token itself when it is a placeholder
+    ('xoxb-xxxx...', 'AKIA...EXAMPLE') or, for a prefix that words also take
+    (WEAK_TOKENS), when the rest does not look secret."""
+    if PLACEHOLDER.search(token) or (kind in WEAK_TOKENS and not looks_secret(token[3:])):
+        return token
+    return REDACTED.format(kind)
+
+
+def redact_credentials(text: str) -> str:
+    """A line's credentials given by their place: a bearer token, an
+    Authorization header, curl's -u, a URL's password, an assignment or
+    comparison or XML element whose name says secret."""
     low = text.lower()
     if "bearer" in low or "basic" in low:
         text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2), letters_and_digits=True)
                           else m.group(1) + " " + REDACTED.format("token"), text)
+    if "authorization" in low:
+        text = marked(AUTH_HEADER, text, 1, "token", lambda v, m: looks_secret(v, letters_and_digits=True))
+    if "-u" in text:
+        text = marked(CURL_USER, text, 2, "password", lambda v, m: not v.startswith("<") and looks_secret(
+            (v.split(":", 1)[1] or v.split(":", 1)[0]).strip("\"'"), quoted=True))
+    if "password" in low and NETRC_LINE.search(text):
+        text = marked(NETRC_PASSWORD, text, 1, "password", lambda v, m: not PLACEHOLDER.search(v))
     if "://" in text:
-        text = URL_PASSWORD.sub(lambda m: m.group() if PLACEHOLDER.search(m.group(1)) else
-                                m.group()[:m.start(1) - m.start()] + REDACTED.format("password") + "@", text)
+        text = marked(URL_PASSWORD, text, 1, "password", lambda v, m: not PLACEHOLDER.search(v))
     if any(w in low for w in SECRET_WORDS):
         text = redact_assignments(text)
-    return text, open_key
+        if "==" in text or "!=" in text:
+            text = marked(COMPARED, text, 2, "password", lambda v, m: secret_name(m.group(3))
+                          and looks_secret(v, quoted=True))
+        if "," in text:
+            text = marked(ARGUMENTS, text, 4, "password", lambda v, m: secret_name(m.group(2))
+                          and looks_secret(v, quoted=True))
+        if "</" in text:
+            text = marked(XML_VALUE, text, 2, "password", lambda v, m: secret_name(m.group(1))
+                          and looks_secret(v, quoted=True))
+    return text
+
+
+def marked(pattern: re.Pattern, text: str, group: int, kind: str, secret: Callable) -> str:
+    """text with each match's group replaced by a marker of kind where
+    secret(value, match) says it is one (a password's marker is named after its name's kind)."""
+    def one(m: re.Match) -> str:
+        value = m.group(group)
+        if value.startswith("[redacted") or not secret(value, m):
+            return m.group()
+        names = {COMPARED: 3, XML_VALUE: 1, ARGUMENTS: 2}
+        named = secret_name_kind(m.group(names[pattern])) if pattern in names else kind
+        return m.group()[:m.start(group) - m.start()] + REDACTED.format(named) + m.group()[m.end(group) - m.start():]
+    return pattern.sub(one, text)
 
 
 def redact_lines(lines: list[Line]) -> list[Line]:
@@ -1176,14 +1319,31 @@ def credential_name(path: str) -> str | None:
     return CREDENTIAL_EXTS.get(ext)
 
 
-def credential_content(data: bytes, fmt: Format) -> str | None:
+# Lines of the files that hold passwords or their hashes, recognised by content:
+# shadow ('name:$6$...:19000:0:99999:7:::'), passwd with hashes in its second field,
+# .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
+SHADOW_LINE = re.compile(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?):\d*:?[\d:]*:{0,8}[^\n]*")
+NETRC_LINE = re.compile(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
+                        r"[ \t]+password[ \t]+\S+")
+PGPASS_LINE = re.compile(r"(?:[^:\s\\]|\\.){1,255}:(?:\d{1,5}|\*):(?:[^:\\]|\\.){1,255}:(?:[^:\\]|\\.){1,255}:\S{1,255}")
+CERTIFICATE_EXTS = (".pem", ".crt", ".cer", ".cert")  # a private key may follow the certificates
+HASH_IN_LINE = re.compile(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|md5|apr1)\$")
+
+
+def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     """What kind of credentials a file's first bytes show it holds, or None:
-    a private key, a service-account JSON, or an .env-style file (most lines
-    NAME=value, one of them a secret)."""
+    a private key (a '.pem' anywhere in it), a service-account JSON, password
+    hashes (shadow, passwd with hashes), a password file (.netrc, .pgpass),
+    or an .env-style file (most lines NAME=value, one of them a secret)."""
     head = data[:CREDENTIAL_SNIFF].decode("utf-8", "replace")
     first = head.lstrip()
     if PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
         return "private key"
+    if inner_name(path).endswith(CERTIFICATE_EXTS) and PEM_BEGIN.search(data.decode("utf-8", "replace")):
+        return "private key"
+    kind = password_file(head)
+    if kind:
+        return kind
     if first.startswith("{") and SERVICE_ACCOUNT.search(head):
         return "service-account key"
     if fmt.binary or fmt.definitions not in (None, "ini", "sh", "none"):
@@ -1194,6 +1354,20 @@ def credential_content(data: bytes, fmt: Format) -> str | None:
     if len(pairs) > ENV_SHARE * len(lines) and any(
             secret_name(k) and looks_secret(v.strip().strip("\"'")) for k, v in pairs):
         return "environment file with secrets"
+    return None
+
+
+def password_file(head: str) -> str | None:
+    """'password hashes' or 'password file' when most of a file's first lines
+    are shadow, passwd-with-hashes, .netrc or .pgpass lines, else None."""
+    lines = [l.strip() for l in head.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    if not lines:
+        return None
+    most = lambda pattern: sum(bool(pattern.fullmatch(l)) for l in lines) > ENV_SHARE * len(lines)  # noqa: E731
+    if any(HASH_IN_LINE.match(l) for l in lines) and most(SHADOW_LINE):
+        return "password hashes"
+    if most(NETRC_LINE) or most(PGPASS_LINE):
+        return "password file"
     return None
 
 
@@ -1763,8 +1937,8 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
     import subprocess
     exe = shutil_which("pdftotext")
     if not exe:
-        raise Unreadable("reading PDF needs the pdftotext program from poppler "
-                         "('apt install poppler-utils', 'brew install poppler'); skipped")
+        raise MissingTool("reading PDF needs the pdftotext program from poppler "
+                          "('apt install poppler-utils', 'brew install poppler')")
     try:
         r = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", "-", "-"], input=data,
                            capture_output=True, timeout=PDF_TIMEOUT)
@@ -2782,9 +2956,10 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     return packer.finish()
 
 
-# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted. Bump on
-# change: every document of an older index is read again (its redacted text embedded, once).
-CHUNKER_VERSION = 4
+# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
+# secret forms and password hashes redacted. Bump on change: every document of an older index is
+# read again (its redacted text embedded, once).
+CHUNKER_VERSION = 5
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -3703,6 +3878,7 @@ class Meta:
     FLOOR_SOURCE = "floor_source"    # on what cases, when
     CONVENTION = "convention"        # how questions and documents are told apart (Convention.stored)
     QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode (question_floor)
+    ROOTS = "roots"                  # the folders indexed (real paths), each with whether links lead out
 
 
 def touch(conn: sqlite3.Connection) -> None:
@@ -5373,6 +5549,16 @@ pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rp
 FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what links lead to
 
 
+@dataclass(frozen=True)
+class Rule:
+    """One line of a PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
+
+    regex: re.Pattern
+    negate: bool
+    dir_only: bool
+    default: bool  # one of DEFAULT_EXCLUDES
+
+
 class PathFilter:
     """Which paths under a folder to index: the default excludes, the folder's
     .ragignore and --exclude globs (gitignore style: '#' comments, '!'
@@ -5382,16 +5568,17 @@ class PathFilter:
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
         self.include = [re.compile(glob_regex(p)) for p in include]
-        self.rules = []
+        self.rules: list[Rule] = []
         self.follow_links = FOLLOW_LINKS in (line.strip() for line in ignore_lines)
-        for line in list(DEFAULT_EXCLUDES if defaults else ()) + list(ignore_lines) + list(exclude):
+        lines = [(line, True) for line in (DEFAULT_EXCLUDES if defaults else ())]
+        for line, default in lines + [(line, False) for line in [*ignore_lines, *exclude]]:
             line = line.rstrip("\n").rstrip()
             if not line or line.startswith("#") or line == FOLLOW_LINKS:
                 continue
             negate = line.startswith("!")
             line = line[1:] if negate else line
             if line.strip("/"):
-                self.rules.append((re.compile(glob_regex(line)), negate, line.endswith("/")))
+                self.rules.append(Rule(re.compile(glob_regex(line)), negate, line.endswith("/"), default))
 
     @classmethod
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> "PathFilter":
@@ -5406,13 +5593,23 @@ class PathFilter:
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
         """True when rel (relative to the folder, '/'-separated) is not to be indexed."""
-        out = False
-        for regex, negate, dir_only in self.rules:
-            if (is_dir or not dir_only) and regex.fullmatch(rel):
-                out = not negate
+        rule = self.last_rule(rel, is_dir)
+        out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
             out = not any(r.fullmatch(rel) for r in self.include)
         return out
+
+    def by_default(self, rel: str, is_dir: bool = False) -> bool:
+        """Whether rel is excluded by one of DEFAULT_EXCLUDES (what -v says)."""
+        rule = self.last_rule(rel, is_dir)
+        return bool(rule and not rule.negate and rule.default)
+
+    def last_rule(self, rel: str, is_dir: bool) -> Rule | None:
+        """The last rule matching rel, which decides (None: none does)."""
+        for rule in reversed(self.rules):
+            if (is_dir or not rule.dir_only) and rule.regex.fullmatch(rel):
+                return rule
+        return None
 
     def excludes_path(self, path: str, root: str) -> bool:
         """excluded() for a file's path, checking each folder above it too."""
@@ -5432,9 +5629,39 @@ def virtual_mounts() -> set[str]:
     return {r[1].replace("\\040", " ") for r in rows if len(r) > 2 and r[2] in VIRTUAL_FS}
 
 
+@dataclass(frozen=True)
+class Walked:
+    """A file the walk listed: its path, the folder given it was found under,
+    its real path (the document's identity), and what reading it must find
+    again (ident: device and inode when listed; linked: reached through a link
+    the user let it follow, so it is opened as links lead)."""
+
+    path: str
+    root: str
+    key: str
+    ident: tuple[int, int]
+    linked: bool = False
+
+
+@dataclass(frozen=True)
+class Listed:
+    """An entry of a folder as the walk listed it, while the folder was open:
+    ident is the entry's own (a link's, not its target's)."""
+
+    name: str
+    path: str
+    is_dir: bool     # a folder, or a link to one
+    is_link: bool
+    ident: tuple[int, int]
+
+
+def identity(st: os.stat_result) -> tuple[int, int]:
+    return st.st_dev, st.st_ino
+
+
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None):
-    """Yield (path, root) for files under paths, depth first in name order.
+    """Yield a Walked record for each file under paths, depth first in name order.
 
     Hidden entries, filtered ones and virtual file systems are skipped; each
     real directory is entered once (a link to a folder walked already adds
@@ -5442,62 +5669,101 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
     A link is followed only when its real target is one this walk would reach
     by itself (see link_refusal), unless follow_links or the folder's .ragignore
     says so; refused gets (root, the link relative to it, its target) for the others.
+    A folder is entered only if it is still what its parent listed (open_folder).
     """
     virtual = virtual_mounts()
     bounds = [os.path.realpath(p) for p in paths]
-    for root in paths:
+    for root, real_root in zip(paths, bounds):
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
         keep = (filters or {}).get(root) or PathFilter()
-        if not os.path.isdir(root):
+        if not os.path.isdir(root):  # named on the command line: read even when it is a link
             if not keep.excluded(os.path.basename(root)):
-                yield os.path.normpath(root), os.path.dirname(os.path.normpath(root))
+                yield Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
+                             real_root, identity(os.stat(root)), linked=True)
             continue
+        follows = follow_links or keep.follow_links
         seen: set[tuple[int, int]] = set()
-        stack = [(os.path.normpath(root), "")]
+        stack = [(os.path.normpath(root), "", identity(os.stat(root)), False)]
         while stack:
-            folder, rel = stack.pop()
-            subdirs = []
-            for e in folder_entries(folder, seen, virtual, log):
-                is_dir = is_dir_entry(e)
-                if keep.excluded(rel + e.name, is_dir):
+            folder, rel, ident, linked = stack.pop()
+            subdirs = []  # the folder given is opened as named, links and all
+            for e in folder_entries(folder, ident, linked or not rel, seen, virtual, log):
+                if keep.excluded(rel + e.name, e.is_dir):
+                    if log.verbose and keep.by_default(rel + e.name, e.is_dir):
+                        log.note(f"skipped {shown(e.path)}: excluded by default (--no-default-excludes, "
+                                 f"or '!{e.name}{'/' if e.is_dir else ''}' in .ragignore, reads it)")
                     continue
-                why = None if follow_links or keep.follow_links else link_refusal(e, bounds)
+                why = None if follows or not e.is_link else link_refusal(e.path, bounds)
                 if why:
-                    note_link(e, folder, is_dir, why, log)
+                    note_link(e, folder, why, log)
                     if why != LINK_INSIDE and refused is not None:
                         refused.append((root, rel + e.name, os.path.realpath(e.path)))
                     continue
-                if is_dir:
-                    subdirs.append((e.path, rel + e.name + "/"))
+                via = linked or e.is_link
+                target = identity(os.stat(e.path)) if e.is_link else e.ident
+                if e.is_dir:
+                    subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
-                    yield e.path, root
+                    key = os.path.realpath(e.path) if via else os.path.normpath(
+                        os.path.join(real_root, rel + e.name))  # no link on the way: no need to resolve
+                    yield Walked(e.path, root, key, target, via)
             stack.extend(reversed(subdirs))
 
 
-def folder_entries(folder: str, seen: set, virtual: set, log: Log) -> list:
+def open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
+    """A folder opened for listing, checked to be the one its parent listed
+    (ident): not a link put in its place since (unless linked: reached
+    through links the user follows). OSError when it is not."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if linked else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(folder, flags)
+    if identity(os.fstat(fd)) != ident:
+        os.close(fd)
+        raise OSError(errno.ESTALE, "it changed while the folder was listed (index again)")
+    return fd
+
+
+def folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set, virtual: set,
+                   log: Log) -> list[Listed]:
     """The entries of a folder the walk enters, in name order, hidden ones left
     out; none (with a note) for a virtual file system, a folder entered already
-    (seen: (device, inode) of those), or one that cannot be read."""
+    (seen: (device, inode) of those), or one that cannot be read or is no longer
+    what was listed. Listed from the open folder, where the system allows, so
+    what each entry is cannot change between the listing and the look."""
     if os.path.abspath(folder) in virtual:
         log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
         return []
+    if ident in seen:
+        if under(os.path.realpath(os.path.dirname(os.path.abspath(folder))),
+                 os.path.realpath(folder)):  # it holds itself: a loop, not a second name
+            log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
+        return []
+    seen.add(ident)
     try:
-        st = os.stat(folder)
-        if (st.st_dev, st.st_ino) in seen:
-            if under(os.path.realpath(os.path.dirname(os.path.abspath(folder))),
-                     os.path.realpath(folder)):  # it holds itself: a loop, not a second name
-                log.note(f"skipped {shown(folder)}: directory already visited (symlink loop)")
-            return []
-        seen.add((st.st_dev, st.st_ino))
-        with os.scandir(folder) as it:
-            return sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+        fd = open_folder(folder, ident, linked) if os.scandir in os.supports_fd else None
+        try:
+            with os.scandir(folder if fd is None else fd) as it:
+                return sorted((listed_entry(folder, e) for e in it if not e.name.startswith(".")),
+                              key=lambda e: e.name)
+        finally:
+            if fd is not None:
+                os.close(fd)
     except OSError as e:
         log.note(f"skipped {shown(folder)}: {e.strerror}")
         return []
 
 
-def note_link(e, folder: str, is_dir: bool, why: str, log: Log) -> None:
+def listed_entry(folder: str, e: os.DirEntry) -> Listed:
+    st = e.stat(follow_symlinks=False)
+    link = stat.S_ISLNK(st.st_mode)
+    try:
+        is_dir = stat.S_ISDIR(e.stat().st_mode) if link else stat.S_ISDIR(st.st_mode)
+    except OSError:  # a link leading nowhere
+        is_dir = False
+    return Listed(e.name, os.path.join(folder, e.name), is_dir, link, identity(st))
+
+
+def note_link(e: Listed, folder: str, why: str, log: Log) -> None:
     """Say why the walk does not follow a link (link_refusal's why). One to a
     target inside the paths given is silent: the walk reaches that target under
     its own path, rules and all; unless it is a loop or leads nowhere."""
@@ -5505,7 +5771,7 @@ def note_link(e, folder: str, is_dir: bool, why: str, log: Log) -> None:
         log.skipped(e.path, "link(s) outside the folders indexed" if why == LINK_OUTSIDE else
                     "link(s) into hidden files or folders",
                     f"a link to {shown(os.path.realpath(e.path))}, {why} (--follow-links follows it)")
-    elif is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
+    elif e.is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
         log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
     elif not os.path.exists(e.path):
         log.skipped(e.path, "link(s) leading nowhere", f"a link to {shown(os.path.realpath(e.path))}, "
@@ -5520,30 +5786,18 @@ LINK_INSIDE = "inside the folders indexed"
 LINK_OUTSIDE = "outside the folders indexed"
 
 
-def link_refusal(entry, bounds: list[str]) -> str | None:
-    """Why walk does not follow this entry, a link (None: it is not one): its
-    real target is outside every path given (bounds, real paths), or, inside
-    them, in a hidden folder or a hidden file, which the walk itself skips, or
-    anywhere else inside them (LINK_INSIDE: reached without the link)."""
-    try:
-        if not entry.is_symlink():
-            return None
-    except OSError:
-        return None
-    target = os.path.realpath(entry.path)
+def link_refusal(path: str, bounds: list[str]) -> str:
+    """Why walk does not follow this link: its real target is outside every
+    path given (bounds, real paths), or, inside them, in a hidden folder or a
+    hidden file, which the walk itself skips, or anywhere else inside them
+    (LINK_INSIDE: reached without the link)."""
+    target = os.path.realpath(path)
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
         return LINK_OUTSIDE
     if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep)) for rel in inside):
         return "a hidden file or folder, which is not indexed"
     return LINK_INSIDE
-
-
-def is_dir_entry(entry) -> bool:
-    try:
-        return entry.is_dir()  # follows symlinks
-    except OSError:
-        return False
 
 
 @dataclass
@@ -5557,15 +5811,35 @@ class IndexStats:
     embedded: int = 0
     cached: int = 0
     removed: int = 0
-    secrets: list = field(default_factory=list)  # files not read: they look like credentials
     skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
 
 
-def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
+def open_walked(w: Walked) -> tuple:
+    """The file the walk listed, opened, and its stat: OSError when what is
+    there now is another file, or a link put in its place (unless w.linked:
+    reached through links the user follows), so that no swap between listing
+    and reading brings in a file from outside the folder. Without O_NOFOLLOW
+    the identity check alone decides. Never blocks on a pipe."""
+    nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(w.path, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    f = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    if identity(st) != w.ident:
+        f.close()
+        raise Swapped("it was replaced while the folder was indexed (index again to read it)")
+    return f, st
+
+
+class Swapped(OSError):
+    """A file that is no longer what the walk listed."""
+
+
+def read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> tuple[bytes, os.stat_result, Format] | None:
-    """Bytes, stat and format of a file, or None with a note saying why it is
-    skipped. A '.gz' file's bytes are those it holds (gunzip). named: --include
-    named it (file_format)."""
+    """Bytes, stat and format of a file the walk listed, or None with a note
+    saying why it is skipped. A '.gz' file's bytes are those it holds
+    (gunzip). named: --include named it (file_format)."""
+    path = w.path
     if file_format(path, named=named) is None:
         log.skipped(path, "unsupported type", "unsupported file type")
         return None
@@ -5575,49 +5849,60 @@ def read_file(path: str, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bo
         log.skipped(path, "name not UTF-8", "the file name is not valid UTF-8 (rename the file to index it)")
         return None
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
-            log.skipped(path, "not a regular file", "not a regular file")
-            return None
-        if st.st_size > max_bytes:
-            log.skipped(path, "too large", f"{size_text(st.st_size)} is over the "
-                        f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
-            return None
-        with open(path, "rb") as f:
-            head = data = f.read(BINARY_SNIFF)
-            if gzipped(path):
-                data = gunzip(head + f.read(max_bytes + 1 - len(head)))
-                head = data[:BINARY_SNIFF]
-                if len(data) > max_bytes:  # the limit is on the text, whatever its compression
-                    log.skipped(path, "too large", f"{size_text(len(data))} uncompressed is over the "
-                                f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
-                    return None
-            fmt = file_format(path, head, named)
-            if fmt is None or (is_binary(head) and not fmt.binary):
-                log.skipped(path, "binary", "binary file")
-                return None
-            data = data if gzipped(path) else head + f.read(max_bytes + 1 - len(head))
+        f, st = open_walked(w)
+        with f:
+            return read_open(path, f, st, log, max_bytes, named)
+    except Swapped as e:
+        log.skipped(path, "changed while indexing", str(e))
     except OSError as e:
-        log.skipped(path, "unreadable", f"unreadable ({e.strerror or e})")
-        return None
+        if e.errno in (errno.ELOOP, errno.EMLINK) and not w.linked:  # O_NOFOLLOW met a link
+            log.skipped(path, "changed while indexing", "it became a link while the folder was indexed "
+                        "(links are not followed; --follow-links follows them)")
+        else:
+            log.skipped(path, "unreadable", f"unreadable ({e.strerror or e})")
     except Unreadable as e:  # a damaged or oversized .gz
         log.skipped(path, "could not be parsed", str(e))
+    return None
+
+
+def read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named: bool
+              ) -> tuple[bytes, os.stat_result, Format] | None:
+    """read_file's part once the file is open (f, with its stat st)."""
+    if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
+        log.skipped(path, "not a regular file", "not a regular file")
         return None
+    if st.st_size > max_bytes:
+        log.skipped(path, "too large", f"{size_text(st.st_size)} is over the "
+                    f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
+        return None
+    head = data = f.read(BINARY_SNIFF)
+    if gzipped(path):
+        data = gunzip(head + f.read(max_bytes + 1 - len(head)))
+        head = data[:BINARY_SNIFF]
+        if len(data) > max_bytes:  # the limit is on the text, whatever its compression
+            log.skipped(path, "too large", f"{size_text(len(data))} uncompressed is over the "
+                        f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
+            return None
+    fmt = file_format(path, head, named)
+    if fmt is None or (is_binary(head) and not fmt.binary):
+        log.skipped(path, "binary", "binary file")
+        return None
+    data = data if gzipped(path) else head + f.read(max_bytes + 1 - len(head))
     return data, st, fmt
 
 
-def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexOptions,
+def load_document(w: Walked, rel: str, known: str | None, opts: IndexOptions,
                   log: Log) -> tuple[str, PendingDoc | None]:
-    """Read, parse and chunk one file: ('read', document), or ('unchanged' |
-    'empty' | 'skipped' | 'secret', None), with a note saying why a file is skipped.
-    key: its real path, the document's identity; rel: its path in the folder
-    indexed (doc_rel); known: the SHA-256 stored for
-    it. No error in one file stops the run. A file that looks like
-    credentials is 'secret': not read unless opts.include_secrets."""
+    """Read, parse and chunk one file the walk listed: ('read', document), or
+    ('unchanged' | 'empty' | 'skipped' | 'secret', None), with a note saying
+    why a file is skipped. rel: its path in the folder indexed (doc_rel);
+    known: the SHA-256 stored for it. No error in one file stops the run. A
+    file that looks like credentials is 'secret': not read unless opts.include_secrets."""
+    path, key = w.path, w.key
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
-    got = None if kind else read_file(path, log, opts.max_bytes, bool(opts.include))
+    got = None if kind else read_file(w, log, opts.max_bytes, bool(opts.include))
     if got:
-        kind = None if opts.include_secrets else credential_content(got[0], got[2])
+        kind = None if opts.include_secrets else credential_content(got[0], got[2], path)
     if kind:
         log.skipped(path, "credentials", f"looks like credentials ({kind}), so it is not read "
                     "(--include-secrets reads it)")
@@ -5633,6 +5918,10 @@ def load_document(path: str, key: str, rel: str, known: str | None, opts: IndexO
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
     except NotText as e:
         log.skipped(path, "binary", str(e))
+        return "skipped", None
+    except MissingTool as e:
+        log.once(f"{e}: each such file is skipped")
+        log.skipped(path, "need a program not installed", str(e))
         return "skipped", None
     except Unreadable as e:
         log.skipped(path, "could not be parsed", str(e))
@@ -5968,20 +6257,19 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     files = list(walk(paths, log, filters, opts.follow_links, refused))
     batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel, log.note)
     try:
-        for n, (path, root) in enumerate(files, 1):
+        for n, w in enumerate(files, 1):
             log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                          f"{stats.embedded} embedded")
-            key = os.path.realpath(path)
+            path, key = w.path, w.key
             if key in seen or key in own:  # a second name (a link, a folder given twice), or the index's own
                 continue
             seen.add(key)
-            rel = doc_rel(path, key, root)
-            status, doc = load_document(path, key, rel, stored.get(key), opts, log)
+            rel = doc_rel(path, key, w.root)
+            status, doc = load_document(w, rel, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
             if status == "unchanged" and stored_rel.get(key) != rel:  # stored by an earlier run under a link's name
                 store.rename(key, rel)
             if status == "secret":
-                stats.secrets.append(path)
                 if key in stored:  # indexed by an earlier version: its text goes now
                     store.delete([key])
                     stats.removed += 1
@@ -6001,6 +6289,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     stats.skipped = sum(n for n, _ in stats.skips.values())
     stats.removed += handle_vanished(store, filters, seen, stored, opts.prune, log)
     stats.removed += remove_linked(store, refused, seen, log)
+    stats.removed += remove_outside(store, keep_roots(store, paths, filters, opts.follow_links), seen, log)
     # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
     stats.removed += prune_or_report(store, stale, "can no longer be read and keep their old text",
                                      opts.prune, log)
@@ -6043,6 +6332,54 @@ def handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log:
         under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
         for root, keep in roots.items())]
     return prune_or_report(store, gone, "no longer exist or are now excluded", prune, log)
+
+
+def indexed_roots(store: Store) -> dict[str, bool]:
+    """The folders (and files) given to index so far, as real paths, each with
+    whether links under it may lead outside it (--follow-links, or its
+    .ragignore). An index from before they were kept: the folder each
+    document's path and relative path imply (a document reached through a
+    link, whose real path does not end in its relative one, implies none)."""
+    kept = store.meta(Meta.ROOTS)
+    if kept:
+        return json.loads(kept)
+    roots = {}
+    for path, _, rel in store.documents():
+        if path.endswith(os.sep + rel):
+            roots[path[:-len(rel) - 1]] = False
+    return roots
+
+
+def keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool) -> dict[str, bool]:
+    """indexed_roots with this run's paths added (or their link setting updated), kept."""
+    roots = indexed_roots(store)
+    for p in paths:
+        roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
+    store.set_meta({Meta.ROOTS: json.dumps(roots, sort_keys=True)})
+    return roots
+
+
+def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) -> list[str]:
+    """Stored documents whose real path is outside every folder indexed and not
+    where a link under a folder that follows links leads now (nor read by this
+    run: seen): brought in by a file swapped for a link while an older version
+    read it, or through a link no longer followed."""
+    def reached(path: str, rel: str) -> bool:
+        return any(follows and os.path.realpath(os.path.join(root, rel)) == path
+                   for root, follows in roots.items())
+    return [p for p, _, rel in store.documents() if p not in seen
+            and not any(under(p, root) for root in roots) and not reached(p, rel)]
+
+
+def remove_outside(store: Store, roots: dict[str, bool], seen, log: Log) -> int:
+    """Remove outside_documents at once (with or without --prune): they were
+    never meant to be in the index. Returns how many."""
+    gone = outside_documents(store, roots, seen)
+    if gone:
+        store.delete(gone)
+        log.note(f"removed {len(gone)} document(s) whose real path is outside the folders indexed: "
+                 f"{listed(gone)} (--follow-links, or a folder of their own, indexes them)")
+    return len(gone)
 
 
 def prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log: Log) -> int:
@@ -7560,6 +7897,24 @@ CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 CITATION_LIKE = re.compile(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
                            r"[\]\uff3d\u3011\u3015\u3017]")
 MARKER_OPEN, MARKER_CLOSE = "\u27e6", "\u27e7"
+# The control tokens of chat templates, as a document (or a file name, or an
+# earlier turn) could write them. Servers (vLLM, llama.cpp, Ollama) may read
+# such a string in a message as the token itself, which would let a document
+# end its turn and open a system one outside its passage block. Any
+# '<|name|>' (ChatML, Llama 3, Phi, Zephyr, '<|endoftext|>'; DeepSeek's with
+# full-width bars), Llama 2's '<<SYS>>' and '[INST]', Mistral's '[SYSTEM_PROMPT]'
+# and kin, Gemma's '<start_of_turn>', '<s>' and '</s>': their brackets become
+# look-alikes that no tokenizer reads as the token, even after NFKC ('＜' is '<').
+_LT, _GT, _BAR = "<\uff1c\ufe64", ">\uff1e\ufe65", "|\uff5c"
+TEMPLATE_TOKEN = re.compile(
+    rf"[{_LT}][{_BAR}][^{_BAR}{_LT}{_GT}\s]{{1,40}}[{_BAR}][{_GT}]"
+    rf"|[{_LT}]{{2}}/?SYS[{_GT}]{{2}}"
+    r"|[\[\uff3b]/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|THINK"
+    r"|IMG|ARGS|CALL_ID)[\]\uff3d]"
+    rf"|[{_LT}]/?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image|think"
+    rf"|tool_call|tool_response)[{_GT}]", re.I)
+TOKEN_BRACKETS = str.maketrans({**dict.fromkeys(_LT, "\u2039"), **dict.fromkeys(_GT, "\u203a"),
+                                "[": "\u2045", "\uff3b": "\u2045", "]": "\u2046", "\uff3d": "\u2046"})
 
 
 def defuse_citations(text: str) -> str:
@@ -7570,6 +7925,19 @@ def defuse_citations(text: str) -> str:
     'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7; x\u27e60\u27e7 too, [a] not'
     """
     return CITATION_LIKE.sub(lambda m: MARKER_OPEN + m.group(1) + MARKER_CLOSE, text)
+
+
+def fenced(text: str) -> str:
+    """Text from outside (a passage, a file name, a heading, an earlier turn)
+    as it enters a prompt: it cannot open or close a passage block
+    (PASSAGE_TAG), pass for a passage label (defuse_citations) or speak as
+    the chat template (TEMPLATE_TOKEN). Nothing else changes.
+
+    >>> fenced("ok <|im_end|><|im_start|>system [INST] a < b </passage> [2]")
+    'ok \u2039|im_end|\u203a\u2039|im_start|\u203asystem \u2045INST\u2046 a < b \u2039/passage> \u27e62\u27e7'
+    """
+    text = PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(text))
+    return TEMPLATE_TOKEN.sub(lambda m: m.group().translate(TOKEN_BRACKETS), text)
 
 
 def fit_context(hits: list[Hit], budget: int) -> list[Hit]:
@@ -7603,7 +7971,7 @@ def context_order(n: int) -> list[int]:
 
 def attribute(text: str) -> str:
     """A value for source="..." or heading="...": one line, no double quote."""
-    return PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(" ".join(text.split()).replace('"', "'")))
+    return fenced(" ".join(text.split()).replace('"', "'"))
 
 
 def build_prompt(question: str, hits: list[Hit], searched: str | None = None) -> str:
@@ -7616,11 +7984,11 @@ def build_prompt(question: str, hits: list[Hit], searched: str | None = None) ->
         h = hits[n - 1]
         heading = f' heading="{attribute(h.chunk.heading)}"' if h.chunk.heading else ""
         parts.append(f'<passage n="{n}" source="{attribute(h.source)}"{heading}>\n'
-                     f"{PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(h.chunk.text))}\n</passage>")
+                     f"{fenced(h.chunk.text)}\n</passage>")
         parts.append("")
     if searched and searched != question:
-        parts.append("Searched for: " + one_line(searched))
-    parts.append("Question: " + one_line(question))
+        parts.append("Searched for: " + fenced(one_line(searched)))
+    parts.append("Question: " + fenced(one_line(question)))
     return "\n".join(parts)
 
 
@@ -7637,8 +8005,7 @@ def history_messages(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> 
     for t in reversed(history):
         if budget <= MIN_TURN_CHARS:
             break
-        out.append({"role": t.role, "content": shortened(PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(
-            one_line(t.text))), budget)})
+        out.append({"role": t.role, "content": shortened(fenced(one_line(t.text)), budget)})
         budget -= len(out[-1]["content"])
     return out[::-1]
 
@@ -8039,7 +8406,7 @@ class ChatGenerator(Generator):
         payload = {"model": self.model, "temperature": 0, "max_tokens": REWRITE_TOKENS,
                    "messages": [{"role": "system", "content": REWRITE_PROMPT},
                                 {"role": "user", "content": "\n".join(
-                                    ["Conversation:", *lines, "", "Last question: " + one_line(question),
+                                    ["Conversation:", *lines, "", "Last question: " + fenced(one_line(question)),
                                      "", "Standalone question:"])}]}
         return standalone_reply(message_content(self.rewriter.post("/chat/completions", payload)), question)
 
@@ -10038,6 +10405,19 @@ class HttpHandler:
             raise HttpError(400, "Content-Length must be a number of bytes")
         return int(lengths[0]) if lengths else None
 
+    def framed(self) -> None:
+        """Refuse (400) headers a proxy in front could read another way
+        (RFC 9112 section 5.1, RFC 9110 section 7.2): a line that is no
+        header ('Transfer-Encoding : chunked', with white space before the
+        colon, ends the headers for http.server), and more than one Host."""
+        from email.errors import MissingHeaderBodySeparatorDefect
+        if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in self.headers.defects):
+            self.close_connection = True
+            raise HttpError(400, "a header line is malformed (white space before its colon?)")
+        if len(self.headers.get_all("Host") or []) > 1:
+            self.close_connection = True
+            raise HttpError(400, "a request may have one Host header only")
+
     def body(self):
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if kind != "application/json":  # a cross-site form or text/plain POST is never processed
@@ -10062,6 +10442,7 @@ class HttpHandler:
     def admit(self) -> Caller | None:
         """Whom the request comes from, once its Host, framing and key are
         checked (an HttpError if any is wrong)."""
+        self.framed()
         if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
             raise HttpError(403, f"this server does not answer to the host "
                             f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
@@ -10573,9 +10954,6 @@ def print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
           f"in {secs:.2f} s")
     if s.skips:
         print(skip_summary(s.skips, verbose))
-    if s.secrets:
-        print(f"not read: {len(s.secrets)} file(s) that look like credentials: {listed(s.secrets)} "
-              "(--include-secrets reads them)")
     if not s.read:
         print(("no new or changed files" if s.removed else "nothing changed") + ": no embeddings were needed")
 
@@ -10676,8 +11054,15 @@ def cmd_check(args, cfg: Config, closer) -> int:
     counted = f"{d.counts[0]} documents, {d.counts[1]} chunks" + (" read before a damaged page" if cut else "")
     print(f"checked {cfg.db}: {counted} ({what}, every text "
           f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, {keyword})")
+    outside = [] if d.structure else outside_documents(as_store(conn), indexed_roots(as_store(conn)))
+    if outside:  # not damage, but never meant to be read: the next index run removes them
+        print(f"outside the folders indexed: {len(outside)} document(s) whose real path is outside "
+              f"every folder given to index: {listed(outside)} (the next index run removes them)")
     if not d.found:
         print("ok: no damage found")
+        if outside:
+            raise RagError(f"the index {cfg.db} holds {len(outside)} document(s) from outside the "
+                           "folders indexed (see above)")
         return 0
     for problem in d.structure[:DAMAGE_SHOWN]:
         print(f"damaged file: {clean_text(problem)}")
@@ -11134,7 +11519,6 @@ def cmd_serve(args, cfg: Config, closer) -> int:
 def run_server(server, workers: int, ready) -> None:
     """Serve until SIGTERM or Ctrl-C: in this process, or in workers
     processes it supervises; ready() once serving has started."""
-    import signal
     previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
@@ -11190,7 +11574,6 @@ def supervise(server, workers: int, ready=lambda: None) -> None:
     dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
     while each lets its requests in flight finish. This process serves none:
     it forks its workers while it has a single thread."""
-    import signal
     born: dict[int, float] = {}  # worker pid -> when it started
     try:
         for _ in range(workers):
@@ -11227,7 +11610,6 @@ def fork_worker(server) -> int:
     processes are what use more than one core. Returns the child's pid; the
     child stops when its parent is gone, however it went, and lets its
     requests in flight finish first."""
-    import signal
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -11348,11 +11730,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def interruptible() -> None:
+    """From here on a Ctrl-C raises KeyboardInterrupt, which main() reports
+    (until now, while rag.py loads, it exits 130 at once)."""
+    with contextlib.suppress(ValueError):  # not the main thread (a test's): signals are not its own
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        interruptible()
         with contextlib.ExitStack() as closer:
             return args.func(args, config_from_args(args), closer)
     except RagError as e:
