@@ -451,7 +451,8 @@ SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True,
          "could not be parsed": (False, ""), "credentials": (False, "--include-secrets reads them"),
          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
-         "link(s) leading nowhere": (True, ""), "changed while indexing": (False, "index again to read them"),
+         "link(s) leading nowhere": (True, ""),
+         "changed while indexing": (False, "index again to read them"),
          "need a program not installed": (True, "")}
 SKIP_NAMES = 3  # names shown for each kind in the summary
 
@@ -551,16 +552,17 @@ def skip_summary(skips: dict, verbose: bool = False) -> str:
     """The files an index run skipped (Log.skips), by kind, most first; the
     names of a kind only where no note named each already (each file is named once).
 
-    >>> skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, ["e.md"])})
-    'skipped 1,664 file(s): 1,663 binary (a.bin, b.png, c.gz and 1,660 more), 1 unreadable (named above); -v notes each'
+    >>> said = skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, [])})
+    >>> said.split(": ", 1)[1].split("), ")
+    ['1,663 binary (a.bin, b.png, c.gz and 1,660 more', '1 unreadable (named above); -v notes each']
     """
     parts = []
     for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
         more = f" and {n - len(names):,} more" if n > len(names) else ""
         hint = f"; {SKIPS[kind][1]}" if SKIPS[kind][1] else ""
-        noted = verbose or not SKIPS[kind][0]
-        parts.append(f"{n:,} {kind} ({'named above' if noted else ', '.join(map(display_path, names)) + more}"
-                     f"{hint})")
+        noted = verbose or not SKIPS[kind][0]  # each was named in a note as it happened
+        shown_names = "named above" if noted else ", ".join(map(display_path, names)) + more
+        parts.append(f"{n:,} {kind} ({shown_names}{hint})")
     quiet = not verbose and any(SKIPS[kind][0] for kind in skips)
     return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
             + ("; -v notes each" if quiet else ""))
@@ -1015,31 +1017,45 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[l
 REDACTED = "[redacted: {}]"
 TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
 # (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
-SECRET_TOKENS = tuple((name, hints, re.compile(pattern)) for name, hints, pattern in (
+SECRET_TOKENS = tuple((name, re.compile("|".join(map(re.escape, hints))), re.compile(pattern))
+                      for name, hints, pattern in (
     ("aws-access-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
      r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
      TOKEN_START + r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    ("gitlab-token", ("gl", "GR1348941"), TOKEN_START + r"(?:gl(?:pat|dt|ptt|rt|ft|ffct|cbt|imt|soat|oas|agent)-"
-                                                        r"|GR1348941)[A-Za-z0-9_.-]{20,}"),
-    ("slack-token", ("xox", "xapp-"), TOKEN_START + r"(?:xox[a-z](?:\.xox[a-z])?|xapp)-[A-Za-z0-9-]{10,}"),
-    ("slack-webhook", ("hooks.slack.com/",), r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{20,}"),
-    ("stripe-key", ("k_live_", "k_test_", "k_prod_"), TOKEN_START + r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}"),
+    ("gitlab-token", ("glpat-", "gldt-", "glptt-", "glrt-", "glft-", "glffct-", "glcbt-", "glimt-",
+                      "glsoat-", "gloas-", "glagent-", "GR1348941"),
+     TOKEN_START + r"(?:gl(?:pat|dt|ptt|rt|ft|ffct|cbt|imt|soat|oas|agent)-|GR1348941)"
+     r"[A-Za-z0-9_.-]{20,}"),
+    ("slack-token", ("xox", "xapp-"),
+     TOKEN_START + r"(?:xox[a-z](?:\.xox[a-z])?|xapp)-[A-Za-z0-9-]{10,}"),
+    ("slack-webhook", ("hooks.slack.com/",),
+     r"(?<=hooks\.slack\.com/)(?:services|workflows|triggers)/[A-Za-z0-9/_+-]{20,}"),
+    ("stripe-key", ("k_live_", "k_test_", "k_prod_"),
+     TOKEN_START + r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{16,}"),
     ("anthropic-key", ("sk-ant-",), TOKEN_START + r"sk-ant-[A-Za-z0-9_-]{20,}"),
     ("openai-key", ("sk-",), TOKEN_START + r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
     ("google-api-key", ("AIza",), TOKEN_START + r"AIza[A-Za-z0-9_-]{35}"),
-    ("jwt", ("ey",), TOKEN_START + r"ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*=*)?"),
+    ("jwt", (".ey",),  # signed or not ('alg: none')
+     TOKEN_START + r"ey[A-Za-z0-9_-]{10,}\.ey[A-Za-z0-9_-]{10,}(?:\.[A-Za-z0-9_-]*=*)?"),
     ("npm-token", ("npm_",), TOKEN_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    ("password-hash", ("$", "pbkdf2_", "{"),  # crypt(3): MD5, SHA-2, bcrypt, yescrypt, scrypt; argon2; Django; LDAP
-     r"(?<![\w$])\$(?:(?:1|5|6|md5|apr1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{22,}"
-     r"|2[abxy]?\$\d\d\$[./A-Za-z0-9]{50,60}|g?y\$[./A-Za-z0-9]{1,32}\$[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{43}"
+    # crypt(3)'s MD5, SHA-2, bcrypt, yescrypt, scrypt; argon2; Django's; LDAP's
+    ("password-hash", ("$1$", "$5$", "$6$", "$2", "$y$", "$gy$", "$7$", "$md5", "$apr1$", "$argon2",
+                       "pbkdf2_", "{SSHA", "{SHA", "{SMD5", "{CRYPT", "{PBKDF2"),
+     r"(?<![\w$])\$(?:(?:1|5|6|md5|apr1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}"
+     r"\$[./A-Za-z0-9]{22,}"
+     r"|2[abxy]?\$\d\d\$[./A-Za-z0-9]{50,60}"
+     r"|g?y\$[./A-Za-z0-9]{1,32}\$[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{43}"
      r"|7\$[./A-Za-z0-9]{14,64}\$[./A-Za-z0-9]{43}"
-     r"|argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,9},t=\d{1,9},p=\d{1,4}\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})"
+     r"|argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,9},t=\d{1,9},p=\d{1,4}"
+     r"\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})"
      r"|(?<!\w)pbkdf2_sha(?:1|256)\$\d{1,9}\$[A-Za-z0-9./+=]{1,64}\$[A-Za-z0-9./+=]{16,}"
      r"|\{(?:S?SHA(?:256|512)?|SMD5|CRYPT|PBKDF2(?:-SHA\d{1,3})?)\}[A-Za-z0-9./+=$]{8,}"),
 ))
+# Any token's literal: most lines hold none, and are passed over in one search.
+ANY_TOKEN = re.compile("|".join(hints.pattern for _, hints, _ in SECRET_TOKENS))
 # Words one of which a line must hold (lower-cased) for its assignments to be looked at.
-SECRET_WORDS = ("pass", "pwd", "secret", "token", "key", "credential", "cred", "auth", "contrase")
+SECRET_WORDS = re.compile("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
 # A bearer token anywhere; Basic credentials only in an Authorization header ('basic region/leucine').
@@ -1048,59 +1064,78 @@ BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-
 AUTH_HEADER = re.compile(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
                          r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
 # curl's '-u user:password' and '--user user:password', quoted or not.
-CURL_USER = re.compile(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
+CURL_USER = re.compile(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
+                       r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
 # A .netrc line's password ('machine h login u password p'), pasted in any document.
 NETRC_PASSWORD = re.compile(r"(?<![\w-])password[ \t]+(\S{1,256})")
+# A quoted string of 8 or more characters, a backslash escaping what follows it.
+QUOTED = r"""(["'])((?:[^"'\\\n]|\\.){8,512})"""
 # A secret's name and its value as a call's two first arguments: 'setProperty("API_TOKEN", "...")'.
-ARGUMENTS = re.compile(r"""(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4},[ \t]{0,4}(["'])((?:[^"'\\\n]|\\.){8,512})\3""")
-URL_PASSWORD = re.compile(r"(?<=://)[^\s/:@\"'`]{0,256}:([^\s/@\"'`]{1,256})@")  # 'redis://:pw@host' too
-# The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
-# 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken='), then, apart, its value.
-# Not after or before another ':' ('apt::key::', 'node::credentials::' are scopes, not assignments).
-ASSIGNED_NAME = re.compile(
-    r"""(?:(?<![\w.:-])|(?<=(?<![\w-])--)|(?<=/:))(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
-    r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?"""  # 'var t string =', 'String t ='
-    r"""[ \t]{0,4}(?::{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
-# A quoted value compared with a secret's name: '"value" == password'.
-COMPARED = re.compile(r"""(["'])((?:[^"'\\\n]|\\.){8,512})\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
+ARGUMENTS = re.compile(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4},[ \t]{0,4}"""
+                       + QUOTED + r"\3")
+# A quoted value compared with a secret's name: '"value" == password'
+COMPARED = re.compile(QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
 # A secret as an XML element on one line: '<password>value</password>'.
 XML_VALUE = re.compile(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
-# A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not.
-ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?"""  # C#'s @"...", Python's r"..."
-                            r""""((?:[^"\\\n]|\\.){1,512})"|'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
-                            r"""|([^\s"'`]{1,512})""")
+# The password in 'scheme://user:password@host' (also 'redis://:pw@host', but not
+# 'cvs://:pserver:anoncvs@host', a method and a user).
+URL_PASSWORD = re.compile(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})|:([^\s/:@\"'`]{1,256}))@")
+# The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
+# 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken=', 'String apiToken ='
+# where the second word is the name), then, apart, its value. Not after or before another ':'
+# ('apt::key::', 'node::credentials::' are scopes, not assignments).
+ASSIGNED_NAME = re.compile(
+    r"""(?:(?<![\w.:-])|(?<=(?<![\w-])--)|(?<=/:))"""
+    r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
+    r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
+    r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
+# A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not; C#'s
+# @"...", Python's r"...".
+ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
+                            r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
+                            r"""|([^\s"'`]{1,512}))""")
 # An unquoted value ends before another assignment ('Password=x;User=y'), or at white space.
-NEXT_ASSIGNMENT = re.compile(r"[,;&][ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}=|[,;]+$")
+NEXT_ASSIGNMENT = re.compile(r"(?:[,;&]|\\n)[ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}="
+                             r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])|[,;]+$")  # not base64's '/x=' at its end
 CLOSERS = {")": "(", "]": "[", "}": "{"}  # closing punctuation a value does not open is the code's
 SENTENCE_WORDS = 4  # words, ending in '.', '?' or '!': a sentence, not a passphrase
+MAX_VALUE = 512     # characters: a longer value is text, not a secret (ASSIGNED_VALUE's bound)
+LITERAL_OPS = {"==", "===", "!=", "!==", "=>"}  # with a quoted value only: otherwise code's names
+COMPARISONS = {"==", "===", "!=", "!=="}
+LEXER_NAMES = {"token", "tokens", "tok"}  # a parser compares its token with words ('#bygroup')
+SPACED_OPS = {"=", ":=", "?=", "::="}  # after which a value on a line of its own may have spaces
 TRAILING_COMMENT = re.compile(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
-# A word that mixes letters with digits or symbols inside it ('b4ttery', 'Pa$$word'; not 'done.').
-MIXED_WORD = re.compile(r"(?<!\S)[^\s.,;:!?]*(?:[A-Za-z][^\s.,;:!?]*[^\sA-Za-z.,;:!?]|"
-                        r"[^\sA-Za-z.,;:!?][^\s.,;:!?]*[A-Za-z])[^\s]*")
 # Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or
 # 'keyboard'. Matched in the name as snake case ('mySecretString' is 'my_secret_string').
-SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a|(?:^|_)(?:secrete?|token|"
-                         r"credential)|api_?key|apikey|(?:private|access|signing|encryption|secret|auth|client|"
-                         r"service|account|db|database|priv|master)_?key)s?(?![a-z])|(?:^|_)(?:auth|creds?|pass)$")
-NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working directories, which SECRET_NAME's 'pwd' would take
-# Names of values that are public or only label something ('public_key', 'csrf_token', 'page_token').
-NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache|lookup|"
-                          r"routing|shard|idempotency|dedup|i18n|translation|page|next|continuation|sync)(?:_|$)")
+SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
+                         r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
+                         r"|(?:private|access|signing|encryption|secret|auth|client|service|account"
+                         r"|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$|_(?:auth|pass)$")
+SECRET_NAME_AT_END = re.compile(f"(?:{SECRET_NAME.pattern})$")
+NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working folders, which SECRET_NAME's 'pwd' takes
+# Names of values that are public or only label something ('public_key', 'csrf_token').
+NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache"
+                          r"|lookup|routing|shard|idempotency|dedup|i18n|translation|page|next"
+                          r"|continuation|sync|route)(?:_|$)")
 # Names that say where a secret is or what it is called, not what it is ('api_key_file', 'TOKEN_URL').
-ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length|size|"
-                            r"ttl|expiry|expires)s?$", re.I)
-# Values that are a place, not a secret: a URL without a password in it, a file path.
-PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*", re.I)
+ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length"
+                            r"|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt|label|field"
+                            r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min|max"
+                            r"|used|changed|required|enabled|strength|validator|param|option)s?$", re.I)
+# Values that are a place, not a secret: a URL without a password in it, a file path or
+# name ('--private-key=tpm2.pem'), an AWS ARN.
+PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
+                   r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini|env)", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
-                         r"dummy|none|null|true|false)$|^\[redacted|^%|environ|getenv|"
+                         r"dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
                          r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
 # What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
 # '{password}', '$TOKEN'): a value is judged by what is left without them.
-TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)|%\(\w{1,64}\)s"
-                      r"|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]|\{[A-Za-z_][\w.]{0,63}\}|\$[A-Z_][A-Z0-9_]{0,63}")
+TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
+                      r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]|\{[A-Za-z_][\w.]{0,63}\}"
+                      r"|\$[A-Z_][A-Z0-9_]{0,63}")
 CODE_NAME = re.compile(r"[A-Za-z_.]+")  # letters only, maybe dotted (self.token, settings.KEY): code or a word
-CALL = re.compile(r"[A-Za-z_][\w.]*[(\[]")  # 'get_secret(...)', "os.environ['X']": code that fetches it
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
@@ -1132,7 +1167,7 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
     """A value that could be a key or password, not a placeholder, a word or code;
     with letters_and_digits, one that mixes cases or digits even without symbols
     (a token after 'Bearer', where 'bonds/notes' is prose). A quoted value of
-    letters only counts when its case changes inside it ('notHighEnough', not 'Required').
+    letters only is a word or a name ('NextToken'), not a secret.
 
     >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
     [True, False, False, False, False, False]
@@ -1142,24 +1177,32 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
     value = TEMPLATE.sub("", value)
     if len(value) < SECRET_MIN_LENGTH // 2 or PLACEHOLDER.search(value) or PLACE.fullmatch(value):
         return False
-    if CODE_NAME.fullmatch(value) and not (quoted and any(c.isupper() for c in value[1:])
-                                           and any(c.islower() for c in value)):
+    if CODE_NAME.fullmatch(value):  # letters only: a word or a name ('NextToken', 'settings.KEY')
         return False
-    if not quoted and CALL.match(value):  # (inside quotes, brackets are the value's own: Django's SECRET_KEY)
+    if value[0] in "<{$%":  # a template or a variable ('<key>', '{pw}', '$PW', '%s')
         return False
+    if not quoted and any(c in value for c in "()[]"):
+        return False  # code: a call, a cast, a subscript (quoted, brackets are the value's own)
+    if " " in value and not any(map(mixed, value.split())) and value.replace(" ", "").isalpha():
+        return False  # words: prose ('Error message'), or a passphrase of words alone
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
                any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
     return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
 
 
 def secret_name(name: str) -> bool:
-    """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD', 'public_key').
+    """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD').
 
-    >>> [secret_name(n) for n in ("DB_PASSWORD", "mySecretString", "db_pass", "PWD", "public_key", "tokenize")]
-    [True, True, True, False, False, False]
+    >>> [secret_name(n) for n in ("DB_PASSWORD", "userPassword", "db_pass", "PWD", "PasswordLastUsed")]
+    [True, True, True, False, False]
     """
     snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
-    named = SECRET_NAME.search(snake) or re.search(r"[_.-]key$", name.lower())  # 'API_KEY', not 'schemaKey'
+    # in camel case, the secret is the name's last word ('apiKey', 'userPassword'; not
+    # 'PasswordLastUsed'); a name ends in '_KEY' as written ('API_KEY'; not 'schemaKey')
+    camel = snake != name.lower().replace("-", "_").replace(".", "_")
+    found = SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel \
+        else SECRET_NAME.search(snake)
+    named = found or re.search(r"[_.-]key$", name.lower())
     return bool(named) and snake not in NOT_SECRET_NAMES and not ABOUT_A_SECRET.search(snake) \
         and not NOT_A_SECRET.search(snake)
 
@@ -1175,8 +1218,9 @@ def secret_name_kind(name: str) -> str:
 def redact_assignments(text: str) -> str:
     """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
     out, pos = [], 0
+    lead = len(text) - len(text.lstrip(" \t-\"'"))  # where the line's own text begins
     while (m := ASSIGNED_NAME.search(text, pos)):
-        which = 2 if secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken =': the second
+        which = 2 if secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken ='
         name = m.group(which)
         v = ASSIGNED_VALUE.match(text, m.end()) if secret_name(name) else None
         if not v:  # not a secret's name: its value may still hold one ('note: token=...')
@@ -1185,29 +1229,45 @@ def redact_assignments(text: str) -> str:
             continue
         group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
         start, end = v.span(group)
-        if group == 4:
-            end = unquoted_end(text, start, at_line_start=not text[:m.start(which)].strip(" \t-\"'"))
-        secret = end > start and looks_secret(text[start:end], quoted=group != 4)
-        out.append(text[pos:start] + (REDACTED.format(secret_name_kind(name)) if secret
-                                      else text[start:end]))
+        computed = any(c in "rRfF" for c in text[v.start():start])  # r"regex", f"{template}"
+        op = m.group(4)
+        if group == 4 and op in LITERAL_OPS or op.isspace() and m.start(which) > lead:
+            out.append(text[pos:m.end()])  # compared with a variable, or 'helper "$x"' mid-line
+            pos = m.end()
+            continue
+        if group == 4:  # alone: the line holds only the assignment: a value of words may follow
+            end = unquoted_end(text, start, end, alone=op in SPACED_OPS and m.start(which) <= lead)
+        value = text[start:end]
+        secret = end > start and not computed and value != name \
+            and looks_secret(value, quoted=group != 4) \
+            and not (op in COMPARISONS and name.lower() in LEXER_NAMES and value.isascii()
+                     and not any(c.isdigit() for c in value))  # 'auth=auth': a name passed on
+        out.append(text[pos:start] + (REDACTED.format(secret_name_kind(name)) if secret else value))
         pos = end
     return "".join(out) + text[pos:]
 
 
-def unquoted_end(text: str, start: int, at_line_start: bool) -> int:
-    """Where an unquoted value starting at start ends: a line that is only
-    the assignment ('password = two words;x', INI, .env, YAML) gives the rest
-    of the line, without a trailing comment, when a word of it mixes letters
-    with digits or symbols and it is no sentence (else it is prose:
-    'Password: ask the admin', 'Token: hunter2 is a bad one.');
-    otherwise the value is one run of non-space characters, up to another
-    assignment ('Password=x;User=y') and without closing punctuation."""
-    line = TRAILING_COMMENT.sub("", text[start:])
-    sentence = len(line.split()) >= SENTENCE_WORDS and line.rstrip()[-1:] in ".?!"
-    if at_line_start and " " in line.strip() and not sentence and MIXED_WORD.search(line) \
-            and looks_secret(line):
-        return start + len(line)
-    run = re.match(r"[^\s\"'`]*", text[start:]).group()
+def mixed(word: str) -> bool:
+    """A word that mixes letters with digits ('b4ttery', 'Pa55'; not 'admin's', 'and/or')."""
+    return any(c.isalpha() for c in word) and any(c.isdigit() for c in word)
+
+
+def unquoted_end(text: str, start: int, end: int, alone: bool) -> int:
+    """Where an unquoted value starting at start ends (end: where its run of
+    non-space characters does). A line that is only an '=' assignment
+    (alone: 'password = two w0rds;x', INI, .env) gives the rest of the line,
+    without a trailing comment, when a word of it mixes letters with digits,
+    it has no brackets (code) and it is no sentence ('pass = hunter2 is
+    bad.'); otherwise the value is the run, up to another assignment
+    ('Password=x;User=y') and without closing punctuation. (After 'name:'
+    prose follows as often as a value: 'Password: see RFC 2617'.)"""
+    if alone and len(text) - start <= MAX_VALUE:
+        line = TRAILING_COMMENT.sub("", text[start:])
+        sentence = len(line.split()) >= SENTENCE_WORDS and line.rstrip()[-1:] in ".?!"
+        if " " in line.strip() and not sentence and not any(c in line for c in "()[]{}<>|") \
+                and any(map(mixed, line.split())) and looks_secret(line):
+            return start + len(line)
+    run = text[start:end]
     cut = NEXT_ASSIGNMENT.search(run)
     run = run[:cut.start()] if cut else run
     while run and run[-1] in CLOSERS and run.count(run[-1]) > run.count(CLOSERS[run[-1]]):
@@ -1228,17 +1288,22 @@ def redact_text(text: str) -> tuple[str, bool]:
         pos = end.end() if end else len(text)
         open_key = end is None
     text = "".join(parts) + text[pos:] if parts else text
-    for name, hints, pattern in SECRET_TOKENS:
-        if any(h in text for h in hints):
+    for name, hints, pattern in SECRET_TOKENS if ANY_TOKEN.search(text) else ():
+        if hints.search(text):
             text = pattern.sub(lambda m, n=name: token_marker(m.group(), n), text)
     return redact_credentials(text), open_key
 
 
+def stands_in(value: str) -> bool:
+    """A placeholder ('xxxx', 'changeme', 'EXAMPLE') or a template ('${DB_PASS}') alone."""
+    return bool(PLACEHOLDER.search(value)) or not TEMPLATE.sub("", value).strip()
+
+
 def token_marker(token: str, kind: str) -> str:
-    """A recognised token's marker; the token itself when it is a placeholder
-    ('xoxb-xxxx...', 'AKIA...EXAMPLE') or, for a prefix that words also take
-    (WEAK_TOKENS), when the rest does not look secret."""
-    if PLACEHOLDER.search(token) or (kind in WEAK_TOKENS and not looks_secret(token[3:])):
+    """A recognised token's marker; the token itself when it stands in for
+    one ('xoxb-xxxx...', 'AKIA...EXAMPLE') or, for a prefix that words also
+    take (WEAK_TOKENS), when the rest does not look secret."""
+    if stands_in(token) or (kind in WEAK_TOKENS and not looks_secret(token[3:])):
         return token
     return REDACTED.format(kind)
 
@@ -1252,48 +1317,60 @@ def redact_credentials(text: str) -> str:
         text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2), letters_and_digits=True)
                           else m.group(1) + " " + REDACTED.format("token"), text)
     if "authorization" in low:
-        text = marked(AUTH_HEADER, text, 1, "token", lambda v, m: looks_secret(v, letters_and_digits=True))
+        text = marked(AUTH_HEADER, text, 1, lambda v: looks_secret(v, letters_and_digits=True),
+                      "token")
     if "-u" in text:
-        text = marked(CURL_USER, text, 2, "password", lambda v, m: not v.startswith("<") and looks_secret(
-            (v.split(":", 1)[1] or v.split(":", 1)[0]).strip("\"'"), quoted=True))
-    if "password" in low and NETRC_LINE.search(text):
-        text = marked(NETRC_PASSWORD, text, 1, "password", lambda v, m: not PLACEHOLDER.search(v))
+        text = marked(CURL_USER, text, 2, curl_secret, "password")
+    if "password" in low and NETRC_LINE.match(text.lstrip()):
+        text = marked(NETRC_PASSWORD, text, 1, lambda v: not stands_in(v), "password")
     if "://" in text:
-        text = marked(URL_PASSWORD, text, 1, "password", lambda v, m: not PLACEHOLDER.search(v))
-    if any(w in low for w in SECRET_WORDS):
+        for group in (1, 2):
+            text = marked(URL_PASSWORD, text, group, lambda v: not stands_in(v), "password")
+    if SECRET_WORDS.search(low):
         text = redact_assignments(text)
-        if "==" in text or "!=" in text:
-            text = marked(COMPARED, text, 2, "password", lambda v, m: secret_name(m.group(3))
-                          and looks_secret(v, quoted=True))
-        if "," in text:
-            text = marked(ARGUMENTS, text, 4, "password", lambda v, m: secret_name(m.group(2))
-                          and looks_secret(v, quoted=True))
-        if "</" in text:
-            text = marked(XML_VALUE, text, 2, "password", lambda v, m: secret_name(m.group(1))
-                          and looks_secret(v, quoted=True))
+        quoted = lambda v: looks_secret(v, quoted=True)  # noqa: E731
+        for pattern, value, name, signs in ((COMPARED, 2, 3, ("==", "!=")),
+                                            (ARGUMENTS, 4, 2, (",",)), (XML_VALUE, 2, 1, ("</",))):
+            if any(s in text for s in signs):
+                text = marked(pattern, text, value, quoted, name)
     return text
 
 
-def marked(pattern: re.Pattern, text: str, group: int, kind: str, secret: Callable) -> str:
-    """text with each match's group replaced by a marker of kind where
-    secret(value, match) says it is one (a password's marker is named after its name's kind)."""
+def curl_secret(value: str) -> bool:
+    """Whether curl's 'user:password' (or 'password:' alone) holds one."""
+    user, _, password = value.partition(":")
+    return not value.startswith("<") and looks_secret((password or user).strip("\"'"), quoted=True)
+
+
+def marked(pattern: re.Pattern, text: str, group: int, secret: Callable[[str], bool],
+           kind: str | int) -> str:
+    """text with each match's group replaced by a marker where secret(its
+    value) says it is one; kind names the marker, or is the group of the
+    match holding a secret's name (the marker then says password or secret)."""
     def one(m: re.Match) -> str:
         value = m.group(group)
-        if value.startswith("[redacted") or not secret(value, m):
+        named = not isinstance(kind, int) or secret_name(m.group(kind))
+        if value is None or value.startswith("[redacted") or not named or not secret(value):
             return m.group()
-        names = {COMPARED: 3, XML_VALUE: 1, ARGUMENTS: 2}
-        named = secret_name_kind(m.group(names[pattern])) if pattern in names else kind
-        return m.group()[:m.start(group) - m.start()] + REDACTED.format(named) + m.group()[m.end(group) - m.start():]
+        name = secret_name_kind(m.group(kind)) if isinstance(kind, int) else kind
+        return text_between(m, group, REDACTED.format(name))
     return pattern.sub(one, text)
+
+
+def text_between(m: re.Match, group: int, middle: str) -> str:
+    """A match's text with its group replaced by middle."""
+    return m.group()[:m.start(group) - m.start()] + middle + m.group()[m.end(group) - m.start():]
 
 
 def redact_lines(lines: list[Line]) -> list[Line]:
     """The lines with every secret recognised replaced by a marker such as
     '[redacted: github-token]'. A private key's lines become empty, each line
-    keeping its number, so citations of the text after it stay right."""
+    keeping its number, so citations of the text after it stay right; so do
+    the lines of a value continued below its name (continued_values)."""
     out, in_key = [], False
-    for line in lines:
-        text = line.text
+    continued = continued_values(lines)
+    for i, line in enumerate(lines):
+        text = continued.get(i, line.text)
         if in_key:
             end = PEM_END.search(text)
             if end:
@@ -1305,6 +1382,37 @@ def redact_lines(lines: list[Line]) -> list[Line]:
         if not in_key and text:
             text, in_key = redact_text(text)
         out.append(line if text == line.text else replace(line, text=text))
+    return out
+
+
+# A secret's name with its value on the lines below: YAML's 'password: |' (or '>'), an
+# INI key whose value continues on indented lines ('secret =').
+CONTINUED = re.compile(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
+                       r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
+CONTINUED_LINES = 64  # a longer indented block below a name is text, not a value
+
+
+def continued_values(lines: list[Line]) -> dict[int, str]:
+    """The lines (by index) that hold a secret continued below its name, as
+    they are to read: the first the marker, the others empty. The value is
+    the lines indented deeper than the name, joined."""
+    out: dict[int, str] = {}
+    i = 0
+    while i < len(lines):
+        m = CONTINUED.fullmatch(lines[i].text)
+        i += 1
+        if not m or not secret_name(m.group(3)):
+            continue
+        block = []
+        while i < len(lines) and len(block) < CONTINUED_LINES and lines[i].text.strip() \
+                and len(lines[i].text) - len(lines[i].text.lstrip()) > len(m.group(1)):
+            block.append(i)
+            i += 1
+        value = "".join(lines[j].text.strip() for j in block)
+        if block and not PEM_BEGIN.search(value) and looks_secret(value, quoted=True):
+            indent = lines[block[0]].text[:len(lines[block[0]].text) - len(lines[block[0]].text.lstrip())]
+            out.update({j: "" for j in block})
+            out[block[0]] = indent + REDACTED.format(secret_name_kind(m.group(3)))
     return out
 
 
@@ -1322,10 +1430,11 @@ def credential_name(path: str) -> str | None:
 # Lines of the files that hold passwords or their hashes, recognised by content:
 # shadow ('name:$6$...:19000:0:99999:7:::'), passwd with hashes in its second field,
 # .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
-SHADOW_LINE = re.compile(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?):\d*:?[\d:]*:{0,8}[^\n]*")
+SHADOW_LINE = re.compile(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?)(?::[^\n]*)?")
 NETRC_LINE = re.compile(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
                         r"[ \t]+password[ \t]+\S+")
-PGPASS_LINE = re.compile(r"(?:[^:\s\\]|\\.){1,255}:(?:\d{1,5}|\*):(?:[^:\\]|\\.){1,255}:(?:[^:\\]|\\.){1,255}:\S{1,255}")
+PGPASS_LINE = re.compile(r"(?:[^:\s\\]|\\.){1,255}:(?:\d{1,5}|\*):(?:[^:\\]|\\.){1,255}"
+                         r":(?:[^:\\]|\\.){1,255}:\S{1,255}")
 CERTIFICATE_EXTS = (".pem", ".crt", ".cer", ".cert")  # a private key may follow the certificates
 HASH_IN_LINE = re.compile(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|md5|apr1)\$")
 
@@ -1339,7 +1448,8 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     first = head.lstrip()
     if PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
         return "private key"
-    if inner_name(path).endswith(CERTIFICATE_EXTS) and PEM_BEGIN.search(data.decode("utf-8", "replace")):
+    if inner_name(path).endswith(CERTIFICATE_EXTS) \
+            and PEM_BEGIN.search(data.decode("utf-8", "replace")):
         return "private key"
     kind = password_file(head)
     if kind:
@@ -1363,7 +1473,8 @@ def password_file(head: str) -> str | None:
     lines = [l.strip() for l in head.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     if not lines:
         return None
-    most = lambda pattern: sum(bool(pattern.fullmatch(l)) for l in lines) > ENV_SHARE * len(lines)  # noqa: E731
+    def most(pattern: re.Pattern) -> bool:
+        return sum(bool(pattern.fullmatch(l)) for l in lines) > ENV_SHARE * len(lines)
     if any(HASH_IN_LINE.match(l) for l in lines) and most(SHADOW_LINE):
         return "password hashes"
     if most(NETRC_LINE) or most(PGPASS_LINE):
@@ -3878,7 +3989,7 @@ class Meta:
     FLOOR_SOURCE = "floor_source"    # on what cases, when
     CONVENTION = "convention"        # how questions and documents are told apart (Convention.stored)
     QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode (question_floor)
-    ROOTS = "roots"                  # the folders indexed (real paths), each with whether links lead out
+    ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
 
 
 def touch(conn: sqlite3.Connection) -> None:
@@ -5578,7 +5689,8 @@ class PathFilter:
             negate = line.startswith("!")
             line = line[1:] if negate else line
             if line.strip("/"):
-                self.rules.append(Rule(re.compile(glob_regex(line)), negate, line.endswith("/"), default))
+                self.rules.append(Rule(re.compile(glob_regex(line)), negate, line.endswith("/"),
+                                       default))
 
     @classmethod
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> "PathFilter":
@@ -5691,8 +5803,9 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             for e in folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
                     if log.verbose and keep.by_default(rel + e.name, e.is_dir):
-                        log.note(f"skipped {shown(e.path)}: excluded by default (--no-default-excludes, "
-                                 f"or '!{e.name}{'/' if e.is_dir else ''}' in .ragignore, reads it)")
+                        line = f"!{e.name}{'/' if e.is_dir else ''}"
+                        log.note(f"skipped {shown(e.path)}: excluded by default "
+                                 f"(--no-default-excludes, or '{line}' in .ragignore, reads it)")
                     continue
                 why = None if follows or not e.is_link else link_refusal(e.path, bounds)
                 if why:
@@ -5706,7 +5819,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                     subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
                     key = os.path.realpath(e.path) if via else os.path.normpath(
-                        os.path.join(real_root, rel + e.name))  # no link on the way: no need to resolve
+                        os.path.join(real_root, rel + e.name))  # no link on the way
                     yield Walked(e.path, root, key, target, via)
             stack.extend(reversed(subdirs))
 
@@ -5715,7 +5828,8 @@ def open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
     """A folder opened for listing, checked to be the one its parent listed
     (ident): not a link put in its place since (unless linked: reached
     through links the user follows). OSError when it is not."""
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | (0 if linked else getattr(os, "O_NOFOLLOW", 0))
+    nofollow = 0 if linked else getattr(os, "O_NOFOLLOW", 0)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow
     fd = os.open(folder, flags)
     if identity(os.fstat(fd)) != ident:
         os.close(fd)
@@ -5821,7 +5935,8 @@ def open_walked(w: Walked) -> tuple:
     and reading brings in a file from outside the folder. Without O_NOFOLLOW
     the identity check alone decides. Never blocks on a pipe."""
     nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(w.path, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(w.path, flags)
     f = os.fdopen(fd, "rb")
     st = os.fstat(fd)
     if identity(st) != w.ident:
@@ -5856,8 +5971,8 @@ def read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bo
         log.skipped(path, "changed while indexing", str(e))
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.EMLINK) and not w.linked:  # O_NOFOLLOW met a link
-            log.skipped(path, "changed while indexing", "it became a link while the folder was indexed "
-                        "(links are not followed; --follow-links follows them)")
+            log.skipped(path, "changed while indexing", "it became a link while the folder was "
+                        "indexed (links are not followed; --follow-links follows them)")
         else:
             log.skipped(path, "unreadable", f"unreadable ({e.strerror or e})")
     except Unreadable as e:  # a damaged or oversized .gz
@@ -6289,7 +6404,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     stats.skipped = sum(n for n, _ in stats.skips.values())
     stats.removed += handle_vanished(store, filters, seen, stored, opts.prune, log)
     stats.removed += remove_linked(store, refused, seen, log)
-    stats.removed += remove_outside(store, keep_roots(store, paths, filters, opts.follow_links), seen, log)
+    roots = keep_roots(store, paths, filters, opts.follow_links)
+    stats.removed += remove_outside(store, roots, seen, log)
     # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
     stats.removed += prune_or_report(store, stale, "can no longer be read and keep their old text",
                                      opts.prune, log)
@@ -6350,7 +6466,8 @@ def indexed_roots(store: Store) -> dict[str, bool]:
     return roots
 
 
-def keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool) -> dict[str, bool]:
+def keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool
+               ) -> dict[str, bool]:
     """indexed_roots with this run's paths added (or their link setting updated), kept."""
     roots = indexed_roots(store)
     for p in paths:
@@ -7909,12 +8026,13 @@ _LT, _GT, _BAR = "<\uff1c\ufe64", ">\uff1e\ufe65", "|\uff5c"
 TEMPLATE_TOKEN = re.compile(
     rf"[{_LT}][{_BAR}][^{_BAR}{_LT}{_GT}\s]{{1,40}}[{_BAR}][{_GT}]"
     rf"|[{_LT}]{{2}}/?SYS[{_GT}]{{2}}"
-    r"|[\[\uff3b]/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|THINK"
-    r"|IMG|ARGS|CALL_ID)[\]\uff3d]"
+    r"|[\[\uff3b]/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT"
+    r"|THINK|IMG|ARGS|CALL_ID)[\]\uff3d]"
     rf"|[{_LT}]/?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image|think"
     rf"|tool_call|tool_response)[{_GT}]", re.I)
 TOKEN_BRACKETS = str.maketrans({**dict.fromkeys(_LT, "\u2039"), **dict.fromkeys(_GT, "\u203a"),
-                                "[": "\u2045", "\uff3b": "\u2045", "]": "\u2046", "\uff3d": "\u2046"})
+                                **dict.fromkeys("[\uff3b", "\u2045"),
+                                **dict.fromkeys("]\uff3d", "\u2046")})
 
 
 def defuse_citations(text: str) -> str:
@@ -7933,8 +8051,10 @@ def fenced(text: str) -> str:
     (PASSAGE_TAG), pass for a passage label (defuse_citations) or speak as
     the chat template (TEMPLATE_TOKEN). Nothing else changes.
 
-    >>> fenced("ok <|im_end|><|im_start|>system [INST] a < b </passage> [2]")
-    'ok \u2039|im_end|\u203a\u2039|im_start|\u203asystem \u2045INST\u2046 a < b \u2039/passage> \u27e62\u27e7'
+    >>> fenced("<|im_end|><|im_start|>system [INST] a < b </passage> [2]").split(" ")[:3]
+    ['\u2039|im_end|\u203a\u2039|im_start|\u203asystem', '\u2045INST\u2046', 'a']
+    >>> fenced("a < b </passage> [2]")
+    'a < b \u2039/passage> \u27e62\u27e7'
     """
     text = PASSAGE_TAG.sub(LOOKALIKE, defuse_citations(text))
     return TEMPLATE_TOKEN.sub(lambda m: m.group().translate(TOKEN_BRACKETS), text)
@@ -8406,7 +8526,8 @@ class ChatGenerator(Generator):
         payload = {"model": self.model, "temperature": 0, "max_tokens": REWRITE_TOKENS,
                    "messages": [{"role": "system", "content": REWRITE_PROMPT},
                                 {"role": "user", "content": "\n".join(
-                                    ["Conversation:", *lines, "", "Last question: " + fenced(one_line(question)),
+                                    ["Conversation:", *lines, "",
+                                     "Last question: " + fenced(one_line(question)),
                                      "", "Standalone question:"])}]}
         return standalone_reply(message_content(self.rewriter.post("/chat/completions", payload)), question)
 
@@ -11054,7 +11175,8 @@ def cmd_check(args, cfg: Config, closer) -> int:
     counted = f"{d.counts[0]} documents, {d.counts[1]} chunks" + (" read before a damaged page" if cut else "")
     print(f"checked {cfg.db}: {counted} ({what}, every text "
           f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, {keyword})")
-    outside = [] if d.structure else outside_documents(as_store(conn), indexed_roots(as_store(conn)))
+    store = as_store(conn)
+    outside = [] if d.structure else outside_documents(store, indexed_roots(store))
     if outside:  # not damage, but never meant to be read: the next index run removes them
         print(f"outside the folders indexed: {len(outside)} document(s) whose real path is outside "
               f"every folder given to index: {listed(outside)} (the next index run removes them)")

@@ -3231,10 +3231,10 @@ class IndexTests(RagTestCase):
         "https://admin:Sup3r-S3cret@db.example.com", 'if (db_pass !== "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}") {',
         'if ("m{{h}o)p${e]nob(ody[finds>-_$#thisone}}" == my_super_password) {', "secrete = A,.:-\u00a8@*\u00bf?!",
         'password = @"m{{h}o)p${e]nob(ody[finds>-_$#thisone}}";', "creds = ggnyTK7vOlmtEV2HjR805FaQtndzRT",
-        "mySecretString=acQGtk55m0YcbozuF8HNvTPnQiC1K7", '"user_auth": "am9obmRvZTpkMDY5NGIxYi1jMTcxLTQ4ODYt+TMyYS0w"',
+        "my_secret_string=acQGtk55m0YcbozuF8HNvTPnQiC1K7", '"user_auth": "am9obmRvZTpkMDY5NGIxYi1jMTcxLTQ4ODYt+TMyYS0w"',
         'System.setProperty("GENERIC_TOKEN", "CLOJARS_34bf0e88955ff5a1c328d6a7491acc4f48e865a7b8dd4d70a70749037443")',
         'var genericToken string = "CLOJARS_34bf0e88955ff5a1c328d6a7491acc4f48e865a7b8dd4d70a70749037443"',
-        "secret = 'notHighEnoughEntropy'")
+        "genericSecret = 'acQGtk55m0YcbozuF8HNvTPnQiC1K7'")
     SCANNER_NEGATIVES = (
         "AKIAIOSFODNN7EXAMPLE", "xoxb-xxxxxxxxx-xxxxxxxxxx-xxxxxxxxxxxx", "xoxb-abcdef-abcdef",
         "github_pat_xxxxxxxxxxxxxxxxxxxxxx_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
@@ -3245,7 +3245,16 @@ class IndexTests(RagTestCase):
         "<UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>", 'curl -u "${_username}:${_password}"',
         "curl --user neo4j:[PASSWORD] http://[IP]:7474/db/data/", "curl -u <user:password> https://test.com/endpoint",
         '"https://url:8000";@something else', "secret = {hunter2}", "secret= ${hunter2}",
-        "https://username:password@yelp.com", "sed 's/(a)(b)/$1$2$3$4$5$6$7$8$9/'")
+        "https://username:password@yelp.com", "sed 's/(a)(b)/$1$2$3$4$5$6$7$8$9/'",
+        # from this machine's /usr/share/doc and a Python's site-packages: prose, logs and code
+        "PASS: strip executable preserving OS/ABI", "  \"input_token\": \"NextToken\",",
+        "The default password hashing algorithm is now Argon2id.", "console.log(aliceSecret === bobSecret);",
+        "cvs://:pserver:anoncvs@sources.redhat.com:/cvs/src", "elif token == \"#bygroup\":",
+        "password_regex=r'(?i)(?:password:)|(?:passphrase for key)',", "  \"PasswordLastUsed\": \"2016-09-24\",",
+        "--secret-arn \"arn:aws:secretsmanager:us-west-2:123456789012:secret:mysecret\"",
+        "     --private-key=tpm2-pcr-private.pem", "'HTTPPasswordMgr', 'HTTPPasswordMgrWithDefaultRealm',",
+        "s3_disable_express_session_auth=s3_disable_express_session_auth,",
+        "E('EXAMPLE_KEY', 'Error message', TypeError, RangeError);")
 
     def test_redactor_secret_scanners_own_examples(self):
         for text in self.SCANNER_POSITIVES:
