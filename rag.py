@@ -78,10 +78,13 @@ Where a change goes (one band, and one table entry where there is a table):
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
-if __name__ == "__main__":  # a Ctrl-C while the rest loads exits 130 quietly; main() takes over
+# A Ctrl-C while the rest loads, as a script or as the installed 'rag' command, exits 130
+# quietly; main() takes over (interruptible). One while Python itself starts is Python's.
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") in ("rag", "rag.exe"):
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
 import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
@@ -93,7 +96,6 @@ import heapq
 import json
 import math
 import operator
-import os
 import random
 import re
 import sqlite3
@@ -1121,7 +1123,8 @@ NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|pri
 ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length"
                             r"|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt|label|field"
                             r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min|max"
-                            r"|used|changed|required|enabled|strength|validator|param|option)s?$", re.I)
+                            r"|used|changed|required|enabled|strength|validator|param|option|arn)s?$",
+                            re.I)
 # Values that are a place, not a secret: a URL without a password in it, a file path or
 # name ('--private-key=tpm2.pem'), an AWS ARN.
 PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
@@ -6470,9 +6473,11 @@ def keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool
                ) -> dict[str, bool]:
     """indexed_roots with this run's paths added (or their link setting updated), kept."""
     roots = indexed_roots(store)
+    kept = json.dumps(roots, sort_keys=True) if store.meta(Meta.ROOTS) else None
     for p in paths:
         roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
-    store.set_meta({Meta.ROOTS: json.dumps(roots, sort_keys=True)})
+    if json.dumps(roots, sort_keys=True) != kept:  # a run that changes nothing writes nothing
+        store.set_meta({Meta.ROOTS: json.dumps(roots, sort_keys=True)})
     return roots
 
 

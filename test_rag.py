@@ -3270,6 +3270,34 @@ class IndexTests(RagTestCase):
             with self.subTest(text):
                 self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
 
+    def test_redactor_value_continued_below_its_name(self):
+        lines = rag.text_lines("[db]\nsecrets =\n    hunter2\n    password123\n    BEEF0123456789a\nport = 5\n"
+                               "k8s:\n  password: |\n    Sup3r-Long\n    Pass\n"
+                               "token:\n  description: The token to use, v2\n  required: true\n")
+        self.assertEqual([(l.no, l.text) for l in rag.redact_lines(lines)],
+                         [(1, "[db]"), (2, "secrets ="), (3, "    [redacted: secret]"), (4, ""), (5, ""),
+                          (6, "port = 5"), (7, "k8s:"), (8, "  password: |"), (9, "    [redacted: password]"),
+                          (10, ""), (11, "token:"), (12, "  description: The token to use, v2"),
+                          (13, "  required: true")])  # a bare 'name:' opens a mapping, not a value
+
+    def test_redactor_fuzz_keeps_lines_and_never_unredacts(self):
+        parts = ["password", "=", ":", " ", "'", '"', "\\", "$6$", "$", "{", "}", "(", ")", "[", "]", "<|", "|>",
+                 "Hunter2!x", "AKIA", "Z" * 16, "ghp_", "a1" * 20, "://", "@", "machine h login u ", "token",
+                 "-u ", "u:p4ss-Word", "==", "=>", ",", ";", "\n", "ey" + "J" * 12 + ".", "xox", "-----BEGIN ",
+                 "PRIVATE KEY-----", "#", "  ", "Authorization: ", "<password>", "</password>", "é", "\t"]
+        rnd = random.Random(17)
+        for _ in range(300):
+            text = "\n".join("".join(rnd.choice(parts) for _ in range(rnd.randint(0, 14)))
+                             for _ in range(rnd.randint(1, 6)))
+            lines = rag.text_lines(text)
+            once = rag.redact_lines(lines)
+            self.assertEqual([l.no for l in once], [l.no for l in lines])
+            for before, after in zip(lines, once):
+                self.assertTrue(after.text == before.text or "[redacted: " in after.text or not after.text
+                                or len(after.text) < len(before.text), (before.text, after.text))
+            self.assertEqual([l.text for l in rag.redact_lines(once)], [l.text for l in once], text)
+            self.assertIsNone(rag.TEMPLATE_TOKEN.search(rag.fenced(text)), text)
+
     def test_index_redacted_private_key_keeps_line_numbers(self):
         self.write("keys.md", "# Keys\n\nThe deploy key:\n\n" + self.PEM + "\n# Walrus\n\nWalrus colonies rest on ice.\n")
         self.ok("index", self.docs)
@@ -5924,11 +5952,18 @@ class CommandLineTests(RagTestCase):
                  "        os.kill(os.getpid(), signal.SIGINT)\n"
                  "    return real(name, *a, **kw)\n"
                  "builtins.__import__ = imp\n"
-                 "path, sys.argv = sys.argv[1], [sys.argv[1], 'stats', '--db', sys.argv[3]]\n"
-                 "runpy.run_path(path, run_name='__main__')\n")
-        for module in ("argparse", "sqlite3", "zlib"):
-            with self.subTest(module=module):
-                p = subprocess.run([sys.executable, "-c", child, rag.__file__, module, self.db],
+                 "path, how = sys.argv[1], sys.argv[4]\n"
+                 "sys.argv = [path if how == 'script' else '/usr/local/bin/rag', 'stats', '--db', sys.argv[3]]\n"
+                 "if how == 'script':\n"
+                 "    runpy.run_path(path, run_name='__main__')\n"
+                 "else:  # the installed command: its wrapper imports rag and calls main()\n"
+                 "    sys.path.insert(0, os.path.dirname(path))\n"
+                 "    import rag\n"
+                 "    sys.exit(rag.main())\n")
+        for how, module in (("script", "argparse"), ("script", "sqlite3"), ("script", "zlib"),
+                            ("installed", "sqlite3")):
+            with self.subTest(how=how, module=module):
+                p = subprocess.run([sys.executable, "-c", child, rag.__file__, module, self.db, how],
                                    capture_output=True, text=True, timeout=120)
                 self.assertEqual((p.returncode, p.stderr), (130, ""))
 
