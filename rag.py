@@ -84,7 +84,7 @@ import sys
 
 # A Ctrl-C while the rest loads, as a script or as the installed 'rag' command, exits 130
 # quietly; main() takes over (interruptible). One while Python itself starts is Python's.
-if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") in ("rag", "rag.exe"):
+if __name__ == "__main__" or os.path.basename((sys.argv or [""])[0]) in ("rag", "rag.exe"):
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
 import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
@@ -1081,7 +1081,8 @@ COMPARED = re.compile(QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{
 XML_VALUE = re.compile(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
 # The password in 'scheme://user:password@host' (also 'redis://:pw@host', but not
 # 'cvs://:pserver:anoncvs@host', a method and a user).
-URL_PASSWORD = re.compile(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})|:([^\s/:@\"'`]{1,256}))@")
+URL_PASSWORD = re.compile(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
+                          r"|:([^\s/:@\"'`]{1,256}))@")
 # The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
 # 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken=', 'String apiToken ='
 # where the second word is the name), then, apart, its value. Not after or before another ':'
@@ -1098,7 +1099,8 @@ ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\
                             r"""|([^\s"'`]{1,512}))""")
 # An unquoted value ends before another assignment ('Password=x;User=y'), or at white space.
 NEXT_ASSIGNMENT = re.compile(r"(?:[,;&]|\\n)[ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}="
-                             r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])|[,;]+$")  # not base64's '/x=' at its end
+                             r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])"  # not base64's '/x=' at its end
+                             r"|[,;]+$")
 CLOSERS = {")": "(", "]": "[", "}": "{"}  # closing punctuation a value does not open is the code's
 SENTENCE_WORDS = 4  # words, ending in '.', '?' or '!': a sentence, not a passphrase
 MAX_VALUE = 512     # characters: a longer value is text, not a secret (ASSIGNED_VALUE's bound)
@@ -1122,13 +1124,15 @@ NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|pri
 # Names that say where a secret is or what it is called, not what it is ('api_key_file', 'TOKEN_URL').
 ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length"
                             r"|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt|label|field"
-                            r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min|max"
-                            r"|used|changed|required|enabled|strength|validator|param|option|arn)s?$",
-                            re.I)
+                            r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min"
+                            r"|max"
+                            r"|used|changed|required|enabled|strength|validator|param|option"
+                            r"|arn)s?$", re.I)
 # Values that are a place, not a secret: a URL without a password in it, a file path or
 # name ('--private-key=tpm2.pem'), an AWS ARN.
 PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
-                   r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini|env)", re.I)
+                   r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini|env)",
+                   re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
                          r"dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
@@ -1136,7 +1140,8 @@ PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|passwor
 # What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
 # '{password}', '$TOKEN'): a value is judged by what is left without them.
 TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
-                      r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]|\{[A-Za-z_][\w.]{0,63}\}"
+                      r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
+                      r"|\{[A-Za-z_][\w.]{0,63}\}"
                       r"|\$[A-Z_][A-Z0-9_]{0,63}")
 CODE_NAME = re.compile(r"[A-Za-z_.]+")  # letters only, maybe dotted (self.token, settings.KEY): code or a word
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
@@ -1196,7 +1201,7 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
 def secret_name(name: str) -> bool:
     """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD').
 
-    >>> [secret_name(n) for n in ("DB_PASSWORD", "userPassword", "db_pass", "PWD", "PasswordLastUsed")]
+    >>> [secret_name(n) for n in ("DB_PASS", "userPassword", "db_pass", "PWD", "PasswordLastUsed")]
     [True, True, True, False, False]
     """
     snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
@@ -1413,9 +1418,10 @@ def continued_values(lines: list[Line]) -> dict[int, str]:
             i += 1
         value = "".join(lines[j].text.strip() for j in block)
         if block and not PEM_BEGIN.search(value) and looks_secret(value, quoted=True):
-            indent = lines[block[0]].text[:len(lines[block[0]].text) - len(lines[block[0]].text.lstrip())]
+            first = lines[block[0]].text
             out.update({j: "" for j in block})
-            out[block[0]] = indent + REDACTED.format(secret_name_kind(m.group(3)))
+            out[block[0]] = first[:len(first) - len(first.lstrip())] + \
+                REDACTED.format(secret_name_kind(m.group(3)))
     return out
 
 
