@@ -412,6 +412,13 @@ def copied_docs(folder=lambda i: "") -> dict:
         "notes/garden.txt": "Tomatoes need full sun and regular watering in summer.\n"})
 
 
+def all_probes(test):
+    """A test of the refusal floor itself: its index runs measure it with every probe question
+    (the others use one in eight: the floor is measured the same way, in an eighth of the time)."""
+    test.all_probes = True
+    return test
+
+
 class RagTestCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -424,6 +431,10 @@ class RagTestCase(unittest.TestCase):
         self.addCleanup(env.stop)
         for key in ENV_KEYS:
             os.environ.pop(key, None)
+        if not getattr(getattr(self, self._testMethodName), "all_probes", False):
+            probes = mock.patch.object(rag, "PROBES", rag.PROBES[::8])
+            probes.start()
+            self.addCleanup(probes.stop)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -3673,6 +3684,7 @@ class RerankTests(RagTestCase):
         for h in hits:  # each candidate is sent as its heading and text
             self.assertIn((h["heading"] + "\n" + h["text"]).strip(), body["documents"])
 
+    @all_probes
     def test_rerank_leaves_the_refusal_floor_to_first_stage_retrieval(self):
         self.server.rerank = lambda q, docs: [float("Tomatoes" in d) for d in docs]
         reranked = json.loads(self.ok("ask", "card refunds", "--json", "-k", "1"))
@@ -3771,6 +3783,7 @@ class AskTests(RagTestCase):
         self.assertLess(rag.relevance(r, "Who painted the ceiling of the Sistine Chapel?", off), floor)
         self.assertGreater(r.idf("sistine"), r.idf("card"))  # absent words weigh most
 
+    @all_probes
     def test_ask_refusal_means_the_same_at_two_similarity_scales(self):
         # the second model scores unrelated text about 0.7 cosine (as E5, BGE, GTE do)
         tilt = [1.0 if i % 3 else -1.0 for i in range(64)]
@@ -4148,6 +4161,7 @@ class AskTests(RagTestCase):
             a = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
         self.assertEqual((a["answer"], a["model"], a["cited"]), ("Refunds take 5 to 7 business days [1].", "quoting", True))
 
+    @all_probes
     def test_floor_is_measured_on_the_index_kept_and_measured_again_when_it_changes(self):
         self.write_docs()
         self.ok("index", self.docs)
@@ -4168,6 +4182,7 @@ class AskTests(RagTestCase):
         self.assertEqual((kept["chunks"], set(kept["floors"])), (chunks + 1, {"hybrid"}))
         self.assertIn("questions measured on this index", self.ok("stats"))
 
+    @all_probes
     def test_floor_rises_where_everyday_questions_find_matches(self):
         """A folder that answers many everyday questions (a quiz book): the
         floor rises until most of them are refused, above the default."""
@@ -4180,6 +4195,7 @@ class AskTests(RagTestCase):
         self.assertTrue(a["floor_source"].startswith("measured on this index: raised"), a["floor_source"])
         self.assertFalse(a["refused"], (a["relevance"], a["floor"]))
 
+    @all_probes
     def test_floor_comes_down_where_the_index_own_questions_score_low(self):
         """An embedder whose good answers score low on the index's scale: the
         floor comes down until the index's own questions are answered."""
@@ -4390,6 +4406,7 @@ class AnswerTests(RagTestCase):
         out = self.ok("ask", "How long do refunds take?", "--no-stream", "-k", "3")
         self.assertIn(f"Sources:\n  [1] {given[2]['source']}\n  [2] {given[0]['source']}\n", out)
 
+    @all_probes
     def test_ask_refuses_a_question_whose_passage_holds_only_a_common_word(self):
         self.write_docs(dict(DOCS, **{"network.md": "# Network\n\nThe network page lists every network card, "
                                                     "and the card issuer network for payments.\n"}))
@@ -4403,6 +4420,7 @@ class AnswerTests(RagTestCase):
                                   "--min-score", "-5"))
         self.assertFalse(data["refused"], data["refusal_reason"])
 
+    @all_probes
     def test_log_like_index_answers_its_lines_and_refuses_the_rest(self):
         self.write("syslog", syslog(needles=[(834, "kernel: Out of memory: Killed process 4242 (java)"),
                                              (1345, "sudo[8812]: mallory : COMMAND=/usr/bin/rm -rf /var/backups")]))
@@ -4889,6 +4907,7 @@ class EvalTests(RagTestCase):
         self.assertIn("cannot read cases file", self.error_line("eval", os.path.join(self.dir, "none.json")))
         self.assertIn("Is a directory", self.error_line("eval", self.docs))
 
+    @all_probes
     def test_eval_calibrate_keeps_a_floor_that_ask_and_stats_use(self):
         self.write_docs()
         self.ok("index", self.docs)
@@ -4920,6 +4939,7 @@ class EvalTests(RagTestCase):
         self.assertIn("no calibrated floor", self.ok("eval", "--uncalibrate"))
         self.assertIn("needs the cases", self.error_line("eval", code=2))
 
+    @all_probes
     def test_calibrate_chooses_the_lowest_floor_that_refuses_as_many(self):
         answerable = [0.50 + i / 100 for i in range(20)]
         rows = [{"relevance": x} for x in answerable] + \
@@ -4967,6 +4987,7 @@ class EvalTests(RagTestCase):
         self.assertEqual(refused, [("outside-eu", "evidence")])
         self.assertEqual((report["answers_with_gold"], report["statements_grounded"]), (round(10 / 11, 4), 1.0))
 
+    @all_probes
     def test_eval_calibrate_shows_the_floor_measured_without_labels(self):
         self.write_docs()
         self.ok("index", self.docs)
