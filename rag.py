@@ -45,10 +45,10 @@ Sections, in pipeline order:
     Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), copies (a passage alike
                      to a better-ranked one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
-                     the floor measured without labels (PROBES, questions made from the index's
-                     passages; indexes whose passages look alike), the evidence (the share of
-                     the question's words the passages hold), judge_question (the one rule),
-                     calibration and where it is kept
+                     the floor measured without labels (probe questions, questions made from
+                     the index's passages; indexes whose passages look alike), the evidence
+                     (the share of the question's words the passages hold), judge_question (the
+                     one rule), calibration and where it is kept
     Converse         a conversation's turns (parse_messages: limits, roles), when a question stands
                      alone, the offline rewrite of a follow-up (follow_up_query), search_query
     Generate         prompt (passage order, context budget, document brackets defused), Evidence
@@ -60,9 +60,9 @@ Sections, in pipeline order:
     Wiring           configuration from the environment and given values; the builders every caller
                      uses (open_store, query_embedder, make_retriever, open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
-                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
-                     the page
+                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
+    Data             the refusal probes (PROBES) and the page at GET / (PAGE)
 
 Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
@@ -7575,230 +7575,6 @@ PSEUDO_MIN = 20
 # A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
 # (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
 PROBE_ANSWERED = 0.8
-PROBES = tuple("""
-What is the capital of Mongolia?
-Who painted the Mona Lisa?
-How many players are on a volleyball team on court?
-When did the Berlin Wall fall?
-What is the boiling point of water at the top of Mount Everest?
-Who wrote the novel Moby-Dick?
-How long should a soft-boiled egg be cooked?
-What year did the first Harry Potter film come out?
-Which river flows through Budapest?
-How tall is the Eiffel Tower?
-What is the best way to remove a red wine stain from a carpet?
-Who won the football World Cup in 1998?
-How many calories are in a banana?
-What language is spoken in Brazil?
-When was the telephone invented?
-What is the population of Lagos?
-Who is the lead singer of the band Coldplay?
-How do you change a flat tyre on a bicycle?
-What does a koala eat?
-Which planet has the most moons?
-What is the recipe for a classic margherita pizza?
-Who directed the film Jaws?
-How deep is the Mariana Trench?
-When is the best time of year to plant tulip bulbs?
-What currency is used in Switzerland?
-Who was the first woman to fly solo across the Atlantic?
-How many strings does a standard guitar have?
-What is the main ingredient of hummus?
-Which country hosted the 2016 Summer Olympics?
-How fast can a cheetah run?
-What time zone is New Zealand in?
-Who invented the printing press?
-How do I reset my home wifi router?
-What is the tallest mountain in Africa?
-When did the Titanic sink?
-How many bones are in an adult human hand?
-What is the national animal of Scotland?
-Who composed the Four Seasons?
-How much does an African elephant weigh?
-What are the rules of cricket's leg before wicket?
-Which city is known as the Big Apple?
-How long is a marathon in kilometres?
-What is the plot of Romeo and Juliet?
-Who was president of France in 1995?
-How do penguins keep their eggs warm?
-What is the oldest university in Europe?
-When did humans first land on the Moon?
-How many time zones does Russia have?
-What is the difference between a crocodile and an alligator?
-Who holds the record for the most Grand Slam tennis titles?
-How do you make sourdough starter?
-Which ocean is the largest?
-What is the speed limit on German motorways?
-Who built the Taj Mahal?
-How many hearts does an octopus have?
-What is the most visited museum in the world?
-When was the euro introduced as cash?
-How do you tie a bow tie?
-What genre of music is Bob Marley known for?
-Which desert is the largest in Asia?
-How much does a ticket to the Louvre cost?
-Who discovered penicillin?
-What is the name of the longest bridge in the world?
-How many legs does a spider have?
-What is the weather like in Iceland in July?
-Who was the architect of the Sagrada Familia?
-How do you play the card game bridge?
-Which country produces the most coffee?
-What is the life expectancy of a house cat?
-When did the French Revolution begin?
-How many episodes are there in the first season of Friends?
-What is the chemical symbol for gold?
-Who is the author of Don Quixote?
-How do you train a puppy to sit?
-Which is the smallest country in the world?
-What is the largest bone in the human body?
-When was the Great Wall of China built?
-How many keys does a piano have?
-What sport is played at Wimbledon?
-Who sculpted the statue of David?
-How long does it take to fly from London to Tokyo?
-What is the main religion in Thailand?
-Which bird lays the largest egg?
-How do you brew a good cup of green tea?
-What is the name of the currency of Japan?
-Who won the Tour de France most times?
-How many islands make up Hawaii?
-What is the difference between a violin and a viola?
-When did Nelson Mandela become president?
-How do bees make honey?
-Which film won the Oscar for best picture in 1994?
-What is the average depth of the Mediterranean Sea?
-Who founded the city of Alexandria?
-How much sleep does a teenager need?
-What is the highest waterfall in the world?
-When did the Roman Empire fall?
-How do you say thank you in Korean?
-Which metal is liquid at room temperature?
-What are the ingredients of a mojito?
-Who was the first emperor of China?
-How many stars are on the flag of the United States?
-What is the longest river in South America?
-When did the Beatles break up?
-How do you grow tomatoes on a balcony?
-Which animal is the fastest swimmer?
-What is the area of Greenland?
-Who wrote War and Peace?
-How many teeth does an adult have?
-What is the capital of Canada?
-When was chess invented?
-How do hurricanes form?
-Which team has won the most NBA championships?
-What is the dress code for a black tie event?
-Who was Cleopatra married to?
-How long do giant tortoises live?
-What is the national dish of Spain?
-When did the first iPhone go on sale?
-How many countries are in the European Union?
-Which language has the most native speakers?
-What is the height of the Burj Khalifa?
-Who painted The Starry Night?
-How do you make a paper airplane fly farther?
-What is the coldest city in the world?
-When was the Magna Carta signed?
-How many players are in a rugby union team?
-Which vitamin does sunlight help the body make?
-What is the story of the Trojan horse?
-Who is known as the father of modern physics?
-How do you clean a cast iron pan?
-What is the biggest shopping mall in the world?
-When did the Ottoman Empire end?
-How many chambers does the human heart have?
-Which country has the most lakes?
-What is the lyrics of the national anthem of Italy?
-Who starred in the original Star Wars film?
-How do you fold a fitted sheet?
-What is the deepest lake in the world?
-When did women get the vote in New Zealand?
-How many moons does Mars have?
-Which instrument did Louis Armstrong play?
-What are the symptoms of the common cold?
-Who was the first person to climb Mount Everest?
-How long does it take light from the Sun to reach Earth?
-What is the best beach in Portugal?
-When was the Statue of Liberty dedicated?
-How many Harry Potter books are there?
-Which country invented paper money?
-What is the population of Tokyo?
-Who designed the Sydney Opera House?
-How do you knit a scarf for beginners?
-What is the meaning of the Japanese word ikigai?
-When did the Second World War end in Europe?
-How many pawns does each player have in chess?
-Which is the hottest place on Earth?
-What do pandas eat besides bamboo?
-Who was the author of Pride and Prejudice?
-How do you pronounce the name Nguyen?
-What is the largest city in Australia?
-When did the dinosaurs become extinct?
-How many gold medals did Michael Phelps win?
-Which mountain range separates Europe and Asia?
-What is the price of a Big Mac in Norway?
-Who ruled England after Henry VIII?
-How can I get rid of hiccups?
-What is the tallest tree species?
-When was the first modern Olympic Games held?
-How many litres of water should an adult drink a day?
-Which country is famous for tulips and windmills?
-What is a group of crows called?
-Who invented the light bulb?
-How do you make French onion soup?
-What is the largest moon of Saturn?
-When did Queen Victoria die?
-How many colours are in a rainbow?
-Which football club plays at Anfield?
-What is the national flower of Japan?
-Who wrote the song Imagine?
-How long is the Great Barrier Reef?
-What is the busiest airport in the world?
-When did the Soviet Union collapse?
-How do you care for an orchid?
-Which gas do plants absorb from the air?
-What is the official language of Egypt?
-Who discovered America in 1492?
-How many sides does a hexagon have?
-What is the most popular dog breed?
-When did the Wright brothers first fly?
-How do I convert Celsius to Fahrenheit?
-Which city hosts the Carnival with samba parades?
-What is the largest island in the Mediterranean?
-How many minutes are in a football match?
-What is the favourite food of hedgehogs?
-When was the Eiffel Tower built?
-How do volcanoes erupt?
-Which singer is known as the Queen of Pop?
-What is the name of Shakespeare's wife?
-Who won the Nobel Peace Prize in 2009?
-How much does it cost to climb Kilimanjaro?
-What is the capital of Peru?
-When did the Tang dynasty rule China?
-How many calories does running burn?
-Which country is the largest producer of olive oil?
-What is the story of the film Titanic?
-Who was the Greek goddess of wisdom?
-How do you make pancakes without eggs?
-What is the fastest land animal?
-When was the Suez Canal opened?
-How many people live in Iceland?
-Which artist cut off part of his ear?
-What should I pack for a ski holiday?
-Who is the current king of Sweden?
-How old is the universe?
-What is the rarest blood type?
-When was the first Tour de France?
-How many bridges are there in Venice?
-Which famous detective lived at 221B Baker Street?
-What is the difference between weather and climate?
-Who composed the opera Carmen?
-How do you solve a Rubik's cube?
-What is the main export of Chile?
-When did the Aztec empire fall?
-How many hours of daylight are there in Oslo in December?
-""".strip().splitlines())
 
 
 def question_relevance(retriever, questions: list[str], mode: str,
@@ -11068,147 +10844,6 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
     return server((host, port), handler, api, allow, deadline)
 
 
-# The page at GET /: inline HTML, CSS and script, nothing fetched from elsewhere.
-# Document text is only ever set as textContent, never parsed as HTML.
-PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>rag.py</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:46rem;padding:1rem;color:#222}
-h1{font-size:1.2rem;margin:.2rem 0 1rem}form{display:flex;gap:.5rem;flex-wrap:wrap}
-input{flex:1 1 16rem;font:inherit;padding:.55rem;border:1px solid #999;border-radius:.4rem}
-button{font:inherit;padding:.55rem 1rem;border:0;border-radius:.4rem;background:#2456a6;color:#fff}
-#new{background:#e8e8e8;color:#222}.turn{border-bottom:1px solid #ddd;padding:.4rem 0 .8rem}
-.you{font-weight:600;margin:.6rem 0 .2rem}.answer{white-space:pre-wrap;min-height:1.5rem}.refused{color:#8a4b00}
-.cite{background:none;color:#2456a6;padding:0 .1rem;font-weight:600;cursor:pointer}
-.sources{list-style:none;padding:0;margin:.3rem 0}.sources li{margin:.2rem 0}.sources button{background:none;
-color:#2456a6;padding:0;text-align:left;text-decoration:underline;cursor:pointer;word-break:break-all}
-.uncited,.searched{color:#555;font-size:.9rem}.code{background:#f4f4f4;padding:.5rem;margin:.3rem 0;
-overflow-x:auto;white-space:pre}.check{color:#8a4b00;font-size:.9rem}.check:empty{display:none}
-.passage{white-space:pre-wrap;background:#f4f4f4;border-left:3px solid #2456a6;padding:.6rem;
-font-size:.9rem;overflow-wrap:anywhere}.passage:empty{display:none}.where{font-weight:600;display:block}
-#key{display:none}.err{color:#b00020}
-</style></head><body>
-<h1>Ask the documents</h1>
-<div id="thread" aria-live="polite"></div>
-<form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required autofocus>
-<input id="key" type="password" placeholder="API key"><button>Ask</button>
-<button type="button" id="new">New conversation</button></form>
-<script>
-const $ = id => document.getElementById(id);
-const KEEP = 12;  // messages sent back with a follow-up: the server reads the last few
-let messages = [];  // the conversation so far: {role, content}
-function element(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text) e.textContent = text;
-  return e;
-}
-function newTurn(question) {
-  const turn = element("section", "turn");
-  turn.append(element("p", "you", question));
-  for (const part of ["answer", "check", "searched", "uncited", "sources", "passage"])
-    turn.append(element(part === "sources" ? "ol" : "div", part));
-  $("thread").append(turn);
-  turn.scrollIntoView({block: "nearest"});
-  return turn;
-}
-const part = (turn, name) => turn.querySelector("." + name);
-function show(turn, passages, n) {
-  const p = passages[n - 1], box = part(turn, "passage");
-  box.textContent = "";
-  if (!p) return;
-  box.append(element("span", "where", "[" + n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "")), p.text);
-  box.scrollIntoView({block: "nearest"});
-}
-function render(turn, rag, question) {
-  const passages = rag.passages, box = part(turn, "answer");
-  box.textContent = "";
-  box.className = "answer" + (rag.refused ? " refused" : "");
-  // a code block as a block, lines kept
-  rag.answer.split(/(```[\\s\\S]*?```)/).forEach((block, i) => {
-    if (i % 2) return box.append(element("pre", "code",
-                                         block.slice(3, -3).replace(/^\\n|\\n$/g, "")));
-    for (const piece of block.split(/(\\[\\d+\\])/)) {
-      const m = piece.match(/^\\[(\\d+)\\]$/);
-      if (m && +m[1] >= 1 && +m[1] <= passages.length) {
-        const b = element("button", "cite", piece);
-        b.onclick = () => show(turn, passages, +m[1]);
-        box.append(b);
-      } else box.append(piece);
-    }
-  });
-  const flagged = (rag.statements || []).filter(s => !s.supported);
-  part(turn, "check").textContent = flagged.length ? "Not supported by what it cites: " +
-    flagged.map(s => "\\u201c" + s.text + "\\u201d (" + s.why + ")").join("; ") : "";
-  if (rag.search_query && rag.search_query !== question)
-    part(turn, "searched").textContent = "Searched for: " + rag.search_query;
-  part(turn, "uncited").textContent = rag.refused ? "" : rag.cited ? "Sources:" :
-    "The answer cites no passage; it was written from these:";
-  if (rag.refused) return;
-  const cited = new Set(rag.citations.filter(c => c.valid).map(c => c.n)), list = part(turn, "sources");
-  passages.forEach(p => {
-    if (rag.cited && !cited.has(p.n)) return;
-    const li = element("li"), b = element("button", "", "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : ""));
-    b.onclick = () => show(turn, passages, p.n);
-    li.append(b);
-    const more = p.also_in_more ? " and " + p.also_in_more + " more" : "";
-    if (p.also_in.length) li.append(" (also in: " + p.also_in.join(", ") + more + ")");  // as the command line says it
-    list.append(li);
-  });
-}
-async function ask(question) {
-  const turn = newTurn(question), sent = messages.concat([{role: "user", content: question}]).slice(-KEEP);
-  const headers = {"Content-Type": "application/json"};
-  const key = sessionStorage.getItem("ragKey");
-  if (key) headers.Authorization = "Bearer " + key;
-  let resp;
-  try {
-    resp = await fetch("/v1/chat/completions", {method: "POST", headers,
-      body: JSON.stringify({model: "rag.py", stream: true, messages: sent})});
-  } catch (e) { return fail(turn, "cannot reach the server: " + e.message); }
-  if (resp.status === 401) { $("key").style.display = "block"; return fail(turn, "this server needs its API key"); }
-  if (!resp.ok) return fail(turn, (await resp.json()).error.message);
-  const reader = resp.body.getReader(), decoder = new TextDecoder();
-  let buffer = "", text = "";
-  for (;;) {
-    const {value, done} = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, {stream: true});
-    let cut;
-    while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
-      const line = buffer.slice(0, cut).trim(); buffer = buffer.slice(cut + 2);
-      if (!line.startsWith("data:") || line === "data: [DONE]") continue;
-      const event = JSON.parse(line.slice(5));
-      if (event.error) return fail(turn, event.error.message);
-      if (event.rag) {
-        render(turn, event.rag, question);
-        messages = sent.concat([{role: "assistant", content: event.rag.answer}]);
-        continue;
-      }
-      const delta = event.choices && event.choices[0] && event.choices[0].delta;
-      if (delta && delta.content) { text += delta.content; part(turn, "answer").textContent = text.split("\\n\\nSources:")[0]; }
-    }
-  }
-}
-function fail(turn, message) { const box = part(turn, "answer"); box.className = "answer err"; box.textContent = message; }
-$("f").onsubmit = e => {
-  e.preventDefault();
-  if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
-  const question = $("q").value;
-  $("q").value = "";
-  ask(question);
-};
-$("new").onclick = () => { messages = []; $("thread").textContent = ""; $("q").focus(); };
-// A link to /?q=... only fills the box: asking is the visitor's own click, so a
-// page elsewhere cannot make one spend an ask by linking (or navigating) here.
-const asked = new URLSearchParams(location.search).get("q");
-if (asked) $("q").value = asked;
-</script></body></html>
-"""
-
-
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -12341,6 +11976,379 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rag: error: {type(e).__name__}: {e} (set RAG_DEBUG=1 for a traceback)",
               file=sys.stderr)
         return 1
+
+
+# ---------------------------------------------------------------------------
+# Data: the refusal probes and the page
+# ---------------------------------------------------------------------------
+
+# Everyday questions about everything, which an index should not answer (see the comment
+# above PROBE_QUANTILE in Refuse): the floor is measured on how they score.
+PROBES = tuple("""
+What is the capital of Mongolia?
+Who painted the Mona Lisa?
+How many players are on a volleyball team on court?
+When did the Berlin Wall fall?
+What is the boiling point of water at the top of Mount Everest?
+Who wrote the novel Moby-Dick?
+How long should a soft-boiled egg be cooked?
+What year did the first Harry Potter film come out?
+Which river flows through Budapest?
+How tall is the Eiffel Tower?
+What is the best way to remove a red wine stain from a carpet?
+Who won the football World Cup in 1998?
+How many calories are in a banana?
+What language is spoken in Brazil?
+When was the telephone invented?
+What is the population of Lagos?
+Who is the lead singer of the band Coldplay?
+How do you change a flat tyre on a bicycle?
+What does a koala eat?
+Which planet has the most moons?
+What is the recipe for a classic margherita pizza?
+Who directed the film Jaws?
+How deep is the Mariana Trench?
+When is the best time of year to plant tulip bulbs?
+What currency is used in Switzerland?
+Who was the first woman to fly solo across the Atlantic?
+How many strings does a standard guitar have?
+What is the main ingredient of hummus?
+Which country hosted the 2016 Summer Olympics?
+How fast can a cheetah run?
+What time zone is New Zealand in?
+Who invented the printing press?
+How do I reset my home wifi router?
+What is the tallest mountain in Africa?
+When did the Titanic sink?
+How many bones are in an adult human hand?
+What is the national animal of Scotland?
+Who composed the Four Seasons?
+How much does an African elephant weigh?
+What are the rules of cricket's leg before wicket?
+Which city is known as the Big Apple?
+How long is a marathon in kilometres?
+What is the plot of Romeo and Juliet?
+Who was president of France in 1995?
+How do penguins keep their eggs warm?
+What is the oldest university in Europe?
+When did humans first land on the Moon?
+How many time zones does Russia have?
+What is the difference between a crocodile and an alligator?
+Who holds the record for the most Grand Slam tennis titles?
+How do you make sourdough starter?
+Which ocean is the largest?
+What is the speed limit on German motorways?
+Who built the Taj Mahal?
+How many hearts does an octopus have?
+What is the most visited museum in the world?
+When was the euro introduced as cash?
+How do you tie a bow tie?
+What genre of music is Bob Marley known for?
+Which desert is the largest in Asia?
+How much does a ticket to the Louvre cost?
+Who discovered penicillin?
+What is the name of the longest bridge in the world?
+How many legs does a spider have?
+What is the weather like in Iceland in July?
+Who was the architect of the Sagrada Familia?
+How do you play the card game bridge?
+Which country produces the most coffee?
+What is the life expectancy of a house cat?
+When did the French Revolution begin?
+How many episodes are there in the first season of Friends?
+What is the chemical symbol for gold?
+Who is the author of Don Quixote?
+How do you train a puppy to sit?
+Which is the smallest country in the world?
+What is the largest bone in the human body?
+When was the Great Wall of China built?
+How many keys does a piano have?
+What sport is played at Wimbledon?
+Who sculpted the statue of David?
+How long does it take to fly from London to Tokyo?
+What is the main religion in Thailand?
+Which bird lays the largest egg?
+How do you brew a good cup of green tea?
+What is the name of the currency of Japan?
+Who won the Tour de France most times?
+How many islands make up Hawaii?
+What is the difference between a violin and a viola?
+When did Nelson Mandela become president?
+How do bees make honey?
+Which film won the Oscar for best picture in 1994?
+What is the average depth of the Mediterranean Sea?
+Who founded the city of Alexandria?
+How much sleep does a teenager need?
+What is the highest waterfall in the world?
+When did the Roman Empire fall?
+How do you say thank you in Korean?
+Which metal is liquid at room temperature?
+What are the ingredients of a mojito?
+Who was the first emperor of China?
+How many stars are on the flag of the United States?
+What is the longest river in South America?
+When did the Beatles break up?
+How do you grow tomatoes on a balcony?
+Which animal is the fastest swimmer?
+What is the area of Greenland?
+Who wrote War and Peace?
+How many teeth does an adult have?
+What is the capital of Canada?
+When was chess invented?
+How do hurricanes form?
+Which team has won the most NBA championships?
+What is the dress code for a black tie event?
+Who was Cleopatra married to?
+How long do giant tortoises live?
+What is the national dish of Spain?
+When did the first iPhone go on sale?
+How many countries are in the European Union?
+Which language has the most native speakers?
+What is the height of the Burj Khalifa?
+Who painted The Starry Night?
+How do you make a paper airplane fly farther?
+What is the coldest city in the world?
+When was the Magna Carta signed?
+How many players are in a rugby union team?
+Which vitamin does sunlight help the body make?
+What is the story of the Trojan horse?
+Who is known as the father of modern physics?
+How do you clean a cast iron pan?
+What is the biggest shopping mall in the world?
+When did the Ottoman Empire end?
+How many chambers does the human heart have?
+Which country has the most lakes?
+What is the lyrics of the national anthem of Italy?
+Who starred in the original Star Wars film?
+How do you fold a fitted sheet?
+What is the deepest lake in the world?
+When did women get the vote in New Zealand?
+How many moons does Mars have?
+Which instrument did Louis Armstrong play?
+What are the symptoms of the common cold?
+Who was the first person to climb Mount Everest?
+How long does it take light from the Sun to reach Earth?
+What is the best beach in Portugal?
+When was the Statue of Liberty dedicated?
+How many Harry Potter books are there?
+Which country invented paper money?
+What is the population of Tokyo?
+Who designed the Sydney Opera House?
+How do you knit a scarf for beginners?
+What is the meaning of the Japanese word ikigai?
+When did the Second World War end in Europe?
+How many pawns does each player have in chess?
+Which is the hottest place on Earth?
+What do pandas eat besides bamboo?
+Who was the author of Pride and Prejudice?
+How do you pronounce the name Nguyen?
+What is the largest city in Australia?
+When did the dinosaurs become extinct?
+How many gold medals did Michael Phelps win?
+Which mountain range separates Europe and Asia?
+What is the price of a Big Mac in Norway?
+Who ruled England after Henry VIII?
+How can I get rid of hiccups?
+What is the tallest tree species?
+When was the first modern Olympic Games held?
+How many litres of water should an adult drink a day?
+Which country is famous for tulips and windmills?
+What is a group of crows called?
+Who invented the light bulb?
+How do you make French onion soup?
+What is the largest moon of Saturn?
+When did Queen Victoria die?
+How many colours are in a rainbow?
+Which football club plays at Anfield?
+What is the national flower of Japan?
+Who wrote the song Imagine?
+How long is the Great Barrier Reef?
+What is the busiest airport in the world?
+When did the Soviet Union collapse?
+How do you care for an orchid?
+Which gas do plants absorb from the air?
+What is the official language of Egypt?
+Who discovered America in 1492?
+How many sides does a hexagon have?
+What is the most popular dog breed?
+When did the Wright brothers first fly?
+How do I convert Celsius to Fahrenheit?
+Which city hosts the Carnival with samba parades?
+What is the largest island in the Mediterranean?
+How many minutes are in a football match?
+What is the favourite food of hedgehogs?
+When was the Eiffel Tower built?
+How do volcanoes erupt?
+Which singer is known as the Queen of Pop?
+What is the name of Shakespeare's wife?
+Who won the Nobel Peace Prize in 2009?
+How much does it cost to climb Kilimanjaro?
+What is the capital of Peru?
+When did the Tang dynasty rule China?
+How many calories does running burn?
+Which country is the largest producer of olive oil?
+What is the story of the film Titanic?
+Who was the Greek goddess of wisdom?
+How do you make pancakes without eggs?
+What is the fastest land animal?
+When was the Suez Canal opened?
+How many people live in Iceland?
+Which artist cut off part of his ear?
+What should I pack for a ski holiday?
+Who is the current king of Sweden?
+How old is the universe?
+What is the rarest blood type?
+When was the first Tour de France?
+How many bridges are there in Venice?
+Which famous detective lived at 221B Baker Street?
+What is the difference between weather and climate?
+Who composed the opera Carmen?
+How do you solve a Rubik's cube?
+What is the main export of Chile?
+When did the Aztec empire fall?
+How many hours of daylight are there in Oslo in December?
+""".strip().splitlines())
+
+
+# The page at GET /: inline HTML, CSS and script, nothing fetched from elsewhere.
+# Document text is only ever set as textContent, never parsed as HTML.
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rag.py</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:46rem;padding:1rem;color:#222}
+h1{font-size:1.2rem;margin:.2rem 0 1rem}form{display:flex;gap:.5rem;flex-wrap:wrap}
+input{flex:1 1 16rem;font:inherit;padding:.55rem;border:1px solid #999;border-radius:.4rem}
+button{font:inherit;padding:.55rem 1rem;border:0;border-radius:.4rem;background:#2456a6;color:#fff}
+#new{background:#e8e8e8;color:#222}.turn{border-bottom:1px solid #ddd;padding:.4rem 0 .8rem}
+.you{font-weight:600;margin:.6rem 0 .2rem}.answer{white-space:pre-wrap;min-height:1.5rem}.refused{color:#8a4b00}
+.cite{background:none;color:#2456a6;padding:0 .1rem;font-weight:600;cursor:pointer}
+.sources{list-style:none;padding:0;margin:.3rem 0}.sources li{margin:.2rem 0}.sources button{background:none;
+color:#2456a6;padding:0;text-align:left;text-decoration:underline;cursor:pointer;word-break:break-all}
+.uncited,.searched{color:#555;font-size:.9rem}.code{background:#f4f4f4;padding:.5rem;margin:.3rem 0;
+overflow-x:auto;white-space:pre}.check{color:#8a4b00;font-size:.9rem}.check:empty{display:none}
+.passage{white-space:pre-wrap;background:#f4f4f4;border-left:3px solid #2456a6;padding:.6rem;
+font-size:.9rem;overflow-wrap:anywhere}.passage:empty{display:none}.where{font-weight:600;display:block}
+#key{display:none}.err{color:#b00020}
+</style></head><body>
+<h1>Ask the documents</h1>
+<div id="thread" aria-live="polite"></div>
+<form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required autofocus>
+<input id="key" type="password" placeholder="API key"><button>Ask</button>
+<button type="button" id="new">New conversation</button></form>
+<script>
+const $ = id => document.getElementById(id);
+const KEEP = 12;  // messages sent back with a follow-up: the server reads the last few
+let messages = [];  // the conversation so far: {role, content}
+function element(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text) e.textContent = text;
+  return e;
+}
+function newTurn(question) {
+  const turn = element("section", "turn");
+  turn.append(element("p", "you", question));
+  for (const part of ["answer", "check", "searched", "uncited", "sources", "passage"])
+    turn.append(element(part === "sources" ? "ol" : "div", part));
+  $("thread").append(turn);
+  turn.scrollIntoView({block: "nearest"});
+  return turn;
+}
+const part = (turn, name) => turn.querySelector("." + name);
+function show(turn, passages, n) {
+  const p = passages[n - 1], box = part(turn, "passage");
+  box.textContent = "";
+  if (!p) return;
+  box.append(element("span", "where", "[" + n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "")), p.text);
+  box.scrollIntoView({block: "nearest"});
+}
+function render(turn, rag, question) {
+  const passages = rag.passages, box = part(turn, "answer");
+  box.textContent = "";
+  box.className = "answer" + (rag.refused ? " refused" : "");
+  // a code block as a block, lines kept
+  rag.answer.split(/(```[\\s\\S]*?```)/).forEach((block, i) => {
+    if (i % 2) return box.append(element("pre", "code",
+                                         block.slice(3, -3).replace(/^\\n|\\n$/g, "")));
+    for (const piece of block.split(/(\\[\\d+\\])/)) {
+      const m = piece.match(/^\\[(\\d+)\\]$/);
+      if (m && +m[1] >= 1 && +m[1] <= passages.length) {
+        const b = element("button", "cite", piece);
+        b.onclick = () => show(turn, passages, +m[1]);
+        box.append(b);
+      } else box.append(piece);
+    }
+  });
+  const flagged = (rag.statements || []).filter(s => !s.supported);
+  part(turn, "check").textContent = flagged.length ? "Not supported by what it cites: " +
+    flagged.map(s => "\\u201c" + s.text + "\\u201d (" + s.why + ")").join("; ") : "";
+  if (rag.search_query && rag.search_query !== question)
+    part(turn, "searched").textContent = "Searched for: " + rag.search_query;
+  part(turn, "uncited").textContent = rag.refused ? "" : rag.cited ? "Sources:" :
+    "The answer cites no passage; it was written from these:";
+  if (rag.refused) return;
+  const cited = new Set(rag.citations.filter(c => c.valid).map(c => c.n)), list = part(turn, "sources");
+  passages.forEach(p => {
+    if (rag.cited && !cited.has(p.n)) return;
+    const li = element("li"), b = element("button", "", "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : ""));
+    b.onclick = () => show(turn, passages, p.n);
+    li.append(b);
+    const more = p.also_in_more ? " and " + p.also_in_more + " more" : "";
+    if (p.also_in.length) li.append(" (also in: " + p.also_in.join(", ") + more + ")");  // as the command line says it
+    list.append(li);
+  });
+}
+async function ask(question) {
+  const turn = newTurn(question), sent = messages.concat([{role: "user", content: question}]).slice(-KEEP);
+  const headers = {"Content-Type": "application/json"};
+  const key = sessionStorage.getItem("ragKey");
+  if (key) headers.Authorization = "Bearer " + key;
+  let resp;
+  try {
+    resp = await fetch("/v1/chat/completions", {method: "POST", headers,
+      body: JSON.stringify({model: "rag.py", stream: true, messages: sent})});
+  } catch (e) { return fail(turn, "cannot reach the server: " + e.message); }
+  if (resp.status === 401) { $("key").style.display = "block"; return fail(turn, "this server needs its API key"); }
+  if (!resp.ok) return fail(turn, (await resp.json()).error.message);
+  const reader = resp.body.getReader(), decoder = new TextDecoder();
+  let buffer = "", text = "";
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, {stream: true});
+    let cut;
+    while ((cut = buffer.indexOf("\\n\\n")) >= 0) {
+      const line = buffer.slice(0, cut).trim(); buffer = buffer.slice(cut + 2);
+      if (!line.startsWith("data:") || line === "data: [DONE]") continue;
+      const event = JSON.parse(line.slice(5));
+      if (event.error) return fail(turn, event.error.message);
+      if (event.rag) {
+        render(turn, event.rag, question);
+        messages = sent.concat([{role: "assistant", content: event.rag.answer}]);
+        continue;
+      }
+      const delta = event.choices && event.choices[0] && event.choices[0].delta;
+      if (delta && delta.content) { text += delta.content; part(turn, "answer").textContent = text.split("\\n\\nSources:")[0]; }
+    }
+  }
+}
+function fail(turn, message) { const box = part(turn, "answer"); box.className = "answer err"; box.textContent = message; }
+$("f").onsubmit = e => {
+  e.preventDefault();
+  if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
+  const question = $("q").value;
+  $("q").value = "";
+  ask(question);
+};
+$("new").onclick = () => { messages = []; $("thread").textContent = ""; $("q").focus(); };
+// A link to /?q=... only fills the box: asking is the visitor's own click, so a
+// page elsewhere cannot make one spend an ask by linking (or navigating) here.
+const asked = new URLSearchParams(location.search).get("q");
+if (asked) $("q").value = asked;
+</script></body></html>
+"""
 
 
 if __name__ == "__main__":
