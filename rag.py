@@ -12222,19 +12222,23 @@ h1{font-size:1.2rem;margin:.2rem 0 1rem}form{display:flex;gap:.5rem;flex-wrap:wr
 input{flex:1 1 16rem;font:inherit;padding:.55rem;border:1px solid #999;border-radius:.4rem}
 button{font:inherit;padding:.55rem 1rem;border:0;border-radius:.4rem;background:#2456a6;color:#fff}
 #new{background:#e8e8e8;color:#222}.turn{border-bottom:1px solid #ddd;padding:.4rem 0 .8rem}
-.you{font-weight:600;margin:.6rem 0 .2rem}.answer{white-space:pre-wrap;min-height:1.5rem}.refused{color:#8a4b00}
+.you{font-weight:600;margin:.6rem 0 .2rem}.answer{white-space:pre-wrap;min-height:1.5rem}
+.refused{color:#8a4b00}
 .cite{background:none;color:#2456a6;padding:0 .1rem;font-weight:600;cursor:pointer}
-.sources{list-style:none;padding:0;margin:.3rem 0}.sources li{margin:.2rem 0}.sources button{background:none;
-color:#2456a6;padding:0;text-align:left;text-decoration:underline;cursor:pointer;word-break:break-all}
+.sources{list-style:none;padding:0;margin:.3rem 0}.sources li{margin:.2rem 0}
+.sources button{background:none;color:#2456a6;padding:0;text-align:left;
+text-decoration:underline;cursor:pointer;word-break:break-all}
 .uncited,.searched{color:#555;font-size:.9rem}.code{background:#f4f4f4;padding:.5rem;margin:.3rem 0;
 overflow-x:auto;white-space:pre}.check{color:#8a4b00;font-size:.9rem}.check:empty{display:none}
 .passage{white-space:pre-wrap;background:#f4f4f4;border-left:3px solid #2456a6;padding:.6rem;
-font-size:.9rem;overflow-wrap:anywhere}.passage:empty{display:none}.where{font-weight:600;display:block}
+font-size:.9rem;overflow-wrap:anywhere}.passage:empty{display:none}
+.where{font-weight:600;display:block}
 #key{display:none}.err{color:#b00020}
 </style></head><body>
 <h1>Ask the documents</h1>
 <div id="thread" aria-live="polite"></div>
-<form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required autofocus>
+<form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required
+autofocus>
 <input id="key" type="password" placeholder="API key"><button>Ask</button>
 <button type="button" id="new">New conversation</button></form>
 <script>
@@ -12261,7 +12265,9 @@ function show(turn, passages, n) {
   const p = passages[n - 1], box = part(turn, "passage");
   box.textContent = "";
   if (!p) return;
-  box.append(element("span", "where", "[" + n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "")), p.text);
+  box.append(element("span", "where",
+                     "[" + n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : "")),
+             p.text);
   box.scrollIntoView({block: "nearest"});
 }
 function render(turn, rag, question) {
@@ -12289,19 +12295,24 @@ function render(turn, rag, question) {
   part(turn, "uncited").textContent = rag.refused ? "" : rag.cited ? "Sources:" :
     "The answer cites no passage; it was written from these:";
   if (rag.refused) return;
-  const cited = new Set(rag.citations.filter(c => c.valid).map(c => c.n)), list = part(turn, "sources");
+  const cited = new Set(rag.citations.filter(c => c.valid).map(c => c.n)),
+    list = part(turn, "sources");
   passages.forEach(p => {
     if (rag.cited && !cited.has(p.n)) return;
-    const li = element("li"), b = element("button", "", "[" + p.n + "] " + p.source + (p.heading ? " \\u2014 " + p.heading : ""));
+    const li = element("li"),
+      b = element("button", "", "[" + p.n + "] " + p.source
+                                + (p.heading ? " \\u2014 " + p.heading : ""));
     b.onclick = () => show(turn, passages, p.n);
     li.append(b);
     const more = p.also_in_more ? " and " + p.also_in_more + " more" : "";
-    if (p.also_in.length) li.append(" (also in: " + p.also_in.join(", ") + more + ")");  // as the command line says it
+    // as the command line says it
+    if (p.also_in.length) li.append(" (also in: " + p.also_in.join(", ") + more + ")");
     list.append(li);
   });
 }
 async function ask(question) {
-  const turn = newTurn(question), sent = messages.concat([{role: "user", content: question}]).slice(-KEEP);
+  const turn = newTurn(question),
+    sent = messages.concat([{role: "user", content: question}]).slice(-KEEP);
   const headers = {"Content-Type": "application/json"};
   const key = sessionStorage.getItem("ragKey");
   if (key) headers.Authorization = "Bearer " + key;
@@ -12310,7 +12321,10 @@ async function ask(question) {
     resp = await fetch("/v1/chat/completions", {method: "POST", headers,
       body: JSON.stringify({model: "rag.py", stream: true, messages: sent})});
   } catch (e) { return fail(turn, "cannot reach the server: " + e.message); }
-  if (resp.status === 401) { $("key").style.display = "block"; return fail(turn, "this server needs its API key"); }
+  if (resp.status === 401) {
+    $("key").style.display = "block";
+    return fail(turn, "this server needs its API key");
+  }
   if (!resp.ok) return fail(turn, (await resp.json()).error.message);
   const reader = resp.body.getReader(), decoder = new TextDecoder();
   let buffer = "", text = "";
@@ -12330,11 +12344,18 @@ async function ask(question) {
         continue;
       }
       const delta = event.choices && event.choices[0] && event.choices[0].delta;
-      if (delta && delta.content) { text += delta.content; part(turn, "answer").textContent = text.split("\\n\\nSources:")[0]; }
+      if (delta && delta.content) {
+        text += delta.content;
+        part(turn, "answer").textContent = text.split("\\n\\nSources:")[0];
+      }
     }
   }
 }
-function fail(turn, message) { const box = part(turn, "answer"); box.className = "answer err"; box.textContent = message; }
+function fail(turn, message) {
+  const box = part(turn, "answer");
+  box.className = "answer err";
+  box.textContent = message;
+}
 $("f").onsubmit = e => {
   e.preventDefault();
   if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
