@@ -159,11 +159,11 @@ BUILTIN_DIM = 384
 # own scale: 0 is as similar as chunks of unrelated documents are under this
 # model, 1 identical; so one floor means the same whatever the model's
 # similarity scale. Below the floor a question is refused without calling a
-# model. Each default is the largest floor (to 0.01) that refused at most 5% of
-# the answerable questions on both SciFact and SQuAD (README, "Floor");
-# `eval --calibrate` chooses one on the user's own questions and index.
-DEFAULT_FLOOR = 0.33  # embedding models behind an API (measured: all-MiniLM-L6-v2, plain
-                      # and anisotropic)
+# model. Each default is the largest floor that refused at most 5% of the
+# answerable questions measured (README, "Floor"; bench/README.md, "Refusing on
+# two corpora and at other similarity scales"); `eval --calibrate` chooses one
+# on the user's own questions and index.
+DEFAULT_FLOOR = 0.33  # embedding models behind an API
 BUILTIN_FLOOR = 0.27  # the built-in embedder's relevance (cosine plus word coverage,
                       # see HashEmbedder)
 NULL_PAIRS = 400      # random chunk pairs (of different documents) that measure the unrelated level
@@ -175,8 +175,8 @@ MAX_QUESTION = 10_000       # characters
 EMBED_BATCH = 64             # inputs per embeddings request
 EMBED_BATCH_CHARS = 200_000  # characters per embeddings request
 # Embedding requests in flight at once: a hosted API answers each in about the
-# same time however many arrive (measured: 7.5 times faster than one at a time
-# at 0.3 s a request; 4 gave 3.9 times), and a local server queues the rest.
+# same time however many arrive (bench/README.md, "Indexing in parallel"), and a
+# local server queues the rest.
 EMBED_PARALLEL = 8
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 NO_ROUTE = {404, 405, 501}  # the server does not offer this endpoint at all
@@ -198,9 +198,8 @@ RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking
 # Duplicates: a passage nearly identical to a better-ranked one is shown once,
 # with where else it is. Alike: the Jaccard similarity of the two passages'
 # sets of word 3-grams (lowercased: whitespace, case, punctuation and markup
-# aside). Chosen on /usr/share/doc/*/copyright (README, "Duplicates"): a
-# licence with another copyright line or 'program' for 'library' scores 0.71
-# and up; one under another Files: section or upstream name, 0.6 to 0.7.
+# aside). Chosen on licence files (bench/README.md, "Duplicates"): a licence
+# under another copyright line is a copy; one under another Files: section is not.
 DUPLICATE_WORDS = 3        # words a shingle spans: one changed word changes 3 of ~150
 DUPLICATE_JACCARD = 0.7    # shingle sets at least this alike are one passage
 DUPLICATE_ANCHORS = 16     # shingles of a passage looked up to find those it may be alike
@@ -209,10 +208,10 @@ DUPLICATE_SHARED = 2       # of them, shared with a passage before the two are c
 DUPLICATE_DEPTH = 1000     # candidates ranked at most to find k distinct passages among many copies
 DUPLICATE_DEEPER = 4       # each try ranks this many times deeper than the last
 ALSO_SHOWN = 3             # a passage's other locations named; the rest counted ("and 12 more")
-# Characters of passages sent to a chat model: about 1,300 tokens (measured with
-# SmolLM2 on licences and prose: 0.26 tokens a character), which leaves
-# room for the rules, the question and the answer in a small local model's
-# 2,048-token context. The weakest passages are dropped to fit, never cut.
+# Characters of passages sent to a chat model: about 1,300 tokens (bench/README.md,
+# "Small measurements behind constants"), which leaves room for the rules, the
+# question and the answer in a small local model's 2,048-token context. The
+# weakest passages are dropped to fit, never cut.
 MAX_CONTEXT = 5000
 # A conversation (Converse): what a client may send, and what of it is used.
 MAX_MESSAGES = 1000     # messages in one conversation: more is a client's bug or an attack, refused
@@ -444,7 +443,8 @@ def now_iso() -> str:
 
 
 def sha256_hex(data: bytes) -> str:
-    """SHA-256 in hex; hashlib is imported here because loading it costs a search 20 ms."""
+    """SHA-256 in hex; hashlib is imported here because loading it slows a search
+    (bench/README.md, "Small measurements behind constants")."""
     import hashlib
     return hashlib.sha256(data).hexdigest()
 
@@ -867,20 +867,15 @@ CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                        "說時要就出會可也你對生能而子那得於著下自之年",
                "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以"
                           "说时要就出会可也你对生能而子那得于着下自之年"}
-# What a plausible reading needs. Measured on CPython's cjkencodings samples and
-# Vim's tutors and menus, cut into pieces of 20 (50, 200) non-ASCII characters,
-# each in every encoding of its language it fits: 2,460 of 2,595 (1,234 of
-# 1,251; 351 of 352) read in the right encoding, 2 (1; 0) in a wrong one, the
-# rest as before (Windows-1252); on 15,761 Western, Cyrillic and Greek legacy
-# files and their lines, one line (28 Russian letters in KOI8-R) taken for CJK,
-# no Latin-script text.
+# What a plausible reading needs: real CJK text passes, legacy Western text does
+# not (bench/README.md, "Encodings").
 CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread
                          # Latin: lone ones)
 CJK_MIN_RUN = 4          # characters in such runs, at least
 CJK_MIN_MARKERS = 2      # markers, at least: a misreading has one by chance
-CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text, pieces of 200: 6% to 80%)
-CJK_DAMAGE = 200         # characters per bad byte sequence allowed (a damaged Vim tutor has 1
-                         # in 385; Cyrillic lines start to pass at 1 in 50)
+CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text holds more)
+CJK_DAMAGE = 200         # characters per bad byte sequence allowed: a damaged CJK text still
+                         # passes, misread Cyrillic lines do not
 # bytes of the head that are scored; the chosen encoding then decodes the whole file
 CJK_SNIFF = 65536
 CJK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
@@ -3873,7 +3868,8 @@ def vector_codes(vec: list[float], text: str | None = None) -> tuple[str, bytes,
 INDEX_TABLES = {"meta", "documents", "chunks"}
 BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
 # Seconds an ask waits to be logged while another process writes, then goes
-# unlogged: an index run held the write lock at most 0.16 s at a time (6,000 chunks).
+# unlogged: far longer than an index run holds the write lock at a time
+# (bench/README.md, "Small measurements behind constants").
 ASK_LOG_WAIT = 1.0
 
 
@@ -4883,7 +4879,7 @@ class SqliteStore(Store):
 
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         cond, args = scope_where(scope)
-        if not args:  # no filter: no join (a lookup in chunks per match: 2.5 times the time)
+        if not args:  # no filter: no join, which is slower (bench/README.md, "Serving")
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
                                      "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
                                      (query, depth)).fetchall()
@@ -4989,7 +4985,8 @@ ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an ex
 KEYWORD_CANDIDATES = 20000
 ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
-# word look-ups in flight: 10.8 ms a word on Chroma 1.5.9 here, 27.4 one at a time, 8 no better
+# word look-ups in flight: faster than one at a time, more no better (bench/README.md,
+# "An engine (Chroma)")
 LOOKUPS_AT_ONCE = 4
 WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 
@@ -5104,8 +5101,8 @@ WORDS_KEY = "w"
 
 def word_number(token: str) -> int:
     """A token as the engine's word lists hold it: 52 bits of its SHA-256 (exact in any JSON
-    reader's doubles). Numbers, not strings: on 3,000 SciFact chunks Chroma stored the lists in
-    3.8 s instead of 5.9 and found a common word in 18 ms instead of 28."""
+    reader's doubles). Numbers, not strings: faster to store and to look up (bench/README.md,
+    "An engine (Chroma)")."""
     return int(sha256_hex(token.encode())[:13], 16)
 
 
@@ -5504,7 +5501,8 @@ class EngineStore(Store):
 
     def prefetch(self, queries: list[str], scope: Scope) -> None:
         """Their words looked up at once, and the chunks holding them read in
-        full pages (when they fit in memory): one request a question would be 20 ms each."""
+        full pages (when they fit in memory): one request a question would be slower
+        (bench/README.md, "An engine (Chroma)")."""
         where = self.scope_ids(scope)
         if where != ():
             phrases = list(dict.fromkeys(p for q in queries for p in query_phrases(q, self.tokens)))
@@ -5713,10 +5711,8 @@ CHROMA_TENANT, CHROMA_DATABASE = "default_tenant", "default_database"
 # Chroma's rule, less the room for '-rag'
 CHROMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
 CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
-# ... and while searching, well above the FUSION_DEPTH asked for: on SciFact's 9,240 chunks
-# (built-in embedder, the hardest for HNSW: similarities close together) 100 unrelated
-# questions' exact top 100 lost 0.05 chunks at 1,500 (2.8 at 500, 8.1 at 300, 16 at 200),
-# 10.8 ms a query (8.2 at 300).
+# ... and while searching, well above the FUSION_DEPTH asked for: HNSW then loses almost
+# none of the exact top 100 (bench/README.md, "An engine (Chroma)").
 CHROMA_EF_SEARCH = 1500
 
 
@@ -6826,13 +6822,14 @@ def large_components(qvec: list[float]) -> int:
 
 
 EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
-EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question (~7 ms)
+EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
+                       # milliseconds (bench/README.md, "Search at scale")
 
 
 def exact_count(n: int, depth: int, dim: int) -> int:
     """How many candidates get an exact dot product: twice the depth (the
-    sketches' order is that close to the exact one: README, "Search at
-    scale"), or as many as fit the budget.
+    sketches' order is that close to the exact one: bench/README.md, "Search
+    at scale"), or as many as fit the budget.
 
     >>> exact_count(100_000, 100, 1536), exact_count(100_000, 10, 384), exact_count(50, 5, 384)
     (200, 52, 50)
@@ -6878,9 +6875,10 @@ def dot_with(qvec: list[float]):
 
 
 # The signature pass keeps this many times the candidates wanted, and as many as
-# fit the sketch budget (all of them in most indexes): README, "Search at scale".
+# fit the sketch budget (all of them in most indexes): bench/README.md, "Search at scale".
 COARSE_FACTOR = 10
-SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question (~0.15 s): 26,000 chunks of 384 dims
+SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a second: 26,000
+                            # chunks of 384 dims (bench/README.md, "Search at scale")
 
 
 class SignatureIndex:
@@ -7030,8 +7028,8 @@ def content_words(text: str) -> list[str]:
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
 
-    Stopwords are left out (measured on SciFact: nDCG@10 0.695 -> 0.702)
-    unless the question has nothing else.
+    Stopwords are left out (they rank worse: bench/README.md, "Retrieval
+    quality (SciFact)") unless the question has nothing else.
 
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
     '"err" OR "4012" OR "x" OR "y"'
@@ -7091,7 +7089,8 @@ def fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 
 
 # What a word is to shingles: bytes of letters and digits (any other ASCII byte
-# a space; UTF-8 beyond ASCII kept as written), found 6 times faster than by a regular expression.
+# a space; UTF-8 beyond ASCII kept as written), found faster than by a regular expression
+# (bench/README.md, "Duplicates").
 SHINGLE_BYTES = bytes(b if chr(b).isalnum() or b > 127 else 32 for b in range(256))
 
 
@@ -7463,8 +7462,9 @@ class Retriever:
 
 def measure_null_level(store: Store) -> float:
     """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (about 0.05 for
-    MiniLM, 0.5 to 0.7 for models like E5 or BGE). Seeded, so it is repeatable."""
+    similar unrelated text is under this model on this corpus (models differ
+    widely: bench/README.md, "Refusing on two corpora and at other similarity
+    scales"). Seeded, so it is repeatable."""
     rows = store.chunk_docs()
     if len(rows) < 2:
         return 0.0
@@ -7554,18 +7554,17 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
 # which it does. The floor starts at the default of the embedder's kind, rises
 # until PROBE_QUANTILE of the probes are refused; and when that refuses more
 # than PSEUDO_TOLERATED of the index's own questions (the default does not fit
-# this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor":
-# chosen on SciFact and SQuAD with the built-in embedder and all-MiniLM-L6-v2,
-# and on SQuAD with multilingual-e5-small: two real models of very different
-# similarity scales). Measured by an index run for the default mode and kept
+# this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor";
+# chosen with two real models of very different similarity scales: bench/README.md,
+# "Refusing without labels"). Measured by an index run for the default mode and kept
 # in the index for its embedding model, again when the number of chunks has
 # changed by NULL_REFRESH; a read command that finds none kept for its mode
 # measures it in memory (once a process) and never writes it.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
 PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most, once lowered
 # Refusing more of the index's own questions than this share says the floor does not fit the model:
-# 0.12 and 0.08 of them at 0.33 under MiniLM (SciFact, SQuAD: 3.2% and 4.4% of real questions), 0.50
-# under multilingual-e5-small (SQuAD: 43%).
+# MiniLM's default stays well below it, multilingual-e5-small's above (bench/README.md,
+# "Refusing without labels").
 PSEUDO_TOLERATED = 0.25
 PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
 PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every
@@ -7661,8 +7660,8 @@ def measure_question_floor(retriever, mode: str) -> dict:
 # to an identical text (1). Questions made from its own lines may still score
 # well, but one worded as a person asks it scores like the unrelated ones, so
 # similarity cannot tell an answer from noise and the evidence alone decides
-# (judge_question). Measured: logs -1.25 (built-in) and -2.16 (MiniLM); prose
-# and papers +0.13 to +0.31 (SciFact, SQuAD; built-in, MiniLM, E5).
+# (judge_question). Logs fall below this level, prose and papers above 0
+# (bench/README.md, "Answers grounded in the passages").
 ALIKE_LEVEL = -1.0
 ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated "
          "template) that similarity cannot tell an answer from an unrelated question, so "
@@ -7772,12 +7771,10 @@ def refuses(relevance: float, floor: float) -> bool:
 # Refusing on evidence: beside the floor, the best passages must hold enough of
 # the question's words, each weighed by its rarity in the index (the words that
 # pick the answer out weigh most), so that a passage sharing only a common word
-# with an unrelated question does not answer it. Chosen on SQuAD, SciFact and
-# MTRAG-UN's govt and clapnq with the built-in embedder and all-MiniLM-L6-v2
-# (checked with multilingual-e5-small), in steps of 0.05: it refuses at most 1 in
-# 40 more answerable questions on each; 0.25 costs SciFact a point more for no
-# gain, 0.3 four points on two of them (bench/README.md, "Answers grounded in the
-# passages"). Words, not vectors: one share for every model.
+# with an unrelated question does not answer it. Chosen on several corpora and
+# embedders: it refuses few more answerable questions, a higher share more
+# (bench/README.md, "Answers grounded in the passages"). Words, not vectors: one
+# share for every model.
 EVIDENCE_SHARE = 0.2
 
 
@@ -9737,9 +9734,10 @@ REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requ
 # trickle in: a per-read timeout alone lets a client sending a byte a second hold
 # a worker for ever. 30 s sends a full MAX_BODY at 35 KB/s, a slow mobile link.
 REQUEST_DEADLINE = 30
-# Connections the kernel queues before they are accepted: the default 5 made 300
-# clients connecting at once retry their SYNs for 42 s. 128 was Linux's somaxconn
-# default for years (the kernel caps it at somaxconn in any case).
+# Connections the kernel queues before they are accepted: with the default 5,
+# many clients connecting at once waited on SYN retries (bench/README.md,
+# "Serving"). 128 was Linux's somaxconn default for years (the kernel caps it at
+# somaxconn in any case).
 ACCEPT_BACKLOG = 128
 # Seconds a stopping server (SIGTERM, Ctrl-C) lets requests in flight finish: one
 # chat model call may take its 30 s timeout (QUERY_TIMEOUT); a service manager
@@ -10513,7 +10511,8 @@ SECURITY_HEADERS = (
 
 
 # The server's classes are mixins, made whole by http_server with http.server's
-# and socket's (imported there only: they cost every other command 30 ms).
+# and socket's (imported there only: they slow every other command's start;
+# bench/README.md, "Small measurements behind constants").
 class DeadlineReader:
     """The raw stream under a handler's rfile (with socket.SocketIO): once a
     request's first bytes have come, the rest of its head and body must come
@@ -10567,7 +10566,8 @@ class HttpHandler:
         import socket
         super().setup()
         # Headers and body go out in two writes: without this, Nagle's algorithm holds
-        # the body until the client's delayed ACK, 40 ms on every keep-alive request.
+        # the body until the client's delayed ACK on every keep-alive request
+        # (bench/README.md, "Serving").
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.rfile.close()  # read through the deadline instead
         self.raw = self.reader(self.connection, self.server.deadline)
