@@ -40,7 +40,7 @@ Sections, in pipeline order:
                      thread, keyword ranking by bm25 from the engine's word lists; ChromaStore);
                      the STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
-                     read, chunk, embed (Batcher, in parallel), store
+                     read, chunk, embed (Batcher, in parallel), store; the index lock
     Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
     Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), copies (a passage alike
                      to a better-ranked one is shown once, 'also in'), Retriever
@@ -60,7 +60,8 @@ Sections, in pipeline order:
     Wiring           configuration from the environment and given values; the builders every caller
                      uses (open_store, query_embedder, make_retriever, open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
-                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain)
+                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
+                     server processes (one, or forked workers supervised)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
     Data             the refusal probes (PROBES) and the page at GET / (PAGE)
 
@@ -6737,6 +6738,68 @@ def prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log: 
     return 0
 
 
+# One index run at a time: a lock beside the database's real file.
+
+@contextlib.contextmanager
+def index_lock(db: str):
+    """Hold an exclusive lock on DB.lock for one index run, or fail at once.
+
+    Two runs at a time would embed (and pay for) the same files twice; SQLite
+    alone would keep the file sound but not stop that. Searches and asks take
+    no lock: WAL readers never wait for the writer. The operating system drops
+    the lock when the process dies, so a killed run never leaves it held.
+    The lock is beside the real file, so every name of one index shares it.
+    """
+    path = os.path.realpath(db) + ".lock"
+    for _ in range(LOCK_TRIES):
+        try:
+            f = open(path, "a+b")
+        except OSError as e:
+            raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
+        with f:
+            take_lock(f, db)
+            if not names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
+                continue
+            yield path
+            return
+    raise RagError(f"the lock file {path} keeps being removed; run this again")
+
+
+LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
+
+
+def take_lock(f, db: str) -> None:
+    """Lock the open lock file f, or fail at once when another run holds it."""
+    try:
+        if os.name == "nt":
+            import msvcrt
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
+                       "and run this again") from None
+
+
+def names_file(path: str, f) -> bool:
+    """Whether path still names the open file f."""
+    try:
+        st, held = os.stat(path), os.fstat(f.fileno())
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+def forget_index(db: str, lock: str) -> None:
+    """Remove the index a first run made and could not fill, and its lock file (held
+    until the run ends)."""
+    real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
+    for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
 # ---------------------------------------------------------------------------
 # Dense index: signatures, sketches and exact scores (SignatureIndex)
 # ---------------------------------------------------------------------------
@@ -10844,6 +10907,101 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
     return server((host, port), handler, api, allow, deadline)
 
 
+# Server processes: one, or workers forked and supervised; how each stops.
+
+def run_server(server, workers: int, ready) -> None:
+    """Serve until SIGTERM or Ctrl-C: in this process, or in workers
+    processes it supervises; ready() once serving has started."""
+    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
+    try:
+        if workers > 1:
+            supervise(server, workers, ready)
+        else:
+            ready()
+            serve_until_stopped(server)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def serve_until_stopped(server) -> None:
+    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish
+    (at most DRAIN_TIMEOUT seconds; a second Ctrl-C stops at once)."""
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    with server.quiet:
+        flight = server.flight
+    if flight:
+        print(f"rag: stopping: {flight} request(s) in flight may finish first "
+              f"(at most {DRAIN_TIMEOUT} s)", file=sys.stderr, flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        if server.drain(DRAIN_TIMEOUT):
+            print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut",
+                  file=sys.stderr)
+
+
+def supervise(server, workers: int, ready=lambda: None) -> None:
+    """Keep workers processes serving server's socket, replacing any that
+    dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
+    while each lets its requests in flight finish. This process serves none:
+    it forks its workers while it has a single thread."""
+    born: dict[int, float] = {}  # worker pid -> when it started
+    try:
+        for _ in range(workers):
+            born[fork_worker(server)] = time.monotonic()
+        ready()
+        while True:
+            pid, status = os.wait()
+            if pid not in born:
+                continue
+            how = (f"was killed by signal {-os.waitstatus_to_exitcode(status)}"
+                   if os.WIFSIGNALED(status) else
+                   f"exited with code {os.waitstatus_to_exitcode(status)}")
+            time.sleep(max(0.0, born.pop(pid) + WORKER_MIN_LIFE - time.monotonic()))
+            new = fork_worker(server)
+            born[new] = time.monotonic()
+            print(f"rag: worker {pid} {how}; worker {new} replaces it", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for pid in born:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in born:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def stop_serving(signum, frame):
+    raise KeyboardInterrupt
+
+
+def fork_worker(server) -> int:
+    """A worker process serving the same listening socket (the kernel hands
+    each connection to one of them): Python runs one thread at a time, so
+    processes are what use more than one core. Returns the child's pid; the
+    child stops when its parent is gone, however it went, and lets its
+    requests in flight finish first."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 0
+    server.parent = parent
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    except BaseException:
+        code = 1
+    try:
+        # stopping already: a second signal must not cut
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)
+        server.drain(DRAIN_TIMEOUT)
+    finally:
+        os._exit(code)
+
+
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
@@ -11134,66 +11292,6 @@ def repair_damage(conn, db: str, log: Log) -> None:
         log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
         remove_damaged(conn, d)
-
-
-@contextlib.contextmanager
-def index_lock(db: str):
-    """Hold an exclusive lock on DB.lock for one index run, or fail at once.
-
-    Two runs at a time would embed (and pay for) the same files twice; SQLite
-    alone would keep the file sound but not stop that. Searches and asks take
-    no lock: WAL readers never wait for the writer. The operating system drops
-    the lock when the process dies, so a killed run never leaves it held.
-    The lock is beside the real file, so every name of one index shares it.
-    """
-    path = os.path.realpath(db) + ".lock"
-    for _ in range(LOCK_TRIES):
-        try:
-            f = open(path, "a+b")
-        except OSError as e:
-            raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
-        with f:
-            take_lock(f, db)
-            if not names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
-                continue
-            yield path
-            return
-    raise RagError(f"the lock file {path} keeps being removed; run this again")
-
-
-LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
-
-
-def take_lock(f, db: str) -> None:
-    """Lock the open lock file f, or fail at once when another run holds it."""
-    try:
-        if os.name == "nt":
-            import msvcrt
-            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
-                       "and run this again") from None
-
-
-def names_file(path: str, f) -> bool:
-    """Whether path still names the open file f."""
-    try:
-        st, held = os.stat(path), os.fstat(f.fileno())
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
-
-
-def forget_index(db: str, lock: str) -> None:
-    """Remove the index a first run made and could not fill, and its lock file (held
-    until the run ends)."""
-    real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
-    for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
-        with contextlib.suppress(OSError):
-            os.remove(path)
 
 
 def check_arguments(p: argparse.ArgumentParser) -> None:
@@ -11712,20 +11810,6 @@ def cmd_serve(args, cfg: Config, closer) -> int:
     return 0
 
 
-def run_server(server, workers: int, ready) -> None:
-    """Serve until SIGTERM or Ctrl-C: in this process, or in workers
-    processes it supervises; ready() once serving has started."""
-    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
-    try:
-        if workers > 1:
-            supervise(server, workers, ready)
-        else:
-            ready()
-            serve_until_stopped(server)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def serve_keys(args) -> tuple[str | None, tuple]:
     """The one API key (--api-key-file, $RAG_API_KEY, or --api-key) or the
     entries of --keys, whichever the command line gives."""
@@ -11748,85 +11832,6 @@ def serve_keys(args) -> tuple[str | None, tuple]:
         if not value.strip():
             raise UsageError(f"--api-key-file {shown(args.api_key_file)} is empty")
     return header_safe(value, "the API key"), ()
-
-
-def serve_until_stopped(server) -> None:
-    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish
-    (at most DRAIN_TIMEOUT seconds; a second Ctrl-C stops at once)."""
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
-    with server.quiet:
-        flight = server.flight
-    if flight:
-        print(f"rag: stopping: {flight} request(s) in flight may finish first "
-              f"(at most {DRAIN_TIMEOUT} s)", file=sys.stderr, flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        if server.drain(DRAIN_TIMEOUT):
-            print(f"rag: stopping: requests still in flight after {DRAIN_TIMEOUT} s are cut",
-                  file=sys.stderr)
-
-
-def supervise(server, workers: int, ready=lambda: None) -> None:
-    """Keep workers processes serving server's socket, replacing any that
-    dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
-    while each lets its requests in flight finish. This process serves none:
-    it forks its workers while it has a single thread."""
-    born: dict[int, float] = {}  # worker pid -> when it started
-    try:
-        for _ in range(workers):
-            born[fork_worker(server)] = time.monotonic()
-        ready()
-        while True:
-            pid, status = os.wait()
-            if pid not in born:
-                continue
-            how = (f"was killed by signal {-os.waitstatus_to_exitcode(status)}"
-                   if os.WIFSIGNALED(status) else
-                   f"exited with code {os.waitstatus_to_exitcode(status)}")
-            time.sleep(max(0.0, born.pop(pid) + WORKER_MIN_LIFE - time.monotonic()))
-            new = fork_worker(server)
-            born[new] = time.monotonic()
-            print(f"rag: worker {pid} {how}; worker {new} replaces it", file=sys.stderr, flush=True)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for pid in born:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        for pid in born:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-
-
-def stop_serving(signum, frame):
-    raise KeyboardInterrupt
-
-
-def fork_worker(server) -> int:
-    """A worker process serving the same listening socket (the kernel hands
-    each connection to one of them): Python runs one thread at a time, so
-    processes are what use more than one core. Returns the child's pid; the
-    child stops when its parent is gone, however it went, and lets its
-    requests in flight finish first."""
-    parent = os.getpid()
-    pid = os.fork()
-    if pid:
-        return pid
-    code = 0
-    server.parent = parent
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    except BaseException:
-        code = 1
-    try:
-        # stopping already: a second signal must not cut
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, signal.SIG_IGN)
-        server.drain(DRAIN_TIMEOUT)
-    finally:
-        os._exit(code)
 
 
 def stats_arguments(p: argparse.ArgumentParser) -> None:
