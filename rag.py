@@ -32,6 +32,7 @@ Sections, in pipeline order:
     Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
+    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
     Store            SQLite: schema as numbered migrations, connect (index or not; read-only, full
                      or locked: opened read-only or immutable, never written by a read command),
                      settings (Meta), writes (touch), export, damage (what check and index say),
@@ -41,7 +42,6 @@ Sections, in pipeline order:
                      the STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; the index lock
-    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
     Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), copies (a passage alike
                      to a better-ranked one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
@@ -3719,6 +3719,272 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
 
 
 # ---------------------------------------------------------------------------
+# Dense index: signatures, sketches and exact scores (SignatureIndex)
+# ---------------------------------------------------------------------------
+
+def signature(vec: list[float]) -> bytes:
+    """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
+
+    >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
+    '6901'
+    """
+    bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
+    return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
+
+
+# int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
+SKETCH_LEVELS = 127
+
+
+def sketch(vec: list[float]) -> tuple[bytes, float]:
+    """A vector as one signed byte a dimension and a scale: v[i] ~ scale * byte[i].
+
+    >>> sketch([0.5, -0.25, 0.0])
+    (b'\\x7f\\xc0\\x00', 0.003937007874015748)
+    """
+    top = max(max(vec), -min(vec)) if vec else 0.0
+    inv = SKETCH_LEVELS / (top or 1.0)
+    return array("b", map(round, map(inv.__mul__, vec))).tobytes(), (top or 1.0) / SKETCH_LEVELS
+
+
+UNSIGNED = bytes((b + 128) & 255 for b in range(256))  # a signed byte's value + 128, as a byte
+FIELD = 4  # bytes a chunk's running sum takes in sketch_dots' big integers
+
+
+def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
+    """The question's dot product with every sketch at once, as integers in one
+    scale (question quantised to at most 1,023 levels): for each dimension the
+    column of all sketches' bytes, spread FIELD bytes apart in one big integer,
+    is multiplied by the question's weight and added up, so Python's big-integer
+    arithmetic (C loops) does the work of n x dim multiplications.
+
+    >>> sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
+    [3581, -1024]
+
+    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
+    """
+    n = len(sketches) // dim
+    levels = max(1, min(1023, (2 ** (8 * FIELD) - 1) // (255 * dim)))  # no field can overflow
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    unsigned, spread = sketches.translate(UNSIGNED), bytearray(FIELD * n)
+    pos = neg = offset = 0
+    for d, x in enumerate(qvec):
+        w = round(abs(x) / top * levels)
+        if w:
+            spread[0::FIELD] = unsigned[d::dim]
+            column = int.from_bytes(spread, "little")
+            if x > 0:
+                pos, offset = pos + w * column, offset + w
+            else:
+                neg, offset = neg + w * column, offset - w
+    p, m = array("I"), array("I")
+    p.frombytes(pos.to_bytes(FIELD * n, "little"))
+    m.frombytes(neg.to_bytes(FIELD * n, "little"))
+    if sys.byteorder == "big":
+        p.byteswap()
+        m.byteswap()
+    offset *= 128
+    return [a - b - offset for a, b in zip(p, m)]
+
+
+LARGE_LEVEL = 15.5 / 63  # of the largest |q_i|: a component that reaches level 16 of 63
+
+
+def large_components(qvec: list[float]) -> int:
+    """Bit mask of the question's largest components (|q_i| at least about a
+    quarter of the largest): the signature pass counts sign mismatches there
+    only, one popcount a chunk.
+
+    >>> bin(large_components([0.9, -0.3, 0.0, 0.2]))
+    '0b11'
+    """
+    top = max(map(abs, qvec), default=0.0) or 1.0
+    return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= LARGE_LEVEL)
+
+
+EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
+EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
+                       # milliseconds (bench/README.md, "Search at scale")
+
+
+def exact_count(n: int, depth: int, dim: int) -> int:
+    """How many candidates get an exact dot product: twice the depth (the
+    sketches' order is that close to the exact one: bench/README.md, "Search
+    at scale"), or as many as fit the budget.
+
+    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 10, 384), exact_count(50, 5, 384)
+    (200, 52, 50)
+    """
+    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
+
+
+def nearest(dist: list[int], count: int) -> list[int]:
+    """Positions of the count smallest distances (ties at the cut all kept).
+
+    Counting distances beats sorting a million of them: they are small integers.
+
+    >>> nearest([5, 1, 3, 1, 9], 2)
+    [1, 3]
+    """
+    if count >= len(dist):
+        return list(range(len(dist)))
+    tally = sorted(Counter(dist).items())
+    total, cut = 0, tally[-1][0]
+    for value, seen in tally:
+        total += seen
+        if total >= count:
+            cut = value
+            break
+    return [i for i, d in enumerate(dist) if d <= cut]
+
+
+dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
+
+
+def dot_with(qvec: list[float]):
+    """v -> dot(qvec, v), for scoring many vectors against one question. Before
+    Python 3.12's math.sumprod, from C-level distances: q.v = (|q|^2 + |v|^2 -
+    |q - v|^2) / 2, twice as fast as a Python sum (equal to 1e-15).
+
+    >>> round(dot_with([3.0, 4.0])([1.0, 2.0]), 9), dot_with([1.0, 0.0])([0.0, 0.0])
+    (11.0, 0.0)
+    """
+    if hasattr(math, "sumprod"):
+        return lambda v: math.sumprod(qvec, v)
+    qq, hypot, dist = math.hypot(*qvec) ** 2, math.hypot, math.dist
+    return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
+
+
+# The signature pass keeps this many times the candidates wanted, and as many as
+# fit the sketch budget (all of them in most indexes): bench/README.md, "Search at scale".
+COARSE_FACTOR = 10
+SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a second: 26,000
+                            # chunks of 384 dims (bench/README.md, "Search at scale")
+
+
+class SignatureIndex:
+    """Dense search over the stored vectors: the sign-bit signatures and byte
+    sketches (packed copy and its freshness), the candidates they choose for a
+    question, and the parsed vectors behind them, kept for the next question."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self._sigs: tuple[list[int], list[int]] | None = None
+        # signatures of allowed ids
+        self._kept: tuple[set | None, list[int], list[int]] | None = None
+        self._vectors: dict[int, list[float]] = {}
+        # every chunk's, by position
+        self._sketches: tuple[dict[int, int], bytes, array] | None = None
+        self._all: list | None = None
+
+    def signatures(self) -> tuple[list[int], list[int]]:
+        """(chunk ids, signatures as ints) of every chunk."""
+        if self._sigs is None:
+            packed = packed_signatures(self.conn)
+            # stale (an index run stopped, or is under way): the rows, never a write
+            if packed is None:
+                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
+                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
+            self._sigs = packed
+        return self._sigs
+
+    def inherit(self, older: SignatureIndex) -> None:
+        """Keep the vectors an index loaded before an index run parsed (most
+        chunks do not change): those of the ids whose signature is the same.
+        (A chunk removed by the run frees its id for a new chunk, which then
+        has another signature.)"""
+        if older._sigs is None or not older._vectors:
+            return
+        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
+        self._vectors = {c: v for c, v in older._vectors.items()
+                         if c in new and new[c] == old.get(c)}
+
+    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
+        """(id, parsed vector) of the chunks that exist, read from the database once."""
+        need = [c for c in ids if c not in self._vectors]
+        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})",
+                                need):
+            self._vectors[cid] = parse_vector(self.conn, vec)
+        # An index run may have replaced a chunk since its id was read: skip it.
+        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
+
+    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
+        """(ids found, their sketches end to end, scales) for ids: every (ids
+        are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
+        copy, kept for the next question; else from the rows, read for these ids."""
+        if every and self._sketches is None:
+            packed = packed_sketches(self.conn)
+            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
+                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
+        if every and self._sketches is not None:
+            where, blob, scales = self._sketches
+            dim = len(blob) // max(len(scales), 1)
+            found = [c for c in ids if c in where]
+            if len(found) == len(where):
+                return found, blob, scales
+            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
+                    [scales[where[c]] for c in found])
+        rows = {cid: (b, scale) for cid, b, scale in rows_in(
+            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+        found = [c for c in ids if c in rows]
+        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
+
+    def all_vectors(self):
+        """Every (id, vector): kept for the next question while small, streamed
+        from the database when the parsed floats would not fit."""
+        if self._all is not None:
+            yield from self._all
+            return
+        kept: list | None = []
+        size = 0
+        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
+            v = parse_vector(self.conn, vec)
+            size += len(v)
+            if kept is not None and size > EXACT_CACHE:
+                kept = None
+            if kept is not None:
+                kept.append((cid, v))
+            yield cid, v
+        self._all = kept
+
+    def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
+        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
+        close to the exact order for every embedder measured) among all chunks,
+        or, in an index too large to sketch-score in the budget, among the
+        nearest by signature: sign mismatches on the question's largest
+        components (large_components).
+        """
+        all_ids, sigs = self.signatures()
+        if allowed is not None:  # filtered once per id set, not once per question
+            if self._kept is None or self._kept[0] is not allowed:
+                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
+                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
+            all_ids, sigs = self._kept[1:]
+        want = exact_count(len(all_ids), depth, len(qvec))
+        if want >= len(all_ids):
+            return all_ids
+        room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
+        pool = all_ids
+        if room < len(all_ids):
+            q, large = int.from_bytes(signature(qvec), "little"), large_components(qvec)
+            coarse = [((q ^ s) & large).bit_count() for s in sigs]
+            pool = [all_ids[i] for i in nearest(coarse, room)]
+        found, blob, scales = self.sketches(pool, pool is all_ids)
+        scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
+        return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
+
+    def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
+            exact: bool = False) -> list[tuple[int, float]]:
+        """The depth best (chunk id, dot product) among allowed (None: all):
+        exact scores over the signatures' candidates, or over every vector."""
+        if exact:
+            pairs = ((c, v) for c, v in self.all_vectors() if allowed is None or c in allowed)
+        else:
+            pairs = self.vectors(self.candidates(qvec, depth, allowed))
+        score = dot_with(qvec)
+        scored = sorted(((score(v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
+        return [(cid, s) for s, cid in scored[:depth]]
+# ---------------------------------------------------------------------------
 # Store: SQLite with vectors as JSON text
 # ---------------------------------------------------------------------------
 
@@ -6800,272 +7066,6 @@ def forget_index(db: str, lock: str) -> None:
             os.remove(path)
 
 
-# ---------------------------------------------------------------------------
-# Dense index: signatures, sketches and exact scores (SignatureIndex)
-# ---------------------------------------------------------------------------
-
-def signature(vec: list[float]) -> bytes:
-    """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
-
-    >>> signature([0.5, -0.1, 0.0, 0.2, -0.3, 0.1, 0.1, -0.9, 0.7]).hex()
-    '6901'
-    """
-    bits = "".join(["1" if x > 0 else "0" for x in reversed(vec)])  # bit 0 last
-    return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
-
-
-# int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
-SKETCH_LEVELS = 127
-
-
-def sketch(vec: list[float]) -> tuple[bytes, float]:
-    """A vector as one signed byte a dimension and a scale: v[i] ~ scale * byte[i].
-
-    >>> sketch([0.5, -0.25, 0.0])
-    (b'\\x7f\\xc0\\x00', 0.003937007874015748)
-    """
-    top = max(max(vec), -min(vec)) if vec else 0.0
-    inv = SKETCH_LEVELS / (top or 1.0)
-    return array("b", map(round, map(inv.__mul__, vec))).tobytes(), (top or 1.0) / SKETCH_LEVELS
-
-
-UNSIGNED = bytes((b + 128) & 255 for b in range(256))  # a signed byte's value + 128, as a byte
-FIELD = 4  # bytes a chunk's running sum takes in sketch_dots' big integers
-
-
-def sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
-    """The question's dot product with every sketch at once, as integers in one
-    scale (question quantised to at most 1,023 levels): for each dimension the
-    column of all sketches' bytes, spread FIELD bytes apart in one big integer,
-    is multiplied by the question's weight and added up, so Python's big-integer
-    arithmetic (C loops) does the work of n x dim multiplications.
-
-    >>> sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
-    [3581, -1024]
-
-    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
-    """
-    n = len(sketches) // dim
-    levels = max(1, min(1023, (2 ** (8 * FIELD) - 1) // (255 * dim)))  # no field can overflow
-    top = max(map(abs, qvec), default=0.0) or 1.0
-    unsigned, spread = sketches.translate(UNSIGNED), bytearray(FIELD * n)
-    pos = neg = offset = 0
-    for d, x in enumerate(qvec):
-        w = round(abs(x) / top * levels)
-        if w:
-            spread[0::FIELD] = unsigned[d::dim]
-            column = int.from_bytes(spread, "little")
-            if x > 0:
-                pos, offset = pos + w * column, offset + w
-            else:
-                neg, offset = neg + w * column, offset - w
-    p, m = array("I"), array("I")
-    p.frombytes(pos.to_bytes(FIELD * n, "little"))
-    m.frombytes(neg.to_bytes(FIELD * n, "little"))
-    if sys.byteorder == "big":
-        p.byteswap()
-        m.byteswap()
-    offset *= 128
-    return [a - b - offset for a, b in zip(p, m)]
-
-
-LARGE_LEVEL = 15.5 / 63  # of the largest |q_i|: a component that reaches level 16 of 63
-
-
-def large_components(qvec: list[float]) -> int:
-    """Bit mask of the question's largest components (|q_i| at least about a
-    quarter of the largest): the signature pass counts sign mismatches there
-    only, one popcount a chunk.
-
-    >>> bin(large_components([0.9, -0.3, 0.0, 0.2]))
-    '0b11'
-    """
-    top = max(map(abs, qvec), default=0.0) or 1.0
-    return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= LARGE_LEVEL)
-
-
-EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
-EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
-                       # milliseconds (bench/README.md, "Search at scale")
-
-
-def exact_count(n: int, depth: int, dim: int) -> int:
-    """How many candidates get an exact dot product: twice the depth (the
-    sketches' order is that close to the exact one: bench/README.md, "Search
-    at scale"), or as many as fit the budget.
-
-    >>> exact_count(100_000, 100, 1536), exact_count(100_000, 10, 384), exact_count(50, 5, 384)
-    (200, 52, 50)
-    """
-    return min(n, max(2 * depth, EXACT_BUDGET // max(dim, 1)))
-
-
-def nearest(dist: list[int], count: int) -> list[int]:
-    """Positions of the count smallest distances (ties at the cut all kept).
-
-    Counting distances beats sorting a million of them: they are small integers.
-
-    >>> nearest([5, 1, 3, 1, 9], 2)
-    [1, 3]
-    """
-    if count >= len(dist):
-        return list(range(len(dist)))
-    tally = sorted(Counter(dist).items())
-    total, cut = 0, tally[-1][0]
-    for value, seen in tally:
-        total += seen
-        if total >= count:
-            cut = value
-            break
-    return [i for i, d in enumerate(dist) if d <= cut]
-
-
-dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
-
-
-def dot_with(qvec: list[float]):
-    """v -> dot(qvec, v), for scoring many vectors against one question. Before
-    Python 3.12's math.sumprod, from C-level distances: q.v = (|q|^2 + |v|^2 -
-    |q - v|^2) / 2, twice as fast as a Python sum (equal to 1e-15).
-
-    >>> round(dot_with([3.0, 4.0])([1.0, 2.0]), 9), dot_with([1.0, 0.0])([0.0, 0.0])
-    (11.0, 0.0)
-    """
-    if hasattr(math, "sumprod"):
-        return lambda v: math.sumprod(qvec, v)
-    qq, hypot, dist = math.hypot(*qvec) ** 2, math.hypot, math.dist
-    return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
-
-
-# The signature pass keeps this many times the candidates wanted, and as many as
-# fit the sketch budget (all of them in most indexes): bench/README.md, "Search at scale".
-COARSE_FACTOR = 10
-SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a second: 26,000
-                            # chunks of 384 dims (bench/README.md, "Search at scale")
-
-
-class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures and byte
-    sketches (packed copy and its freshness), the candidates they choose for a
-    question, and the parsed vectors behind them, kept for the next question."""
-
-    def __init__(self, conn):
-        self.conn = conn
-        self._sigs: tuple[list[int], list[int]] | None = None
-        # signatures of allowed ids
-        self._kept: tuple[set | None, list[int], list[int]] | None = None
-        self._vectors: dict[int, list[float]] = {}
-        # every chunk's, by position
-        self._sketches: tuple[dict[int, int], bytes, array] | None = None
-        self._all: list | None = None
-
-    def signatures(self) -> tuple[list[int], list[int]]:
-        """(chunk ids, signatures as ints) of every chunk."""
-        if self._sigs is None:
-            packed = packed_signatures(self.conn)
-            # stale (an index run stopped, or is under way): the rows, never a write
-            if packed is None:
-                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
-            self._sigs = packed
-        return self._sigs
-
-    def inherit(self, older: SignatureIndex) -> None:
-        """Keep the vectors an index loaded before an index run parsed (most
-        chunks do not change): those of the ids whose signature is the same.
-        (A chunk removed by the run frees its id for a new chunk, which then
-        has another signature.)"""
-        if older._sigs is None or not older._vectors:
-            return
-        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
-        self._vectors = {c: v for c, v in older._vectors.items()
-                         if c in new and new[c] == old.get(c)}
-
-    def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, read from the database once."""
-        need = [c for c in ids if c not in self._vectors]
-        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})",
-                                need):
-            self._vectors[cid] = parse_vector(self.conn, vec)
-        # An index run may have replaced a chunk since its id was read: skip it.
-        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
-
-    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
-        """(ids found, their sketches end to end, scales) for ids: every (ids
-        are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
-        copy, kept for the next question; else from the rows, read for these ids."""
-        if every and self._sketches is None:
-            packed = packed_sketches(self.conn)
-            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
-                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
-        if every and self._sketches is not None:
-            where, blob, scales = self._sketches
-            dim = len(blob) // max(len(scales), 1)
-            found = [c for c in ids if c in where]
-            if len(found) == len(where):
-                return found, blob, scales
-            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
-                    [scales[where[c]] for c in found])
-        rows = {cid: (b, scale) for cid, b, scale in rows_in(
-            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
-        found = [c for c in ids if c in rows]
-        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
-
-    def all_vectors(self):
-        """Every (id, vector): kept for the next question while small, streamed
-        from the database when the parsed floats would not fit."""
-        if self._all is not None:
-            yield from self._all
-            return
-        kept: list | None = []
-        size = 0
-        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
-            v = parse_vector(self.conn, vec)
-            size += len(v)
-            if kept is not None and size > EXACT_CACHE:
-                kept = None
-            if kept is not None:
-                kept.append((cid, v))
-            yield cid, v
-        self._all = kept
-
-    def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
-        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
-        close to the exact order for every embedder measured) among all chunks,
-        or, in an index too large to sketch-score in the budget, among the
-        nearest by signature: sign mismatches on the question's largest
-        components (large_components).
-        """
-        all_ids, sigs = self.signatures()
-        if allowed is not None:  # filtered once per id set, not once per question
-            if self._kept is None or self._kept[0] is not allowed:
-                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
-                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
-            all_ids, sigs = self._kept[1:]
-        want = exact_count(len(all_ids), depth, len(qvec))
-        if want >= len(all_ids):
-            return all_ids
-        room = max(COARSE_FACTOR * want, SKETCH_BUDGET // max(len(qvec), 1))
-        pool = all_ids
-        if room < len(all_ids):
-            q, large = int.from_bytes(signature(qvec), "little"), large_components(qvec)
-            coarse = [((q ^ s) & large).bit_count() for s in sigs]
-            pool = [all_ids[i] for i in nearest(coarse, room)]
-        found, blob, scales = self.sketches(pool, pool is all_ids)
-        scores = [scale * dot for scale, dot in zip(scales, sketch_dots(qvec, blob, len(qvec)))]
-        return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
-
-    def top(self, qvec: list[float], depth: int, allowed: set[int] | None = None,
-            exact: bool = False) -> list[tuple[int, float]]:
-        """The depth best (chunk id, dot product) among allowed (None: all):
-        exact scores over the signatures' candidates, or over every vector."""
-        if exact:
-            pairs = ((c, v) for c, v in self.all_vectors() if allowed is None or c in allowed)
-        else:
-            pairs = self.vectors(self.candidates(qvec, depth, allowed))
-        score = dot_with(qvec)
-        scored = sorted(((score(v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
-        return [(cid, s) for s, cid in scored[:depth]]
 # ---------------------------------------------------------------------------
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
