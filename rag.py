@@ -1110,7 +1110,7 @@ URL_PASSWORD = re.compile(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
 # where the second word is the name), then, apart, its value. Not after or before another ':'
 # ('apt::key::', 'node::credentials::' are scopes, not assignments).
 ASSIGNED_NAME = re.compile(
-    r"""(?:(?<![\w.:-])|(?<=(?<![\w-])--)|(?<=/:))"""
+    r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
     r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
     r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
     r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
@@ -1123,7 +1123,8 @@ ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\
 NEXT_ASSIGNMENT = re.compile(r"(?:[,;&]|\\n)[ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}="
                              r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])"  # not base64's '/x=' at its end
                              r"|[,;]+$")
-CLOSERS = {")": "(", "]": "[", "}": "{"}  # closing punctuation a value does not open is the code's
+# closing punctuation a value does not open is the code's (or the markup's)
+CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 SENTENCE_WORDS = 4  # words, ending in '.', '?' or '!': a sentence, not a passphrase
 MAX_VALUE = 512     # characters: a longer value is text, not a secret (ASSIGNED_VALUE's bound)
 LITERAL_OPS = {"==", "===", "!=", "!==", "=>"}  # with a quoted value only: otherwise code's names
@@ -1167,6 +1168,11 @@ TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{
                       r"|\{[A-Za-z_][\w.]{0,63}\}"
                       r"|\$[A-Z_][A-Z0-9_]{0,63}")
 # letters only, maybe dotted (self.token, settings.KEY): code or a word
+VERSION_RANGE = re.compile(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)"
+                           r"(?:[ |,<>=^~v*]{1,8}\d+(?:\.[\dx*]+){0,3}(?:[-+.\w]*)){0,4}")
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
+                       r"(?:Z|[+-]\d\d:?\d\d)?)?")
+JS_REGEX = re.compile(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
 CODE_NAME = re.compile(r"[A-Za-z_.]+")
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
@@ -1216,8 +1222,10 @@ def looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = Fa
         return False
     if value[0] in "<{$%":  # a template or a variable ('<key>', '{pw}', '$PW', '%s')
         return False
-    if not quoted and any(c in value for c in "()[]"):
-        return False  # code: a call, a cast, a subscript (quoted, brackets are the value's own)
+    if not quoted and (any(c in value for c in "()[]") or JS_REGEX.fullmatch(value)):
+        return False  # code: a call, a cast, a subscript, a regex (quoted, brackets are its own)
+    if VERSION_RANGE.fullmatch(value) or TIMESTAMP.fullmatch(value):
+        return False  # a package's version ('"js-tokens": "^3.0.0"'), a date: not secrets
     if " " in value and not any(map(mixed, value.split())) and value.replace(" ", "").isalpha():
         return False  # words: prose ('Error message'), or a passphrase of words alone
     classes = (any(c.islower() for c in value), any(c.isupper() for c in value),

@@ -3265,7 +3265,11 @@ class IndexTests(RagTestCase):
         "--secret-arn \"arn:aws:secretsmanager:us-west-2:123456789012:secret:mysecret\"",
         "     --private-key=tpm2-pcr-private.pem", "'HTTPPasswordMgr', 'HTTPPasswordMgrWithDefaultRealm',",
         "s3_disable_express_session_auth=s3_disable_express_session_auth,",
-        "E('EXAMPLE_KEY', 'Error message', TypeError, RangeError);")
+        "E('EXAMPLE_KEY', 'Error message', TypeError, RangeError);",
+        # and from Flask's docs and docker/awesome-compose: HTML, a package lock, a regex, a date
+        "<dd><input type=password name=password>", '    "js-tokens": "^3.0.0 || ^4.0.0"',
+        "  var autoToken = /\\s?auto?\\s?/i", '"TokenExpiresOn": "2016-09-24T16:18:07Z"',
+        'data={"username": username, "password": password}')
 
     def test_redactor_secret_scanners_own_examples(self):
         for text in self.SCANNER_POSITIVES:
