@@ -109,6 +109,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterator
 from collections import Counter
+from typing import NamedTuple
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from html.parser import HTMLParser
@@ -120,6 +121,7 @@ __all__ = [
     "__version__", "main", "REFUSAL", "BUILTIN_MODEL", "RagError", "UsageError",
     # records and configuration
     "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "Endpoint", "QueryOptions", "IndexOptions",
+    "StoredDocument", "StoredChunk",
     "AskOptions", "Floor", "Scope", "Log", "Turn", "Conversation",
     # the stages
     "Format", "FORMATS", "parse_document", "chunk_lines",
@@ -298,6 +300,23 @@ class Chunk:
     start_line: int
     end_line: int
     loc: str = ""
+
+
+class StoredDocument(NamedTuple):
+    """A document as a store keeps it: its real path (its identity), the SHA-256
+    of its bytes, and its path in the folder indexed (what --source matches)."""
+
+    path: str
+    sha256: str
+    rel: str
+
+
+class StoredChunk(NamedTuple):
+    """A chunk as a store gives it back, with its document's real and relative paths."""
+
+    path: str
+    rel: str
+    chunk: Chunk
 
 
 @dataclass(frozen=True)
@@ -4934,8 +4953,8 @@ class Store:
         raise NotImplementedError
 
     # documents, for an index run
-    def documents(self) -> list[tuple[str, str, str]]:
-        """(path, sha256, rel) of every stored document."""
+    def documents(self) -> list[StoredDocument]:
+        """Every stored document."""
         raise NotImplementedError
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
@@ -5002,8 +5021,8 @@ class Store:
         """(id, vector) of the chunks of ids that exist."""
         raise NotImplementedError
 
-    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
-        """(path, rel, chunk) by id, of the chunks of ids that exist."""
+    def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
+        """The chunks of ids that exist, by id."""
         raise NotImplementedError
 
     def chunk_docs(self) -> list[tuple[int, int]]:
@@ -5102,8 +5121,9 @@ class SqliteStore(Store):
         except sqlite3.OperationalError:
             return False
 
-    def documents(self) -> list[tuple[str, str, str]]:
-        return self.conn.execute("SELECT path, sha256, rel FROM documents").fetchall()
+    def documents(self) -> list[StoredDocument]:
+        return [StoredDocument(*r) for r in
+                self.conn.execute("SELECT path, sha256, rel FROM documents")]
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
@@ -5182,11 +5202,11 @@ class SqliteStore(Store):
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         return self.index.vectors(ids)
 
-    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
+    def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
         rows = rows_in(self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, "
                        "c.start_line, c.end_line, c.loc FROM chunks c JOIN documents d "
                        "ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)
-        return {r[0]: (r[1], r[2], stored_chunk(*r[3:])) for r in rows}
+        return {r[0]: StoredChunk(r[1], r[2], stored_chunk(*r[3:])) for r in rows}
 
     def chunk_docs(self) -> list[tuple[int, int]]:
         return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
@@ -5606,8 +5626,9 @@ class EngineStore(Store):
         return f"{now_iso()} {os.getpid()} {what}"
 
     # documents, for an index run
-    def documents(self) -> list[tuple[str, str, str]]:
-        return self.docs().execute("SELECT path, sha256, rel FROM documents").fetchall()
+    def documents(self) -> list[StoredDocument]:
+        return [StoredDocument(*r) for r in
+                self.docs().execute("SELECT path, sha256, rel FROM documents")]
 
     @engine_reply
     def prepare(self) -> None:
@@ -5881,7 +5902,7 @@ class EngineStore(Store):
                 for i, r in self.chunk_records(ids, ("embeddings",)).items()]
 
     @engine_reply
-    def chunks(self, ids: list[int]) -> dict[int, tuple[str, str, Chunk]]:
+    def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
         read = self.read(ids)
         # the hits' documents, not every one (a search's hot path)
         docs = {i: (p, rel) for i, p, rel in rows_in(
@@ -5890,9 +5911,9 @@ class EngineStore(Store):
         out = {}
         for i, (m, _) in read.items():
             if m["doc"] in docs:
-                out[i] = (*docs[m["doc"]],
-                          stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
-                                       m["start"], m["end"], m.get("loc", "")))
+                out[i] = StoredChunk(*docs[m["doc"]],
+                                     stored_chunk(m["ordinal"], m["text"], m.get("heading", ""),
+                                                  m["start"], m["end"], m.get("loc", "")))
         return out
 
     @engine_reply
@@ -6413,6 +6434,14 @@ class IndexStats:
     skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
 
 
+class FileRead(NamedTuple):
+    """A file's bytes (what a '.gz' holds), its stat when opened, and its format."""
+
+    data: bytes
+    stat: os.stat_result
+    fmt: Format
+
+
 def open_walked(w: Walked) -> tuple:
     """The file the walk listed, opened, and its stat: OSError when what is
     there now is another file, or a link put in its place (unless w.linked:
@@ -6435,7 +6464,7 @@ class Swapped(OSError):
 
 
 def read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
-              ) -> tuple[bytes, os.stat_result, Format] | None:
+              ) -> FileRead | None:
     """Bytes, stat and format of a file the walk listed, or None with a note
     saying why it is skipped. A '.gz' file's bytes are those it holds
     (gunzip). named: --include named it (file_format)."""
@@ -6468,7 +6497,7 @@ def read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bo
 
 
 def read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named: bool
-              ) -> tuple[bytes, os.stat_result, Format] | None:
+              ) -> FileRead | None:
     """read_file's part once the file is open (f, with its stat st)."""
     if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
         log.skipped(path, "not a regular file", "not a regular file")
@@ -6490,7 +6519,7 @@ def read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named:
         log.skipped(path, "binary", "binary file")
         return None
     data = data if gzipped(path) else head + f.read(max_bytes + 1 - len(head))
-    return data, st, fmt
+    return FileRead(data, st, fmt)
 
 
 def load_document(w: Walked, rel: str, known: str | None, opts: IndexOptions,
@@ -6504,7 +6533,7 @@ def load_document(w: Walked, rel: str, known: str | None, opts: IndexOptions,
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
     got = None if kind else read_file(w, log, opts.max_bytes, bool(opts.include))
     if got:
-        kind = None if opts.include_secrets else credential_content(got[0], got[2], path)
+        kind = None if opts.include_secrets else credential_content(got.data, got.fmt, path)
     if kind:
         log.skipped(path, "credentials", f"looks like credentials ({kind}), so it is not read "
                     "(--include-secrets reads it)")
@@ -6855,7 +6884,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store.prepare()
     stats, seen, stale = IndexStats(), set(), []
     rows = store.documents()
-    stored, stored_rel = {p: sha for p, sha, _ in rows}, {p: rel for p, _, rel in rows}
+    stored, stored_rel = {d.path: d.sha256 for d in rows}, {d.path: d.rel for d in rows}
     chunking = chunking_key(opts.size, opts.overlap)
     if stored and store.meta(Meta.CHUNKING) not in (None, chunking):
         log.note(f"chunk settings changed ({store.meta(Meta.CHUNKING)} -> {chunking}): "
@@ -6931,8 +6960,8 @@ def remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: 
         rel = rel.replace(os.sep, "/")
         return ((rel + "/").startswith(link + "/")
                 or any(part.startswith(".") for part in rel.split("/")))
-    gone = [p for p, _, rel in store.documents() if p not in seen and any(
-        under(p, target) and through(rel, link) for _, link, target in refused)]
+    gone = [d.path for d in store.documents() if d.path not in seen and any(
+        under(d.path, target) and through(d.rel, link) for _, link, target in refused)]
     if gone:
         store.delete(gone)
         log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
@@ -6960,9 +6989,9 @@ def indexed_roots(store: Store) -> dict[str, bool]:
     if kept:
         return json.loads(kept)
     roots = {}
-    for path, _, rel in store.documents():
-        if path.endswith(os.sep + rel):
-            roots[path[:-len(rel) - 1]] = False
+    for d in store.documents():
+        if d.path.endswith(os.sep + d.rel):
+            roots[d.path[:-len(d.rel) - 1]] = False
     return roots
 
 
@@ -6986,8 +7015,8 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
     def reached(path: str, rel: str) -> bool:
         return any(follows and os.path.realpath(os.path.join(root, rel)) == path
                    for root, follows in roots.items())
-    return [p for p, _, rel in store.documents() if p not in seen
-            and not any(under(p, root) for root in roots) and not reached(p, rel)]
+    return [d.path for d in store.documents() if d.path not in seen
+            and not any(under(d.path, root) for root in roots) and not reached(d.path, d.rel)]
 
 
 def remove_outside(store: Store, roots: dict[str, bool], seen, log: Log) -> int:
@@ -7440,7 +7469,8 @@ class Retriever:
             return ranked
         top, rest = ranked[:self.rerank.depth], ranked[self.rerank.depth:]
         texts = {c: ch.heading + "\n" + ch.text
-                 for c, (_, _, ch) in self.store.chunks([c for c, _ in top]).items()}
+                 for c, ch in ((c, r.chunk) for c, r in
+                               self.store.chunks([c for c, _ in top]).items())}
         top = [(c, s) for c, s in top if c in texts]
         try:
             scores = self.rerank.reranker.rerank(question, [texts[c].strip() for c, _ in top])
@@ -7500,7 +7530,7 @@ class Retriever:
             last = max((i for i, (c, _) in enumerate(first) if gold(c)), default=-1) if gold else -1
             scan = first[:max(depth, last + 1)]
             rows.update(self.store.chunks([c for c, _ in scan if c not in rows]))
-            texts.update((c, shingles(r[2].text)) for c, r in rows.items() if c not in texts)
+            texts.update((c, shingles(r.chunk.text)) for c, r in rows.items() if c not in texts)
             kept, copies = collapse(scan, texts)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
                 return first, kept, copies, rows, qvec
@@ -7515,9 +7545,9 @@ class Retriever:
         ids = [c for c, _ in ranked]
         rows = self.store.chunks(ids) if rows is None else rows
         vecs = (dict(self.store.vectors(ids)) if qvec is not None else {}) if vecs is None else vecs
-        return [Hit(cid, self.hit_path(*rows[cid][:2]), rows[cid][2], score,
+        return [Hit(cid, self.hit_path(rows[cid].path, rows[cid].rel), rows[cid].chunk, score,
                     dot(qvec, vecs[cid]) if qvec is not None else None,
-                    tuple(Hit(c, self.hit_path(*rows[c][:2]), rows[c][2], s, None)
+                    tuple(Hit(c, self.hit_path(rows[c].path, rows[c].rel), rows[c].chunk, s, None)
                           for c, s in (copies or {}).get(cid, ()) if c in rows))
                 for cid, score in ranked if cid in rows and (qvec is None or cid in vecs)]
 
@@ -7684,7 +7714,7 @@ def pseudo_questions(store: Store, n: int = PSEUDO_QUESTIONS) -> list[str]:
     sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))
     texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
     for cid in sample:
-        chunk = texts[cid][2] if cid in texts else None
+        chunk = texts[cid].chunk if cid in texts else None
         sentences = [chunk.text[a:b].split()
                      for a, b in sentence_spans(chunk.text)] if chunk else []
         sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]
@@ -9277,7 +9307,7 @@ class Gold:
 
     def __init__(self, store: Store):
         self.store = store
-        self.docs = [(p, rel) for p, _, rel in store.documents()]
+        self.docs = [(d.path, d.rel) for d in store.documents()]
         self._texts = None
         self._holders: dict[str, set[int]] = {}
         # names: their paths (a case's are asked for more than once)
