@@ -128,7 +128,8 @@ __all__ = [
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
     "index_paths", "export_lines",
-    "Retriever", "Reranker", "HttpReranker", "RERANKERS", "Rerank", "make_rerank",
+    "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "RERANKERS", "Rerank",
+    "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
     "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator",
     "answer_question", "Evidence", "Claim", "ground", "judge_question", "Verdict",
@@ -7362,6 +7363,36 @@ def make_rerank(cfg: Config, warn) -> Rerank | None:
     return Rerank(RERANKERS["http"].from_config(cfg, warn), cfg.rerank_depth, warn)
 
 
+class RankedPassage(NamedTuple):
+    """A distinct passage in a ranking: its chunk, its score, and its copies' chunk ids."""
+
+    chunk_id: int
+    score: float
+    copies: tuple
+
+
+class Retrieved(NamedTuple):
+    """What a retrieval found: the top k hits (reranked when a reranker is set);
+    the top k before copies are shown once and before reranking, which the
+    refusal floor judges; and every distinct passage ranked."""
+
+    hits: list
+    judged: list
+    ranked: list
+
+
+class Distinct(NamedTuple):
+    """A ranking and the distinct passages of its best depth (Retriever.distinct):
+    the ranking, the passages kept (best first), their copies, the chunks read
+    (StoredChunk by id) and the question's vector."""
+
+    ranking: list
+    kept: list
+    copies: dict
+    rows: dict
+    qvec: list | None
+
+
 class Retriever:
     """Ranks chunks for questions from a store (or an SQLite connection, its
     store); caches what it loads for the next question."""
@@ -7488,22 +7519,24 @@ class Retriever:
         """The top k hits for a question, reranked when a reranker is set;
         without similarity, keyword search leaves each hit's similarity None
         and calls no embedder (also: see retrieve)."""
-        return self.retrieve(question, mode, k, similarity, also)[0]
+        return self.retrieve(question, mode, k, similarity, also).hits
 
     def retrieve(self, question: str, mode: str, k: int, similarity: bool = True,
-                 also: str | None = None, gold: Callable[[int], bool] | None = None):
-        """(the top k hits, reranked when a reranker is set; the top k before
-        copies are shown once and before reranking, which the refusal floor
-        judges, as it was measured on them; the distinct passages ranked, that
-        the hits head, as (chunk id, score, its copies' ids)). The hits are
+                 also: str | None = None, gold: Callable[[int], bool] | None = None
+                 ) -> Retrieved:
+        """What a question finds (Retrieved): the top k hits, reranked when a
+        reranker is set; the top k before copies are shown once and before
+        reranking, which the refusal floor judges, as it was measured on them;
+        the distinct passages ranked, that the hits head. The hits are
         distinct passages (a copy is in its hit's copies; see distinct). also:
         the same question as the user asked it, when question is its rewrite (a
         follow-up): both rankings count (summed, also's at ASKED_WEIGHT); the
         hits' similarity is the rewrite's. gold: eval's test of a chunk (see distinct)."""
-        first, kept, copies, rows, qvec = self.distinct(question, mode, k, also, gold)
+        found = self.distinct(question, mode, k, also, gold)
+        first, copies, rows, qvec = found.ranking, found.copies, found.rows, found.qvec
         if qvec is None and similarity:
             qvec = self.embed_question(question)
-        ranked = self.reranked(question, kept)
+        ranked = self.reranked(question, found.kept)
         # both tops' vectors, read once
         ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
         vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
@@ -7511,9 +7544,11 @@ class Retriever:
         # no copy, no reranking in the top k
         unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
         judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
-        return hits, judged, [(c, s, tuple(i for i, _ in copies.get(c, ()))) for c, s in ranked]
+        return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
+                                        for c, s in ranked])
 
-    def distinct(self, question: str, mode: str, k: int, also: str | None = None, gold=None):
+    def distinct(self, question: str, mode: str, k: int, also: str | None = None,
+                 gold=None) -> Distinct:
         """(the ranking; the distinct passages of its best depth, best first;
         their copies; the rows of those chunks; the question's vector). The
         depth is FUSION_DEPTH, or deeper (up to DUPLICATE_DEPTH) while copies
@@ -7533,7 +7568,7 @@ class Retriever:
             texts.update((c, shingles(r.chunk.text)) for c, r in rows.items() if c not in texts)
             kept, copies = collapse(scan, texts)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
-                return first, kept, copies, rows, qvec
+                return Distinct(first, kept, copies, rows, qvec)
             depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)
 
     def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
@@ -9057,7 +9092,8 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     asked = asked if isinstance(asked, Conversation) else Conversation(asked)
     question = asked.question
     query, judge = search_query(question, asked.history, retriever, generator, log.note)
-    hits, judged, _ = retriever.retrieve(query, opts.mode, opts.k, also=question)
+    found = retriever.retrieve(query, opts.mode, opts.k, also=question)
+    hits, judged = found.hits, found.judged
     given = tuple(fit_context(hits, opts.max_context))
     prompt, turns = build_prompt(question, list(given), query), history_messages(asked.history)
     verdict = judge_question(retriever, judge,
@@ -9361,13 +9397,13 @@ class Gold:
         chunks = set(case.get("chunk_ids") or [])
         return (chunks | self.quote(case["quote"]) if "quote" in case else chunks).__contains__
 
-    def resolve(self, case: dict, ranked: list[tuple], paths: dict,
+    def resolve(self, case: dict, ranked: list[RankedPassage], paths: dict,
                 copies: bool = True) -> tuple[list, set]:
         """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
         quote is one gold item, found at the rank of the first chunk holding it.
         ranked: (chunk id, score, its copies' ids), as Retriever.retrieve gives
         it; each place of the ranking holds a passage and (unless not copies) its copies."""
-        places = [(c, *(more if copies else ())) for c, _, more in ranked]
+        places = [(r.chunk_id, *(r.copies if copies else ())) for r in ranked]
         if "sources" in case or "source" in case:
             return (first_places([tuple(paths[c] for c in p) for p in places]),
                     self.sources(case.get("sources") or [case["source"]]))
@@ -9403,8 +9439,9 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         log.progress(f"eval: {i}/{len(cases)}")
         asked = case_conversation(case)
         query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
-        hits, judged, ranked = retriever.retrieve(query, opts.mode, opts.k, also=asked.question,
-                                                  gold=gold.test(case, paths))
+        found = retriever.retrieve(query, opts.mode, opts.k, also=asked.question,
+                                   gold=gold.test(case, paths))
+        hits, judged, ranked = found.hits, found.judged, found.ranked
         verdict = judge_question(retriever, judge,
                                  judged_hits(retriever, asked.question, query, judge, judged), opts)
         row = {"id": case.get("id", i), "question": case["question"],

@@ -88,7 +88,7 @@ def before(retriever, q: str, k: int) -> list:
 
 
 def after(retriever, q: str, k: int) -> list:
-    return retriever.retrieve(q, "hybrid", k)[0]
+    return retriever.retrieve(q, "hybrid", k).hits
 
 
 def measure(retriever, asked: list[tuple[str, str]], k: int) -> dict:
