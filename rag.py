@@ -4153,11 +4153,21 @@ def vector_json(vec: list[float]) -> str:
     return "[" + ",".join(["%.7g"] * len(vec)) % tuple(vec) + "]"
 
 
-def vector_codes(vec: list[float], text: str | None = None) -> tuple[str, bytes, bytes, float]:
-    """What is stored for a unit vector: its JSON text (given when it was stored
-    before), signature, sketch and scale. (A sketch made again from the stored
-    text may differ in the last digits of its scale: the text is float32.)"""
-    return (text or vector_json(vec), signature(vec), *sketch(vec))
+class VectorCodes(NamedTuple):
+    """What is stored for a unit vector: its JSON text, sign-bit signature,
+    byte sketch and the sketch's scale."""
+
+    json: str
+    signature: bytes
+    sketch: bytes
+    scale: float
+
+
+def vector_codes(vec: list[float], text: str | None = None) -> VectorCodes:
+    """A unit vector's VectorCodes (text: its JSON as stored before). (A sketch
+    made again from the stored text may differ in the last digits of its scale:
+    the text is float32.)"""
+    return VectorCodes(text or vector_json(vec), signature(vec), *sketch(vec))
 
 
 INDEX_TABLES = {"meta", "documents", "chunks"}
@@ -4516,10 +4526,10 @@ def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
             for c, key in zip(doc.chunks, keys):
-                vec, *codes = vectors[key]
+                codes = vectors[key]
                 chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                   c.start_line, c.end_line, c.loc, vec, key))
-                sig_rows.append((next_id, *codes))
+                                   c.start_line, c.end_line, c.loc, codes.json, key))
+                sig_rows.append((next_id, codes.signature, codes.sketch, codes.scale))
                 next_id += 1
         conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
                          "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -5669,7 +5679,7 @@ class EngineStore(Store):
                 if self._fresh_run:
                     self._written.add(key)
                 records.append({"id": str(chunk_number(doc.path, c.ordinal)),
-                                "embedding": json.loads(vectors[key][0]), "metadata": m})
+                                "embedding": json.loads(vectors[key].json), "metadata": m})
             markers.append({"id": f"doc:{doc_id}", "metadata": {
                 "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256,
                 "size": doc.size, "mtime": doc.mtime, "indexed_at": stamp,
