@@ -6316,10 +6316,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             subdirs = []  # the folder given is opened as named, links and all
             for e in folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
-                    if log.verbose and keep.by_default(rel + e.name, e.is_dir):
-                        line = f"!{e.name}{'/' if e.is_dir else ''}"
-                        log.note(f"skipped {shown(e.path)}: excluded by default "
-                                 f"(--no-default-excludes, or '{line}' in .ragignore, reads it)")
+                    note_excluded(e, rel, keep, log)
                     continue
                 why = None if follows or not e.is_link else link_refusal(e.path, bounds)
                 if why:
@@ -6336,6 +6333,14 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                         os.path.join(real_root, rel + e.name))  # no link on the way
                     yield Walked(e.path, root, key, target, via)
             stack.extend(reversed(subdirs))
+
+
+def note_excluded(e: Listed, rel: str, keep: PathFilter, log: Log) -> None:
+    """With -v, say which entries a default exclude left out (they are silent otherwise)."""
+    if log.verbose and keep.by_default(rel + e.name, e.is_dir):
+        line = f"!{e.name}{'/' if e.is_dir else ''}"
+        log.note(f"skipped {shown(e.path)}: excluded by default "
+                 f"(--no-default-excludes, or '{line}' in .ragignore, reads it)")
 
 
 def open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
@@ -6893,71 +6898,115 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store = as_store(store)
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
-    stats, seen, stale = IndexStats(), set(), []
-    rows = store.documents()
-    stored, stored_rel = {d.path: d.sha256 for d in rows}, {d.path: d.rel for d in rows}
-    chunking = chunking_key(opts.size, opts.overlap)
-    if stored and store.meta(Meta.CHUNKING) not in (None, chunking):
-        log.note(f"chunk settings changed ({store.meta(Meta.CHUNKING)} -> {chunking}): "
-                 "re-chunking every document; unchanged text is not embedded again")
-        stored = {p: "" for p in stored}  # known paths, but no hash matches
+    run = IndexRun(store, opts, log, IndexStats())
+    chunking = run.know_stored()
     filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     refused: list[tuple[str, str, str]] = []
     own = store.files()  # an index inside the folder indexed is not one of its documents
     log.skips.clear()
     files = list(walk(paths, log, filters, opts.follow_links, refused))
-    batcher = Batcher(store, embedder, opts.batch, stats, opts.parallel, log.note)
+    run.batcher = Batcher(store, embedder, opts.batch, run.stats, opts.parallel, log.note)
     try:
         for n, w in enumerate(files, 1):
-            log.progress(f"indexing: {n}/{len(files)} files, {stats.chunks} chunks, "
-                         f"{stats.embedded} embedded")
-            path, key = w.path, w.key
+            log.progress(f"indexing: {n}/{len(files)} files, {run.stats.chunks} chunks, "
+                         f"{run.stats.embedded} embedded")
             # a second name (a link, a folder given twice), or the index's own
-            if key in seen or key in own:
-                continue
-            seen.add(key)
-            rel = doc_rel(path, key, w.root)
-            status, doc = load_document(w, rel, stored.get(key), opts, log)
-            stats.unchanged += status == "unchanged"
-            # stored by an earlier run under a link's name
-            if status == "unchanged" and stored_rel.get(key) != rel:
-                store.rename(key, rel)
-            if status == "secret":
-                if key in stored:  # indexed by an earlier version: its text goes now
-                    store.delete([key])
-                    stats.removed += 1
-            elif status == "skipped" and key in stored:
-                stale.append(key)  # indexed before, unreadable now: its old text must not be quoted
-            elif status == "empty" and key in stored:
-                store.delete([key])
-            elif doc:
-                batcher.add(doc)
-                stats.read += 1
-        batcher.finish()
+            if w.key not in run.seen and w.key not in own:
+                run.take(w)
+        run.batcher.finish()
     finally:
-        batcher.close()
+        run.batcher.close()
     store.set_meta({Meta.CHUNKING: chunking})  # only once every document has been redone
-    log.clear()
-    stats.skips = dict(log.skips)
-    stats.skipped = sum(n for n, _ in stats.skips.values())
-    stats.removed += handle_vanished(store, filters, seen, stored, opts.prune, log)
-    stats.removed += remove_linked(store, refused, seen, log)
-    roots = keep_roots(store, paths, filters, opts.follow_links)
-    stats.removed += remove_outside(store, roots, seen, log)
-    # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
-    stats.removed += prune_or_report(store, stale, "can no longer be read and keep their old text",
-                                     opts.prune, log)
-    store.finished()
-    null_level(store, keep=True)  # measured and kept now, so that no question pays for it
-    try:  # likewise, for the default mode; the documents are stored whatever happens here
+    run.tidy(paths, filters, refused)
+    measure_refusal(store, embedder, log)
+    return run.stats
+
+
+@dataclass
+class IndexRun:
+    """One index run's state: what is stored (path -> SHA-256, path -> rel),
+    the files seen, those that can no longer be read (stale), and the Batcher
+    its documents go to."""
+
+    store: Store
+    opts: IndexOptions
+    log: Log
+    stats: IndexStats
+    stored: dict = field(default_factory=dict)
+    stored_rel: dict = field(default_factory=dict)
+    seen: set = field(default_factory=set)
+    stale: list = field(default_factory=list)
+    batcher: Batcher | None = None
+
+    def know_stored(self) -> str:
+        """Read what is stored; returns the chunking key. Changed chunk settings
+        make every document known but unmatched: read again, its unchanged text
+        not embedded again."""
+        rows = self.store.documents()
+        self.stored = {d.path: d.sha256 for d in rows}
+        self.stored_rel = {d.path: d.rel for d in rows}
+        chunking = chunking_key(self.opts.size, self.opts.overlap)
+        kept = self.store.meta(Meta.CHUNKING)
+        if self.stored and kept not in (None, chunking):
+            self.log.note(f"chunk settings changed ({kept} -> {chunking}): re-chunking every "
+                          "document; unchanged text is not embedded again")
+            self.stored = dict.fromkeys(self.stored, "")  # known paths, but no hash matches
+        return chunking
+
+    def take(self, w: Walked) -> None:
+        """Read one file the walk listed and do what its status says."""
+        key, store, stats = w.key, self.store, self.stats
+        self.seen.add(key)
+        rel = doc_rel(w.path, key, w.root)
+        status, doc = load_document(w, rel, self.stored.get(key), self.opts, self.log)
+        stats.unchanged += status == "unchanged"
+        # stored by an earlier run under a link's name
+        if status == "unchanged" and self.stored_rel.get(key) != rel:
+            store.rename(key, rel)
+        if status == "secret":
+            if key in self.stored:  # indexed by an earlier version: its text goes now
+                store.delete([key])
+                stats.removed += 1
+        elif status == "skipped" and key in self.stored:
+            # indexed before, unreadable now: its old text must not be quoted
+            self.stale.append(key)
+        elif status == "empty" and key in self.stored:
+            store.delete([key])
+        elif doc:
+            self.batcher.add(doc)
+            stats.read += 1
+
+    def tidy(self, paths: list[str], filters: dict, refused: list) -> None:
+        """After the files: count the skips; report or remove what is gone,
+        excluded, reached through links not followed, outside the folders, or
+        no longer readable."""
+        store, opts, log, stats = self.store, self.opts, self.log, self.stats
+        log.clear()
+        stats.skips = dict(log.skips)
+        stats.skipped = sum(n for n, _ in stats.skips.values())
+        stats.removed += handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
+        stats.removed += remove_linked(store, refused, self.seen, log)
+        roots = keep_roots(store, paths, filters, opts.follow_links)
+        stats.removed += remove_outside(store, roots, self.seen, log)
+        # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
+        stats.removed += prune_or_report(store, self.stale, "can no longer be read and keep "
+                                         "their old text", opts.prune, log)
+        store.finished()
+
+
+def measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
+    """The null level and the default mode's refusal floor, measured and kept
+    now, so that no question pays for them; the documents are stored whatever
+    happens here."""
+    null_level(store, keep=True)
+    try:
         measured = question_floor(Retriever(store, embedder), "hybrid", keep=True)
         if measured and not measured.get("separates", True):
             log.note(f"note: the refusal floor was {ALIKE}")
     except RagError as e:
         log.note(f"note: the refusal floor could not be measured now ({e}); questions measure it "
                  "in memory until an index run keeps it")
-    return stats
 
 
 def remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log) -> int:
@@ -9433,6 +9482,19 @@ def case_conversation(case: dict) -> Conversation:
     return Conversation(*last_question(turns), told)
 
 
+def gold_figures(gold: Gold, case: dict, ranked: list[RankedPassage], paths: dict,
+                 k: int) -> tuple[dict, set]:
+    """A case's retrieval figures and the items that answer it (none for an
+    unanswerable case); through_copy: found in the top k only as a copy."""
+    if case.get("unanswerable"):
+        return {"unanswerable": True}, set()
+    ranking, relevant = gold.resolve(case, ranked, paths)
+    figures = case_metrics(ranking, relevant, k)
+    alone = case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant, k)
+    figures["through_copy"] = figures["recall@k"] > alone["recall@k"]
+    return figures, relevant
+
+
 def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
              generator=None, rewriter=None) -> dict:
     """Score retrieval (and optionally answers) over cases; returns a report
@@ -9462,16 +9524,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
             row["refused_on"] = verdict.on
         if query != asked.question:
             row["search_query"] = query
-        if case.get("unanswerable"):
-            row["unanswerable"] = True
-            relevant = set()
-        else:
-            ranking, relevant = gold.resolve(case, ranked, paths)
-            row.update(case_metrics(ranking, relevant, opts.k))
-            alone = case_metrics(gold.resolve(case, ranked, paths, copies=False)[0],
-                                 relevant, opts.k)
-            # found in the top k only as a copy
-            row["through_copy"] = row["recall@k"] > alone["recall@k"]
+        figures, relevant = gold_figures(gold, case, ranked, paths, opts.k)
+        row.update(figures)
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf)
@@ -9486,9 +9540,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         rows.append(row)
     log.clear()
     if gold.missing:
-        names = ", ".join(sorted(gold.missing)[:5])
         log.note(f"{len(gold.missing)} gold source(s) are not in the index and count as "
-                 f"misses: {names}")
+                 f"misses: {', '.join(sorted(gold.missing)[:5])}")
     report = summarize(rows, opts.mode, opts.k, retriever.embedder.model)
     report["floor"] = opts.floor
     return report
