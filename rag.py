@@ -1454,6 +1454,7 @@ def redact_lines(lines: list[Line]) -> list[Line]:
 # INI key whose value continues on indented lines ('secret =').
 CONTINUED = re.compile(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
                        r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
+CONTINUED_ENDS = set("=|>+-0123456789")
 CONTINUED_LINES = 64  # a longer indented block below a name is text, not a value
 
 
@@ -1464,7 +1465,9 @@ def continued_values(lines: list[Line]) -> dict[int, str]:
     out: dict[int, str] = {}
     i = 0
     while i < len(lines):
-        m = CONTINUED.fullmatch(lines[i].text)
+        # only a line ending as CONTINUED does ('=', '|', '>', '|-', '>2') is tried
+        m = CONTINUED.fullmatch(lines[i].text) if lines[i].text.rstrip()[-1:] in CONTINUED_ENDS \
+            else None
         i += 1
         if not m or not secret_name(m.group(3)):
             continue
@@ -7045,25 +7048,27 @@ def indexed_roots(store: Store) -> dict[str, bool]:
     .ragignore). An index from before they were kept: the folder each
     document's path and relative path imply (a document reached through a
     link, whose real path does not end in its relative one, implies none)."""
-    kept = store.meta(Meta.ROOTS)
+    return roots_from(store, store.meta(Meta.ROOTS))
+
+
+def roots_from(store: Store, kept: str | None) -> dict[str, bool]:
+    """indexed_roots from the kept value (None: inferred from the documents)."""
     if kept:
         return json.loads(kept)
-    roots = {}
-    for d in store.documents():
-        if d.path.endswith(os.sep + d.rel):
-            roots[d.path[:-len(d.rel) - 1]] = False
-    return roots
+    return {d.path[:-len(d.rel) - 1]: False for d in store.documents()
+            if d.path.endswith(os.sep + d.rel)}
 
 
 def keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool
                ) -> dict[str, bool]:
     """indexed_roots with this run's paths added (or their link setting updated), kept."""
-    roots = indexed_roots(store)
-    kept = json.dumps(roots, sort_keys=True) if store.meta(Meta.ROOTS) else None
+    kept = store.meta(Meta.ROOTS)
+    roots = roots_from(store, kept)
     for p in paths:
         roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
-    if json.dumps(roots, sort_keys=True) != kept:  # a run that changes nothing writes nothing
-        store.set_meta({Meta.ROOTS: json.dumps(roots, sort_keys=True)})
+    new = json.dumps(roots, sort_keys=True)
+    if new != kept:  # a run that changes nothing writes nothing
+        store.set_meta({Meta.ROOTS: new})
     return roots
 
 
