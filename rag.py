@@ -127,7 +127,7 @@ __all__ = [
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
-    "index_paths", "export_lines",
+    "Admin", "index_paths",
     "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "RERANKERS", "Rerank",
     "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
@@ -3893,14 +3893,29 @@ SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a 
                             # chunks of 384 dims (bench/README.md, "Search at scale")
 
 
+class Signatures(NamedTuple):
+    """Every chunk's sign-bit signature (as an int), by position."""
+
+    ids: list[int]
+    sigs: list[int]
+
+
+class Sketches(NamedTuple):
+    """Every chunk's byte sketch end to end, and its scale, by position."""
+
+    ids: list[int]
+    blob: bytes
+    scales: array
+
+
 class SignatureIndex:
     """Dense search over the stored vectors: the sign-bit signatures and byte
     sketches (packed copy and its freshness), the candidates they choose for a
     question, and the parsed vectors behind them, kept for the next question."""
 
-    def __init__(self, conn):
-        self.conn = conn
-        self._sigs: tuple[list[int], list[int]] | None = None
+    def __init__(self, store: SqliteStore):
+        self.store = store
+        self._sigs: Signatures | None = None
         # signatures of allowed ids
         self._kept: tuple[set | None, list[int], list[int]] | None = None
         self._vectors: dict[int, list[float]] = {}
@@ -3911,12 +3926,7 @@ class SignatureIndex:
     def signatures(self) -> tuple[list[int], list[int]]:
         """(chunk ids, signatures as ints) of every chunk."""
         if self._sigs is None:
-            packed = packed_signatures(self.conn)
-            # stale (an index run stopped, or is under way): the rows, never a write
-            if packed is None:
-                rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-                packed = ([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
-            self._sigs = packed
+            self._sigs = self.store.signatures()
         return self._sigs
 
     def inherit(self, older: SignatureIndex) -> None:
@@ -3933,32 +3943,31 @@ class SignatureIndex:
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, parsed vector) of the chunks that exist, read from the database once."""
         need = [c for c in ids if c not in self._vectors]
-        for cid, vec in rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})",
-                                need):
-            self._vectors[cid] = parse_vector(self.conn, vec)
+        for cid, vec in self.store.vector_texts(need):
+            self._vectors[cid] = self.store.parse_vector(vec)
         # An index run may have replaced a chunk since its id was read: skip it.
         return [(c, self._vectors[c]) for c in ids if c in self._vectors]
 
-    def sketches(self, ids: list[int], every: bool) -> tuple[list[int], bytes, list[float]]:
-        """(ids found, their sketches end to end, scales) for ids: every (ids
+    def sketches(self, ids: list[int], every: bool) -> Sketches:
+        """The sketches of those of ids that exist: every (ids
         are all the allowed chunks, which fit SKETCH_BUDGET): from the packed
         copy, kept for the next question; else from the rows, read for these ids."""
         if every and self._sketches is None:
-            packed = packed_sketches(self.conn)
-            if packed is not None and packed[0] == self.signatures()[0]:  # the same snapshot
-                self._sketches = ({cid: i for i, cid in enumerate(packed[0])}, packed[1], packed[2])
+            packed = self.store.packed_sketches()
+            if packed is not None and packed.ids == self.signatures().ids:  # the same snapshot
+                self._sketches = ({cid: i for i, cid in enumerate(packed.ids)}, packed.blob,
+                                  packed.scales)
         if every and self._sketches is not None:
             where, blob, scales = self._sketches
             dim = len(blob) // max(len(scales), 1)
             found = [c for c in ids if c in where]
             if len(found) == len(where):
-                return found, blob, scales
-            return (found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim] for c in found]),
-                    [scales[where[c]] for c in found])
-        rows = {cid: (b, scale) for cid, b, scale in rows_in(
-            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+                return Sketches(found, blob, scales)
+            return Sketches(found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim]
+                                             for c in found]), [scales[where[c]] for c in found])
+        rows = self.store.sketch_rows(ids)
         found = [c for c in ids if c in rows]
-        return found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found]
+        return Sketches(found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found])
 
     def all_vectors(self):
         """Every (id, vector): kept for the next question while small, streamed
@@ -3968,8 +3977,8 @@ class SignatureIndex:
             return
         kept: list | None = []
         size = 0
-        for cid, vec in self.conn.execute("SELECT id, vector FROM chunks"):
-            v = parse_vector(self.conn, vec)
+        for cid, vec in self.store.vector_texts():
+            v = self.store.parse_vector(vec)
             size += len(v)
             if kept is not None and size > EXACT_CACHE:
                 kept = None
@@ -4415,34 +4424,6 @@ class Meta:
     ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
 
 
-def touch(conn: sqlite3.Connection) -> None:
-    """Every write of chunks (or of the documents they belong to) calls this,
-    inside its transaction: the packed signatures, and what warm retrievers
-    loaded, are then stale."""
-    set_meta(conn, Meta.SIG_STAMP, time.time_ns())
-
-
-def get_meta(conn: sqlite3.Connection, key: str) -> str | None:
-    """A setting as stored, cleaned (clean_text): stats and index print them, and
-    an index someone hands you may hold escape codes there."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    if row is None:
-        return None
-    return clean_text(row[0]) if isinstance(row[0], str) else row[0]
-
-
-def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
-    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE "
-                 "SET value = excluded.value", (key, str(value)))
-
-
-def check_model(conn: sqlite3.Connection, model: str, dim: int | None = None,
-                convention: Convention | None = None) -> None:
-    """Fail clearly when the index was built with another embedding model, size
-    or convention (None: not checked)."""
-    check_built(lambda key: get_meta(conn, key), model, dim, convention)
-
-
 def check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
     """check_model on an index's settings (meta(key): a setting as stored)."""
     model_mismatch(meta(Meta.MODEL), meta(Meta.DIM), model, dim)
@@ -4487,17 +4468,6 @@ def text_key(text: str) -> str:
     return sha256_hex(text.encode("utf-8"))
 
 
-def cached_vectors(conn, model: str, keys: list[str]) -> dict[str, str]:
-    """Stored vector JSON by text hash, for those of keys already embedded:
-    from the chunks that hold them, else from the cache of removed ones."""
-    if get_meta(conn, Meta.MODEL) != model:
-        return {}  # nothing stored is this model's (write_docs will say so)
-    found = dict(rows_in(conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})", keys))
-    rest = [k for k in keys if k not in found]
-    sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
-    return found | dict(rows_in(conn, sql, rest, (model,)))
-
-
 @dataclass(frozen=True)
 class PendingDoc:
     """A parsed document waiting for its vectors."""
@@ -4510,71 +4480,10 @@ class PendingDoc:
     chunks: tuple
 
 
-def write_docs(conn, docs: list[tuple[PendingDoc, list[str]]], vectors: dict[str, tuple],
-               model: str, dim: int, convention: Convention = Convention()) -> None:
-    """Store documents with their chunks (replacing old ones) in one transaction;
-    docs: each with its chunks' keys (text_key of embed_text), vectors: vector_codes by key."""
-    with transaction(conn):
-        check_model(conn, model, dim, convention)
-        set_meta(conn, Meta.MODEL, model)
-        set_meta(conn, Meta.DIM, dim)
-        set_meta(conn, Meta.CONVENTION, convention.stored())
-        stamp = now_iso()
-        chunk_rows, sig_rows = [], []
-        next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
-        for doc, keys in docs:
-            conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
-            cur = conn.execute(
-                "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
-            for c, key in zip(doc.chunks, keys):
-                codes = vectors[key]
-                chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                   c.start_line, c.end_line, c.loc, codes.json, key))
-                sig_rows.append((next_id, codes.signature, codes.sketch, codes.scale))
-                next_id += 1
-        conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, start_line, "
-                         "end_line, loc, vector, key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         chunk_rows)
-        conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) VALUES (?, ?, ?, ?)",
-                         sig_rows)
-        set_meta(conn, Meta.LAST_INDEXED, stamp)
-        touch(conn)
-
-
-def delete_docs(conn, paths: list[str]) -> None:
-    """Remove documents (and their chunks) in one transaction."""
-    with transaction(conn):
-        conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
-        touch(conn)
-
-
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
     """A chunk as read back to be shown or sent: an index made before text was
     cleaned when it was read (clean_text) is cleaned here."""
     return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
-
-
-def export_lines(conn, source=None):
-    """The index as JSON Lines, one chunk a line, in id order, read as it is
-    written (constant memory): for moving it to a vector database. The vector
-    is copied as stored, never parsed."""
-    model, dim = get_meta(conn, Meta.MODEL), int(get_meta(conn, Meta.DIM) or 0) or None
-    cond, args = source_filter(source)
-    rows = conn.execute(
-        "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, c.text, "
-        "c.vector, json_valid(c.vector) FROM chunks c JOIN documents d ON d.id = c.doc_id "
-        f"WHERE {cond} ORDER BY c.id", args)
-    for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
-        if not valid:  # copied as stored: a damaged one would make the line invalid JSON
-            parse_vector(conn, vector)
-        record = {"id": cid, "path": path, "rel": rel,
-                  "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                  "start_line": start, "end_line": end, "location": loc,
-                  "heading": clean_text(heading), "text": clean_text(text), "document_sha256": sha,
-                  "embed_model": model, "dim": dim}
-        yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
 
 def source_filter(source) -> tuple[str, list]:
@@ -4602,23 +4511,25 @@ def sql_glob(pattern: str) -> str:
 
 def source_warnings(conn, source) -> list[str]:
     """Warnings for the globs of a --source that match no document, or fewer
-    than the rule before this one did (any end of the whole path matched)."""
+    than the rule before this one did (any end of the whole path matched);
+    conn: a table documents d (SQLite's, or an engine's markers in memory)."""
     out = []
     for g in source_globs(source):
         cond, args = source_filter(g)
         now = conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
         before = now if g.startswith("/") else conn.execute(
-            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? OR d.path GLOB ?",
-            (g, g, "*/" + g)).fetchone()[0]
+            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? "
+            "OR d.path GLOB ?", (g, g, "*/" + g)).fetchone()[0]
         if before > now:
-            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), where "
-                       f"it used to match {before}: a pattern matches the path relative to the "
-                       f"folder indexed, no longer the end of the whole path; '*/{g}' matches it "
-                       f"deeper in that folder, '/*/{g}' anywhere in the whole path")
+            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), "
+                       f"where it used to match {before}: a pattern matches the path relative "
+                       "to the folder indexed, no longer the end of the whole path; "
+                       f"'*/{g}' matches it deeper in that folder, '/*/{g}' anywhere in the "
+                       "whole path")
         elif not now:
-            out.append(f"warning: --source {g!r} matches no indexed document (a pattern matches "
-                       "the path relative to the folder indexed, e.g. 'guides/*.md'; one starting "
-                       "with '/' the whole path)")
+            out.append(f"warning: --source {g!r} matches no indexed document (a pattern "
+                       "matches the path relative to the folder indexed, e.g. "
+                       "'guides/*.md'; one starting with '/' the whole path)")
     return out
 
 
@@ -4633,7 +4544,7 @@ BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 
 @dataclass
 class Damage:
-    """What find_damage found in the index db: structural problems (the file),
+    """What SqliteStore.damage found in the index db: structural problems (the file),
     damaged rows by document id, and damaged rows outside documents."""
 
     db: str
@@ -4699,122 +4610,7 @@ def vector_problem(text: bytes, dim: int) -> str | None:
     return None
 
 
-ROWS_FAILED = "reading the rows failed"  # find_damage's word for a page that stopped the scan
-
-
-def find_damage(conn, db: str, full: bool = False) -> Damage:
-    """Check an index without changing it: PRAGMA quick_check (integrity_check
-    when full), every text column decoded, every vector parsed by SQLite's JSON
-    parser and its length checked (when full, also by Python's, each number finite)."""
-    d = Damage(db)
-    try:
-        rows = [r for (r,) in conn.execute(
-            f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
-        d.structure = [] if rows == ["ok"] else rows
-    except sqlite3.DatabaseError as e:
-        d.structure = [str(e)]
-    factory = conn.text_factory
-    conn.text_factory = bytes  # a value that is not UTF-8 is found here, not raised by a decode
-    try:
-        scan_settings(conn, d)
-        scan_documents(conn, d)
-        scan_chunks(conn, d, full)
-    except sqlite3.DatabaseError as e:  # a page that does not read: the file is damaged
-        d.structure.append(f"{ROWS_FAILED}: {e}")
-    finally:
-        conn.text_factory = factory
-    if not d.structure:
-        d.keyword, d.keyword_unchecked = keyword_damage(conn, full)
-    return d
-
-
-def keyword_damage(conn, full: bool) -> tuple[str, str]:
-    """(what FTS5's own integrity check finds wrong in the keyword index, '' if
-    nothing; when full, also that it indexes exactly the chunks' text; why it
-    was not checked, '' if it was). The check is written as an INSERT (it
-    changes nothing): an index that cannot be written now is not checked this
-    way, and one another process is writing is not waited for."""
-    try:
-        with patience(conn, 0):
-            conn.execute("INSERT INTO chunks_fts(chunks_fts"
-                         + (", rank) VALUES ('integrity-check', 1)" if full
-                            else ") VALUES ('integrity-check')"))
-    except sqlite3.OperationalError as e:
-        why = cannot_write(e)
-        return ("", why) if why else (f"the keyword index: {e}", "")
-    except sqlite3.DatabaseError as e:
-        return f"the keyword index: {e}", ""
-    return "", ""
-
-
-def scan_settings(conn, d: Damage) -> None:
-    for key, value in conn.execute("SELECT key, value FROM meta"):
-        problems: list[str] = []
-        name = decoded(key, "name", problems)
-        value = decoded(value, "value", problems)
-        d.settings += [f"the setting {name!r}: {p}" for p in problems]
-        if name == "dim":
-            try:
-                d.dim = int(value or 0)
-            except ValueError:
-                d.settings.append("the setting 'dim' is not a number")
-
-
-def scan_documents(conn, d: Damage) -> None:
-    for doc_id, path, rel, sha in conn.execute("SELECT id, path, rel, sha256 FROM documents"):
-        problems: list[str] = []
-        path, rel = decoded(path, "path", problems), decoded(rel, "relative path", problems)
-        decoded(sha, "SHA-256", problems)
-        d.paths[doc_id] = path
-        if rel and path.endswith(os.sep + rel):
-            d.roots.add(path[:-len(rel) - 1] or os.sep)
-        if problems:
-            d.docs.setdefault(doc_id, []).extend(problems)
-    for (ask_id, *texts) in conn.execute("SELECT id, at, question, chunk_ids, scores, answer, "
-                                         "model FROM asks"):
-        problems = []
-        for value in texts:
-            decoded(value, "text", problems)
-        d.asks += [ask_id] if problems else []
-
-
-def scan_chunks(conn, d: Damage, full: bool) -> None:
-    chunks = 0
-    columns = "id, doc_id, text, heading, loc, key" + (", vector" if full and d.dim else "")
-    for cid, doc_id, text, heading, loc, key, *vector in conn.execute(
-            f"SELECT {columns} FROM chunks"):
-        chunks += 1
-        problems: list[str] = []
-        decoded(text, "text", problems), decoded(heading, "heading", problems)
-        d.texts = d.texts or bool(problems)
-        decoded(loc, "location", problems), decoded(key, "key", problems)
-        problems += [p for p in [vector and vector_problem(vector[0], d.dim)] if p]
-        if problems:
-            d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
-    if d.dim:
-        for cid, doc_id in conn.execute(f"SELECT id, doc_id FROM chunks WHERE {BAD_VECTOR}",
-                                        (d.dim,)):
-            reasons = d.docs.setdefault(doc_id, [])
-            if not any(r.startswith(f"chunk {cid}: its vector") for r in reasons):
-                reasons.append(f"chunk {cid}: its vector is not {d.dim} numbers in JSON")
-        d.cache = conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}",
-                               (d.dim,)).fetchone()[0]
-    d.counts = (len(d.paths), chunks)
-
-
-def remove_damaged(conn, d: Damage) -> None:
-    """Remove the rows find_damage found damaged, in one transaction: the
-    documents (so their files are read again), cache entries, ask log rows."""
-    with transaction(conn):
-        for doc_id in d.docs:
-            conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
-            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-        if d.dim:
-            conn.execute(f"DELETE FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,))
-        conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
-        if d.texts or d.keyword:  # told to forget text it never held, or damaged itself: rebuilt
-            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
-        touch(conn)
+ROWS_FAILED = "reading the rows failed"  # damage()'s word for a page that stopped the scan
 
 
 def index_damaged(db: str, detail: str) -> RagError:
@@ -4839,95 +4635,11 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
     return RagError(f"the index database failed: {msg[:200]}")  # full disk, I/O: not damage
 
 
-def parse_vector(conn, text: str) -> list[float]:
-    """A stored vector, parsed; a damaged one is an error naming the index."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        raise index_damaged(display_path(conn.execute("PRAGMA database_list").fetchone()[2]),
-                            "a stored vector is not valid JSON") from None
-
-
-@contextlib.contextmanager
-def patience(conn, seconds: float):
-    """Within: a write on conn waits at most seconds for another process's
-    write (then fails: database is locked); after: BUSY_TIMEOUT again."""
-    conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
-    try:
-        yield conn
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
-
-
-def begin_at_once(conn) -> bool:
-    """BEGIN IMMEDIATE without waiting: False when another process is writing
-    or the index is read-only."""
-    with patience(conn, 0):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            return True
-        except sqlite3.OperationalError:
-            return False
-
-
-def pack_signatures(conn) -> None:
-    """Rewrite the packed copy of the signatures: a few large rows load far
-    faster than one row a chunk. An index run does, at its end; a search
-    that finds the copy stale reads the rows instead (never writes)."""
-    with transaction(conn):
-        conn.execute("DELETE FROM sig_pack")
-        rows = conn.execute("SELECT chunk_id, sig, sketch, scale FROM sigs ORDER BY chunk_id")
-        part = 0
-        while block := rows.fetchmany(SIG_PACK_ROWS):
-            ids, sigs, sketches, scales = zip(*block)
-            conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) VALUES "
-                         "(?, ?, ?, ?, ?)",
-                         (part, array("q", ids).tobytes(), b"".join(sigs), b"".join(sketches),
-                          array("d", scales).tobytes()))
-            part += 1
-        set_meta(conn, Meta.SIG_PACK, get_meta(conn, Meta.SIG_STAMP) or "0")
-
-
-def pack_is_fresh(conn) -> bool:
-    """True when the packed copy was made after the last write to the signatures."""
-    return get_meta(conn, Meta.SIG_PACK) == (get_meta(conn, Meta.SIG_STAMP) or "0")
-
-
-def packed_signatures(conn) -> tuple[list[int], list[int]] | None:
-    """(ids, signatures) from the packed copy, or None when it is stale."""
-    if not pack_is_fresh(conn):
-        return None
-    width = (int(get_meta(conn, Meta.DIM) or 0) + 7) // 8
-    ids: list[int] = []
-    sigs: list[int] = []
-    from_bytes = int.from_bytes
-    for id_bytes, sig_bytes in conn.execute("SELECT ids, sigs FROM sig_pack ORDER BY part"):
-        part = array("q")
-        part.frombytes(id_bytes)
-        ids.extend(part)
-        sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
-                     for j in range(0, len(sig_bytes), width)])
-    return ids, sigs
-
-
-def packed_sketches(conn) -> tuple[list[int], bytes, array] | None:
-    """(ids, sketches end to end, scales) from the packed copy, or None when it is stale."""
-    if not pack_is_fresh(conn):
-        return None
-    ids, scales, blobs = array("q"), array("d"), []
-    for id_bytes, sketches, scale_bytes in conn.execute(
-            "SELECT ids, sketches, scales FROM sig_pack ORDER BY part"):
-        ids.frombytes(id_bytes)
-        scales.frombytes(scale_bytes)
-        blobs.append(sketches)
-    return ids.tolist(), b"".join(blobs), scales
-
-
-# The store interface: what indexing and retrieval need of storage. Chunks are
-# known by int ids, documents by their real path. SqliteStore is the one
-# implementation today; another (a vector database) is a subclass and one
-# entry in STORES. What stays SQLite's own: damage and check, export, stats'
-# counts, eval's gold, migrations (they work on the connection).
+# The store interface: what indexing and retrieval need of storage (Store), and
+# what the commands around them need (Admin). Chunks are known by int ids,
+# documents by their real path. Another store (a vector database) is a subclass
+# of both and one entry in STORES. What stays SQLite's own: damage and check,
+# migrations (they work on the connection).
 
 @dataclass(frozen=True)
 class Scope:
@@ -4950,8 +4662,8 @@ def scope_where(scope: Scope) -> tuple[str, list]:
 
 
 class Store:
-    """Storage for one index. Subclasses give the primitives; the rest is
-    built on them here."""
+    """Storage for one index: what indexing and retrieval need. Subclasses
+    give the primitives; the rest is built on them here."""
 
     # settings (the meta table's keys, Meta)
     def meta(self, key: str) -> str | None:
@@ -4966,6 +4678,22 @@ class Store:
         read-only, or another process is writing; they are used unstored)."""
         raise NotImplementedError
 
+    def check_model(self, model: str, dim: int | None = None,
+                    convention: Convention | None = None) -> None:
+        """Fail clearly when the index was built with another embedding
+        model, size or convention (None: not checked)."""
+        check_built(self.meta, model, dim, convention)
+
+    def chunking(self) -> tuple[int, int] | None:
+        """(size, overlap) the index was built with, so a run without flags keeps them."""
+        m = re.match(r"size=(\d+) overlap=(\d+)", self.meta(Meta.CHUNKING) or "")
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    def state(self) -> str | None:
+        """A stamp every write of chunks moves: what a warm retriever loaded is
+        then stale. (SQLite's PRAGMA data_version would also move on every logged ask.)"""
+        return self.meta(Meta.SIG_STAMP)
+
     # documents, for an index run
     def documents(self) -> list[StoredDocument]:
         """Every stored document."""
@@ -4974,10 +4702,12 @@ class Store:
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
         """Add or replace documents (PendingDoc, their chunks' text keys) with
-        their vectors (key -> vector_codes) from model under convention, in one transaction."""
+        their vectors (key -> vector_codes) from model under convention, in one
+        transaction (failing first when the index holds another model's vectors)."""
         raise NotImplementedError
 
     def delete(self, paths: list[str]) -> None:
+        """Remove documents (and their chunks) in one transaction."""
         raise NotImplementedError
 
     def rename(self, path: str, rel: str) -> None:
@@ -5043,39 +4773,10 @@ class Store:
         """(chunk id, document id) of every chunk: what measuring the null level samples."""
         raise NotImplementedError
 
-    def chunk_paths(self) -> dict[int, str]:
-        """Every chunk's document path, by chunk id (eval's gold by document)."""
-        raise NotImplementedError
-
-    def texts(self) -> Iterator[tuple[int, str]]:
-        """(chunk id, text) of every chunk (eval's gold by quote)."""
-        raise NotImplementedError
-
-    def export_lines(self, source=None) -> Iterator[str]:
-        """The index as JSON Lines (export_lines), the documents of source alone when given."""
-        raise NotImplementedError
-
-    def info(self) -> dict:
-        """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Let go of what the store holds open."""
-
-    def state(self) -> str | None:
-        """A stamp every write of chunks moves (touch): what a warm retriever
-        loaded is then stale. (SQLite's PRAGMA data_version would also move on
-        every logged ask.)"""
-        return self.meta(Meta.SIG_STAMP)
-
     def log_ask(self, row: tuple) -> str | None:
         """Keep an ask (ASK_COLUMNS): None once kept, else why it could not be
         (read-only here, the disk full, another writer past ASK_LOG_WAIT)."""
         raise NotImplementedError
-
-    def source_warnings(self, source) -> list[str]:
-        """Warnings for globs of a --source that match no document (or fewer than they used to)."""
-        return []
 
     def inherit(self, older: Store) -> None:
         """Keep what an older store of the same index loaded that is still valid."""
@@ -5085,16 +4786,35 @@ class Store:
         the same connection."""
         return self
 
-    def check_model(self, model: str, dim: int | None = None,
-                    convention: Convention | None = None) -> None:
-        """Fail clearly when the index was built with another embedding
-        model, size or convention."""
-        check_built(self.meta, model, dim, convention)
+    def close(self) -> None:
+        """Let go of what the store holds open."""
 
-    def chunking(self) -> tuple[int, int] | None:
-        """(size, overlap) the index was built with, so a run without flags keeps them."""
-        m = re.match(r"size=(\d+) overlap=(\d+)", self.meta(Meta.CHUNKING) or "")
-        return (int(m.group(1)), int(m.group(2))) if m else None
+
+class Admin:
+    """What the commands around an index need of its store besides indexing
+    and retrieval: stats' counts, export, eval's gold, --source warnings."""
+
+    def info(self) -> dict:
+        """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
+        raise NotImplementedError
+
+    def export_lines(self, source=None) -> Iterator[str]:
+        """The index as JSON Lines, one chunk a line in id order (the documents
+        of source alone when given): for moving it to a vector database."""
+        raise NotImplementedError
+
+    def chunk_paths(self) -> dict[int, str]:
+        """Every chunk's document path, by chunk id (eval's gold by document)."""
+        raise NotImplementedError
+
+    def texts(self) -> Iterator[tuple[int, str]]:
+        """(chunk id, text) of every chunk (eval's gold by quote)."""
+        raise NotImplementedError
+
+    def source_warnings(self, source) -> list[str]:
+        """Warnings for the globs of a --source that match no document, or fewer
+        than the rule before this one did (any end of the whole path matched)."""
+        return []
 
 
 SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite
@@ -5102,7 +4822,7 @@ SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what S
 DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run (index_lock)
 
 
-class SqliteStore(Store):
+class SqliteStore(Store, Admin):
     """The embedded store: one SQLite file (the schema above), its dense
     candidates from the signatures and sketches (SignatureIndex)."""
 
@@ -5110,61 +4830,230 @@ class SqliteStore(Store):
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
-        self.index = SignatureIndex(conn)
+        self.index = SignatureIndex(self)
 
+    @classmethod
+    def open(cls, path: str, create: bool = False, shared: bool = False) -> SqliteStore:
+        """The index in the file path, opened as connect says."""
+        return cls(connect(path, create, shared))
+
+    # settings
     def meta(self, key: str) -> str | None:
-        return get_meta(self.conn, key)
+        """A setting as stored, cleaned (clean_text): stats and index print them, and
+        an index someone hands you may hold escape codes there."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return clean_text(row[0]) if isinstance(row[0], str) else row[0]
 
     def set_meta(self, values: dict) -> None:
         with transaction(self.conn):
-            for key, value in values.items():
-                if value is None:
-                    self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
-                else:
-                    set_meta(self.conn, key, value)
+            self._put(values)
+
+    def _put(self, values: dict) -> None:
+        """Write settings (None: remove that one) in the transaction already open."""
+        for key, value in values.items():
+            if value is None:
+                self.conn.execute("DELETE FROM meta WHERE key = ?", (key,))
+            else:
+                self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                                  "DO UPDATE SET value = excluded.value", (key, str(value)))
+
+    def _touch(self) -> None:
+        """Every write of chunks (or of the documents they belong to) calls this,
+        inside its transaction: the packed signatures, and what warm retrievers
+        loaded, are then stale."""
+        self._put({Meta.SIG_STAMP: time.time_ns()})
 
     def remember(self, values: dict) -> bool:
         try:
-            if not begin_at_once(self.conn):
+            if not self._begin_at_once():
                 return False
             with transaction(self.conn, begun=True):
-                for key, value in values.items():
-                    set_meta(self.conn, key, value)
+                self._put(values)
             return True
         # an immutable (read-only media) connection refuses the write
         except sqlite3.OperationalError:
             return False
 
+    @contextlib.contextmanager
+    def _patience(self, seconds: float):
+        """Within: a write waits at most seconds for another process's write
+        (then fails: database is locked); after: BUSY_TIMEOUT again."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
+
+    def _begin_at_once(self) -> bool:
+        """BEGIN IMMEDIATE without waiting: False when another process is writing
+        or the index is read-only."""
+        with self._patience(0):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return True
+            except sqlite3.OperationalError:
+                return False
+
+    # documents, for an index run
     def documents(self) -> list[StoredDocument]:
         return [StoredDocument(*r) for r in
                 self.conn.execute("SELECT path, sha256, rel FROM documents")]
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
-        write_docs(self.conn, docs, vectors, model, dim, convention)
+        with transaction(self.conn):
+            self.check_model(model, dim, convention)
+            stamp = now_iso()
+            self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
+            chunk_rows, sig_rows = [], []
+            next_id = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
+            for doc, keys in docs:
+                self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
+                cur = self.conn.execute(
+                    "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
+                for c, key in zip(doc.chunks, keys):
+                    codes = vectors[key]
+                    chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
+                                       c.start_line, c.end_line, c.loc, codes.json, key))
+                    sig_rows.append((next_id, codes.signature, codes.sketch, codes.scale))
+                    next_id += 1
+            self.conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, "
+                                  "start_line, end_line, loc, vector, key) "
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+            self.conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) "
+                                  "VALUES (?, ?, ?, ?)", sig_rows)
+            self._put({Meta.LAST_INDEXED: stamp})
+            self._touch()
 
     def delete(self, paths: list[str]) -> None:
-        delete_docs(self.conn, paths)
+        with transaction(self.conn):
+            self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+            self._touch()
 
     def rename(self, path: str, rel: str) -> None:
         with transaction(self.conn):
             self.conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, path))
 
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
-        return cached_vectors(self.conn, model, keys)
+        """From the chunks that hold them, else from the cache of removed ones."""
+        if self.meta(Meta.MODEL) != model:
+            return {}  # nothing stored is this model's (write will say so)
+        found = dict(rows_in(self.conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})", keys))
+        rest = [k for k in keys if k not in found]
+        sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
+        return found | dict(rows_in(self.conn, sql, rest, (model,)))
 
     def prepare(self) -> None:
-        adopt_real_paths(self.conn)
+        """Earlier versions kept paths as typed ('docs/a.md'): store each as its
+        real absolute path, so that one file is one document however it is named."""
+        rows = self.conn.execute("SELECT id, path FROM documents").fetchall()
+        moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
+        if not moves:
+            return
+        taken = {p for _, p in rows}
+        with transaction(self.conn):
+            for doc_id, real in moves:
+                if real in taken:  # the same file indexed twice: keep one document
+                    self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+                else:
+                    self.conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
+                    taken.add(real)
+            self._touch()
 
     def finished(self) -> None:
-        if not pack_is_fresh(self.conn):
-            pack_signatures(self.conn)
+        if not self.pack_is_fresh():
+            self._pack_signatures()
 
     def files(self) -> set[str]:
         rows = self.conn.execute("PRAGMA database_list").fetchall()
         return {os.path.realpath(f) + suffix for _, name, f in rows if name == "main" and f
                 for suffix in DB_FILES}
 
+    # what SignatureIndex reads: signatures and sketches (packed, else row by row), vectors
+    def _pack_signatures(self) -> None:
+        """Rewrite the packed copy of the signatures: a few large rows load far
+        faster than one row a chunk. An index run does, at its end; a search
+        that finds the copy stale reads the rows instead (never writes)."""
+        with transaction(self.conn):
+            self.conn.execute("DELETE FROM sig_pack")
+            rows = self.conn.execute("SELECT chunk_id, sig, sketch, scale FROM sigs "
+                                     "ORDER BY chunk_id")
+            part = 0
+            while block := rows.fetchmany(SIG_PACK_ROWS):
+                ids, sigs, sketches, scales = zip(*block)
+                self.conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) "
+                                  "VALUES (?, ?, ?, ?, ?)",
+                                  (part, array("q", ids).tobytes(), b"".join(sigs),
+                                   b"".join(sketches), array("d", scales).tobytes()))
+                part += 1
+            self._put({Meta.SIG_PACK: self.meta(Meta.SIG_STAMP) or "0"})
+
+    def pack_is_fresh(self) -> bool:
+        """True when the packed copy was made after the last write to the signatures."""
+        return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
+
+    def packed_signatures(self) -> Signatures | None:
+        """Every chunk's signature from the packed copy, or None when it is stale."""
+        if not self.pack_is_fresh():
+            return None
+        width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
+        ids: list[int] = []
+        sigs: list[int] = []
+        from_bytes = int.from_bytes
+        for id_bytes, sig_bytes in self.conn.execute("SELECT ids, sigs FROM sig_pack "
+                                                     "ORDER BY part"):
+            part = array("q")
+            part.frombytes(id_bytes)
+            ids.extend(part)
+            sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
+                         for j in range(0, len(sig_bytes), width)])
+        return Signatures(ids, sigs)
+
+    def signatures(self) -> Signatures:
+        """Every chunk's signature: packed, else (an index run stopped, or is
+        under way) from the rows, never a write."""
+        packed = self.packed_signatures()
+        if packed is not None:
+            return packed
+        rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
+        return Signatures([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
+
+    def packed_sketches(self) -> Sketches | None:
+        """Every chunk's sketch from the packed copy, or None when it is stale."""
+        if not self.pack_is_fresh():
+            return None
+        ids, scales, blobs = array("q"), array("d"), []
+        for id_bytes, sketches, scale_bytes in self.conn.execute(
+                "SELECT ids, sketches, scales FROM sig_pack ORDER BY part"):
+            ids.frombytes(id_bytes)
+            scales.frombytes(scale_bytes)
+            blobs.append(sketches)
+        return Sketches(ids.tolist(), b"".join(blobs), scales)
+
+    def sketch_rows(self, ids: list[int]) -> dict[int, tuple[bytes, float]]:
+        """(sketch, scale) of the chunks of ids that exist, by id."""
+        return {cid: (b, scale) for cid, b, scale in rows_in(self.conn, 
+            "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+
+    def vector_texts(self, ids: list[int] | None = None) -> Iterator[tuple[int, str]] | list:
+        """(id, vector JSON) of the chunks of ids that exist (None: every chunk)."""
+        if ids is None:
+            return self.conn.execute("SELECT id, vector FROM chunks")
+        return rows_in(self.conn, "SELECT id, vector FROM chunks WHERE id IN ({marks})", ids)
+
+    def parse_vector(self, text: str) -> list[float]:
+        """A stored vector, parsed; a damaged one is an error naming the index."""
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise index_damaged(display_path(self.file()),
+                                "a stored vector is not valid JSON") from None
+
+    # retrieval
     def count(self) -> int:
         return self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
 
@@ -5218,13 +5107,35 @@ class SqliteStore(Store):
 
     def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
         rows = rows_in(self.conn, "SELECT c.id, d.path, d.rel, c.ordinal, c.text, c.heading, "
-                       "c.start_line, c.end_line, c.loc FROM chunks c JOIN documents d "
-                       "ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)
+                             "c.start_line, c.end_line, c.loc FROM chunks c JOIN documents d "
+                             "ON d.id = c.doc_id WHERE c.id IN ({marks})", ids)
         return {r[0]: StoredChunk(r[1], r[2], stored_chunk(*r[3:])) for r in rows}
 
     def chunk_docs(self) -> list[tuple[int, int]]:
         return self.conn.execute("SELECT id, doc_id FROM chunks").fetchall()
 
+    def close(self) -> None:
+        self.conn.close()
+
+    def log_ask(self, row: tuple) -> str | None:
+        try:
+            with self._patience(ASK_LOG_WAIT):
+                self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
+                                  f"({', '.join('?' * len(ASK_COLUMNS))})", row)
+        except sqlite3.OperationalError as e:  # the answer matters more than its log
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            return cannot_write(e) or f"the ask log failed ({e})"
+        return None
+
+    def inherit(self, older: Store) -> None:
+        if isinstance(older, SqliteStore):
+            self.index.inherit(older.index)
+
+    def fresh(self) -> Store:
+        return SqliteStore(self.conn)
+
+    # admin: stats, export, eval's gold, --source warnings
     def chunk_paths(self) -> dict[int, str]:
         return dict(self.conn.execute("SELECT c.id, d.path FROM chunks c "
                                       "JOIN documents d ON d.id = c.doc_id"))
@@ -5233,7 +5144,23 @@ class SqliteStore(Store):
         return iter(self.conn.execute("SELECT id, text FROM chunks"))
 
     def export_lines(self, source=None) -> Iterator[str]:
-        return export_lines(self.conn, source)
+        """Read as it is written (constant memory); the vector is copied as
+        stored, never parsed."""
+        model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
+        cond, args = source_filter(source)
+        rows = self.conn.execute(
+            "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, "
+            "c.text, c.vector, json_valid(c.vector) FROM chunks c JOIN documents d "
+            f"ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
+        for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
+            if not valid:  # copied as stored: a damaged one would make the line invalid JSON
+                self.parse_vector(vector)
+            record = {"id": cid, "path": path, "rel": rel,
+                      "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
+                      "start_line": start, "end_line": end, "location": loc,
+                      "heading": clean_text(heading), "text": clean_text(text),
+                      "document_sha256": sha, "embed_model": model, "dim": dim}
+            yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
     def info(self) -> dict:
         db = self.file()
@@ -5248,34 +5175,127 @@ class SqliteStore(Store):
         return next((f for _, name, f in self.conn.execute("PRAGMA database_list")
                      if name == "main"), "")
 
-    def close(self) -> None:
-        self.conn.close()
-
-    def log_ask(self, row: tuple) -> str | None:
-        try:
-            with patience(self.conn, ASK_LOG_WAIT):
-                self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
-                                  f"({', '.join('?' * len(ASK_COLUMNS))})", row)
-        except sqlite3.OperationalError as e:  # the answer matters more than its log
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            return cannot_write(e) or f"the ask log failed ({e})"
-        return None
-
     def source_warnings(self, source) -> list[str]:
         return source_warnings(self.conn, source)
 
-    def inherit(self, older: Store) -> None:
-        if isinstance(older, SqliteStore):
-            self.index.inherit(older.index)
+    def stored_documents(self) -> int:
+        """Documents in the index (0 too when it cannot be read: nothing there to keep)."""
+        try:
+            return self.conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        except sqlite3.Error:
+            return 0
 
-    def fresh(self) -> Store:
-        return SqliteStore(self.conn)
+    # damage: check, and an index run's repair
+    def damage(self, db: str, full: bool = False) -> Damage:
+        """Check the index (the file db) without changing it: PRAGMA quick_check
+        (integrity_check when full), every text column decoded, every vector parsed
+        by SQLite's JSON parser and its length checked (when full, also by Python's,
+        each number finite)."""
+        d = Damage(db)
+        try:
+            rows = [r for (r,) in self.conn.execute(
+                f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
+            d.structure = [] if rows == ["ok"] else rows
+        except sqlite3.DatabaseError as e:
+            d.structure = [str(e)]
+        factory = self.conn.text_factory
+        self.conn.text_factory = bytes  # a value that is not UTF-8 is found here, not raised
+        try:
+            self._scan_settings(d)
+            self._scan_documents(d)
+            self._scan_chunks(d, full)
+        except sqlite3.DatabaseError as e:  # a page that does not read: the file is damaged
+            d.structure.append(f"{ROWS_FAILED}: {e}")
+        finally:
+            self.conn.text_factory = factory
+        if not d.structure:
+            d.keyword, d.keyword_unchecked = self._keyword_damage(full)
+        return d
 
+    def _keyword_damage(self, full: bool) -> tuple[str, str]:
+        """(what FTS5's own integrity check finds wrong in the keyword index, '' if
+        nothing; when full, also that it indexes exactly the chunks' text; why it
+        was not checked, '' if it was). The check is written as an INSERT (it
+        changes nothing): an index that cannot be written now is not checked this
+        way, and one another process is writing is not waited for."""
+        try:
+            with self._patience(0):
+                self.conn.execute("INSERT INTO chunks_fts(chunks_fts"
+                                  + (", rank) VALUES ('integrity-check', 1)" if full
+                                     else ") VALUES ('integrity-check')"))
+        except sqlite3.OperationalError as e:
+            why = cannot_write(e)
+            return ("", why) if why else (f"the keyword index: {e}", "")
+        except sqlite3.DatabaseError as e:
+            return f"the keyword index: {e}", ""
+        return "", ""
 
-def as_store(store) -> Store:
-    """A store as given, or an open SQLite connection as its store."""
-    return store if isinstance(store, Store) else STORES["sqlite"](store)
+    def _scan_settings(self, d: Damage) -> None:
+        for key, value in self.conn.execute("SELECT key, value FROM meta"):
+            problems: list[str] = []
+            name = decoded(key, "name", problems)
+            value = decoded(value, "value", problems)
+            d.settings += [f"the setting {name!r}: {p}" for p in problems]
+            if name == "dim":
+                try:
+                    d.dim = int(value or 0)
+                except ValueError:
+                    d.settings.append("the setting 'dim' is not a number")
+
+    def _scan_documents(self, d: Damage) -> None:
+        for doc_id, path, rel, sha in self.conn.execute("SELECT id, path, rel, sha256 "
+                                                        "FROM documents"):
+            problems: list[str] = []
+            path, rel = decoded(path, "path", problems), decoded(rel, "relative path", problems)
+            decoded(sha, "SHA-256", problems)
+            d.paths[doc_id] = path
+            if rel and path.endswith(os.sep + rel):
+                d.roots.add(path[:-len(rel) - 1] or os.sep)
+            if problems:
+                d.docs.setdefault(doc_id, []).extend(problems)
+        for (ask_id, *texts) in self.conn.execute("SELECT id, at, question, chunk_ids, scores, "
+                                                  "answer, model FROM asks"):
+            problems = []
+            for value in texts:
+                decoded(value, "text", problems)
+            d.asks += [ask_id] if problems else []
+
+    def _scan_chunks(self, d: Damage, full: bool) -> None:
+        chunks = 0
+        columns = "id, doc_id, text, heading, loc, key" + (", vector" if full and d.dim else "")
+        for cid, doc_id, text, heading, loc, key, *vector in self.conn.execute(
+                f"SELECT {columns} FROM chunks"):
+            chunks += 1
+            problems: list[str] = []
+            decoded(text, "text", problems), decoded(heading, "heading", problems)
+            d.texts = d.texts or bool(problems)
+            decoded(loc, "location", problems), decoded(key, "key", problems)
+            problems += [p for p in [vector and vector_problem(vector[0], d.dim)] if p]
+            if problems:
+                d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
+        if d.dim:
+            for cid, doc_id in self.conn.execute(f"SELECT id, doc_id FROM chunks "
+                                                 f"WHERE {BAD_VECTOR}", (d.dim,)):
+                reasons = d.docs.setdefault(doc_id, [])
+                if not any(r.startswith(f"chunk {cid}: its vector") for r in reasons):
+                    reasons.append(f"chunk {cid}: its vector is not {d.dim} numbers in JSON")
+            d.cache = self.conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}",
+                                        (d.dim,)).fetchone()[0]
+        d.counts = (len(d.paths), chunks)
+
+    def repair(self, d: Damage) -> None:
+        """Remove the rows damage() found damaged, in one transaction: the
+        documents (so their files are read again), cache entries, ask log rows."""
+        with transaction(self.conn):
+            for doc_id in d.docs:
+                self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+                self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+            if d.dim:
+                self.conn.execute(f"DELETE FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,))
+            self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
+            if d.texts or d.keyword:  # told to forget text it never held, or damaged: rebuilt
+                self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+            self._touch()
 
 
 # An engine over HTTP. When one machine is not enough (README, "Many machines"),
@@ -5502,7 +5522,7 @@ class EngineWriter:
         self.thread.join()
 
 
-class EngineStore(Store):
+class EngineStore(Store, Admin):
     """An index in a server engine. Chunks (vector, text, place, its words for
     keyword search) are the engine's records; every document has a marker
     record, written after its chunks, so a run that stops midway leaves no
@@ -6740,7 +6760,7 @@ class Batcher:
 
     def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1,
                  note=None):
-        self.store, self.embedder, self.batch, self.stats = as_store(store), embedder, batch, stats
+        self.store, self.embedder, self.batch, self.stats = store, embedder, batch, stats
         self.pace = Pace(parallel, batch, embedder.timeout)
         self.note = note or (lambda msg: None)
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
@@ -6877,28 +6897,9 @@ class Batcher:
             self.pool.close()
 
 
-def adopt_real_paths(conn) -> None:
-    """Earlier versions kept paths as typed ('docs/a.md'): store each as
-    its real absolute path, so that one file is one document however it is named."""
-    rows = conn.execute("SELECT id, path FROM documents").fetchall()
-    moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
-    if not moves:
-        return
-    taken = {p for _, p in rows}
-    with transaction(conn):
-        for doc_id, real in moves:
-            if real in taken:  # the same file indexed twice: keep one document
-                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-            else:
-                conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
-                taken.add(real)
-        touch(conn)
-
-
 def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
                 log: Log) -> IndexStats:
-    """Bring the index (a store, or an SQLite connection) up to date with the files under paths."""
-    store = as_store(store)
+    """Bring the index (store) up to date with the files under paths."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     run = IndexRun(store, opts, log, IndexStats())
@@ -7458,13 +7459,12 @@ class Distinct(NamedTuple):
 
 
 class Retriever:
-    """Ranks chunks for questions from a store (or an SQLite connection, its
-    store); caches what it loads for the next question."""
+    """Ranks chunks for questions from a store; caches what it loads for the
+    next question."""
 
-    def __init__(self, store, embedder: Embedder, source: str | None = None, exact: bool = False,
+    def __init__(self, store: Store, embedder: Embedder, source: str | None = None, exact: bool = False,
                  fusion: str = "score", rerank: Rerank | None = None):
-        self.store, self.embedder, self.source, self.exact = (
-            as_store(store), embedder, source, exact)
+        self.store, self.embedder, self.source, self.exact = store, embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
         # the label-free floor by mode, once found (question_floor)
@@ -7689,11 +7689,10 @@ def still_fresh(count: int, measured: int) -> bool:
 
 
 def null_level(store, count: int | None = None, keep: bool = False) -> float:
-    """The stored unrelated level of a store (or an SQLite connection), measured
+    """The stored unrelated level of a store, measured
     again when missing or when the index has grown or shrunk a lot. count: the
     number of chunks, when known; keep: store what was measured (an index run
     does, when the index can be written now; a read command never writes)."""
-    store = as_store(store)
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
     if level is not None and still_fresh(count, measured):
@@ -7727,13 +7726,12 @@ class Floor:
 
 
 def floor_in_force(store, model: str, min_score: float | None = None, measured=None) -> Floor:
-    """--min-score, else the floor eval --calibrate stored for this index (a
-    store, or an SQLite connection) and model, else the one measured on it
+    """--min-score, else the floor eval --calibrate stored for this index
+    (store) and model, else the one measured on it
     without labels (measured(): the value, None when there is none), else the
     default of the model's kind of relevance (Embedder.floor)."""
     if min_score is not None:
         return Floor(min_score, "--min-score")
-    store = as_store(store)
     stored = store.meta(Meta.FLOOR)
     if stored is not None and store.meta(Meta.FLOOR_MODEL) == model:
         return Floor(float(stored), store.meta(Meta.FLOOR_SOURCE) or "calibrated")
@@ -7873,7 +7871,7 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     """The floors measured without labels that the index keeps for model, by
     mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
     try:
-        kept = json.loads(as_store(store).meta(Meta.QUESTION_FLOOR) or "{}")
+        kept = json.loads(store.meta(Meta.QUESTION_FLOOR) or "{}")
         if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
@@ -8066,9 +8064,9 @@ FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
-    """Keep a calibrated floor in the index (a store, or an SQLite connection)
-    for model: floor_in_force uses it from then on."""
-    as_store(store).set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
+    """Keep a calibrated floor in the index (store) for model: floor_in_force
+    uses it from then on."""
+    store.set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
 # ---------------------------------------------------------------------------
@@ -9505,7 +9503,6 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
     """Score retrieval (and optionally answers) over cases; returns a report
     dict. A conversation's question is searched as ask searches it, its
     follow-ups rewritten by rewriter (offline when None)."""
-    store = as_store(store)
     gold, rows, paths = Gold(store), [], store.chunk_paths()
     rewriter, warned = rewriter or ExtractiveGenerator(), []
     def warn_once(msg):  # a failing rewrite model is said once, not per case
@@ -9822,7 +9819,7 @@ def open_store(cfg: Config, create: bool = False, shared: bool = False) -> Store
     """The index the configuration names: in an engine (--store URL, by its
     scheme in STORES), else in the SQLite file --db (create: an index run's)."""
     if not cfg.store:
-        return SqliteStore(connect(cfg.db, create, shared))
+        return SqliteStore.open(cfg.db, create, shared)
     kind = STORES.get(cfg.store.url.partition("://")[0].lower())
     if kind is None or not issubclass(kind, EngineStore):
         engines = ", ".join(f"{k}://" for k, v in STORES.items() if issubclass(v, EngineStore))
@@ -9839,7 +9836,6 @@ def query_embedder(cfg: Config, store, vectors: bool = True):
     """The embedder for questions to this index, which must hold chunks; its
     model is checked against the index's unless vectors=False (keyword
     search needs no embedding, nor its server)."""
-    store = as_store(store)
     if not store.has_chunks():
         raise RagError(f"the index {index_name(cfg)} is empty: run '{program()} index DIR' first")
     embedder = make_embedder(cfg, Log().note)
@@ -9916,7 +9912,6 @@ def index_info(store, db: str) -> dict:
     """What the index holds (stats --json, the servers' stats and health); db:
     the index's name as shown (size_bytes: with SQLite's write-ahead log, where
     recent commits are)."""
-    store = as_store(store)
     info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
                 dim=int(store.meta(Meta.DIM) or 0) or None,
                 last_indexed=store.meta(Meta.LAST_INDEXED), chunking=store.meta(Meta.CHUNKING),
@@ -11326,10 +11321,10 @@ def index_arguments(p: argparse.ArgumentParser) -> None:
                         "replaced by [redacted: ...]")
 
 
-def index_options(args, cfg: Config, conn) -> IndexOptions:
+def index_options(args, cfg: Config, store: Store) -> IndexOptions:
     """The run's options; chunking the index was built with is kept unless a
     flag changes it (a new size would re-chunk, and re-embed, everything)."""
-    size, overlap = as_store(conn).chunking() or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
+    size, overlap = store.chunking() or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
         check_overlap(args.overlap, size)
@@ -11385,26 +11380,18 @@ def index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> Index
         # not an index, read-only: say so before making DB.lock
         connect(cfg.db, create=True).close()
     lock = closer.enter_context(index_lock(cfg.db))
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db, create=True)))
+    store = closer.enter_context(contextlib.closing(SqliteStore.open(cfg.db, create=True)))
     try:
-        repair_damage(conn, cfg.db, log)
-        return index_run(SqliteStore(conn), embedder, args, cfg, log)
+        repair_damage(store, cfg.db, log)
+        return index_run(store, embedder, args, cfg, log)
     except BaseException as e:  # a first run that stored nothing leaves nothing behind
-        if fresh and not stored_documents(conn):
-            conn.close()
+        if fresh and not store.stored_documents():
+            store.close()
             forget_index(cfg.db, lock)
             if isinstance(e, KeyboardInterrupt):
                 raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} "
                                   "was not made") from None
         raise
-
-
-def stored_documents(conn) -> int:
-    """Documents in the index (0 too when it cannot be read: nothing there to keep)."""
-    try:
-        return conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    except sqlite3.Error:
-        return 0
 
 
 def print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
@@ -11419,10 +11406,10 @@ def print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
               + ": no embeddings were needed")
 
 
-def repair_damage(conn, db: str, log: Log) -> None:
+def repair_damage(store: SqliteStore, db: str, log: Log) -> None:
     """Before an index run: a damaged file stops it (writing would spread the
     damage); damaged rows are named and removed, so their files are read again."""
-    d = find_damage(conn, db)
+    d = store.damage(db)
     if not d.repairable:
         raise index_damaged(db, "; ".join((d.structure + d.settings)[:2])[:300])
     for doc_id, reasons in d.docs.items():
@@ -11434,7 +11421,7 @@ def repair_damage(conn, db: str, log: Log) -> None:
     if d.keyword:
         log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
-        remove_damaged(conn, d)
+        store.repair(d)
 
 
 def check_arguments(p: argparse.ArgumentParser) -> None:
@@ -11448,8 +11435,8 @@ def cmd_check(args, cfg: Config, closer) -> int:
     if cfg.store:
         raise RagError(f"check reads an SQLite index's file; {cfg.store.url} is an engine, which "
                        "checks its own data (rag.py stats says what it holds)")
-    conn = closer.enter_context(contextlib.closing(connect(cfg.db)))
-    d = find_damage(conn, cfg.db, args.full)
+    store = closer.enter_context(contextlib.closing(SqliteStore.open(cfg.db)))
+    d = store.damage(cfg.db, args.full)
     what = "integrity_check" if args.full else "quick_check"
     keyword = (f"not the keyword index's structure: {d.keyword_unchecked}"
                if d.keyword_unchecked else
@@ -11461,7 +11448,6 @@ def cmd_check(args, cfg: Config, closer) -> int:
     print(f"checked {cfg.db}: {counted} ({what}, every text "
           f"decoded, every vector parsed{' twice, its numbers finite' if args.full else ''}, "
           f"{keyword})")
-    store = as_store(conn)
     outside = [] if d.structure else outside_documents(store, indexed_roots(store))
     if outside:  # not damage, but never meant to be read: the next index run removes them
         print(f"outside the folders indexed: {len(outside)} document(s) whose real path is outside "

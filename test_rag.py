@@ -1900,31 +1900,30 @@ class StoreTests(RagTestCase):
     def test_packed_signatures_match_rows_and_go_stale(self):
         self.write_docs()
         self.ok("index", self.docs)
-        conn = rag.connect(self.db)
-        self.addCleanup(conn.close)
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
         rows = sorted((cid, int.from_bytes(sig, "little"))
-                      for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs"))
-        packed = rag.packed_signatures(conn)
+                      for cid, sig in store.conn.execute("SELECT chunk_id, sig FROM sigs"))
+        packed = store.packed_signatures()
         self.assertEqual(sorted(zip(*packed)), rows)
         self.write("garden.txt", "Cucumbers like warm soil.\n")
         self.ok("index", self.docs)  # rebuilds the pack at the end
-        self.assertEqual(len(rag.packed_signatures(conn)[0]), len(self.rows("SELECT id FROM chunks")))
-        rag.set_meta(conn, "sig_stamp", "changed")  # as an interrupted index run leaves it
-        self.assertIsNone(rag.packed_signatures(conn))
-        index = rag.SignatureIndex(conn)
+        self.assertEqual(len(store.packed_signatures()[0]), len(self.rows("SELECT id FROM chunks")))
+        store.set_meta({"sig_stamp": "changed"})  # as an interrupted index run leaves it
+        self.assertIsNone(store.packed_signatures())
+        index = rag.SignatureIndex(store)
         self.assertEqual(sorted(zip(*index.signatures())), sorted(
-            (cid, int.from_bytes(sig, "little")) for cid, sig in conn.execute("SELECT chunk_id, sig FROM sigs")))
-        self.assertIsNone(rag.packed_signatures(conn))  # a search reads the rows, never repacks
+            (cid, int.from_bytes(sig, "little")) for cid, sig in store.conn.execute("SELECT chunk_id, sig FROM sigs")))
+        self.assertIsNone(store.packed_signatures())  # a search reads the rows, never repacks
         self.ok("index", self.docs)  # an index run does
-        self.assertIsNotNone(rag.packed_signatures(conn))
+        self.assertIsNotNone(store.packed_signatures())
 
     def test_index_dimension_mismatch_is_clear_error(self):
-        conn = rag.connect(self.db, create=True)
-        self.addCleanup(conn.close)
-        rag.set_meta(conn, "embed_model", "m")
-        rag.set_meta(conn, "dim", 3)
+        store = rag.SqliteStore.open(self.db, create=True)
+        self.addCleanup(store.close)
+        store.set_meta({"embed_model": "m", "dim": 3})
         with self.assertRaises(rag.RagError) as cm:
-            rag.check_model(conn, "m", 4)
+            store.check_model("m", 4)
         self.assertIn("3-dimension", str(cm.exception))
 
 
@@ -2038,10 +2037,11 @@ class StoreTests(RagTestCase):
         self.write_docs()
         self.ok("index", self.docs)
         other = os.path.join(self.dir, "other.db")
-        conn, conn2 = rag.connect(self.db), rag.connect(other, create=True)
+        sqlite, sqlite2 = rag.SqliteStore.open(self.db), rag.SqliteStore.open(other, create=True)
+        conn, conn2 = sqlite.conn, sqlite2.conn
         self.addCleanup(conn.close)
         self.addCleanup(conn2.close)
-        store = Elsewhere(rag.SqliteStore(conn2))
+        store = Elsewhere(sqlite2)
         self.assertFalse(hasattr(store, "conn"))
         with contextlib.redirect_stderr(io.StringIO()):
             rag.index_paths(store, rag.HashEmbedder(), [self.docs], rag.IndexOptions(), rag.Log())
@@ -2049,12 +2049,12 @@ class StoreTests(RagTestCase):
         self.assertEqual(conn2.execute(texts).fetchall(), conn.execute(texts).fetchall())
         for mode in rag.MODES:
             for source in (None, "*.md"):
-                want = rag.Retriever(conn, rag.HashEmbedder(), source).search("How long do refunds take?", mode)
+                want = rag.Retriever(sqlite, rag.HashEmbedder(), source).search("How long do refunds take?", mode)
                 got = rag.Retriever(store, rag.HashEmbedder(), source).search("How long do refunds take?", mode)
                 self.assertEqual([(h.path.replace(other, self.db), h.chunk, h.score) for h in got],
                                  [(h.path, h.chunk, h.score) for h in want])
         floor = rag.floor_in_force(store, rag.BUILTIN_MODEL).value
-        self.assertEqual(floor, rag.floor_in_force(conn, rag.BUILTIN_MODEL).value)
+        self.assertEqual(floor, rag.floor_in_force(sqlite, rag.BUILTIN_MODEL).value)
         a = rag.answer_question(rag.Retriever(store, rag.HashEmbedder()), rag.ExtractiveGenerator(),
                                 "How long do refunds take?", rag.AskOptions(floor=floor), rag.Log())
         self.assertFalse(a.refused)
@@ -3769,10 +3769,10 @@ class AskTests(RagTestCase):
 
     def test_ask_abstention_signal_on_tiny_corpus(self):
         self.ok("index", self.docs)
-        conn = rag.connect(self.db)
-        self.addCleanup(conn.close)
-        r = rag.Retriever(conn, rag.HashEmbedder())
-        floor = rag.floor_in_force(conn, rag.BUILTIN_MODEL).value
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
+        r = rag.Retriever(store, rag.HashEmbedder())
+        floor = rag.floor_in_force(store, rag.BUILTIN_MODEL).value
         on = r.search("How long do refunds take to reach the card?")
         off = r.search("Who painted the ceiling of the Sistine Chapel?")
         # "refunds" and "card" are in one passage, "take" and "reach" too: full coverage
@@ -4176,9 +4176,9 @@ class AskTests(RagTestCase):
         a = json.loads(self.ok("ask", "How long do refunds take?", "--json", "--mode", "keyword"))
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
         self.assertEqual(set(kept["floors"]), {"hybrid"})  # another mode: measured for the question, not kept
-        conn = rag.connect(self.db)
-        self.addCleanup(conn.close)
-        measured = rag.measure_question_floor(rag.Retriever(conn, rag.HashEmbedder()), "keyword")
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
+        measured = rag.measure_question_floor(rag.Retriever(store, rag.HashEmbedder()), "keyword")
         self.assertEqual(a["floor"], measured["floor"])
         self.write("more.md", "# More\n\nWarranty claims are answered within ten days.\n")
         self.ok("index", self.docs)  # a fifth more chunks: measured again, for the default mode
@@ -4559,9 +4559,9 @@ class ConverseTests(RagTestCase):
             rag.last_question(rag.parse_messages([{"role": "assistant", "content": "hi"}])[0])
 
     def test_search_query_first_and_standalone_questions_as_asked_follow_ups_rewritten(self):
-        conn = rag.connect(self.db)
-        self.addCleanup(conn.close)
-        r, offline = rag.Retriever(conn, rag.HashEmbedder()), rag.ExtractiveGenerator()
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
+        r, offline = rag.Retriever(store, rag.HashEmbedder()), rag.ExtractiveGenerator()
         history = rag.recent(rag.parse_messages(RENEW)[0])
         self.assertEqual(history[1].text, "Send form DS-82 by mail [1].")  # its Sources: lines left out
         notes = []
@@ -4582,7 +4582,7 @@ class ConverseTests(RagTestCase):
             os.remove(os.path.join(self.docs, name))
         self.assertEqual(self.run_cli("index", self.docs, db=alone)[0], 0)
         history = (rag.Turn("user", "How do I renew my passport by mail with a photo?"),)
-        whole, scoped, solo = (rag.Retriever(rag.connect(db), rag.HashEmbedder(), source)
+        whole, scoped, solo = (rag.Retriever(rag.SqliteStore.open(db), rag.HashEmbedder(), source)
                                for db, source in ((self.db, None), (self.db, "[!h]*"), (alone, None)))
         for r in (whole, scoped, solo):
             self.addCleanup(r.store.conn.close)
@@ -5960,10 +5960,10 @@ class CommandLineTests(RagTestCase):
         with contextlib.redirect_stderr(err):
             service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
             self.addCleanup(service.close)
-            conn = rag.connect(self.db)
-            self.addCleanup(conn.close)
+            store = rag.SqliteStore.open(self.db)
+            self.addCleanup(store.close)
             try:  # a request's failure
-                conn.execute("SELECT * FROM no_such_table")
+                store.conn.execute("SELECT * FROM no_such_table")
             except sqlite3.OperationalError as e:
                 self.assertEqual(service.failure(e), "the index database failed: no such table: no_such_table")
         self.assertIn("Traceback (most recent call last)", err.getvalue())  # a server's too, on its stderr
@@ -6334,7 +6334,7 @@ def stop():
     signal.raise_signal(signal.SIGINT)  # Ctrl-C: KeyboardInterrupt right here
 
 
-class Conn:  # what write_docs sees in the at-th batch
+class Conn:  # the connection SqliteStore.write uses in the at-th batch
     def __init__(self, conn):
         self.conn = conn
 
@@ -6351,20 +6351,25 @@ class Conn:  # what write_docs sees in the at-th batch
 
 
 calls = 0
-real = rag.write_docs
+real = rag.SqliteStore.write
 
 
-def write_docs(conn, *args, **kw):
+def write(store, *args, **kw):
     global calls
     calls += 1
     if calls == at and point == "before-begin":
         stop()
-    real(Conn(conn) if calls == at else conn, *args, **kw)
+    conn = store.conn
+    store.conn = Conn(conn) if calls == at else conn
+    try:
+        real(store, *args, **kw)
+    finally:
+        store.conn = conn
     if calls == at and point == "after-commit":
         stop()
 
 
-rag.write_docs = write_docs
+rag.SqliteStore.write = write
 sys.exit(rag.main(sys.argv[1:]))
 """
 

@@ -57,7 +57,7 @@ def clustered(rnd, n, dim, centres=2000, spread=0.35):
 def build(path, n, dim, seed=1, per_doc=100, batch=2000):
     """Write n synthetic chunks through rag's storage path; return chunks/s of storing."""
     rnd = random.Random(seed)
-    conn = rag.connect(path, create=True)
+    store = rag.SqliteStore.open(path, create=True)
     gen, stored_time, done = clustered(rnd, n, dim), 0.0, 0
     while done < n:
         docs, vectors = [], []
@@ -67,7 +67,7 @@ def build(path, n, dim, seed=1, per_doc=100, batch=2000):
             docs.append(rag.PendingDoc(f"doc{d:07d}.txt", f"doc{d:07d}.txt", f"{d:064x}", 0, 0.0, chunks))
             vectors.extend(next(gen) for _ in range(count))
         t0 = time.perf_counter()
-        batcher = rag.Batcher(conn, Replay(f"synthetic-{dim}", vectors), len(vectors), rag.IndexStats())
+        batcher = rag.Batcher(store, Replay(f"synthetic-{dim}", vectors), len(vectors), rag.IndexStats())
         for doc in docs:
             batcher.add(doc)
         batcher.finish()
@@ -75,7 +75,7 @@ def build(path, n, dim, seed=1, per_doc=100, batch=2000):
         done += len(vectors)
         print(f"  built {done}/{n} ({done / stored_time:.0f} chunks/s stored)", file=sys.stderr, end="\r")
     print(file=sys.stderr)
-    conn.close()
+    store.close()
     return n / stored_time
 
 
@@ -129,18 +129,18 @@ def cached_truth(conn, db, queries):
 
 def search_child(db, queries_file, exact_runs):
     """Run in a fresh process: time searches, report recall and peak memory as JSON."""
-    conn = rag.connect(db)
+    store = rag.SqliteStore.open(db)
     with open(queries_file) as f:
         queries = json.load(f)
     fast_t, exact_t, found = [], [], []
     for q in queries:
-        r = rag.Retriever(conn, None)
+        r = rag.Retriever(store, None)
         t0 = time.perf_counter()
         hits = r.dense(q, 10)
         fast_t.append(time.perf_counter() - t0)
         found.append([cid for cid, _ in hits])
     for q in queries[:exact_runs]:
-        r = rag.Retriever(conn, None, exact=True)
+        r = rag.Retriever(store, None, exact=True)
         t0 = time.perf_counter()
         r.dense(q, 10)
         exact_t.append(time.perf_counter() - t0)

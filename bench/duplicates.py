@@ -140,14 +140,14 @@ def main() -> int:
     if not os.path.exists(db):
         shutil.rmtree(docs, ignore_errors=True)
         build_folder(docs)
-        conn = rag.connect(db, create=True)
+        store = rag.SqliteStore.open(db, create=True)
         t0 = time.perf_counter()
-        s = rag.index_paths(conn, rag.HashEmbedder(), [docs], rag.IndexOptions(), rag.Log())
+        s = rag.index_paths(store, rag.HashEmbedder(), [docs], rag.IndexOptions(), rag.Log())
         print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        conn.close()
-    conn = rag.connect(db)
-    retriever = rag.Retriever(conn, rag.HashEmbedder())
-    asked = questions(conn, args.questions)
+        store.close()
+    store = rag.SqliteStore.open(db)
+    retriever = rag.Retriever(store, rag.HashEmbedder())
+    asked = questions(store.conn, args.questions)
     for name, part in (("copyright files", [a for a in asked if a[1].endswith("/copyright")]),
                        ("Node .md pages", [a for a in asked if a[1].endswith(".md")])):
         if part:

@@ -46,13 +46,13 @@ def config(db, server, model):
 
 def ensure_index(cfg, docs, log):
     """Index the corpus unless the database already holds it."""
-    conn = rag.connect(cfg.db, create=True)
-    if not conn.execute("SELECT 1 FROM documents LIMIT 1").fetchone():
+    store = rag.SqliteStore.open(cfg.db, create=True)
+    if not store.has_chunks():
         t0 = time.perf_counter()
-        s = rag.index_paths(conn, rag.make_embedder(cfg), [docs], rag.IndexOptions(), log)
+        s = rag.index_paths(store, rag.make_embedder(cfg), [docs], rag.IndexOptions(), log)
         print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s",
               file=sys.stderr)
-    return conn
+    return store
 
 
 def load(data, corpus, limit):
@@ -63,7 +63,7 @@ def load(data, corpus, limit):
     return os.path.join(data, folder, "docs"), cases
 
 
-def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
+def row(corpus, cfg, store, cases, mode, exact=False, rerank=None):
     """One eval run; the table row for it. rerank: (model, url, depth)."""
     embedder = rag.make_embedder(cfg)
     reranker = None
@@ -71,10 +71,10 @@ def row(corpus, cfg, conn, cases, mode, exact=False, rerank=None):
         given = rag.Config.from_env(env={}, rerank_url=rerank[1], rerank_model=rerank[0], rerank_depth=rerank[2],
                                     timeout=600, retries=0)
         reranker = rag.make_rerank(given, rag.Log().note)
-    retriever = rag.make_retriever(conn, embedder, rag.QueryOptions(exact=exact), reranker)
+    retriever = rag.make_retriever(store, embedder, rag.QueryOptions(exact=exact), reranker)
     floor = rag.ask_options(rag.QueryOptions(mode=mode), retriever)[0].floor  # as ask: measured on the index
     t0 = time.perf_counter()
-    r = rag.evaluate(conn, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
+    r = rag.evaluate(store, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
     secs = time.perf_counter() - t0
     label = mode + (" --exact" if exact else "") + (f" rerank@{rerank[2]}" if rerank else "")
     return (f"| {corpus} | {embedder.model} | {label} | {r['ndcg@10']:.3f} | {r['recall@5']:.3f} | "
@@ -129,16 +129,16 @@ def main():
         for model, server in embedders(a):
             name = (model or rag.BUILTIN_MODEL).replace("/", "_")
             cfg = config(os.path.join(a.dir, f"{corpus}-{name}{suffix}.db"), server, model)
-            conn = ensure_index(cfg, docs, rag.Log())
+            store = ensure_index(cfg, docs, rag.Log())
             for mode in a.modes.split(","):
-                print(row(corpus, cfg, conn, cases, mode), flush=True)
+                print(row(corpus, cfg, store, cases, mode), flush=True)
                 if a.rerank:
                     model, _, url = a.rerank.partition("@")
                     for depth in map(int, a.rerank_depths.split(",")):
-                        print(row(corpus, cfg, conn, cases, mode, rerank=(model, url, depth)), flush=True)
+                        print(row(corpus, cfg, store, cases, mode, rerank=(model, url, depth)), flush=True)
                 if a.exact and mode != "keyword":
-                    print(row(corpus, cfg, conn, cases, mode, exact=True), flush=True)
-            conn.close()
+                    print(row(corpus, cfg, store, cases, mode, exact=True), flush=True)
+            store.close()
 
 
 if __name__ == "__main__":
