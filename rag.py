@@ -19,7 +19,7 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 
 Sections, in pipeline order:
     Constants        names and reasons for every number that decides behaviour
-    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (Config.from_env),
+    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (config_from_env, in Wiring),
                      QueryOptions, IndexOptions
     Helpers          what every stage uses: program, the Log (notes, files skipped by kind: SKIPS),
                      paths as shown, the question's limits
@@ -42,7 +42,7 @@ Sections, in pipeline order:
                      the STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; the index lock
-    Retrieve         keyword (FTS5), fusion, Reranker (the RERANKERS table), copies (a passage alike
+    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike
                      to a better-ranked one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
                      the floor measured without labels (probe questions, questions made from
@@ -120,7 +120,8 @@ __version__ = "0.1.0"
 __all__ = [
     "__version__", "main", "REFUSAL", "BUILTIN_MODEL", "RagError", "UsageError",
     # records and configuration
-    "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "Endpoint", "QueryOptions", "IndexOptions",
+    "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "config_from_env", "Endpoint",
+    "QueryOptions", "IndexOptions",
     "StoredDocument", "StoredChunk",
     "AskOptions", "Floor", "Scope", "Log", "Turn", "Conversation",
     # the stages
@@ -128,7 +129,7 @@ __all__ = [
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
     "Admin", "index_paths",
-    "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "RERANKERS", "Rerank",
+    "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "Rerank",
     "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
     "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator",
@@ -423,13 +424,6 @@ class Config:
     def offline(self) -> bool:
         """No chat server: answers are extracted from the passages."""
         return self.chat is None
-
-    @classmethod
-    def from_env(cls, env=None, indexing: bool = False, **given) -> Config:
-        """The configuration the environment (os.environ, or env) sets, with
-        given values over it (CONFIG_GIVEN: db, chat_url, embed_url, ...; None:
-        not given); indexing: an index run's network defaults (see wired_config)."""
-        return wired_config(os.environ if env is None else env, indexing, given)
 
 
 @dataclass(frozen=True)
@@ -4942,7 +4936,8 @@ class SqliteStore(Store, Admin):
         """From the chunks that hold them, else from the cache of removed ones."""
         if self.meta(Meta.MODEL) != model:
             return {}  # nothing stored is this model's (write will say so)
-        found = dict(rows_in(self.conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})", keys))
+        found = dict(rows_in(self.conn, "SELECT key, vector FROM chunks WHERE key IN ({marks})",
+                             keys))
         rest = [k for k in keys if k not in found]
         sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
         return found | dict(rows_in(self.conn, sql, rest, (model,)))
@@ -5298,7 +5293,11 @@ class SqliteStore(Store, Admin):
             self._touch()
 
 
-# An engine over HTTP. When one machine is not enough (README, "Many machines"),
+# ---------------------------------------------------------------------------
+# Engine store: an index in a server engine over HTTP (EngineStore, ChromaStore)
+# ---------------------------------------------------------------------------
+
+# When one machine is not enough (README, "Many machines"),
 # the index lives in a server engine reached with urllib alone: --store URL
 # (RAG_STORE) names it, its kind is the URL's scheme (STORES). Commands are the
 # same; what differs is said per engine. Adding Qdrant, OpenSearch or pgvector
@@ -6700,7 +6699,9 @@ class Pace:
 
 class EmbedPool:
     """Embedding requests in flight on worker threads; results come back as
-    they finish. The threads are daemons, so Ctrl-C never waits for a reply."""
+    they finish. The threads are daemons, so Ctrl-C never waits for a reply
+    (ThreadPoolExecutor joins its workers at exit: a hung server would hold
+    a Ctrl-C for up to --timeout)."""
 
     def __init__(self, embedder, workers: int):
         import queue
@@ -7374,8 +7375,8 @@ def check_rerank(resp, n: int) -> list[float | None]:
 
 class Reranker:
     """What reranking needs of a model: rerank(query, texts) -> one relevance
-    score per text (higher is better; None for one it leaves out). A new one
-    is a subclass and one entry in RERANKERS."""
+    score per text (higher is better; None for one it leaves out). A new kind
+    is a subclass, and make_rerank chooses it (one kind today: no table yet)."""
 
     model = "?"
 
@@ -7407,10 +7408,6 @@ class HttpReranker(Reranker):
         return check_rerank(self.client.post("/rerank", payload), len(texts))
 
 
-# The rerankers by kind: one behind a /rerank endpoint is the only kind today.
-RERANKERS: dict[str, type[Reranker]] = {"http": HttpReranker}
-
-
 @dataclass(frozen=True)
 class Rerank:
     """A reranker, how many candidates it sees, and warn(message), where its
@@ -7425,7 +7422,7 @@ def make_rerank(cfg: Config, warn) -> Rerank | None:
     """Reranking as configured (the client, its depth, where a failure is told), or None."""
     if not cfg.rerank_model:
         return None
-    return Rerank(RERANKERS["http"].from_config(cfg, warn), cfg.rerank_depth, warn)
+    return Rerank(HttpReranker.from_config(cfg, warn), cfg.rerank_depth, warn)
 
 
 class RankedPassage(NamedTuple):
@@ -7462,15 +7459,15 @@ class Retriever:
     """Ranks chunks for questions from a store; caches what it loads for the
     next question."""
 
-    def __init__(self, store: Store, embedder: Embedder, source: str | None = None, exact: bool = False,
-                 fusion: str = "score", rerank: Rerank | None = None):
+    def __init__(self, store: Store, embedder: Embedder, source: str | None = None,
+                 exact: bool = False, fusion: str = "score", rerank: Rerank | None = None):
         self.store, self.embedder, self.source, self.exact = store, embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
         # the label-free floor by mode, once found (question_floor)
         self._floors: dict[str, dict] = {}
         self._allowed: set[int] | None = None
-        # (scope, word): weight; (scope, None): chunks
+        # (scope, word): weight; (scope, None): chunks. Narrowed copies share it: keyed by scope
         self._idf: dict[tuple[Scope, str | None], float] = {}
         self._n: int | None = None
         # the last question embedded, and its vector
@@ -7497,6 +7494,22 @@ class Retriever:
         if self._allowed is None:
             self._allowed = self.store.scope_ids(self.scope())
         return self._allowed
+
+    def floor_found(self, mode: str) -> dict | None:
+        """The label-free floor for mode this retriever has found (question_floor)."""
+        return self._floors.get(mode)
+
+    def keep_floor_found(self, mode: str, floor: dict) -> None:
+        self._floors[mode] = floor
+
+    def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
+        """A copy (of its own class) sharing what this one loaded, with changes
+        and its own allowed ids (None: found when first needed)."""
+        r = copy.copy(self)
+        for name, value in changes.items():
+            setattr(r, name, value)
+        r._allowed = allowed
+        return r
 
     def embed_question(self, question: str) -> list[float]:
         """The question's unit vector (a follow-up's is asked for again to
@@ -7552,9 +7565,7 @@ class Retriever:
         this one has loaded: signatures, vectors, word weights, the level."""
         if not source:
             return self
-        r = copy.copy(self)  # of its own class, with what a subclass adds
-        r.source, r._allowed = source_globs(self.source) + (source,), None
-        return r
+        return self._copy(source=source_globs(self.source) + (source,))
 
     def reranked(self, question: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """The best rerank.depth candidates in the reranker's order, with its
@@ -7885,8 +7896,8 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
     keep (an index run, for the default mode; a read command never writes:
     it measures once a process, see Retriever)."""
     # a warm retriever (a server's) finds it once, read-only index or not
-    if mode in retriever._floors:
-        return retriever._floors[mode]
+    if retriever.floor_found(mode) is not None:
+        return retriever.floor_found(mode)
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
     if keep and "separates" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
@@ -7900,7 +7911,7 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
             store.remember({Meta.QUESTION_FLOOR: json.dumps({"model": model, "chunks": count,
                                                              "floors": floors})})
     if mode in floors:
-        retriever._floors[mode] = floors[mode]
+        retriever.keep_floor_found(mode, floors[mode])
     return floors.get(mode)
 
 
@@ -9668,7 +9679,7 @@ def summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
 # Wiring: configuration and the parts it chooses
 # ---------------------------------------------------------------------------
 # Every caller (the command line, both servers, bench, the tests) builds its
-# parts here: Config.from_env (the command line passes its flags as overrides),
+# parts here: config_from_env (the command line passes its flags as overrides),
 # QueryOptions once per command or server, then the builders below and the
 # make_* functions beside each part's name table.
 
@@ -9745,14 +9756,17 @@ def chat_key(url: str, env) -> str | None:
     return env_key(env, "OPENAI_API_KEY") if origin(url) in openai else None
 
 
-# What Config.from_env(**given) takes: each None when not given, then the environment decides.
+# What config_from_env(**given) takes: each None when not given, then the environment decides.
 CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
                           "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
                           "batch_size", "query_prefix", "document_prefix", "input_type"})
 
 
-def wired_config(env, indexing: bool, given: dict) -> Config:
-    """Config.from_env's work: given values over the environment's."""
+def config_from_env(env=None, indexing: bool = False, **given) -> Config:
+    """The configuration the environment (os.environ, or env) sets, with
+    given values over it (CONFIG_GIVEN: db, chat_url, embed_url, ...; None:
+    not given); indexing: an index run's network defaults (timeouts, retries)."""
+    env = os.environ if env is None else env
     if set(given) - CONFIG_GIVEN:
         raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - CONFIG_GIVEN))}")
     g = lambda name: given.get(name)  # noqa: E731
@@ -10006,6 +10020,10 @@ class ServedRetriever(Retriever):
 
     only: tuple = ()
 
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.memo: dict[Scope, set[int] | None] = {}  # a scope's chunks (copies share it)
+
     def scope(self) -> Scope:
         return Scope(super().scope().every, self.only)
 
@@ -10014,11 +10032,11 @@ class ServedRetriever(Retriever):
         see are found once per warm retriever (its memo), not per request."""
         if not only:
             return self
-        memo = self.__dict__.setdefault("memo", {})  # shared with the copies below
-        r = copy.copy(self)
-        r.only, r._allowed = tuple(only), memo.get(tuple(only))
-        if r._allowed is None:
-            memo[r.only] = r.allowed()
+        only = tuple(only)
+        scope = Scope(self.scope().every, only)  # the copy's
+        r = self._copy(self.memo.get(scope), only=only)
+        if scope not in self.memo:
+            self.memo[scope] = r.allowed()
         return r
 
     @staticmethod
@@ -11175,7 +11193,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"rag: error: {URL_USER.sub('[user name or password hidden]@', message)}\n")
 
 
-# Config.from_env's overrides by the flag that gives each.
+# config_from_env's overrides by the flag that gives each.
 CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url", "embed_base_url": "embed_url",
                 "rerank_base_url": "rerank_url", "embed_model": "embed_model", "model": "llm_model",
                 "rerank_model": "rerank_model", "rerank_depth": "rerank_depth",
@@ -11187,7 +11205,7 @@ CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url", "embed_bas
 def config_from_args(args) -> Config:
     """The configuration the command line sets, over the environment's."""
     given = {name: getattr(args, flag, None) for flag, name in CONFIG_FLAGS.items()}
-    return Config.from_env(indexing=args.command == "index", **given)
+    return config_from_env(indexing=args.command == "index", **given)
 
 
 def query_from_args(args) -> QueryOptions:

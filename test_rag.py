@@ -1447,13 +1447,13 @@ class EmbedTests(RagTestCase):
         self.ok("ask", "How long do refunds take?", "--no-stream")
         self.assertEqual({h["Authorization"] for _, h, _ in openai.requests}, {f"Bearer {SECRET}"})
         os.environ.pop("OPENAI_BASE_URL")
-        cfg = rag.Config.from_env()
+        cfg = rag.config_from_env()
         self.assertEqual((cfg.chat.url, cfg.chat.key), (rag.OPENAI_BASE_URL, SECRET))
         os.environ.update(LLM_BASE_URL=third.url, LLM_API_KEY="sk-llm-key-0123", EMBED_BASE_URL=openai.url)
-        cfg = rag.Config.from_env()
+        cfg = rag.config_from_env()
         self.assertEqual((cfg.chat.key, cfg.embed.key, cfg.rerank.key), ("sk-llm-key-0123", None, None))
         os.environ.pop("LLM_API_KEY")
-        cfg = rag.Config.from_env(chat_url=rag.OPENAI_BASE_URL)
+        cfg = rag.config_from_env(chat_url=rag.OPENAI_BASE_URL)
         self.assertEqual((cfg.chat.key, cfg.embed.key), (SECRET, None))
 
     def test_base_url_with_user_and_password_is_refused_and_never_shown(self):
@@ -2328,7 +2328,7 @@ class EngineTests(RagTestCase):
         engine = self.engine()
         self.write_docs()
         self.ok("index", self.docs, "--store", engine.url())
-        cfg = rag.Config.from_env(store=engine.url())
+        cfg = rag.config_from_env(store=engine.url())
         service = rag.Service(cfg, rag.QueryOptions(), rag.Log())
         self.addCleanup(service.close)
         passages, query, warnings = service.search({"question": "how long do refunds take"})
@@ -3431,7 +3431,7 @@ class FilterTests(RagTestCase):
         self.assertEqual(found("--source", "[!p]*"), [])  # '[!p]' is not p, as in .ragignore
         self.assertEqual(found("--source", "[!u]*"), ["private/public/hr.md", "public/menu.md"])
         with contextlib.redirect_stderr(io.StringIO()):
-            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(source="public/*"), rag.Log())
+            service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(source="public/*"), rag.Log())
         self.addCleanup(service.close)
         for source in (None, "*", "*/public/*"):  # a request narrows the server's --source, never widens it
             hits = service.search({"question": "quokka notes hr", "source": source})[0]
@@ -3836,7 +3836,7 @@ class AskTests(RagTestCase):
             self.assertEqual(self.run_cli("chat")[::2], (0, note))
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+            service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())
             self.addCleanup(service.close)
             for question in ("How long do refunds take?", "What does ERR-4012 mean?"):
                 self.assertFalse(service.ask({"question": question})[0].refused)
@@ -5449,7 +5449,7 @@ class HttpTests(RagTestCase):
             socket.create_connection(("127.0.0.1", self.port)).close()
 
     def test_serve_keeps_parsed_vectors_only_where_a_chunk_is_unchanged(self):
-        service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+        service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())
         self.addCleanup(service.close)
         question = {"question": "tomatoes need sun and water", "k": 4, "mode": "dense"}
         service.search(question)  # every vector parsed and kept
@@ -5958,7 +5958,7 @@ class CommandLineTests(RagTestCase):
         self.ok("index", self.docs)
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            service = rag.Service(rag.Config.from_env(db=self.db), rag.QueryOptions(), rag.Log())
+            service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())
             self.addCleanup(service.close)
             store = rag.SqliteStore.open(self.db)
             self.addCleanup(store.close)
@@ -6070,16 +6070,16 @@ class CommandLineTests(RagTestCase):
 
     def test_config_from_env_takes_given_values_over_the_environment(self):
         os.environ.update(RAG_DB="env.db", EMBED_MODEL="env-model", EMBED_BASE_URL="http://127.0.0.1:9/v1")
-        cfg = rag.Config.from_env()
+        cfg = rag.config_from_env()
         self.assertEqual((cfg.db, cfg.embed_model, cfg.embed.url), ("env.db", "env-model", "http://127.0.0.1:9/v1"))
-        cfg = rag.Config.from_env(db="given.db", embed_model="given-model", embed_url=None)
+        cfg = rag.config_from_env(db="given.db", embed_model="given-model", embed_url=None)
         self.assertEqual((cfg.db, cfg.embed_model, cfg.embed.url), ("given.db", "given-model", "http://127.0.0.1:9/v1"))
-        self.assertEqual(rag.Config.from_env(env={}, indexing=True), rag.Config())  # only env is read
+        self.assertEqual(rag.config_from_env(env={}, indexing=True), rag.Config())  # only env is read
         with self.assertRaises(TypeError):
-            rag.Config.from_env(base_url="http://127.0.0.1:9/v1")  # a flag's name, not the configuration's
+            rag.config_from_env(base_url="http://127.0.0.1:9/v1")  # a flag's name, not the configuration's
         args = rag.build_parser().parse_args(["search", "q", "--db", "flag.db", "--embed-model", "m",
                                               "--base-url", "http://127.0.0.1:8/v1", "--timeout", "7"])
-        self.assertEqual(rag.config_from_args(args), rag.Config.from_env(
+        self.assertEqual(rag.config_from_args(args), rag.config_from_env(
             db="flag.db", embed_model="m", chat_url="http://127.0.0.1:8/v1", timeout=7.0))
         self.assertEqual(rag.query_from_args(args), rag.QueryOptions())
 

@@ -176,7 +176,7 @@ HEADER = ("| index | chunks | dims | default median s | default p95 s | exact me
 
 def real_questions(db, cases_file, count):
     """Embed real questions with the configured embedder (environment as for rag.py)."""
-    cfg = rag.Config.from_env(db=db)
+    cfg = rag.config_from_env(db=db)
     cases = rag.load_cases(cases_file)[:count]
     embedder = rag.make_embedder(cfg)
     return [rag.normalize(v) for v in embedder.embed([c["question"] for c in cases])]

@@ -41,7 +41,7 @@ CORPORA = {  # name: (folder, answerable cases, off-topic cases)
 
 def config(db, server, model):
     """The configuration for one embedder, whatever the environment says (env={}); an index run's patience."""
-    return rag.Config.from_env(env={}, indexing=True, db=db, embed_url=server, embed_model=model)
+    return rag.config_from_env(env={}, indexing=True, db=db, embed_url=server, embed_model=model)
 
 
 def ensure_index(cfg, docs, log):
@@ -68,7 +68,7 @@ def row(corpus, cfg, store, cases, mode, exact=False, rerank=None):
     embedder = rag.make_embedder(cfg)
     reranker = None
     if rerank:  # no retries, and patience for a slow local reranker
-        given = rag.Config.from_env(env={}, rerank_url=rerank[1], rerank_model=rerank[0], rerank_depth=rerank[2],
+        given = rag.config_from_env(env={}, rerank_url=rerank[1], rerank_model=rerank[0], rerank_depth=rerank[2],
                                     timeout=600, retries=0)
         reranker = rag.make_rerank(given, rag.Log().note)
     retriever = rag.make_retriever(store, embedder, rag.QueryOptions(exact=exact), reranker)

@@ -85,7 +85,7 @@ def main():
               "Install it with 'pip install chromadb' (in a venv of its own) and start "
               "'chroma run --path DIR --port 8000'.", file=sys.stderr)
         return 1
-    cfg = rag.Config.from_env(db=a.db)
+    cfg = rag.config_from_env(db=a.db)
     embedder = rag.make_embedder(cfg)
     questions = [c["question"] for c in rag.load_cases(a.cases)[:a.questions]]
     name = f"rag-check-{os.getpid()}"
