@@ -147,6 +147,24 @@ __all__ = [
 
 REFUSAL = "I could not find the answer in the provided documents."
 
+
+class LazyPattern:
+    """A regular expression compiled when first used: a command compiles only
+    the patterns it runs (a search needs few of the file's)."""
+
+    def __init__(self, pattern: str, flags: int = 0):
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = re.compile(self.pattern, self.flags)
+        for method in ("search", "match", "fullmatch", "sub", "subn", "split", "findall",
+                       "finditer"):
+            setattr(self, method, getattr(compiled, method))  # found directly from now on
+        return getattr(compiled, name)
+
+
 ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 
@@ -187,8 +205,8 @@ RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
 NO_ROUTE = {404, 405, 501}  # the server does not offer this endpoint at all
 # How providers word "this input is too long" (OpenAI: "maximum context length",
 # others: "too many tokens", "input is too long", "exceeds").
-TOO_LONG = re.compile(r"too long|too many tokens|maximum context|context length|exceed|"
-                      r"max(imum)?[ _]?(input|tokens|length)", re.I)
+TOO_LONG = LazyPattern(r"too long|too many tokens|maximum context|context length|exceed|"
+                       r"max(imum)?[ _]?(input|tokens|length)", re.I)
 MAX_RETRY_SLEEP = 60.0
 
 RRF_K = 60
@@ -530,7 +548,7 @@ class Log:
 
 
 # In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (UNSAFE_CHARS).
-CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def shown(path: str) -> str:
@@ -758,9 +776,9 @@ NOT_TEXT_SHARE = 0.1
 # comment or blank first line), an XML declaration at the start, a <meta>
 # charset in the first 1,024 bytes (where the HTML standard's prescan looks).
 DECLARED_HEAD = 1024
-CODING_LINE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-XML_DECLARATION = re.compile(rb"""\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([-\w.:]+)""")
-META_CHARSET = re.compile(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.I)
+CODING_LINE = LazyPattern(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+XML_DECLARATION = LazyPattern(rb"""\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([-\w.:]+)""")
+META_CHARSET = LazyPattern(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.I)
 # A label read as the superset that writers of that label meant, as browsers
 # do (WHATWG Encoding Standard): 'iso-8859-1' pages are Windows-1252, 'gb2312'
 # ones GBK, and so on. Tried first, then the label's own codec.
@@ -893,8 +911,8 @@ CJK_DAMAGE = 200         # characters per bad byte sequence allowed: a damaged C
                          # passes, misread Cyrillic lines do not
 # bytes of the head that are scored; the chosen encoding then decodes the whole file
 CJK_SNIFF = 65536
-CJK_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
-NON_ASCII = re.compile(r"[^\x00-\x7f]")
+CJK_FORBIDDEN = LazyPattern("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
+NON_ASCII = LazyPattern(r"[^\x00-\x7f]")
 
 
 def cjk_decode(data: bytes) -> tuple[str, str] | None:
@@ -948,7 +966,7 @@ def cjk_score(text: str, name: str, language: str) -> float | None:
 # stored ("Trojan Source"). A carriage return or form feed becomes a space, so
 # words stay apart and line numbers stay as cited; bidi controls are dropped
 # (they are invisible anyway); the rest become U+FFFD, visibly.
-UNSAFE_CHARS = re.compile("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+UNSAFE_CHARS = LazyPattern("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 
 
@@ -1053,7 +1071,7 @@ def parse_document(path: str, data: bytes,
 REDACTED = "[redacted: {}]"
 TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
 # (marker name, literals one of which the text must hold for the pattern to be tried, pattern)
-SECRET_TOKENS = tuple((name, re.compile("|".join(map(re.escape, hints))), re.compile(pattern))
+SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), LazyPattern(pattern))
                       for name, hints, pattern in (
     ("aws-access-key", ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
      r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
@@ -1089,54 +1107,54 @@ SECRET_TOKENS = tuple((name, re.compile("|".join(map(re.escape, hints))), re.com
      r"|\{(?:S?SHA(?:256|512)?|SMD5|CRYPT|PBKDF2(?:-SHA\d{1,3})?)\}[A-Za-z0-9./+=$]{8,}"),
 ))
 # Any token's literal: most lines hold none, and are passed over in one search.
-ANY_TOKEN = re.compile("|".join(hints.pattern for _, hints, _ in SECRET_TOKENS))
+ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in SECRET_TOKENS))
 # Words one of which a line must hold (lower-cased) for its assignments to be looked at.
-SECRET_WORDS = re.compile("pass|pwd|secret|token|key|cred|auth|contrase")
+SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
 # A bearer token anywhere; Basic credentials only in an Authorization header
 # ('basic region/leucine').
-BEARER = re.compile(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
-                    r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
+BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
+                     r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 # Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
-AUTH_HEADER = re.compile(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
-                         r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
+AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
+                          r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
 # curl's '-u user:password' and '--user user:password', quoted or not.
-CURL_USER = re.compile(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
-                       r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
+CURL_USER = LazyPattern(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
+                        r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
 # A .netrc line's password ('machine h login u password p'), pasted in any document.
-NETRC_PASSWORD = re.compile(r"(?<![\w-])password[ \t]+(\S{1,256})")
+NETRC_PASSWORD = LazyPattern(r"(?<![\w-])password[ \t]+(\S{1,256})")
 # A quoted string of 8 or more characters, a backslash escaping what follows it.
 QUOTED = r"""(["'])((?:[^"'\\\n]|\\.){8,512})"""
 # A secret's name and its value as a call's two first arguments: 'setProperty("API_TOKEN", "...")'.
-ARGUMENTS = re.compile(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4},[ \t]{0,4}"""
-                       + QUOTED + r"\3")
+ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,4},[ \t]{0,4}"""
+                        + QUOTED + r"\3")
 # A quoted value compared with a secret's name: '"value" == password'
-COMPARED = re.compile(QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
+COMPARED = LazyPattern(QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
 # A secret as an XML element on one line: '<password>value</password>'.
-XML_VALUE = re.compile(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
+XML_VALUE = LazyPattern(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
 # The password in 'scheme://user:password@host' (also 'redis://:pw@host', but not
 # 'cvs://:pserver:anoncvs@host', a method and a user).
-URL_PASSWORD = re.compile(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
-                          r"|:([^\s/:@\"'`]{1,256}))@")
+URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
+                           r"|:([^\s/:@\"'`]{1,256}))@")
 # The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
 # 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken=', 'String apiToken ='
 # where the second word is the name), then, apart, its value. Not after or before another ':'
 # ('apt::key::', 'node::credentials::' are scopes, not assignments).
-ASSIGNED_NAME = re.compile(
+ASSIGNED_NAME = LazyPattern(
     r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
     r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
     r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
     r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
 # A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not; C#'s
 # @"...", Python's r"...".
-ASSIGNED_VALUE = re.compile(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
-                            r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
-                            r"""|([^\s"'`]{1,512}))""")
+ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
+                             r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
+                             r"""|([^\s"'`]{1,512}))""")
 # An unquoted value ends before another assignment ('Password=x;User=y'), or at white space.
-NEXT_ASSIGNMENT = re.compile(r"(?:[,;&]|\\n)[ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}="
-                             r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])"  # not base64's '/x=' at its end
-                             r"|[,;]+$")
+NEXT_ASSIGNMENT = LazyPattern(r"(?:[,;&]|\\n)[ \t]{0,4}[A-Za-z_][\w.-]{0,63}[ \t]{0,4}="
+                              r"|/[A-Za-z_][\w.-]{0,63}=(?=[^=\s])"  # not base64's '/x=' at its end
+                              r"|[,;]+$")
 # closing punctuation a value does not open is the code's (or the markup's)
 CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 SENTENCE_WORDS = 4  # words, ending in '.', '?' or '!': a sentence, not a passphrase
@@ -1145,57 +1163,59 @@ LITERAL_OPS = {"==", "===", "!=", "!==", "=>"}  # with a quoted value only: othe
 COMPARISONS = {"==", "===", "!=", "!=="}
 LEXER_NAMES = {"token", "tokens", "tok"}  # a parser compares its token with words ('#bygroup')
 SPACED_OPS = {"=", ":=", "?=", "::="}  # after which a value on a line of its own may have spaces
-TRAILING_COMMENT = re.compile(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
+TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
 # Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or
 # 'keyboard'. Matched in the name as snake case ('mySecretString' is 'my_secret_string').
-SECRET_NAME = re.compile(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
-                         r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
-                         r"|(?:private|access|signing|encryption|secret|auth|client|service|account"
-                         r"|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$|_(?:auth|pass)$")
-SECRET_NAME_AT_END = re.compile(f"(?:{SECRET_NAME.pattern})$")
+SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
+                          r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
+                          r"|(?:private|access|signing|encryption|secret|auth|client|service"
+                          r"|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
+                          r"|_(?:auth|pass)$")
+SECRET_NAME_AT_END = LazyPattern(f"(?:{SECRET_NAME.pattern})$")
 NOT_SECRET_NAMES = {"pwd", "oldpwd"}  # the shell's working folders, which SECRET_NAME's 'pwd' takes
 # Names of values that are public or only label something ('public_key', 'csrf_token').
-NOT_A_SECRET = re.compile(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache"
-                          r"|lookup|routing|shard|idempotency|dedup|i18n|translation|page|next"
-                          r"|continuation|sync|route)(?:_|$)")
+NOT_A_SECRET = LazyPattern(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign|cache"
+                           r"|lookup|routing|shard|idempotency|dedup|i18n|translation|page|next"
+                           r"|continuation|sync|route)(?:_|$)")
 # Names that say where a secret is or what it is called, not what it is ('api_key_file',
 # 'TOKEN_URL').
-ABOUT_A_SECRET = re.compile(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var|length"
-                            r"|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt|label|field"
-                            r"|column|format|info|manager|mgr|helper|provider|mode|count|len|min"
-                            r"|max"
-                            r"|used|changed|required|enabled|strength|validator|param|option"
-                            r"|arn)s?$", re.I)
+ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var"
+                             r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
+                             r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
+                             r"|count|len|min|max"
+                             r"|used|changed|required|enabled|strength|validator|param|option"
+                             r"|arn)s?$", re.I)
 # Values that are a place, not a secret: a URL without a password in it, a file path or
 # name ('--private-key=tpm2.pem'), an AWS ARN.
-PLACE = re.compile(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
-                   r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini|env)",
-                   re.I)
+PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
+                    r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
+                    r"|env)",
+                    re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
-PLACEHOLDER = re.compile(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
-                         r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
-                         r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
+PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
+                          r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
+                          r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
 # What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
 # '{password}', '$TOKEN'): a value is judged by what is left without them.
-TEMPLATE = re.compile(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
-                      r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
-                      r"|\{[A-Za-z_][\w.]{0,63}\}"
-                      r"|\$[A-Z_][A-Z0-9_]{0,63}")
+TEMPLATE = LazyPattern(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
+                       r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
+                       r"|\{[A-Za-z_][\w.]{0,63}\}"
+                       r"|\$[A-Z_][A-Z0-9_]{0,63}")
 # letters only, maybe dotted (self.token, settings.KEY): code or a word
-VERSION_RANGE = re.compile(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)"
-                           r"(?:[ |,<>=^~v*]{1,8}\d+(?:\.[\dx*]+){0,3}(?:[-+.\w]*)){0,4}")
-TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
-                       r"(?:Z|[+-]\d\d:?\d\d)?)?")
-JS_REGEX = re.compile(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-CODE_NAME = re.compile(r"[A-Za-z_.]+")
+VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)"
+                            r"(?:[ |,<>=^~v*]{1,8}\d+(?:\.[\dx*]+){0,3}(?:[-+.\w]*)){0,4}")
+TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
+                        r"(?:Z|[+-]\d\d:?\d\d)?)?")
+JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
+CODE_NAME = LazyPattern(r"[A-Za-z_.]+")
 SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
-PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
+PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
+PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 # A key's body line: base64, or a Proc-Type: / DEK-Info: header, as pasted: after a quote
 # or comment mark ('> ', '# ', '// ', '| '), inside a string ('"MIIE...\\n" +'), in a table row.
-PEM_BODY = re.compile(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
-                      r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
+PEM_BODY = LazyPattern(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
+                       r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
 
 CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its content is credentials
 CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
@@ -1212,8 +1232,8 @@ CREDENTIAL_EXTS = {".key": "private key", ".ppk": "private key",
                    ".kdbx": "password database", ".env": "environment file"}
 # '.env.example': judged by its content
 ENV_TEMPLATES = (".example", ".sample", ".template", ".dist")
-SERVICE_ACCOUNT = re.compile(r'"(?:private_key|client_secret)"\s*:|"type"\s*:\s*"service_account"')
-ENV_LINE = re.compile(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,4}=[ \t]{0,4}(.*)")
+SERVICE_ACCOUNT = LazyPattern(r'"(?:private_key|client_secret)"\s*:|"type"\s*:\s*"service_account"')
+ENV_LINE = LazyPattern(r"(?:export[ \t]+)?([A-Za-z_][A-Za-z0-9_.-]{0,63})[ \t]{0,4}=[ \t]{0,4}(.*)")
 ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are NAME=value
 
 
@@ -1446,8 +1466,8 @@ def redact_lines(lines: list[Line]) -> list[Line]:
 
 # A secret's name with its value on the lines below: YAML's 'password: |' (or '>'), an
 # INI key whose value continues on indented lines ('secret =').
-CONTINUED = re.compile(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
-                       r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
+CONTINUED = LazyPattern(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
+                        r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
 CONTINUED_ENDS = set("=|>+-0123456789")
 CONTINUED_LINES = 64  # a longer indented block below a name is text, not a value
 
@@ -1493,13 +1513,13 @@ def credential_name(path: str) -> str | None:
 # Lines of the files that hold passwords or their hashes, recognised by content:
 # shadow ('name:$6$...:19000:0:99999:7:::'), passwd with hashes in its second field,
 # .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
-SHADOW_LINE = re.compile(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?)(?::[^\n]*)?")
-NETRC_LINE = re.compile(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
-                        r"[ \t]+password[ \t]+\S+")
-PGPASS_LINE = re.compile(r"(?:[^:\s\\]|\\.){1,255}:(?:\d{1,5}|\*):(?:[^:\\]|\\.){1,255}"
-                         r":(?:[^:\\]|\\.){1,255}:\S{1,255}")
+SHADOW_LINE = LazyPattern(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?)(?::[^\n]*)?")
+NETRC_LINE = LazyPattern(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
+                         r"[ \t]+password[ \t]+\S+")
+PGPASS_LINE = LazyPattern(r"(?:[^:\s\\]|\\.){1,255}:(?:\d{1,5}|\*):(?:[^:\\]|\\.){1,255}"
+                          r":(?:[^:\\]|\\.){1,255}:\S{1,255}")
 CERTIFICATE_EXTS = (".pem", ".crt", ".cer", ".cert")  # a private key may follow the certificates
-HASH_IN_LINE = re.compile(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|md5|apr1)\$")
+HASH_IN_LINE = LazyPattern(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|md5|apr1)\$")
 
 
 def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
@@ -2157,7 +2177,7 @@ TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other i
     "34": "¾", "*W": "-"}
 TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
                  ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
-TROFF_UNICODE = re.compile(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
+TROFF_UNICODE = LazyPattern(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
 # Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man,
 # DocBook).
 TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
@@ -2168,9 +2188,9 @@ TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", 
 TROFF_NAMED = "fFgkmMnVY$O"
 # \h'3n', \w'text', \C'em': an argument between two delimiters
 TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"
-TROFF_NAME = re.compile(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
-TROFF_REQUEST = re.compile(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
-TBL_TAB = re.compile(r"tab\s*\((.)\)")
+TROFF_NAME = LazyPattern(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
+TROFF_REQUEST = LazyPattern(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
+TBL_TAB = LazyPattern(r"tab\s*\((.)\)")
 MAN_PARAGRAPH = {"PP", "LP", "P", "TP", "HP", "sp", "Sp", "YS", "Pp", "Lp", "Bl", "El", "Rs", "Re"}
 MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..",
                "ig": "..", "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line that ends each
@@ -2530,8 +2550,8 @@ def man_lines(text: str) -> list[Line]:
 
 XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
 XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
-XML_SUBSET_END = re.compile(r"\]\s*>")  # the end of a DOCTYPE's internal subset
-XML_TAG_NAME = re.compile(r"</?([\w.:-]+)")
+XML_SUBSET_END = LazyPattern(r"\]\s*>")  # the end of a DOCTYPE's internal subset
+XML_TAG_NAME = LazyPattern(r"</?([\w.:-]+)")
 
 
 def xml_markup_end(text: str, i: int) -> int:
@@ -2587,8 +2607,8 @@ def xml_lines(text: str) -> list[Line]:
 # characters), groups that are not text (font and colour tables, pictures,
 # \* destinations) left out; each paragraph cited by the source lines it spans.
 
-RTF_TOKEN = re.compile(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
-                       r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
+RTF_TOKEN = LazyPattern(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
+                        r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
 RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata colorschememapping
 datastore latentstyles listtable listoverridetable rsidtbl generator xmlnstbl mmathPr header headerl
 headerr headerf footer footerl footerr footerf fldinst filetbl revtbl pgdsctbl nonshppict
@@ -2757,15 +2777,15 @@ NOT_READ = frozenset(""".png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .h
 .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab .pyc .pyo
 .so .o .a .obj .lib .dll .exe .dylib .class .wasm .bin .ko .db .sqlite .sqlite3 .mdb .ttf .otf .woff
 .woff2 .eot .doc .xls .ppt .mo .npy .npz .pkl .pickle .ps .eps .lock .map""".split())
-SHEBANG = re.compile(rb"#!\S*?(?:env\s+)?\S*?(python|sh|bash|zsh|node)\d*\b")
+SHEBANG = LazyPattern(rb"#!\S*?(?:env\s+)?\S*?(python|sh|bash|zsh|node)\d*\b")
 # A man page: its first line is a troff request or comment (\"), and a title (.TH; mdoc's .Dd) or,
 # for a page that is another's alias, .so follows soon.
-MAN_PAGE = re.compile(rb"\s*(?:[.']|\\\")")
-MAN_TITLE = re.compile(rb"^[.'][ \t]*(?:TH|Dd|so)[ \t]", re.M)
+MAN_PAGE = LazyPattern(rb"\s*(?:[.']|\\\")")
+MAN_TITLE = LazyPattern(rb"^[.'][ \t]*(?:TH|Dd|so)[ \t]", re.M)
 # Other formats a file's first bytes show, whatever its name.
-CONTENT_STARTS = ((re.compile(rb"\s*<\?xml[ \t]"), ".xml"),
-                  (re.compile(rb"\s*<(?:!doctype html|html)[\s>]", re.I), ".html"),
-                  (re.compile(rb"\{\\rtf"), ".rtf"))
+CONTENT_STARTS = ((LazyPattern(rb"\s*<\?xml[ \t]"), ".xml"),
+                  (LazyPattern(rb"\s*<(?:!doctype html|html)[\s>]", re.I), ".html"),
+                  (LazyPattern(rb"\{\\rtf"), ".rtf"))
 
 
 def file_format(path: str, head: bytes | None = None, named: bool = False) -> Format | None:
@@ -2804,10 +2824,10 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
 # Chunk: lines to paragraph-aware chunks with heading paths
 # ---------------------------------------------------------------------------
 
-MD_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-UNDERLINE = re.compile(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
-FENCE = re.compile(r"^\s*(```|~~~)")
-SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
+FENCE = LazyPattern(r"^\s*(```|~~~)")
+SENTENCE_END = LazyPattern(r"[.!?]+[\"')\]]*\s+")
 MAX_HEADING_PATH = 300  # characters: a heading path is a label embedded before the text, not text
 MAX_DEFINITION_LINE = 300  # a definition is a short line; the cap also keeps the C pattern fast
 
@@ -2991,7 +3011,7 @@ def code_units(lines: list[Line], size: int) -> list[Unit]:
     return units
 
 
-LOC_NUMBER = re.compile(r"(.*?)(\d+)")
+LOC_NUMBER = LazyPattern(r"(.*?)(\d+)")
 
 
 def span_label(locs: list[str]) -> str:
@@ -3185,7 +3205,7 @@ def chunking_key(size: int, overlap: int) -> str:
 # ---------------------------------------------------------------------------
 
 # the built-in embedder's words: fixed by its model name, as its vectors are
-WORD = re.compile(r"\w+")
+WORD = LazyPattern(r"\w+")
 
 
 def normalize(vec: list[float]) -> list[float]:
@@ -6038,7 +6058,7 @@ def engine_base(url: str) -> str:
 
 CHROMA_TENANT, CHROMA_DATABASE = "default_tenant", "default_database"
 # Chroma's rule, less the room for '-rag'
-CHROMA_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
+CHROMA_NAME = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
 CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
 # ... and while searching, well above the FUSION_DEPTH asked for: HNSW then loses almost
 # none of the exact top 100 (bench/README.md, "An engine (Chroma)").
@@ -7174,7 +7194,7 @@ def forget_index(db: str, lock: str) -> None:
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
 
-FTS_WORD = re.compile(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
 
 
 def lexical_words(text: str) -> list[str]:
@@ -7949,7 +7969,7 @@ def focus_words(question: str) -> list[str]:
     return [w for w in content_words(question) if w not in asked]
 
 
-HOW_WHAT = re.compile(r"\bhow\s+([^\W_]+)")
+HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
 
 
 def chunk_stems(h: Hit) -> set[str]:
@@ -8026,15 +8046,29 @@ def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
             sum(refuses(x, floor) for x in ans) / max(len(ans), 1))
 
 
-def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]]:
+class TradeOff(NamedTuple):
+    """What a floor refuses: shares of the unanswerable and of the answerable cases."""
+
+    floor: float
+    unanswerable: float
+    answerable: float
+
+
+class Calibration(NamedTuple):
+    """The floor chosen on labelled cases, and the trade-off at a few floors."""
+
+    chosen: float
+    table: list[TradeOff]
+
+
+def calibrate(rows: list[dict]) -> Calibration:
     """The floor that refuses the most unanswerable cases while refusing at most
     CALIBRATION_MAX_FALSE of the answerable ones (the lowest such: see
-    lowest_floor_refusing), and the trade-off at a few floors: (floor,
-    unanswerable refused, answerable refused).
+    lowest_floor_refusing), and the trade-off at a few floors.
 
     >>> rows = ([{"relevance": r} for r in (0.5, 0.6, 0.7)]
     ...         + [{"relevance": 0.55, "unanswerable": True}])
-    >>> calibrate(rows)[0]
+    >>> calibrate(rows).chosen
     0.5
     """
     answerable = sorted(r["relevance"] for r in rows if not r.get("unanswerable"))
@@ -8046,12 +8080,12 @@ def calibrate(rows: list[dict]) -> tuple[float, list[tuple[float, float, float]]
     chosen = lowest_floor_refusing(sorted(off), answerable, limit)
 
     def at(f):
-        return (f, sum(x < f for x in off) / len(off),
-                sum(x < f for x in answerable) / len(answerable))
+        return TradeOff(f, sum(x < f for x in off) / len(off),
+                        sum(x < f for x in answerable) / len(answerable))
     shares = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2)
     floors = {answerable[min(len(answerable) - 1, int(q * len(answerable)))]
               for q in shares} | {chosen}
-    return chosen, [at(f) for f in sorted(floors)]
+    return Calibration(chosen, [at(f) for f in sorted(floors)])
 
 
 def lowest_floor_refusing(off: list[float], answerable: list[float], limit: float) -> float:
@@ -8279,16 +8313,16 @@ role changes written inside them.
 # '< /PASSAGE'): its '<' becomes a look-alike. Nothing else is escaped, so
 # 'a > b & c' reaches the model, and its answer, as written.
 LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
-PASSAGE_TAG = re.compile(r"<(?=\s*/?\s*passage)", re.I)
-CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+PASSAGE_TAG = LazyPattern(r"<(?=\s*/?\s*passage)", re.I)
+CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
 # '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
 # prompt its brackets become mathematical white square brackets, which neither
 # citations() nor Unicode normalisation (NFKC, as some tokenizers apply: it
 # makes '［' a '[') turns back into '[n]'. So a document cannot cite a passage
 # in an extractive answer, nor show a model a label to copy.
-CITATION_LIKE = re.compile(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
-                           r"[\]\uff3d\u3011\u3015\u3017]")
+CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+                            r"[\]\uff3d\u3011\u3015\u3017]")
 MARKER_OPEN, MARKER_CLOSE = "\u27e6", "\u27e7"
 # The control tokens of chat templates, as a document (or a file name, or an
 # earlier turn) could write them. Servers (vLLM, llama.cpp, Ollama) may read
@@ -8299,7 +8333,7 @@ MARKER_OPEN, MARKER_CLOSE = "\u27e6", "\u27e7"
 # and kin, Gemma's '<start_of_turn>', '<s>' and '</s>': their brackets become
 # look-alikes that no tokenizer reads as the token, even after NFKC ('＜' is '<').
 _LT, _GT, _BAR = "<\uff1c\ufe64", ">\uff1e\ufe65", "|\uff5c"
-TEMPLATE_TOKEN = re.compile(
+TEMPLATE_TOKEN = LazyPattern(
     rf"[{_LT}][{_BAR}][^{_BAR}{_LT}{_GT}\s]{{1,40}}[{_BAR}][{_GT}]"
     rf"|[{_LT}]{{2}}/?SYS[{_GT}]{{2}}"
     r"|[\[\uff3b]/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT"
@@ -8574,35 +8608,35 @@ def passage_standing(hits) -> list[float]:
     return [h.score / top for h in hits]
 
 
-TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$|^\s*[-=+|: ]{3,}$")  # '| a | b |' rows and their rules
+TABLE_ROW = LazyPattern(r"^\s*\|.*\|\s*$|^\s*[-=+|: ]{3,}$")  # '| a | b |' rows and their rules
 # A sentence that opens by pointing back ('It', 'This method') says little alone:
 # shown after the one before.
-CRYPTIC = re.compile(r"(?:it|its|this|these|that|those|they|their|he|she|his|her|such|here|"
-                     r"there)\b", re.I)
+CRYPTIC = LazyPattern(r"(?:it|its|this|these|that|those|they|their|he|she|his|her|such|here|"
+                      r"there)\b", re.I)
 # Lines that are markup, not prose: reST directives, targets and comments ('.. note::', '.. _x:'),
 # Markdown reference definitions ('[1]: http://...'), HTML comments.
-MARKUP_LINE = re.compile(r"^\s*(?:\.\.(?:\s|$)|\[[^\]\n]+\]:\s+\S|<!--)")
+MARKUP_LINE = LazyPattern(r"^\s*(?:\.\.(?:\s|$)|\[[^\]\n]+\]:\s+\S|<!--)")
 # Inline markup reduced to its text: reST roles (:meth:`x`, :ref:`title <target>`), links
 # (`title <url>`_, `x`_), literals (``x``), Markdown links and images ([t](url), [t][ref]),
 # bold, substitutions (|name|), HTML tags.
 INLINE_MARKUP = (
-    (re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`~?!?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"), r"`\1`"),
-    (re.compile(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
-    (re.compile(r"(?<!`)`([^`\n]+)`__?(?![\w`])"), r"\1"),
-    (re.compile(r"``([^`\n]+)``"), r"`\1`"),
-    (re.compile(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*"
-                r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
-    (re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),
-    (re.compile(r"(\*\*|__)(?=\S)([^\n]+?)(?<=\S)\1"), r"\2"),
-    (re.compile(r"\|([\w][\w -]*)\|(?!\w)"), r"\1"),
-    (re.compile(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
-                r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
+    (LazyPattern(r":[\w.+-]+(?::[\w.+-]+)*:`~?!?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"), r"`\1`"),
+    (LazyPattern(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
+    (LazyPattern(r"(?<!`)`([^`\n]+)`__?(?![\w`])"), r"\1"),
+    (LazyPattern(r"``([^`\n]+)``"), r"`\1`"),
+    (LazyPattern(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*"
+                 r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
+    (LazyPattern(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),
+    (LazyPattern(r"(\*\*|__)(?=\S)([^\n]+?)(?<=\S)\1"), r"\2"),
+    (LazyPattern(r"\|([\w][\w -]*)\|(?!\w)"), r"\1"),
+    (LazyPattern(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
+                 r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
 )
 # A line that is a record of its own: one opening with a timestamp (ISO, syslog, a time)
 # or a list bullet.
-RECORD_LINE = re.compile(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
-                         r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
-                         r"|(?:[-*+\u2022]|\d{1,3}[.)])\s)")
+RECORD_LINE = LazyPattern(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+                          r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
+                          r"|(?:[-*+\u2022]|\d{1,3}[.)])\s)")
 # a line this short with no closing punctuation, before more text, is a title, not a sentence
 HEADING_WORDS = 8
 MAX_CODE_LINES = 15  # lines of a code block shown; a longer block is cut there
@@ -8700,11 +8734,11 @@ def looks_like_code(lines: list[str]) -> bool:
         and 2 * sum(bool(CODE_LINE.search(l)) for l in lines) >= len(lines))
 
 
-BULLET = re.compile(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
+BULLET = LazyPattern(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
 # A line that reads as code, not prose: assignment, braces, a call or a keyword
 # opening it, a prompt.
-CODE_LINE = re.compile(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|"
-                       r"var|let|const|echo|sudo|cd|@|#!|\$|%|<)\b")
+CODE_LINE = LazyPattern(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|"
+                        r"var|let|const|echo|sudo|cd|@|#!|\$|%|<)\b")
 
 
 def answer_pieces(h: Hit, n: int) -> list[Piece]:
@@ -8768,7 +8802,7 @@ def piece_stems(p: Piece) -> set[str]:
 
 
 # a version or section number: 1.12, 3.9
-VERSION = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")
+VERSION = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")
 
 
 def shortened(sentence: str, limit: int) -> str:
@@ -8957,7 +8991,7 @@ def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
 
 # A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
 # (The group makes CODE_BLOCK.split give prose and code in turn.)
-CODE_BLOCK = re.compile(r"(```.*?```)", re.S)
+CODE_BLOCK = LazyPattern(r"(```.*?```)", re.S)
 
 
 @dataclass(frozen=True)
@@ -8977,11 +9011,11 @@ class Claim:
 
 
 # A list item's number or bullet ('2.', '-'): a label, not a claim.
-LIST_MARKER = re.compile(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
-LEADING_CITATIONS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
-NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-INLINE_CODE = re.compile(r"`([^`\n]+)`")
-NAME = re.compile(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
+LIST_MARKER = LazyPattern(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
+LEADING_CITATIONS = LazyPattern(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
+NUMBER = LazyPattern(r"\d+(?:[.,:]\d+)*")
+INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
+NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
 # Of a sentence's words (each weighed by its rarity in the index), the share the
 # passages it cites must hold; its numbers, names and quoted code must all be there.
 # Chosen so that a sentence a model reworded passes and one about something else
@@ -9256,21 +9290,27 @@ def system_prompt(instructions: str = "") -> str:
             "the rules above, the rules win:\n" + shortened(one_line(instructions), HISTORY_CHARS))
 
 
+class Generated(NamedTuple):
+    """A reply, the model that wrote it, and why the model asked failed (None: it did not)."""
+
+    reply: Reply
+    model: str
+    failure: str | None = None
+
+
 def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMPT,
-             history: list[dict] = (), evidence: Evidence | None = None
-             ) -> tuple[Reply, str, str | None]:
-    """(reply, model that wrote it, why the model failed): a failed model call
-    falls back to the extractive answer with a warning, never an error."""
+             history: list[dict] = (), evidence: Evidence | None = None) -> Generated:
+    """A reply: a failed model call falls back to the extractive answer with
+    a warning, never an error."""
     try:
-        reply = generator.generate(system, prompt, history, evidence)
-        return reply, generator.model, None
+        return Generated(generator.generate(system, prompt, history, evidence), generator.model)
     except RagError as e:
         if not generator.is_model:
             raise
         hint = "; a smaller --max-context may fit the model" if too_long(e) else ""
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
-        return (ExtractiveGenerator().generate(system, prompt, (), evidence),
-                ExtractiveGenerator.model, str(e))
+        return Generated(ExtractiveGenerator().generate(system, prompt, (), evidence),
+                         ExtractiveGenerator.model, str(e))
 
 
 # The ask log's columns, as record_ask gives them.
@@ -9731,7 +9771,7 @@ def derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) 
     return Endpoint(url, key)
 
 
-USERINFO = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
+USERINFO = LazyPattern(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:password@host
 
 
 def base_url(value: str | None, names: str, key_name: str) -> str:
@@ -10112,6 +10152,23 @@ def key_entry(e, where: str) -> Caller:
                   tuple(globs))
 
 
+class Searched(NamedTuple):
+    """A served search: the passages as JSON, what was searched (a follow-up
+    as search_query rewrites it), warnings for the caller."""
+
+    passages: list[dict]
+    query: str
+    warnings: list[str]
+
+
+class Warm(NamedTuple):
+    """A server's warm retriever, its store, and the index's state it loaded (Store.state)."""
+
+    store: Store
+    retriever: ServedRetriever
+    state: str | None
+
+
 class Service:
     """search, ask and stats over one index for the servers. Each worker
     takes a warm retriever from a pool (its own connection, its loaded
@@ -10121,7 +10178,7 @@ class Service:
 
     def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
         self.cfg, self.opts, self.log = cfg, opts, log
-        self.idle: list[tuple] = []  # (store, retriever, what the index held)
+        self.idle: list[Warm] = []
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
@@ -10130,7 +10187,7 @@ class Service:
             for warning in r.store.source_warnings(opts.source):
                 log.note(warning)
 
-    def _open(self) -> tuple:
+    def _open(self) -> Warm:
         store = open_store(self.cfg, shared=True)
         try:
             embedder = query_embedder(self.cfg, store)
@@ -10138,7 +10195,7 @@ class Service:
             store.close()
             raise
         r = self._fresh(store, embedder)
-        return store, r, r.store.state()
+        return Warm(store, r, r.store.state())
 
     def _fresh(self, store: Store, embedder) -> Retriever:
         return make_retriever(store, embedder, self.opts, kind=ServedRetriever)
@@ -10167,21 +10224,20 @@ class Service:
 
     def _give_back(self, store, r, state) -> None:
         with self.lock:
-            self.idle.append((store, r, state))
+            self.idle.append(Warm(store, r, state))
 
     def close(self) -> None:
         with self.lock:
-            for store, _, _ in self.idle:
-                store.close()
+            for warm in self.idle:
+                warm.store.close()
             self.idle.clear()
 
     def request(self, params) -> dict:
         """A request's question and options, checked, over this server's (request_args)."""
         return request_args(params, self.opts)
 
-    def search(self, params, caller: Caller | None = None) -> tuple[list[dict], str, list[str]]:
-        """(the passages, what was searched: a follow-up as search_query
-        rewrites it, warnings for the caller)."""
+    def search(self, params, caller: Caller | None = None) -> Searched:
+        """The passages for a request, as search_query searched it."""
         a = self.request(params)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
@@ -10190,7 +10246,7 @@ class Service:
             query, _ = search_query(asked.question, asked.history, r, rewriter, self.log.note)
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
             warnings = self.source_warnings(r, a["source"])
-        return [hit_json(h, n) for n, h in enumerate(hits, 1)], query, warnings
+        return Searched([hit_json(h, n) for n, h in enumerate(hits, 1)], query, warnings)
 
     @staticmethod
     def source_warnings(r: ServedRetriever, source: str | None) -> list[str]:
@@ -10663,7 +10719,7 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH")
 # literal is the machine's own (no DNS is involved, so no rebinding) as is its
 # host name; a name a proxy forwards is allowed with --allow-host.
 WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
-HOST_HEADER = re.compile(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]/@\s]+)(?::([0-9]{1,5}))?")
+HOST_HEADER = LazyPattern(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]/@\s]+)(?::([0-9]{1,5}))?")
 
 
 @dataclass(frozen=True)
@@ -11182,7 +11238,7 @@ positive_int = number(int, 1)
 
 
 # A URL's user name and password, which argparse would echo in "unrecognized arguments: ...".
-URL_USER = re.compile(r"(?<=://)[^\s/@]{1,512}@")
+URL_USER = LazyPattern(r"(?<=://)[^\s/@]{1,512}@")
 
 
 class Parser(argparse.ArgumentParser):
