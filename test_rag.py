@@ -87,7 +87,7 @@ class FakeServer:
         self.embed_count = 0
         self.probe_count = 0        # requests embedding rag.PROBES, answered apart
         self.chat_reply = "Refunds take 5 to 7 business days [1]."
-        self.rewrite_reply = None   # what a rewriting request (rag.REWRITE_PROMPT) gets: None, the question as sent
+        self.rewrite_reply = None   # what a rewriting request (rag._REWRITE_PROMPT) gets: None, the question as sent
         self.embed = alpha_embed
         self.rerank = word_overlap   # (query, documents) -> one score per document
         self.shuffle = True
@@ -171,7 +171,7 @@ class FakeServer:
 
             def chat(self, body):
                 text = server.chat_reply
-                if body["messages"][0]["content"] == rag.REWRITE_PROMPT:
+                if body["messages"][0]["content"] == rag._REWRITE_PROMPT:
                     asked = body["messages"][1]["content"].split("Last question: ")[1].split("\n")[0]
                     text = server.rewrite_reply or asked
                 if not body.get("stream"):
@@ -670,7 +670,7 @@ class ParseTests(RagTestCase):
         page = ("<html><head><title>T</title><style>p{}</style></head><body>\n"
                 "<nav>Home | Help</nav>\n<h1>Security</h1>\n<p>Use a strong\npassword.</p>\n"
                 "<script>alert(1)</script>\n<h2>Reset</h2>\n<p>Link valid one hour.</p></body></html>")
-        lines = rag.html_lines(page)
+        lines = rag._html_lines(page)
         texts = [l.text for l in lines if l.text]
         self.assertEqual(texts, ["# Security", "Use a strong password.", "## Reset", "Link valid one hour."])
         self.assertEqual([l.no for l in lines if l.text], [3, 4, 7, 8])
@@ -773,7 +773,7 @@ class ParseTests(RagTestCase):
         self.assertIn("2 need a program not installed (", out)
         self.assertEqual((out + err).count("report.pdf"), 1, out + err)
         os.remove(os.path.join(self.docs, "copy.pdf"))
-        if not rag.shutil_which("pdftotext"):
+        if not rag._shutil_which("pdftotext"):
             self.skipTest("pdftotext (poppler-utils) is not installed: extraction not checked")
         self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
         out = self.ok("search", "shipping free fifty euros", "-k", "1")
@@ -842,7 +842,7 @@ class ParseTests(RagTestCase):
             '.SS "Exit status"', ".nf", "# quokka \\-v census.txt", "exit 0", ".fi",  # 28
             ".TS", "tab(;);", "l l.", "Name;Weight", "Quokka;3 kg", ".TE", '.SH "SEE ALSO"',  # 35
             ".BR wallaby (1),", "\\e is a backslash; \\[u00E9]t\\['e], \\(:u."])
-        lines = rag.man_lines(page)
+        lines = rag._man_lines(page)
         self.assertEqual([(l.no, l.text) for l in lines if l.text], [
             (7, "# QUOKKA(1)"), (8, "## NAME"), (9, "quokka - count marsupials"), (10, "## SYNOPSIS"),
             (11, "quokka"), (12, "[-v] [FILE]..."), (13, "## DESCRIPTION"),
@@ -858,7 +858,7 @@ class ParseTests(RagTestCase):
 
     def test_man_page_option_tag_is_cited_from_its_own_line(self):
         page = '.TH AR 1\n.SH OPTIONS\n.IP "\\fBS\\fR" 4\n.IX Item "S"\nDo not generate a symbol table.\n'
-        lines = [l for l in rag.man_lines(page) if l.text.startswith("S ")]
+        lines = [l for l in rag._man_lines(page) if l.text.startswith("S ")]
         self.assertEqual([(l.no, l.last, l.text) for l in lines], [(3, 5, "S Do not generate a symbol table.")])
 
     def test_man_page_found_by_its_content_whatever_its_name(self):
@@ -882,9 +882,9 @@ class ParseTests(RagTestCase):
         ends = ["\\", "\\(", "\\[", "\\*", "\\*[", "\\s", "\\s+", "\\h'", "\\f", "\\n+", ".if \\{", ".de x", ".TS",
                 ".ds s " + "\\*s" * 50, "\\*s" * 1000]
         for text in [page] + [".TH X 1\n" + e for e in ends]:
-            lines = rag.man_lines(text)
+            lines = rag._man_lines(text)
             self.assertTrue(all(1 <= l.no <= text.count("\n") + 1 for l in lines))
-        self.assertLess(sum(len(l.text) for l in rag.man_lines(".ds s " + "x" * 5000 + "\n" + "\\*s" * 5000)),
+        self.assertLess(sum(len(l.text) for l in rag._man_lines(".ds s " + "x" * 5000 + "\n" + "\\*s" * 5000)),
                         40_000)  # strings expand within the source's own size: never a bomb
 
     def test_xml_read_as_text_without_tags_lines_kept(self):
@@ -902,7 +902,7 @@ class ParseTests(RagTestCase):
                          [(3, "Name"), (4, "Quokka")])
         self.assertIs(rag.file_format("feed.weird", b'<?xml version="1.0"?><rss/>'), rag.FORMATS[".xml"])
         for broken in ("<a", "<!-- never closed", "<![CDATA[ open", "<!DOCTYPE x [ <!ENTITY", "<style>x", "a < b"):
-            self.assertIsInstance(rag.xml_lines(broken * 1000), list)
+            self.assertIsInstance(rag._xml_lines(broken * 1000), list)
 
     def test_rtf_read_as_its_text(self):
         rtf = ("{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Times;}}{\\colortbl;\\red0\\green0\\blue0;}\n"
@@ -981,7 +981,7 @@ class ParseTests(RagTestCase):
         self.assertEqual(code, 0, err)
         self.assertNotIn("Traceback", err)
         for name in list(broken) + ["bomb.docx"]:
-            if name == "broken.pdf" and not rag.shutil_which("pdftotext"):
+            if name == "broken.pdf" and not rag._shutil_which("pdftotext"):
                 continue
             with self.subTest(name):
                 self.assertRegex(err, rf"skipped \S*{re.escape(name)}: ")
@@ -1017,7 +1017,7 @@ class ParseTests(RagTestCase):
         for text in texts:
             for data in (text.encode("cp1252"), text.upper().encode("cp1252"), (text + " " + text + "\n").encode("cp1252")):
                 with self.subTest(data=data):
-                    self.assertEqual(rag.decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
+                    self.assertEqual(rag._decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
 
     def test_decode_declared_encodings(self):
         russian, greek = "Привет, мир: это проверка.", "Καλημέρα κόσμε, αυτό είναι ένα τεστ."
@@ -1033,16 +1033,16 @@ class ParseTests(RagTestCase):
              "iso-8859-7 (declared in its XML declaration)")]
         for text, enc, note in cases:
             with self.subTest(note):
-                self.assertEqual(rag.decode(text.encode(enc)), (text, "read as " + note))
-        self.assertEqual(rag.decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
+                self.assertEqual(rag._decode(text.encode(enc)), (text, "read as " + note))
+        self.assertEqual(rag._decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
                          "not UTF-8; read as Windows-1252 (Latin-1)")  # line 2 counts only after a comment
         for head in (b"# -*- coding: no-such-codec -*-\n", b"# coding: utf-8\n", b'<meta charset="utf-16">',
                      b"# coding: base64\n"):  # unknown, wrong, not ASCII-compatible, not text: the next step decides
             with self.subTest(head):
-                self.assertEqual(rag.decode(head + "café\n".encode("cp1252")),
+                self.assertEqual(rag._decode(head + "café\n".encode("cp1252")),
                                  ((head + "café\n".encode("cp1252")).decode("cp1252"),
                                   "not UTF-8; read as Windows-1252 (Latin-1)"))
-        self.assertEqual(rag.decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
+        self.assertEqual(rag._decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
                          ("# coding: utf-8\ncafé\n", None))  # declared UTF-8 is plain UTF-8: no note
         self.write("page.xhtml", cases[4][0].encode("iso-8859-7"), mode="wb")
         self.write("tool.py", cases[0][0].encode("koi8-r"), mode="wb")
@@ -1058,10 +1058,10 @@ class ParseTests(RagTestCase):
                                (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE")):
             with self.subTest(name):
                 data = bom + text.encode(enc)
-                self.assertEqual(rag.decode(data), (text, f"read as {name} (byte-order mark)"))
+                self.assertEqual(rag._decode(data), (text, f"read as {name} (byte-order mark)"))
                 self.assertFalse(rag.is_binary(data))
-        self.assertEqual(rag.decode(codecs.BOM_UTF8 + text.encode()), (text, None))
-        self.assertEqual(rag.decode(codecs.BOM_UTF16_LE + b"a\x00b"),
+        self.assertEqual(rag._decode(codecs.BOM_UTF8 + text.encode()), (text, None))
+        self.assertEqual(rag._decode(codecs.BOM_UTF16_LE + b"a\x00b"),
                          ("a\ufffd", "read as UTF-16 LE (byte-order mark); invalid bytes were replaced"))
         self.write("wide.txt", codecs.BOM_UTF32_BE + "The kestrel hovers over Zürich.\n".encode("utf-32-be"), mode="wb")
         code, out, err = self.run_cli("index", self.docs)
@@ -1071,8 +1071,8 @@ class ParseTests(RagTestCase):
     def test_decode_utf8_with_a_few_bad_bytes_stays_utf8(self):
         text = "Ça coûte 5 € à Zürich; naïve café. " * 20
         data = text.encode() + b"\xff" + text.encode()  # one stray byte among 200 accented letters
-        self.assertEqual(rag.decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
-        self.assertEqual(rag.decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
+        self.assertEqual(rag._decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
+        self.assertEqual(rag._decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
                          ("a U+FFFD as written: \ufffd, in UTF-8\n", None))  # a character, not damage
 
 # ---------------------------------------------------------------------------
@@ -1082,7 +1082,7 @@ class ParseTests(RagTestCase):
 class ChunkTests(unittest.TestCase):
     def test_chunk_packs_paragraphs_within_budget(self):
         text = "\n\n".join(f"Paragraph {i} has some words in it." for i in range(10))
-        chunks = rag.chunk_lines(rag.text_lines(text), size=80, overlap=0)
+        chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
         self.assertEqual([c.text for c in chunks][:2],
                          ["Paragraph 0 has some words in it.\n\nParagraph 1 has some words in it.",
                           "Paragraph 2 has some words in it.\n\nParagraph 3 has some words in it."])
@@ -1093,7 +1093,7 @@ class ChunkTests(unittest.TestCase):
     def test_chunk_long_paragraph_cut_at_sentences_with_overlap(self):
         sentences = [f"Sentence number {i} ends here." for i in range(12)]
         text = "\n".join(sentences)  # one paragraph, one sentence per line
-        chunks = rag.chunk_lines(rag.text_lines(text), size=100, overlap=40)
+        chunks = rag.chunk_lines(rag._text_lines(text), size=100, overlap=40)
         self.assertGreater(len(chunks), 3)
         for c in chunks:
             self.assertLessEqual(len(c.text), 100)
@@ -1110,37 +1110,37 @@ class ChunkTests(unittest.TestCase):
 
     def test_chunk_no_overlap_means_disjoint_lines(self):
         text = "\n".join(f"Line {i} is a sentence." for i in range(30))
-        chunks = rag.chunk_lines(rag.text_lines(text), size=60, overlap=0)
+        chunks = rag.chunk_lines(rag._text_lines(text), size=60, overlap=0)
         for a, b in zip(chunks, chunks[1:]):
             self.assertEqual(b.start_line, a.end_line + 1)
 
     def test_chunk_heading_path_tracked(self):
         text = "# Billing\n\nIntro.\n\n## Refunds\n\nFive days.\n\n# Shipping\n\nTwo days.\n"
-        chunks = rag.chunk_lines(rag.text_lines(text))
+        chunks = rag.chunk_lines(rag._text_lines(text))
         self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
                          [("Billing", 1, 3), ("Billing > Refunds", 5, 7), ("Shipping", 9, 11)])
         self.assertEqual(chunks[1].text, "## Refunds\n\nFive days.")
 
     def test_chunk_setext_and_rst_headings_shown_as_written(self):
         text = "Guide\n=====\n\nHello.\n\nInstall\n-------\n\nRun it.\n"
-        chunks = rag.chunk_lines(rag.text_lines(text))
+        chunks = rag.chunk_lines(rag._text_lines(text))
         self.assertEqual([c.heading for c in chunks], ["Guide", "Guide > Install"])
         self.assertEqual([c.text for c in chunks], ["Guide\n=====\n\nHello.", "Install\n-------\n\nRun it."])
         self.assertEqual(rag.embed_text(chunks[1]), "Guide\n" + chunks[1].text)  # the path, not repeated
 
     def test_chunk_code_fence_hash_is_not_heading(self):
         text = "# Doc\n\n```\n# not a heading\nx = 1\n```\n"
-        chunks = rag.chunk_lines(rag.text_lines(text))
+        chunks = rag.chunk_lines(rag._text_lines(text))
         self.assertEqual([c.heading for c in chunks], ["Doc"])
         self.assertIn("# not a heading", chunks[0].text)
 
     def test_chunk_empty_text_gives_no_chunks(self):
-        self.assertEqual(rag.chunk_lines(rag.text_lines("\n\n   \n")), [])
-        self.assertEqual(rag.chunk_lines(rag.text_lines("# Only a heading\n")),
+        self.assertEqual(rag.chunk_lines(rag._text_lines("\n\n   \n")), [])
+        self.assertEqual(rag.chunk_lines(rag._text_lines("# Only a heading\n")),
                          [rag.Chunk(0, "# Only a heading", "Only a heading", 1, 1)])
 
     def test_chunk_giant_word_is_hard_cut(self):
-        chunks = rag.chunk_lines(rag.text_lines("x" * 250), size=100, overlap=10)
+        chunks = rag.chunk_lines(rag._text_lines("x" * 250), size=100, overlap=10)
         self.assertEqual([len(c.text) for c in chunks], [100, 100, 50])
 
     def assert_chunks_keep_text(self, text, chunks, size):
@@ -1159,12 +1159,12 @@ class ChunkTests(unittest.TestCase):
         page = f"<html><body>{toc}<p>{'word ' * 600}</p></body></html>"
         for size in (1200, 300, 100, 40):
             with self.subTest(size=size):
-                lines = rag.html_lines(page)
+                lines = rag._html_lines(page)
                 chunks = rag.chunk_lines(lines, size, size // 6)
                 self.assert_chunks_keep_text("\n".join(l.text for l in lines), chunks, size)
                 self.assertLess(len(chunks), len(page))
         md = "".join(f"## Heading {i} with a longer title\n" for i in range(30)) + "\n" + "Text goes on. " * 300
-        chunks = rag.chunk_lines(rag.text_lines(md), 200, 30)
+        chunks = rag.chunk_lines(rag._text_lines(md), 200, 30)
         self.assert_chunks_keep_text(md, chunks, 200)
         self.assertTrue(chunks[-1].heading.endswith("Heading 29 with a longer title"))
 
@@ -1181,16 +1181,16 @@ class ChunkTests(unittest.TestCase):
             size = rnd.choice([1, 2, 5, 6, 13, 40, 100, 300, 1200])
             overlap = rnd.randint(0, size - 1)
             with self.subTest(trial=trial, size=size, overlap=overlap):
-                chunks = rag.chunk_lines(rag.text_lines(text), size, overlap)
+                chunks = rag.chunk_lines(rag._text_lines(text), size, overlap)
                 self.assert_chunks_keep_text(text, chunks, size)
                 self.assertLessEqual(sum(len(c.text) for c in chunks), 2 * len(text) + len(chunks) * (overlap + 2))
-                code = rag.chunk_lines(rag.text_lines(text), size, overlap, rag.definition_pattern("a.py"))
+                code = rag.chunk_lines(rag._text_lines(text), size, overlap, rag._definition_pattern("a.py"))
                 self.assert_chunks_keep_text(text, code, size)
 
     def test_chunk_code_keeps_line_breaks_and_indentation(self):
         body = "\n".join(f"    total = total + item_{i}  # step {i}" for i in range(40))
         src = f"def add_all(items):\n{body}\n    return total\n"
-        chunks = rag.chunk_lines(rag.text_lines(src), 300, 0, rag.definition_pattern("m.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 300, 0, rag._definition_pattern("m.py"))
         self.assertGreater(len(chunks), 5)
         source_lines = src.splitlines()
         for c in chunks:
@@ -1198,10 +1198,10 @@ class ChunkTests(unittest.TestCase):
                 self.assertIn(line, source_lines)  # whole lines, indentation kept, never joined
             self.assertEqual(c.text.split("\n"), source_lines[c.start_line - 1:c.end_line])
         md = "# Doc\n\n```python\n" + body + "\n```\n"
-        for c in rag.chunk_lines(rag.text_lines(md), 250, 0):
+        for c in rag.chunk_lines(rag._text_lines(md), 250, 0):
             self.assertTrue(all(l in md.splitlines() for l in c.text.split("\n") if l), c.text)
         page = "<h1>API</h1><pre>\n" + body + "\n</pre>"
-        lines = rag.html_lines(page)
+        lines = rag._html_lines(page)
         self.assertIn("    total = total + item_3  # step 3", [l.text for l in lines])
         self.assertNotIn("#", [c.heading[:1] for c in rag.chunk_lines(lines, 200, 0)])
 
@@ -1209,26 +1209,26 @@ class ChunkTests(unittest.TestCase):
         src = ("#!/usr/bin/env python\n# Helpers for refunds\nimport os\n\n\ndef refund(order):\n"
                "    # not a heading\n    return order.total\n\n    # still refund\n\n"
                "class Ledger:\n    def add(self, x):\n        pass\n")
-        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.definition_pattern("m.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag._definition_pattern("m.py"))
         self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
                          [("", 1, 3), ("def refund(order):", 6, 10), ("class Ledger:", 12, 14)])
         self.assertTrue(chunks[1].text.startswith("def refund(order):\n    # not a heading\n    return"))
         self.assertEqual(rag.embed_text(chunks[1]), chunks[1].text)  # its heading is its first line
-        go = rag.chunk_lines(rag.text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
-                             rag.definition_pattern("x.go"))
+        go = rag.chunk_lines(rag._text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
+                             rag._definition_pattern("x.go"))
         self.assertEqual([c.heading for c in go], ["", "func A() {", "func B() {"])
-        c_file = rag.chunk_lines(rag.text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
-                                 1200, 0, rag.definition_pattern("x.c"))
+        c_file = rag.chunk_lines(rag._text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
+                                 1200, 0, rag._definition_pattern("x.c"))
         self.assertEqual([c.heading for c in c_file], ["", "static int add(int a, int b)"])
-        self.assertIsNone(rag.definition_pattern("notes.md"))
+        self.assertIsNone(rag._definition_pattern("notes.md"))
 
     def test_chunk_docstring_line_is_not_a_definition(self):
         src = ('def parse(x):\n    """Read x.\n\ninterface between the parser and the lexer.\ntype checks happen later.\n'
                'class of inputs we accept: text.\n"""\n    return x\n\nclass Parser:\n    pass\n')
-        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.definition_pattern("p.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag._definition_pattern("p.py"))
         self.assertEqual([c.heading for c in chunks], ["def parse(x):", "class Parser:"])
-        go = rag.chunk_lines(rag.text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
-                             rag.definition_pattern("x.go"))
+        go = rag.chunk_lines(rag._text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
+                             rag._definition_pattern("x.go"))
         self.assertEqual([c.heading for c in go], ["", "type Shape interface {"])
 
     def test_every_cited_line_range_contains_its_text(self):
@@ -1249,7 +1249,7 @@ class ChunkTests(unittest.TestCase):
                 with self.subTest(name=name, size=size):
                     raw = text.split("\n")
                     lines, _ = rag.parse_document(name, text.encode())
-                    for c in rag.chunk_lines(lines, size, size // 6, rag.definition_pattern(name)):
+                    for c in rag.chunk_lines(lines, size, size // 6, rag._definition_pattern(name)):
                         cited = html_mod.unescape("\n".join(raw[c.start_line - 1:c.end_line]))
                         missing = set(word.findall(c.text)) - set(word.findall(cited))
                         self.assertEqual(missing, set(), (c.start_line, c.end_line, c.text))
@@ -1330,7 +1330,7 @@ class EmbedTests(RagTestCase):
 
     def test_embed_validation_rejects_bad_responses(self):
         good = [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 1, "embedding": [0.0, 1.0]}]
-        self.assertEqual(rag.check_embeddings(list(reversed(good)), 2), [[1.0, 0.0], [0.0, 1.0]])
+        self.assertEqual(rag._check_embeddings(list(reversed(good)), 2), [[1.0, 0.0], [0.0, 1.0]])
         bad = {"count": good[:1],
                "duplicate": [good[0], dict(good[0])],
                "missing index": [good[0], {"embedding": [1.0, 0.0]}],
@@ -1339,7 +1339,7 @@ class EmbedTests(RagTestCase):
                "not a list": {"index": 0}}
         for name, data in bad.items():
             with self.subTest(name), self.assertRaises(rag.RagError):
-                rag.check_embeddings(data, 2)
+                rag._check_embeddings(data, 2)
 
     def test_embed_html_page_with_200_is_clear_error(self):
         server = self.online()
@@ -1367,9 +1367,9 @@ class EmbedTests(RagTestCase):
         self.assertIn("[redacted]", str(cm.exception))
 
     def test_retry_after_http_date(self):
-        self.assertEqual(rag.retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), 0.0)
-        self.assertEqual(rag.retry_after({"Retry-After": "2.5"}), 2.5)
-        self.assertIsNone(rag.retry_after({}))
+        self.assertEqual(rag._retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}), 0.0)
+        self.assertEqual(rag._retry_after({"Retry-After": "2.5"}), 2.5)
+        self.assertIsNone(rag._retry_after({}))
 
     def test_embed_base_url_separates_embeddings_from_chat(self):
         chat, embed = self.online(), FakeServer()
@@ -1502,8 +1502,8 @@ class EmbedTests(RagTestCase):
                                                            "multilingual-e5-small-q4", "BAAI/bge-small-en-v1.5"))
         self.assertEqual((e5.query_prefix, e5.document_prefix, e5.field), ("query: ", "passage: ", ""))
         self.assertEqual((nano.query_prefix, nano.field, nano.values), ("", "input_type", ("query", "passage")))
-        self.assertEqual((bge.query_prefix, bge.document_prefix), (rag.RETRIEVAL_INSTRUCTION, ""))
-        self.assertEqual(rag.model_convention("nomic-embed-text:v1.5").prefix(rag.DOCUMENT), "search_document: ")
+        self.assertEqual((bge.query_prefix, bge.document_prefix), (rag._RETRIEVAL_INSTRUCTION, ""))
+        self.assertEqual(rag.model_convention("nomic-embed-text:v1.5").prefix(rag._DOCUMENT), "search_document: ")
         for plain in ("text-embedding-3-small", "all-MiniLM-L6-v2", rag.BUILTIN_MODEL, "some-e5ish-model"):
             self.assertEqual(rag.model_convention(plain), rag.Convention(), plain)
 
@@ -1550,7 +1550,7 @@ class EmbedTests(RagTestCase):
 class StoreTests(RagTestCase):
     def test_database_error_for_a_lock_held_by_another_program_says_so(self):
         e = rag.database_error(sqlite3.OperationalError("database is locked"), "/tmp/x.db")
-        self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag.BUSY_TIMEOUT} s", str(e))
+        self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag._BUSY_TIMEOUT} s", str(e))
         self.assertEqual(str(rag.database_error(sqlite3.OperationalError("disk I/O error"), "x.db")),
                          "the index database failed: disk I/O error")
 
@@ -1818,7 +1818,7 @@ class StoreTests(RagTestCase):
                 for conn in holders:  # without them, the -shm files go, and their room is filled
                     conn.close()
                 fill()
-        conn = sqlite3.connect(rag.read_only_uri(self.db, immutable=True), uri=True)
+        conn = sqlite3.connect(rag._read_only_uri(self.db, immutable=True), uri=True)
         self.assertEqual(conn.execute("SELECT count(*) FROM asks").fetchall(), [(0,)])
         conn.close()
 
@@ -1835,7 +1835,7 @@ class StoreTests(RagTestCase):
         conn.commit()
         conn.close()
         self.ok("stats")
-        self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
+        self.assertEqual(self.rows("PRAGMA user_version"), [(rag._SCHEMA_VERSION,)])
         pairs = self.rows("SELECT c.vector, s.sig FROM chunks c JOIN sigs s ON s.chunk_id = c.id")
         self.assertEqual(len(pairs), len(self.rows("SELECT id FROM chunks")))
         for vec, sig in pairs:
@@ -1852,7 +1852,7 @@ class StoreTests(RagTestCase):
             top = max(map(abs, q)) or 1.0
             w = [round(abs(x) / top * levels) * (1 if x > 0 else -1) for x in q]
             blob = b"".join(rag.array("b", r).tobytes() for r in rows)
-            self.assertEqual(rag.sketch_dots(q, blob, dim), [sum(a * b for a, b in zip(w, r)) for r in rows])
+            self.assertEqual(rag._sketch_dots(q, blob, dim), [sum(a * b for a, b in zip(w, r)) for r in rows])
         self.assertEqual(rag.sketch([0.5, -0.25, 1e-9]), (bytes([127, 256 - 64, 0]), 0.5 / 127))
 
     @staticmethod
@@ -1885,7 +1885,7 @@ class StoreTests(RagTestCase):
         conn.close()
         size = os.path.getsize(self.db)
         self.assertEqual(self.ok("search", "refunds", "--json"), found)
-        self.assertEqual(self.rows("PRAGMA user_version"), [(rag.SCHEMA_VERSION,)])
+        self.assertEqual(self.rows("PRAGMA user_version"), [(rag._SCHEMA_VERSION,)])
         self.assertEqual(self.rows("SELECT id, key, vector FROM chunks ORDER BY id"), want)
         self.assertEqual(self.rows("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id"), [r[:2] for r in sketches])
         self.assertEqual([(i, rag.sketch(json.loads(v))) for i, _, v in want],
@@ -2102,7 +2102,7 @@ class ExportTests(RagTestCase):
         record = json.loads(out)
         self.assertEqual(record["heading"], "Head\ufffd[2J")
         self.assertIn("Body\ufffd]52;c;ZXZpbA==\ufffd text.\ufffd]0;t\ufffd\ufffd", record["text"])
-        self.assertFalse(rag.UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
+        self.assertFalse(rag._UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
 
 
 class EngineTests(RagTestCase):
@@ -2248,11 +2248,11 @@ class EngineTests(RagTestCase):
         self.ok("index", self.docs, "--store", engine.url())
         engine.requests.clear()
         self.ok("search", "refunds", "--source", "guides/*", "--store", engine.url())
-        setup = rag.document_number(os.path.realpath(os.path.join(self.docs, "guides/setup.md")))
+        setup = rag._document_number(os.path.realpath(os.path.join(self.docs, "guides/setup.md")))
         wheres = [b["where"] for m, p, _, b in engine.requests if p.endswith(("/query", "/get")) and b and b.get("where")]
         scoped = [w for w in wheres if "doc" in w] + [c for w in wheres for c in w.get("$and", ()) if "doc" in c]
         self.assertEqual({tuple(w["doc"]["$in"]) for w in scoped}, {(setup,)})
-        self.assertIn({"$and": [{rag.WORDS_KEY: {"$contains": rag.word_number("refund")}}, {"doc": {"$in": [setup]}}]},
+        self.assertIn({"$and": [{rag._WORDS_KEY: {"$contains": rag._word_number("refund")}}, {"doc": {"$in": [setup]}}]},
                       wheres)
         engine.requests.clear()
         code, out, err = self.run_cli("search", "refunds", "--source", "nothing/*", "--store", engine.url(), db=False)
@@ -2269,18 +2269,18 @@ class EngineTests(RagTestCase):
         conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, heading, tokenize='porter unicode61')")
         conn.executemany("INSERT INTO f(rowid, text, heading) VALUES (?, ?, ?)",
                          [(i, t, "Guide" if i % 3 else "") for i, t in enumerate(texts)])
-        tokens = rag.FtsTokens()
+        tokens = rag._FtsTokens()
         self.addCleanup(tokens.close)
-        chunks = {i: rag.Words.of(w) for i, w in
+        chunks = {i: rag._Words.of(w) for i, w in
                   enumerate(tokens([(t, "Guide" if i % 3 else "") for i, t in enumerate(texts)]))}
         words = sum(w.length for w in chunks.values())
         for query in ('"amber" OR "cedars"', '"birch"', '"guide" OR "delta" OR "embering"', '"grove" OR "zzz"',
                       '"amber cedar" OR "birch"'):  # a phrase too
             want = conn.execute("SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY -bm25(f) DESC, rowid",
                                 (query,)).fetchall()
-            phrases = rag.query_phrases(query, tokens)
-            idf = {p: rag.bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
-            got = rag.bm25_scores(chunks, idf, words / len(texts))
+            phrases = rag._query_phrases(query, tokens)
+            idf = {p: rag._bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
+            got = rag._bm25_scores(chunks, idf, words / len(texts))
             self.assertEqual([i for i, _ in got], [i for i, _ in want], query)
             for (_, a), (_, b) in zip(got, want):
                 self.assertAlmostEqual(a, b, places=9)
@@ -2336,8 +2336,8 @@ class EngineTests(RagTestCase):
         self.assertEqual((service.stats()["documents"], service.stats()["database"]), (3, "docs"))  # not the engine's address
         answer, _ = service.ask({"question": "how long do refunds take"})
         self.assertIn("5 to 7 business days", answer.text)
-        billing = rag.Caller("billing", b"", ("refunds.md", "errors.md"))
-        garden = rag.Caller("garden", b"", ("garden.txt",))
+        billing = rag._Caller("billing", b"", ("refunds.md", "errors.md"))
+        garden = rag._Caller("garden", b"", ("garden.txt",))
         for caller, allowed in ((billing, {"refunds.md", "errors.md"}), (garden, {"garden.txt"})):
             for q in ("refunds card", "tomatoes sun watering"):
                 for mode in ("hybrid", "keyword", "dense"):
@@ -2387,7 +2387,7 @@ class IndexTests(RagTestCase):
             self.assertEqual(json.loads(vec), json.loads(rag.vector_json(expected)))
 
     def test_pace_opens_up_while_replies_come_quickly(self):
-        pace = rag.Pace(8, 64, 60.0)
+        pace = rag._Pace(8, 64, 60.0)
         seen = [pace.parallel]
         for _ in range(4):
             pace.answered(64, 1.0)
@@ -2395,7 +2395,7 @@ class IndexTests(RagTestCase):
         self.assertEqual((seen, pace.batch), ([1, 2, 4, 8, 8], 64))
 
     def test_pace_sizes_requests_to_what_the_server_answers_in_time(self):
-        pace = rag.Pace(8, 64, 60.0)
+        pace = rag._Pace(8, 64, 60.0)
         pace.answered(64, 32.0)  # half a second a text: 30 texts fill a quarter of the timeout
         self.assertEqual((pace.parallel, pace.batch), (1, 30))
         pace.answered(30, 7.5)  # a quarter of a second now: 0.375 remembered, 40 texts; quick enough to open up
@@ -2404,7 +2404,7 @@ class IndexTests(RagTestCase):
         self.assertEqual(pace.batch, 1)  # never less than one
 
     def test_pace_timeout_halves_once_for_the_requests_sent_together(self):
-        pace = rag.Pace(8, 64, 60.0)
+        pace = rag._Pace(8, 64, 60.0)
         for _ in range(3):
             pace.answered(64, 1.0)
         self.assertTrue(pace.timed_out(64, cut=0))
@@ -2421,7 +2421,7 @@ class IndexTests(RagTestCase):
         self.assertTrue(pace.patient(1))
 
     def test_pace_of_an_embedder_in_this_process_never_changes(self):
-        pace = rag.Pace(1, 64, None)
+        pace = rag._Pace(1, 64, None)
         pace.answered(64, 1000.0)
         self.assertEqual((pace.parallel, pace.batch, pace.cuts), (1, 64, 0))
 
@@ -2856,7 +2856,7 @@ class IndexTests(RagTestCase):
         self.write("node_modules/lib/readme.md", "a dependency\n")
         self.write("venv/lib/site.md", "a virtualenv\n")
         self.write("proc/status.md", "pretend kernel data\n")
-        virtual = mock.patch.object(rag, "virtual_mounts", lambda: {os.path.join(self.docs, "proc")})
+        virtual = mock.patch.object(rag, "_virtual_mounts", lambda: {os.path.join(self.docs, "proc")})
         with virtual:
             code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
@@ -3079,7 +3079,7 @@ class IndexTests(RagTestCase):
         self.ok("index", self.docs, "--db", link)
 
     def test_index_lock_is_made_again_when_a_failed_first_run_removed_it(self):
-        real, calls = rag.take_lock, []
+        real, calls = rag._take_lock, []
 
         def take_then_lose(f, db):  # the run holding it failed and removed it just as this one opened it
             real(f, db)
@@ -3087,7 +3087,7 @@ class IndexTests(RagTestCase):
             if len(calls) == 1:
                 os.remove(f.name)
 
-        with mock.patch.object(rag, "take_lock", take_then_lose), rag.index_lock(self.db) as path:
+        with mock.patch.object(rag, "_take_lock", take_then_lose), rag.index_lock(self.db) as path:
             self.assertEqual(len(calls), 2)
             with self.assertRaises(rag.RagError):  # the file now there is the one held
                 with rag.index_lock(self.db):
@@ -3274,7 +3274,7 @@ class IndexTests(RagTestCase):
     def test_redactor_secret_scanners_own_examples(self):
         for text in self.SCANNER_POSITIVES:
             with self.subTest(text):
-                out = rag.redact_lines([rag.Line(1, text)])[0].text
+                out = rag._redact_lines([rag.Line(1, text)])[0].text
                 self.assertIn("[redacted: ", out)
                 for word in re.findall(r"[A-Za-z0-9_$@!{}()\[\]>#~-]{10,}", text):
                     if any(c.isdigit() for c in word) and word not in out:
@@ -3283,13 +3283,13 @@ class IndexTests(RagTestCase):
                     self.assertNotEqual(out, text)
         for text in self.SCANNER_NEGATIVES:
             with self.subTest(text):
-                self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
+                self.assertEqual(rag._redact_lines([rag.Line(1, text)])[0].text, text)
 
     def test_redactor_value_continued_below_its_name(self):
-        lines = rag.text_lines("[db]\nsecrets =\n    hunter2\n    password123\n    BEEF0123456789a\nport = 5\n"
+        lines = rag._text_lines("[db]\nsecrets =\n    hunter2\n    password123\n    BEEF0123456789a\nport = 5\n"
                                "k8s:\n  password: |\n    Sup3r-Long\n    Pass\n"
                                "token:\n  description: The token to use, v2\n  required: true\n")
-        self.assertEqual([(l.no, l.text) for l in rag.redact_lines(lines)],
+        self.assertEqual([(l.no, l.text) for l in rag._redact_lines(lines)],
                          [(1, "[db]"), (2, "secrets ="), (3, "    [redacted: secret]"), (4, ""), (5, ""),
                           (6, "port = 5"), (7, "k8s:"), (8, "  password: |"), (9, "    [redacted: password]"),
                           (10, ""), (11, "token:"), (12, "  description: The token to use, v2"),
@@ -3304,24 +3304,24 @@ class IndexTests(RagTestCase):
         for _ in range(300):
             text = "\n".join("".join(rnd.choice(parts) for _ in range(rnd.randint(0, 14)))
                              for _ in range(rnd.randint(1, 6)))
-            lines = rag.text_lines(text)
-            once = rag.redact_lines(lines)
+            lines = rag._text_lines(text)
+            once = rag._redact_lines(lines)
             self.assertEqual([l.no for l in once], [l.no for l in lines])
             for before, after in zip(lines, once):
                 self.assertTrue(after.text == before.text or "[redacted: " in after.text or not after.text
                                 or len(after.text) < len(before.text), (before.text, after.text))
-            self.assertEqual([l.text for l in rag.redact_lines(once)], [l.text for l in once], text)
-            self.assertIsNone(rag.TEMPLATE_TOKEN.search(rag.fenced(text)), text)
+            self.assertEqual([l.text for l in rag._redact_lines(once)], [l.text for l in once], text)
+            self.assertIsNone(rag._TEMPLATE_TOKEN.search(rag.fenced(text)), text)
 
     def test_index_redacted_private_key_keeps_line_numbers(self):
         self.write("keys.md", "# Keys\n\nThe deploy key:\n\n" + self.PEM + "\n# Walrus\n\nWalrus colonies rest on ice.\n")
         self.ok("index", self.docs)
         self.assertIn("keys.md:10-12", self.ok("search", "walrus colonies", "-k", "1"))
-        lines = rag.text_lines("a\n" + self.PEM + "b\n")
-        redacted = rag.redact_lines(lines)
+        lines = rag._text_lines("a\n" + self.PEM + "b\n")
+        redacted = rag._redact_lines(lines)
         self.assertEqual([(l.no, l.text) for l in redacted],
                          [(1, "a"), (2, "[redacted: private-key]"), (3, ""), (4, ""), (5, ""), (6, "b")])
-        one_line = rag.redact_lines([rag.Line(1, "key: " + self.PEM.replace("\n", "\\n") + " done")])
+        one_line = rag._redact_lines([rag.Line(1, "key: " + self.PEM.replace("\n", "\\n") + " done")])
         self.assertEqual(one_line[0].text, "key: [redacted: private-key]\\n done")
 
     def test_redactor_each_kind_and_placeholders(self):
@@ -3337,7 +3337,7 @@ class IndexTests(RagTestCase):
                  "SECRET_KEY = 'django-insecure-8f#k2@x!q9z(p0)l3j6h'": "secret", 'password = "Hunter2(x)yz"': "password"}
         for text, kind in cases.items():
             with self.subTest(text):
-                out = rag.redact_lines([rag.Line(1, f"see {text} here")])[0].text
+                out = rag._redact_lines([rag.Line(1, f"see {text} here")])[0].text
                 self.assertIn(f"[redacted: {kind}]", out)
                 self.assertTrue(out.startswith("see ") and out.endswith(" here"), out)
         kept = ("sk-learn-compatible-estimators", "password: changeme", 'api_key: "<your-key>"', "TOKEN=${TOKEN}",
@@ -3349,7 +3349,7 @@ class IndexTests(RagTestCase):
                 "api_key_file: /etc/app/api.key", "secret_name: MyAppSecret2", "PASSWORD_FILE=/run/secrets/Db2")
         for text in kept:
             with self.subTest(text):
-                self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
+                self.assertEqual(rag._redact_lines([rag.Line(1, text)])[0].text, text)
 
     def test_redactor_private_key_pasted_with_a_line_prefix(self):
         body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
@@ -3357,7 +3357,7 @@ class IndexTests(RagTestCase):
             with self.subTest(prefix=pre, suffix=post):
                 key = ["-----BEGIN PRIVATE KEY-----", body, body, "-----END PRIVATE KEY-----"]
                 lines = [rag.Line(i, pre + t + post) for i, t in enumerate(key, 1)] + [rag.Line(5, "after it")]
-                out = [l.text for l in rag.redact_lines(lines)]
+                out = [l.text for l in rag._redact_lines(lines)]
                 self.assertFalse([t for t in out if "MIIE" in t or "END" in t], out)
                 self.assertEqual(out[-1], "after it")
 
@@ -3370,10 +3370,10 @@ class IndexTests(RagTestCase):
         for seed in seeds:
             with self.subTest(seed):
                 text = seed * (size // len(seed))
-                out = rag.redact_lines([rag.Line(1, text)])
+                out = rag._redact_lines([rag.Line(1, text)])
                 self.assertEqual(len(out), 1)
         key = ["-----BEGIN PRIVATE KEY-----"] + ["QUJD" * 16] * 20000  # a key with no END line
-        out = rag.redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
+        out = rag._redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
         self.assertEqual(out[-1].text, "after the key")
         self.assertEqual({l.text for l in out[1:-1]}, {""})
 
@@ -3405,7 +3405,7 @@ class FilterTests(RagTestCase):
         self.assertEqual(self.indexed(), ["a.md"])
 
     def test_glob_patterns(self):
-        f = rag.PathFilter(include=["*.md"], exclude=["build/"], ignore_lines=["/top.md", "sec[0-9].md"])
+        f = rag._PathFilter(include=["*.md"], exclude=["build/"], ignore_lines=["/top.md", "sec[0-9].md"])
         cases = {("a.md", False): False, ("x/y/a.md", False): False, ("a.txt", False): True,
                  ("build", True): True, ("x/build", True): True, ("top.md", False): True,
                  ("x/top.md", False): False, ("sec1.md", False): True, ("secx.md", False): False}
@@ -3542,7 +3542,7 @@ class RetrieveTests(RagTestCase):
              for v in ("alpha", "beta", "gamma", "delta", "omega")])}
         self.write_docs(docs)
         self.assertEqual(self.run_cli("index", self.docs)[0], 0)  # one template repeated: a note says so
-        with mock.patch.object(rag, "exact_count", lambda n, depth, dim: 8):
+        with mock.patch.object(rag, "_exact_count", lambda n, depth, dim: 8):
             for q in ("violin gamma report", "glacier omega", "apple alpha topic", "harbor delta"):
                 fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3"))
                 exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "3", "--exact"))
@@ -3554,9 +3554,9 @@ class RetrieveTests(RagTestCase):
         self.write_docs({f"d{i}.txt": " ".join(rnd.choice(vocab) for _ in range(12)) for i in range(150)})
         self.assertEqual(self.run_cli("index", self.docs)[0], 0)  # one template repeated: a note says so
         questions = [" ".join(rnd.choice(vocab) for _ in range(3)) for _ in range(12)]
-        with mock.patch.object(rag, "exact_count", lambda n, depth, dim: 10):
-            for budget in (rag.SKETCH_BUDGET, 0):  # every sketch scored; the signatures' nearest 100
-                with mock.patch.object(rag, "SKETCH_BUDGET", budget):
+        with mock.patch.object(rag, "_exact_count", lambda n, depth, dim: 10):
+            for budget in (rag._SKETCH_BUDGET, 0):  # every sketch scored; the signatures' nearest 100
+                with mock.patch.object(rag, "_SKETCH_BUDGET", budget):
                     for q, part in itertools.product(questions, ([], ["--source", "d1*"])):
                         fast = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5", *part))
                         exact = json.loads(self.ok("search", q, "--mode", "dense", "--json", "-k", "5",
@@ -3649,7 +3649,7 @@ class RetrieveTests(RagTestCase):
         self.write("term.md", "# Terminal \x1b]0;title\x07\n\nHostile glacier text\x1b[2J\x1b]52;c;ZXZpbA==\x07\x85here.\n")
         self.ok("index", self.docs)
         stored = self.rows("SELECT text || heading FROM chunks")
-        self.assertFalse([t for (t,) in stored if rag.UNSAFE_CHARS.search(t)], stored)
+        self.assertFalse([t for (t,) in stored if rag._UNSAFE_CHARS.search(t)], stored)
         # an index made before text was cleaned: what it stored is cleaned when shown
         conn = sqlite3.connect(self.db)
         conn.execute("UPDATE chunks SET text = text || ?, heading = heading || ? WHERE text LIKE '%glacier%'",
@@ -3821,7 +3821,7 @@ class AskTests(RagTestCase):
         logged, then are answered unlogged, with one note a run (ask, chat,
         a server's many requests); check and the rest do not wait."""
         self.ok("index", self.docs)
-        wait = mock.patch.object(rag, "ASK_LOG_WAIT", 0.01)  # the lock is held throughout: any wait ends unlogged
+        wait = mock.patch.object(rag, "_ASK_LOG_WAIT", 0.01)  # the lock is held throughout: any wait ends unlogged
         wait.start()
         self.addCleanup(wait.stop)
         writer = sqlite3.connect(self.db, isolation_level=None)
@@ -4144,13 +4144,13 @@ class AskTests(RagTestCase):
                 self.assertNotIn("\\u001b", out)
         user = server.paths("/chat/completions")[-1][2]["messages"][1]["content"]
         self.assertIn("Warranty lasts two years.", user)
-        self.assertFalse(rag.UNSAFE_CHARS.search(user), user)
+        self.assertFalse(rag._UNSAFE_CHARS.search(user), user)
         # a server's error message may quote the prompt: shown and returned cleaned too
         server.chat_faults = [(400, {}, json.dumps({"error": {"message": "bad input \x1b]0;x\x07"}}).encode())]
         code, out, err = self.run_cli("ask", "how long does the warranty last", "--min-score", "-1", "--json")
         self.assertEqual(code, 0, err)
         self.assertIn("bad input \ufffd]0;x\ufffd", json.loads(out)["fallback_reason"])
-        self.assertFalse(rag.UNSAFE_CHARS.search(err), err)
+        self.assertFalse(rag._UNSAFE_CHARS.search(err), err)
 
     def test_generator_table_names_the_answerer(self):
         """A new answerer is a subclass and one GENERATORS entry."""
@@ -4178,7 +4178,7 @@ class AskTests(RagTestCase):
         self.assertEqual(set(kept["floors"]), {"hybrid"})  # another mode: measured for the question, not kept
         store = rag.SqliteStore.open(self.db)
         self.addCleanup(store.close)
-        measured = rag.measure_question_floor(rag.Retriever(store, rag.HashEmbedder()), "keyword")
+        measured = rag._measure_question_floor(rag.Retriever(store, rag.HashEmbedder()), "keyword")
         self.assertEqual(a["floor"], measured["floor"])
         self.write("more.md", "# More\n\nWarranty claims are answered within ten days.\n")
         self.ok("index", self.docs)  # a fifth more chunks: measured again, for the default mode
@@ -4219,7 +4219,7 @@ class AskTests(RagTestCase):
         self.assertLess(kept["floor"], rag.DEFAULT_FLOOR)
         self.assertEqual(kept["floor"], kept["answerable"])
         self.assertTrue(kept["source"].startswith("measured on this index: lowered"), kept["source"])
-        self.assertGreater(kept["own_refused"], rag.PSEUDO_TOLERATED)
+        self.assertGreater(kept["own_refused"], rag._PSEUDO_TOLERATED)
         server.embed = alpha_embed  # passages of their own words, under an embedder whose good answers score well
         self.db = os.path.join(self.dir, "clean.db")
         own = os.path.join(self.dir, "own")
@@ -4231,7 +4231,7 @@ class AskTests(RagTestCase):
                     f.write(f"{sentence.capitalize()}. {sentence.upper()}.\n")
         self.ok("index", own)
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])["floors"]["hybrid"]
-        self.assertLessEqual(kept["own_refused"], rag.PSEUDO_TOLERATED)
+        self.assertLessEqual(kept["own_refused"], rag._PSEUDO_TOLERATED)
         self.assertGreaterEqual(kept["floor"], rag.DEFAULT_FLOOR)  # the default fits: not lowered
 
     def test_ask_gives_a_text_found_in_many_places_once_and_says_where_else(self):
@@ -4419,7 +4419,7 @@ class AnswerTests(RagTestCase):
                                   "--min-score", "-5"))
         self.assertTrue(data["refused"])
         self.assertTrue(data["refusal_reason"].startswith("the passages hold "), data["refusal_reason"])
-        self.assertLess(data["coverage"], rag.EVIDENCE_SHARE)
+        self.assertLess(data["coverage"], rag._EVIDENCE_SHARE)
         data = json.loads(self.ok("ask", "Which network card does the network page list?", "--json",
                                   "--min-score", "-5"))
         self.assertFalse(data["refused"], data["refusal_reason"])
@@ -4473,7 +4473,7 @@ class AnswerTests(RagTestCase):
                 claims = rag.ground(answer, hits, lambda w: 1.0)
                 self.assertTrue(alphabet is garbage or all(c.supported for c in claims), (texts, answer, claims))
             model = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 80)))
-            text, given = rag.renumbered(model, hits)
+            text, given = rag._renumbered(model, hits)
             self.assertEqual(sorted(h.chunk_id for h in given), [1, 2, 3])
             rag.ground(text, given, lambda w: 1.0)
 
@@ -4589,7 +4589,7 @@ class ConverseTests(RagTestCase):
         for word in ("renew", "passport", "photo", "mail", "tomatoes"):  # [!h]*: every document but hidden/
             self.assertAlmostEqual(scoped.idf(word), solo.idf(word), msg=word)
         self.assertLess(whole.idf("renew"), solo.idf("renew") / 2)  # the hidden documents do change the whole's
-        asked = [rag.follow_up_query("What is the fee?", history, r.idf) for r in (whole, scoped, solo)]
+        asked = [rag._follow_up_query("What is the fee?", history, r.idf) for r in (whole, scoped, solo)]
         self.assertEqual(asked[1], asked[2])  # what a key's caller is shown depends on its documents alone
         self.assertNotEqual(asked[0], asked[2])
 
@@ -4657,7 +4657,7 @@ class ConverseTests(RagTestCase):
                                  self.conversation({"role": "system", "content": "Answer in French."}, *RENEW)))
         self.assertEqual(out["search_query"], "What is the fee to renew a passport?")
         rewrite, answer = server.paths("/chat/completions")
-        self.assertEqual(rewrite[2]["max_tokens"], rag.REWRITE_TOKENS)
+        self.assertEqual(rewrite[2]["max_tokens"], rag._REWRITE_TOKENS)
         self.assertIn("User: How do I renew my passport?\nAssistant: Send form DS-82 by mail \u27e61\u27e7.\n\n"
                       "Last question: What is the fee?", rewrite[2]["messages"][1]["content"])
         (system, *turns, prompt) = answer[2]["messages"]
@@ -4755,7 +4755,7 @@ class EvalTests(RagTestCase):
         self.assertIn("case 1: field 'messages': message 1: 'content'", self.error_line("eval", bad))
 
     def test_case_metrics_hand_computed(self):
-        m = rag.case_metrics(["x", "r1", "y", "r2"], {"r1", "r2", "r3"}, k=2)
+        m = rag._case_metrics(["x", "r1", "y", "r2"], {"r1", "r2", "r3"}, k=2)
         self.assertAlmostEqual(m["recall@k"], 1 / 3)
         self.assertAlmostEqual(m["recall@100"], 2 / 3)
         self.assertAlmostEqual(m["rr"], 0.5)
@@ -5131,7 +5131,7 @@ class McpTests(RagTestCase):
                              (replies[3], "the limit is 1000")):
             self.assertTrue(reply["result"]["isError"])
             self.assertIn(words, reply["result"]["content"][0]["text"])
-        schema = next(t for t in rag.MCP_TOOLS if t["name"] == "ask")["inputSchema"]["properties"]["conversation"]
+        schema = next(t for t in rag._MCP_TOOLS if t["name"] == "ask")["inputSchema"]["properties"]["conversation"]
         self.assertEqual(schema["maxItems"], rag.MAX_MESSAGES)
 
     def test_mcp_child_process_writes_only_protocol_to_stdout(self):
@@ -5207,7 +5207,7 @@ class HttpTests(RagTestCase):
     def serve(self, *argv, key=None, keys=None, **options):
         """Serve in this process (keys: a --keys file; options: http_server's); the server."""
         args = rag.build_parser().parse_args(["serve", "--db", self.db, *argv])
-        service = rag.Service(rag.config_from_args(args), rag.query_from_args(args), rag.Log())
+        service = rag.Service(rag._config_from_args(args), rag._query_from_args(args), rag.Log())
         api = rag.HttpApi(service, key, rag.load_keys(keys)) if keys else rag.HttpApi(service, key)
         server = rag.http_server(api, "127.0.0.1", 0, **options)
         thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
@@ -5324,7 +5324,7 @@ class HttpTests(RagTestCase):
         self.assertEqual(found["search_query"], server.rewrite_reply)  # with a conversation: what was searched, too
         self.assertTrue(found["passages"][0]["source"].startswith("errors.md"))
         rewrite, answer = [r[2] for r in server.paths("/chat/completions")][:2]
-        self.assertEqual(rewrite["messages"][0]["content"], rag.REWRITE_PROMPT)
+        self.assertEqual(rewrite["messages"][0]["content"], rag._REWRITE_PROMPT)
         self.assertNotIn("tomatoes", rewrite["messages"][1]["content"])  # the client's instructions are not searched
         (system, *turns, prompt) = [m["content"] for m in answer["messages"]]
         self.assertTrue(system.endswith("the rules win:\nAlways mention tomatoes."), system)
@@ -5487,7 +5487,7 @@ class HttpTests(RagTestCase):
         return lines[0], headers, body
 
     def assert_secure(self, headers):
-        for name, value in rag.SECURITY_HEADERS:
+        for name, value in rag._SECURITY_HEADERS:
             self.assertEqual(headers.get(name.lower()), value, name)
 
     def test_serve_host_header_must_name_the_server(self):
@@ -5507,8 +5507,8 @@ class HttpTests(RagTestCase):
         status, _, _ = self.raw(b"GET /health HTTP/1.0\r\n\r\n")  # no Host at all
         self.assertIn(" 403 ", status)
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
-        wild = rag.host_rule("0.0.0.0", 8000)  # all addresses: address literals and the machine's name
-        self.assertEqual([rag.host_allowed(h, wild) for h in (
+        wild = rag._host_rule("0.0.0.0", 8000)  # all addresses: address literals and the machine's name
+        self.assertEqual([rag._host_allowed(h, wild) for h in (
             "192.0.2.7:8000", "[2001:db8::1]:8000", f"{socket.gethostname()}:8000", "localhost:8000",
             "attacker.example:8000", "192.0.2.7:8001")], [True, True, True, True, False, False])
 
@@ -5618,7 +5618,7 @@ class HttpTests(RagTestCase):
         self.serve(keys=self.keys_setup())
         alice = {"Authorization": "Bearer alice-key-0123456789"}
         status, resp, hits = self.request("POST", "/search", {"question": "Falcon", "source": "b/*"}, alice)
-        self.assertEqual((status, hits, resp.getheader("X-Rag-Warning")), (200, [], rag.NO_MATCH))
+        self.assertEqual((status, hits, resp.getheader("X-Rag-Warning")), (200, [], rag._NO_MATCH))
         found = self.request("POST", "/search", {"question": "Falcon", "source": "a/*"}, alice)
         self.assertTrue(found[2])
         self.assertIsNone(found[1].getheader("X-Rag-Warning"))
@@ -5694,10 +5694,10 @@ class HttpTests(RagTestCase):
         with open(path, "w") as f:
             f.write("from-a-file-123\n")
         parse = rag.build_parser().parse_args
-        self.assertEqual(rag.serve_keys(parse(["serve", "--api-key-file", path])), ("from-a-file-123", ()))
+        self.assertEqual(rag._serve_keys(parse(["serve", "--api-key-file", path])), ("from-a-file-123", ()))
         os.environ["RAG_API_KEY"] = "from-the-env"
-        self.assertEqual(rag.serve_keys(parse(["serve"])), ("from-the-env", ()))
-        with mock.patch("rag.serve_until_stopped") as serving:  # serve starts, then stops at once
+        self.assertEqual(rag._serve_keys(parse(["serve"])), ("from-the-env", ()))
+        with mock.patch("rag._serve_until_stopped") as serving:  # serve starts, then stops at once
             code, _, err = self.run_cli("serve", "--port", "0", "--workers", "1", "--api-key", "on-the-line")
         self.assertEqual((code, serving.call_count), (0, 1))
         self.assertIn("--api-key is visible to every user of this machine (ps); use --api-key-file", err)
@@ -5707,7 +5707,7 @@ class HttpTests(RagTestCase):
 
     def test_serve_request_deadline_cuts_a_slow_client(self):
         server = self.serve(deadline=0.2)
-        self.assertEqual(server.request_queue_size, rag.ACCEPT_BACKLOG)  # the listen() backlog
+        self.assertEqual(server.request_queue_size, rag._ACCEPT_BACKLOG)  # the listen() backlog
         head = b"POST /search HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n" % self.port
         for partial in (head + b"Content-Length: 100\r\n\r\n{\"quest", head, b"POST /sea"):
             with self.subTest(partial=partial[-12:]):
@@ -6056,8 +6056,8 @@ class CommandLineTests(RagTestCase):
 
     def test_network_defaults_differ_for_index_and_questions(self):
         parser = rag.build_parser()
-        index = rag.config_from_args(parser.parse_args(["index", "x"]))
-        ask = rag.config_from_args(parser.parse_args(["ask", "x"]))
+        index = rag._config_from_args(parser.parse_args(["index", "x"]))
+        ask = rag._config_from_args(parser.parse_args(["ask", "x"]))
         self.assertEqual((index.timeout, index.retries), (rag.INDEX_TIMEOUT, rag.INDEX_RETRIES))
         self.assertEqual((ask.timeout, ask.retries), (rag.QUERY_TIMEOUT, rag.QUERY_RETRIES))
         self.assertLessEqual(ask.timeout * (ask.retries + 1), 120)  # a question gives up within two minutes
@@ -6079,9 +6079,9 @@ class CommandLineTests(RagTestCase):
             rag.config_from_env(base_url="http://127.0.0.1:9/v1")  # a flag's name, not the configuration's
         args = rag.build_parser().parse_args(["search", "q", "--db", "flag.db", "--embed-model", "m",
                                               "--base-url", "http://127.0.0.1:8/v1", "--timeout", "7"])
-        self.assertEqual(rag.config_from_args(args), rag.config_from_env(
+        self.assertEqual(rag._config_from_args(args), rag.config_from_env(
             db="flag.db", embed_model="m", chat_url="http://127.0.0.1:8/v1", timeout=7.0))
-        self.assertEqual(rag.query_from_args(args), rag.QueryOptions())
+        self.assertEqual(rag._query_from_args(args), rag.QueryOptions())
 
     def test_commands_table_makes_the_command_line(self):
         """A subcommand is a function, its arguments and one COMMANDS entry."""
