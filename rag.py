@@ -17,48 +17,53 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py mcp                     serve the index to an agent (MCP over stdio)
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
-Sections, in pipeline order:
-    Constants        names and reasons for every number that decides behaviour
-    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config (config_from_env, in Wiring),
-                     QueryOptions, IndexOptions
-    Helpers          what every stage uses: program, the Log (notes, files skipped by kind: _SKIPS),
+Sections, in pipeline order (a name starting with _ is used only inside its
+section; the others are what later sections build on; __all__ is the public API):
+    Constants        names and reasons for every number that decides behaviour; LazyPattern
+                     (module patterns compiled on first use)
+    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, QueryOptions,
+                     IndexOptions
+    Helpers          what every stage uses: program, the Log (notes, files skipped by kind),
                      paths as shown, the question's limits
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
                      CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
                      PDF, man pages, XML, RTF, any of them gzipped; clean text (no control
                      characters); secrets (credential files, redaction); the format table
                      (any other text is text)
-    Chunk            lines to blocks (Markdown or code) to units, packed by _Packer; _CHUNKER_VERSION
-    Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
+    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
+    Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates)
-    Store            SQLite: schema as numbered migrations, connect (index or not; read-only, full
-                     or locked: opened read-only or immutable, never written by a read command),
-                     settings (Meta), writes (touch), export, damage (what check and index say),
-                     packed signatures; Store, what indexing and retrieval need of storage, and
-                     SqliteStore; an engine over HTTP (EngineStore: markers, intents, the writer
-                     thread, keyword ranking by bm25 from the engine's word lists; ChromaStore);
-                     the STORES table
+    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates,
+                     read through its store)
+    Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
+                     eval's gold); SQLite: schema as numbered migrations, connect (index or not;
+                     read-only, full or locked: opened read-only or immutable, never written by a
+                     read command), settings (Meta), damage (what check and index say), and
+                     SqliteStore, the one layer over the connection
+    Engine store     an index in a server engine over HTTP (EngineStore: markers, intents, the
+                     writer thread, keyword ranking by bm25 from the engine's word lists;
+                     ChromaStore); the STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; the index lock
-    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike
-                     to a better-ranked one is shown once, 'also in'), Retriever
+    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike to a better-ranked
+                     one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
                      the floor measured without labels (probe questions, questions made from
                      the index's passages; indexes whose passages look alike), the evidence
                      (the share of the question's words the passages hold), judge_question (the
                      one rule), calibration and where it is kept
     Converse         a conversation's turns (parse_messages: limits, roles), when a question stands
-                     alone, the offline rewrite of a follow-up (_follow_up_query), search_query
+                     alone, the offline rewrite of a follow-up, search_query
     Generate         prompt (passage order, context budget, document brackets defused), Evidence
                      (the passages as records), Generator, chat and extractive answerers (pieces:
                      prose sentences with markup reduced, log lines, code blocks as written; the
                      GENERATORS table), fallback, citations, the grounding check (ground: each
                      statement against what it cites), citations numbered as shown, the ask log
     Eval             cases, gold, metrics, answers and their citations
-    Wiring           configuration from the environment and given values; the builders every caller
-                     uses (open_store, query_embedder, make_retriever, open_for_query, ask_options)
+    Wiring           configuration from the environment and given values (config_from_env); the
+                     builders every caller uses (open_store, query_embedder, make_retriever,
+                     open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
                      says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
                      server processes (one, or forked workers supervised)
@@ -69,14 +74,14 @@ Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
-                     OpenAI-compatible server needs neither (its prefixes: one _CONVENTIONS entry)
-    a store          a subclass of Store at the end of Store, one entry in STORES (a server
-                     engine: a subclass of EngineStore, its records, put, remove and nearest)
-    an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_ method
-                     of _McpServer and one entry in _MCP_TOOLS)
+                     OpenAI-compatible server needs neither (its prefixes: one CONVENTIONS entry)
+    a store          a subclass of Store and Admin, one entry in STORES (a server engine: a
+                     subclass of EngineStore in Engine store, its records, put, remove, nearest)
+    an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_
+                     method of _McpServer and one entry in _MCP_TOOLS)
     the refusal rule the Refuse band (judge_question, refuses, relevance, floor_in_force); the
                      default floors are Embedder attributes, their numbers in Constants
-    a subcommand     cmd_X and X_arguments in Command line, one entry in COMMANDS
+    a subcommand     _cmd_X and _X_arguments in Command line, one entry in COMMANDS
 """
 
 from __future__ import annotations
@@ -1109,7 +1114,7 @@ _SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), Lazy
 ))
 # Any token's literal: most lines hold none, and are passed over in one search.
 _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKENS))
-# _Words one of which a line must hold (lower-cased) for its assignments to be looked at.
+# Words one of which a line must hold (lower-cased) for its assignments to be looked at.
 _SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
@@ -4566,7 +4571,7 @@ def source_warnings(conn, source) -> list[str]:
     return out
 
 
-# _Damage. A flipped byte in the file shows either as a page SQLite cannot read
+# Damage. A flipped byte in the file shows either as a page SQLite cannot read
 # (PRAGMA quick_check finds it: the file itself must be rebuilt) or as a row
 # that reads but does not decode (text that is not UTF-8, a vector that is not
 # the index's JSON): those rows' documents are removed and their files read again.
@@ -7219,7 +7224,7 @@ FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and 
 
 
 def lexical_words(text: str) -> list[str]:
-    """_Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
+    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
     lowercased, each once: the one tokenizer of keyword search and word coverage.
 
     >>> lexical_words("Tundra_melt: the MELT")
@@ -8023,7 +8028,7 @@ def refuses(relevance: float, floor: float) -> bool:
 # pick the answer out weigh most), so that a passage sharing only a common word
 # with an unrelated question does not answer it. Chosen on several corpora and
 # embedders: it refuses few more answerable questions, a higher share more
-# (bench/README.md, "Answers grounded in the passages"). _Words, not vectors: one
+# (bench/README.md, "Answers grounded in the passages"). Words, not vectors: one
 # share for every model.
 _EVIDENCE_SHARE = 0.2
 
@@ -8151,7 +8156,7 @@ INSTRUCTION_ROLES = ("system", "developer")  # the client's instructions: a chat
 SKIPPED_ROLES = ("tool", "function")         # a tool's output is neither what the user said nor
                                              # what they were told
 _RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: the topic drifts
-# _Words by which a question points back at the conversation ("Are those the
+# Words by which a question points back at the conversation ("Are those the
 # only steps?", "What about for children?"): a question with one of them, or
 # opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of its own,
 # is a follow-up; any other is searched as asked.
@@ -8995,7 +9000,7 @@ def is_refusal(answer: str) -> bool:
 
 
 def _normalized(text: str) -> str:
-    """_Words only, lowercased, single-spaced: text as is_refusal compares it."""
+    """Words only, lowercased, single-spaced: text as is_refusal compares it."""
     return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
 
 
