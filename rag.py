@@ -9613,7 +9613,6 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
             evidence = Evidence(asked.question, query, given, retriever.idf)
             failure = _score_answer(case, row, evidence,
                                     [gold.holds(case, relevant, h) for h in given], generator,
-                                    build_prompt(asked.question, list(given), query),
                                     history_messages(asked.history), opts.drop_unsupported)
             if failure:  # say so once, then judge the extractive answers
                 log.note(f"warning: model call failed ({failure}); judging extractive "
@@ -9630,9 +9629,9 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
 
 
 def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], generator,
-                  prompt: str, history: list[dict] = (), drop: bool = False) -> str | None:
+                  history: list[dict] = (), drop: bool = False) -> str | None:
     """Answer a case whose retrieval succeeded (or an unanswerable one) from
-    evidence (gold[i]: its hits[i] is a gold passage), as ask would, and judge
+    evidence (gold[i]: its hits[i] is a gold passage) after history, as ask would, and judge
     the answer into row: a gold answer in it, its statements grounded, the
     top gold passage cited, a reference's words recalled, and why it failed;
     returns why the model failed when the answer is the extractive fallback."""
@@ -9642,6 +9641,7 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
     if row["refused"]:
         s, row["answer_model"] = Settled(REFUSAL, evidence.hits, ()), NO_MODEL
     else:
+        prompt = build_prompt(evidence.question, list(evidence.hits), evidence.query)
         reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None,
                                                        SYSTEM_PROMPT, history, evidence)
         s = settled(clean_text(reply.text), evidence.hits, evidence.idf, drop)
