@@ -112,7 +112,7 @@ import textwrap
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections import Counter
 from typing import NamedTuple
 from dataclasses import dataclass, field, replace
@@ -5078,7 +5078,7 @@ class SqliteStore(Store, Admin):
         return {cid: (b, scale) for cid, b, scale in rows_in(
             self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
 
-    def vector_texts(self, ids: list[int] | None = None) -> Iterator[tuple[int, str]] | list:
+    def vector_texts(self, ids: list[int] | None = None) -> Iterable[tuple[int, str]]:
         """(id, vector JSON) of the chunks of ids that exist (None: every chunk)."""
         if ids is None:
             return self.conn.execute("SELECT id, vector FROM chunks")

@@ -66,6 +66,14 @@ def word_overlap(query, documents):
     return [len(words & set(rag.WORD.findall(d.lower()))) for d in documents]
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A fake server that says nothing of a client gone mid-reply (a hang given up on, a
+    killed index run): the traceback would land in the stderr a test is reading."""
+
+    def handle_error(self, request, client_address):
+        pass
+
+
 class FakeServer:
     """Scripted /v1/embeddings, /v1/chat/completions and /v1/rerank on a free loopback port.
 
@@ -187,11 +195,7 @@ class FakeServer:
                 self.reply(200, {"Content-Type": "text/event-stream"},
                            ("\n\n".join(events) + "\n\n").encode())
 
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request, client_address):
-                pass  # a client that gave up on a hang; nothing to report
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
         self.thread.start()
@@ -261,7 +265,7 @@ class FakeChroma:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.base = f"chroma://127.0.0.1:{self.httpd.server_address[1]}"
         threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
 
