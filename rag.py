@@ -98,7 +98,6 @@ if __name__ == "__main__" or os.path.basename((sys.argv or [""])[0]) in ("rag", 
 import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
 import codecs
 import contextlib
-import copy
 import errno
 import heapq
 import json
@@ -4280,11 +4279,12 @@ def _first_read(path: str, writable: bool, create: bool,
     write-ahead log beside it holds changes. Found by trying, not predicted:
     root may write a file whose mode says read-only, a full disk is met only
     on writing. The index command (create) gets the file itself or an error."""
-    ways = ([(path, True)] if writable else []) + ([] if create else [
-        (_read_only_uri(path), False), (_read_only_uri(path, immutable=True), False)])
+    ways = (["file"] if writable else []) + ([] if create else ["read-only", "immutable"])
     error = None
-    for target, can_write in ways:
-        if (target.endswith("immutable=1") and os.path.exists(path + "-wal")
+    for way in ways:  # each URI made when tried: a writable file needs none (nor urllib)
+        can_write = way == "file"
+        target = path if can_write else _read_only_uri(path, immutable=way == "immutable")
+        if (way == "immutable" and os.path.exists(path + "-wal")
                 and os.path.getsize(path + "-wal")):
             raise RagError(f"cannot read {path} here: SQLite cannot use its -shm file ({error}), "
                            f"and its write-ahead log {path}-wal holds changes the file alone "
@@ -7551,6 +7551,7 @@ class Retriever:
     def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
         """A copy (of its own class) sharing what this one loaded, with changes
         and its own allowed ids (None: found when first needed)."""
+        import copy  # here: only a server's retrievers are copied
         r = copy.copy(self)
         for name, value in changes.items():
             setattr(r, name, value)
