@@ -33,13 +33,13 @@ import rag  # noqa: E402
 DEFAULT_SIZES = "10000:1536,100000:1536,1000000:384"
 
 
-class Replay:
-    """An 'embedder' handing out vectors made beforehand, so only storage is timed."""
+class Replay(rag.Embedder):
+    """An embedder handing out vectors made beforehand, so only storage is timed."""
 
     def __init__(self, model, vectors):
         self.model, self.vectors = model, vectors
 
-    def embed(self, texts):
+    def embed(self, texts, kind=None):
         out, self.vectors = self.vectors[:len(texts)], self.vectors[len(texts):]
         return out
 
