@@ -30,8 +30,8 @@ section; the others are what later sections build on; __all__ is the public API)
                      PDF, man pages, XML, RTF, any of them gzipped; clean text (no control
                      characters); secrets (credential files, redaction); the format table
                      (any other text is text)
-    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
-    Embed            Convention (query and document prefixes, input_type) and the CONVENTIONS
+    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; _CHUNKER_VERSION
+    Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
     Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates,
@@ -74,7 +74,7 @@ Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
-                     OpenAI-compatible server needs neither (its prefixes: one CONVENTIONS entry)
+                     OpenAI-compatible server needs neither (its prefixes: one _CONVENTIONS entry)
     a store          a subclass of Store and Admin, one entry in STORES (a server engine: a
                      subclass of EngineStore in Engine store, its records, put, remove, nearest)
     an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_
