@@ -154,7 +154,11 @@ REFUSAL = "I could not find the answer in the provided documents."
 
 class LazyPattern:
     """A regular expression compiled when first used: a command compiles only
-    the patterns it runs (a search needs few of the file's)."""
+    the patterns it runs (a search needs few of the file's).
+
+    >>> p = LazyPattern(r"(a+)b", re.I); p.pattern, p.search("xAab").group(1), p.groups
+    ('(a+)b', 'Aa', 1)
+    """
 
     def __init__(self, pattern: str, flags: int = 0):
         self.pattern, self.flags = pattern, flags
