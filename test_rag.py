@@ -2968,15 +2968,20 @@ class IndexTests(RagTestCase):
         self.ok("index", self.docs)
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(6,)])
 
-    def swapped_during_index(self, swap, *flags):
-        """An index run in which swap() runs once the walk has listed every file, before any is read."""
+    def swapped_during_index(self, swap, *flags, after=None):
+        """An index run in which swap() runs once the walk has listed every file
+        (after=n: its first n files), before any is read."""
         real_walk = rag.walk
 
-        def walk_then_swap(*a, **kw):
-            yield from real_walk(*a, **kw)
-            swap()
+        def walk_and_swap(*a, **kw):
+            for n, w in enumerate(real_walk(*a, **kw)):
+                if n == after:
+                    swap()
+                yield w
+            if after is None:
+                swap()
 
-        with mock.patch.object(rag, "walk", walk_then_swap):
+        with mock.patch.object(rag, "walk", walk_and_swap):
             return self.run_cli("index", self.docs, *flags)
 
     def test_index_file_swapped_for_a_link_while_indexing_is_not_read(self):
@@ -3017,17 +3022,11 @@ class IndexTests(RagTestCase):
             f.write("The narwhal ledger lives here.\n")
         self.write("a.md", "Refunds take five days.\n")
         self.write("z/secret.md", "Decoy text.\n")
-        real_walk = rag.walk
+        def swap():  # once the walk has listed the first file, before it enters z/
+            shutil.rmtree(os.path.join(self.docs, "z"))
+            os.symlink(outside, os.path.join(self.docs, "z"))
 
-        def walk_and_swap(*a, **kw):  # after the first file, before the walk enters z/
-            for n, w in enumerate(real_walk(*a, **kw)):
-                if n == 0:
-                    shutil.rmtree(os.path.join(self.docs, "z"))
-                    os.symlink(outside, os.path.join(self.docs, "z"))
-                yield w
-
-        with mock.patch.object(rag, "walk", walk_and_swap):
-            code, out, err = self.run_cli("index", self.docs)
+        code, out, err = self.swapped_during_index(swap, after=0)
         self.assertEqual(code, 0, err)
         self.assertIn(f"skipped {os.path.join(self.docs, 'z')}: ", err)
         self.assertEqual(self.rows("SELECT rel FROM documents"), [("a.md",)])
@@ -6403,26 +6402,43 @@ class CrashTests(RagTestCase):
     FILES = 300
     BATCH = 10  # one-chunk files: one write transaction each ten documents
 
+    @classmethod
+    def tearDownClass(cls):
+        if "shared" in cls.__dict__:
+            cls.shared.cleanup()
+        super().tearDownClass()
+
     def setUp(self):
         super().setUp()
-        for i in range(self.FILES):
-            a, b, c = WORDS[i % 20], WORDS[i // 20 % 20], WORDS[(i * 7) % 20]
-            self.write(f"d{i // 100}/{i:03d}.md", f"# {a.title()} {b}\n\n{a} {b} {c} notes, item {i}.\n")
         self.server = self.online()
-        db = os.path.join(self.dir, "clean.db")
-        code, out, err = self.run_cli("index", self.docs, "--batch-size", str(self.BATCH), db=db)
-        self.assertEqual((code, err), (0, ""))
-        self.clean = snapshot(db)
+        cls = type(self)
+        if "shared" not in cls.__dict__:  # the documents and their clean index, made once a class
+            cls.shared = tempfile.TemporaryDirectory()
+            cls.docs = os.path.join(cls.shared.name, "docs")
+            for i in range(self.FILES):
+                a, b, c = WORDS[i % 20], WORDS[i // 20 % 20], WORDS[(i * 7) % 20]
+                os.makedirs(os.path.join(cls.docs, f"d{i // 100}"), exist_ok=True)
+                with open(os.path.join(cls.docs, f"d{i // 100}/{i:03d}.md"), "w") as f:
+                    f.write(f"# {a.title()} {b}\n\n{a} {b} {c} notes, item {i}.\n")
+            db = os.path.join(cls.shared.name, "clean.db")
+            code, out, err = self.run_cli("index", cls.docs, "--batch-size", str(self.BATCH), db=db)
+            self.assertEqual((code, err), (0, ""))
+            cls.clean = snapshot(db)
+        self.docs = cls.docs  # read by every test, written by none
         self.assertEqual(len(self.clean[0]), self.FILES)
 
     def spawn(self, point="none", at=0, how="kill", parallel=1):
         """Start rag.py index as a child that stops itself at point of its at-th batch
-        (one request at a time unless parallel: then the batches commit in any grouping)."""
+        (one request at a time unless parallel: then the batches commit in any grouping).
+        The children share compiled rag.py in the class's folder: compiling it is most of
+        a child's start."""
         self.server.embed_count = 0
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(self.shared.name, "pycache")
         return subprocess.Popen([sys.executable, "-c", CHILD, rag.__file__, point, str(at), how,
                                  "index", self.docs, "--batch-size", str(self.BATCH), "--db", self.db,
                                  "--parallel", str(parallel)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
     def run_child(self, point, at, how):
         proc = self.spawn(point, at, how)

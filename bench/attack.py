@@ -117,6 +117,12 @@ def rag(args, cwd, env=None, stdin=None):
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
+def index_docs(tmp):
+    """The sample documents written to tmp/docs and indexed into tmp/rag.db."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    rag(["index", "docs"], tmp)
+
+
 class Serve:
     """rag.py serve on a free port, stopped on exit."""
 
@@ -133,6 +139,7 @@ class Serve:
         self.stderr_first = line.decode("utf-8", "replace")
         m = re.search(r"http://([^/]+):(\d+)/", self.stderr_first)
         self.host, self.port = m.group(1), int(m.group(2))
+        self.host_header = f"Host: 127.0.0.1:{self.port}\r\n"
 
     def raw(self, data: bytes) -> bytes:
         """Send bytes, read the whole reply (the server closes, or STEP passes)."""
@@ -226,8 +233,7 @@ def check_secrets(tmp):
 
 def check_host_and_csrf(tmp):
     """3. A foreign Host header (DNS rebinding) and a cross-site text/plain POST are refused."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     with Serve([], tmp) as s:
         rebound = s.request("GET", "/health", headers={"Host": f"attacker.example:{s.port}"})[0]
         form = s.request("POST", "/ask", b'{"question": "refunds"}', {"Content-Type": "text/plain"})[0]
@@ -313,8 +319,7 @@ def check_escapes(tmp):
 
 def check_damage(tmp):
     """8. Flipped bytes in a database are found by index and check, and no command shows row data."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     db = os.path.join(tmp, "rag.db")
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -338,8 +343,7 @@ def check_damage(tmp):
 
 def check_key_routing(tmp):
     """9. OPENAI_API_KEY never goes to a third-party LLM_BASE_URL; user:password@ is never echoed."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     rec = Recorder()
     try:
         env = clean_env(OPENAI_API_KEY=OPENAI_KEY, LLM_BASE_URL=rec.url, EMBED_MODEL="builtin-hash-v1")
@@ -361,11 +365,10 @@ def check_key_routing(tmp):
 
 def check_server_details(tmp):
     """9. Smaller: methods, framing, streams, content parts, absolute paths, MCP ids."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     bad = []
     with Serve([], tmp) as s:
-        host = f"Host: 127.0.0.1:{s.port}\r\n"
+        host = s.host_header
         for method in ("PUT", "DELETE", "OPTIONS", "PATCH"):
             status, headers, body = s.request(method, "/search", b"{}")
             if status < 400 or not headers.get("Content-Type", "").startswith("application/json"):
@@ -401,8 +404,7 @@ def check_server_details(tmp):
 
 def check_slow_clients(tmp):
     """9. Slow clients: many connections that trickle bytes are cut by a whole-request deadline."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     with Serve([], tmp) as s:
         socks = []
         for _ in range(50):  # bounded: 50 connections, a byte a second each, for at most STEP seconds
@@ -427,8 +429,7 @@ def check_slow_clients(tmp):
 
 def check_backlog(tmp):
     """9. Many clients connecting at once are all accepted at once (the backlog was 5: 300 took 42 s)."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     with Serve([], tmp) as s:
         start, socks = time.monotonic(), []
         try:
@@ -445,8 +446,7 @@ def check_backlog(tmp):
 
 def check_lock_real_path(tmp):
     """10. The index lock is on the real path: two names of one database share it."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     os.symlink(os.path.join(tmp, "rag.db"), os.path.join(tmp, "other-name.db"))
     lock = open(os.path.join(tmp, "rag.db.lock"), "a+")
     import fcntl
@@ -551,11 +551,10 @@ def check_secret_forms(tmp):
 
 def check_framing(tmp):
     """14. 'Transfer-Encoding : chunked' beside Content-Length, and two Host headers, get a 400."""
-    write(os.path.join(tmp, "docs"), DOCS)
-    rag(["index", "docs"], tmp)
+    index_docs(tmp)
     got = []
     with Serve([], tmp) as s:
-        host = f"Host: 127.0.0.1:{s.port}\r\n"
+        host = s.host_header
         for extra in ("Transfer-Encoding : chunked\r\n", host):
             reply = s.raw(("POST /search HTTP/1.1\r\n" + host + "Content-Type: application/json\r\n"
                            "Content-Length: 2\r\n" + extra + "\r\n{}").encode())
