@@ -337,6 +337,7 @@ class StoredDocument(NamedTuple):
     path: str
     sha256: str
     rel: str
+    stat: str = ""  # the file's stat when read (_stat_key): unchanged since, it is not read again
 
 
 class StoredChunk(NamedTuple):
@@ -4184,7 +4185,28 @@ def _v6_ask_caller(conn: sqlite3.Connection) -> None:
     _run_script(conn, "ALTER TABLE asks ADD COLUMN caller TEXT;")
 
 
-_MIGRATIONS = (_v1_tables, _v2_signatures, _v3_packed, _v4_locations, _v5_keyed, _v6_ask_caller)
+# The tables whose rows rag.py writes. A write by any other program sets the
+# setting 'outside' (rag.py's own transactions put it back: _transaction), and
+# the next index run then checks every row (SqliteStore.damage). Never on FTS5's
+# own tables: a trigger there fires inside FTS5's writes (SQLite 3.40 crashes).
+_WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
+
+
+def _v7_watched(conn: sqlite3.Connection) -> None:
+    """6 -> 7: writes by other programs flagged, so that an index run checks
+    the whole file only then; the first run after this upgrade checks it. Each
+    document keeps its file's stat, so an unchanged file is not read again."""
+    conn.execute("ALTER TABLE documents ADD COLUMN stat TEXT NOT NULL DEFAULT ''")
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (Meta.OUTSIDE,))
+    for table in _WATCHED:
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            conn.execute(f"CREATE TRIGGER {table}_{event.lower()}_outside AFTER {event} ON {table} "
+                         f"BEGIN UPDATE meta SET value = '1' WHERE key = '{Meta.OUTSIDE}' "
+                         "AND value <> '1'; END")
+
+
+_MIGRATIONS = (_v1_tables, _v2_signatures, _v3_packed, _v4_locations, _v5_keyed, _v6_ask_caller,
+               _v7_watched)
 _SCHEMA_VERSION = len(_MIGRATIONS)
 
 
@@ -4417,12 +4439,24 @@ def _transaction(conn, begun: bool = False):
     if not begun:
         conn.execute("BEGIN IMMEDIATE")
     try:
+        outside = _outside_flag(conn)
         yield conn
+        if outside == "0":  # this process's writes fired the triggers (_WATCHED): not outside
+            conn.execute("UPDATE meta SET value = '0' WHERE key = ?", (Meta.OUTSIDE,))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def _outside_flag(conn) -> str | None:
+    """The setting Meta.OUTSIDE as a transaction begins (None before there is one)."""
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (Meta.OUTSIDE,)).fetchone()
+    except sqlite3.OperationalError:  # no meta table yet: the first migration makes it
+        return None
+    return row and row[0]
 
 
 _FREE_SHARE = 4  # a migration leaving over 1/4 of the file unused compacts it
@@ -4464,6 +4498,9 @@ class Meta:
     # the floor measured without labels, per mode (question_floor)
     QUESTION_FLOOR = "question_floor"
     ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
+    READ_WITH = "read_with"          # what decides what a file's stored text is (_read_with)
+    OUTSIDE = "outside"              # '1': written by another program, or check found
+                                     # damage: the next index run checks every row
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -4520,6 +4557,7 @@ class PendingDoc:
     size: int
     mtime: float
     chunks: tuple
+    stat: str = ""  # _stat_key
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
@@ -4652,6 +4690,11 @@ def _vector_problem(text: bytes, dim: int) -> str | None:
     return None
 
 
+# What an index run reads of each table when no other program wrote since the
+# last check (SqliteStore.damage, rows=False): its first and last rows.
+_EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
+                "chunks_fts_data", "chunks_fts_idx", "chunks_fts_docsize")
+_NO_ROWID = ("embed_cache", "chunks_fts_idx")
 ROWS_FAILED = "reading the rows failed"  # damage()'s word for a page that stopped the scan
 
 
@@ -4759,6 +4802,10 @@ class Store:
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
         """Stored vector JSON by text key, for those of keys already embedded by model."""
         raise NotImplementedError
+
+    def keep_stats(self, stats: dict[str, str]) -> None:
+        """path -> the stat (_stat_key) its file had when this run read it and
+        found it unchanged: where kept, the next run does not read it again."""
 
     def prepare(self) -> None:
         """Before an index run: stored documents brought to this version's form."""
@@ -4941,7 +4988,7 @@ class SqliteStore(Store, Admin):
     # documents, for an index run
     def documents(self) -> list[StoredDocument]:
         return [StoredDocument(*r) for r in
-                self.conn.execute("SELECT path, sha256, rel FROM documents")]
+                self.conn.execute("SELECT path, sha256, rel, stat FROM documents")]
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
@@ -4954,9 +5001,9 @@ class SqliteStore(Store, Admin):
             for doc, keys in docs:
                 self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
                 cur = self.conn.execute(
-                    "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp))
+                    "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp, doc.stat))
                 for c, key in zip(doc.chunks, keys):
                     codes = vectors[key]
                     chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
@@ -4979,6 +5026,12 @@ class SqliteStore(Store, Admin):
     def rename(self, path: str, rel: str) -> None:
         with _transaction(self.conn):
             self.conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, path))
+
+    def keep_stats(self, stats: dict[str, str]) -> None:
+        if stats:
+            with _transaction(self.conn):
+                self.conn.executemany("UPDATE documents SET stat = ? WHERE path = ?",
+                                      [(v, k) for k, v in stats.items()])
 
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
         """From the chunks that hold them, else from the cache of removed ones."""
@@ -5162,7 +5215,7 @@ class SqliteStore(Store, Admin):
 
     def log_ask(self, row: tuple) -> str | None:
         try:
-            with self._patience(_ASK_LOG_WAIT):
+            with self._patience(_ASK_LOG_WAIT), _transaction(self.conn):
                 self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
                                   f"({', '.join('?' * len(ASK_COLUMNS))})", row)
         except sqlite3.OperationalError as e:  # the answer matters more than its log
@@ -5229,12 +5282,15 @@ class SqliteStore(Store, Admin):
             return 0
 
     # damage: check, and an index run's repair
-    def damage(self, db: str, full: bool = False) -> _Damage:
+    def damage(self, db: str, full: bool = False, rows: bool = True) -> _Damage:
         """Check the index (the file db) without changing it: PRAGMA quick_check
         (integrity_check when full), every text column decoded, every vector parsed
         by SQLite's JSON parser and its length checked (when full, also by Python's,
-        each number finite)."""
+        each number finite). Not rows: the settings, and the first and last rows
+        of each table (their pages found sound by SQLite as it reads them)."""
         d = _Damage(db)
+        if not rows:
+            return self._damage_at_edges(d)
         try:
             rows = [r for (r,) in self.conn.execute(
                 f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
@@ -5254,6 +5310,34 @@ class SqliteStore(Store, Admin):
         if not d.structure:
             d.keyword, d.keyword_unchecked = self._keyword_damage(full)
         return d
+
+    def _damage_at_edges(self, d: _Damage) -> _Damage:
+        factory = self.conn.text_factory
+        self.conn.text_factory = bytes
+        try:
+            self._scan_settings(d)
+            for table in _EDGE_TABLES:
+                self.conn.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+                if table not in _NO_ROWID:
+                    self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1"
+                                      ).fetchall()
+        except sqlite3.DatabaseError as e:
+            d.structure.append(f"{ROWS_FAILED}: {e}")
+        finally:
+            self.conn.text_factory = factory
+        return d
+
+    def mark_for_checking(self) -> None:
+        """Make the next index run check every row (check found damage): at once
+        or not at all (read-only, or another process is writing)."""
+        try:
+            if self._begin_at_once():  # not _transaction: that would put the flag back
+                self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')",
+                                  (Meta.OUTSIDE,))
+                self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
 
     def _keyword_damage(self, full: bool) -> tuple[str, str]:
         """(what FTS5's own integrity check finds wrong in the keyword index, '' if
@@ -6612,8 +6696,9 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
 
 def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
-    """Read, parse and chunk one file the walk listed: ('read', document), or
-    ('unchanged' | 'empty' | 'skipped' | 'secret', None), with a note saying
+    """Read, parse and chunk one file the walk listed: ('read', document),
+    ('unchanged', the document without chunks), or ('empty' | 'skipped' |
+    'secret', None), with a note saying
     why a file is skipped. rel: its path in the folder indexed (_doc_rel);
     known: the SHA-256 stored for it. No error in one file stops the run. A
     file that looks like credentials is 'secret': not read unless opts.include_secrets."""
@@ -6631,7 +6716,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     data, st, fmt = got
     sha = sha256_hex(data)
     if known == sha:
-        return "unchanged", None
+        return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
+                                       _stat_key(st, time.time()))
     try:
         lines, warning = parse_document(path, data, fmt)
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
@@ -6655,7 +6741,33 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     if not chunks:
         log.skipped(path, "no text", "no text")
         return "empty", None
-    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks))
+    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
+                              _stat_key(st, time.time()))
+
+
+# A file changed less than this before it was read may change again within the
+# same tick of its clock (FAT counts modification times in 2 s steps): it is
+# read again next run, not trusted by its stat (as git treats "racily clean" files).
+_SETTLE_SECONDS = 2.0
+
+
+def _stat_key(st: os.stat_result, now: float) -> str:
+    """What says a file is unchanged since it was read: its modification and
+    change times, size and inode ('' when too fresh to trust: _SETTLE_SECONDS).
+    A file put back with its old modification time (tar, rsync) has a new change time."""
+    if now - st.st_mtime < _SETTLE_SECONDS or now - st.st_ctime < _SETTLE_SECONDS:
+        return ""
+    return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_size} {st.st_ino}"
+
+
+def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
+    """The file the walk listed is as it was when its stored text was read."""
+    try:
+        st = os.stat(w.path, follow_symlinks=w.linked)
+    except OSError:
+        return False  # read as usual: the reading says why it is gone
+    return stat.S_ISREG(st.st_mode) and _identity(st) == w.ident and (
+        _stat_key(st, math.inf) == stored_stat)
 
 
 def _doc_rel(path: str, key: str, root: str) -> str:
@@ -6972,7 +7084,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         run.batcher.finish()
     finally:
         run.batcher.close()
-    store.set_meta({Meta.CHUNKING: chunking})  # only once every document has been redone
+    # only once every document has been redone
+    store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts)})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
     return run.stats
@@ -6990,6 +7103,8 @@ class _IndexRun:
     stats: IndexStats
     stored: dict = field(default_factory=dict)
     stored_rel: dict = field(default_factory=dict)
+    stored_stat: dict = field(default_factory=dict)  # path -> its file's stat when read
+    restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
     stale: list = field(default_factory=list)
     batcher: Batcher | None = None
@@ -7003,6 +7118,10 @@ class _IndexRun:
         self.stored_rel = {d.path: d.rel for d in rows}
         chunking = chunking_key(self.opts.size, self.opts.overlap)
         kept = self.store.meta(Meta.CHUNKING)
+        if kept == chunking and self.store.meta(Meta.READ_WITH) == _read_with(self.opts):
+            self.stored_stat = {d.path: d.stat for d in rows if d.stat}
+        elif self.store.meta(Meta.READ_WITH) is not None:  # until this run ends: stats untrusted
+            self.store.set_meta({Meta.READ_WITH: None})
         if self.stored and kept not in (None, chunking):
             self.log.note(f"chunk settings changed ({kept} -> {chunking}): re-chunking every "
                           "document; unchanged text is not embedded again")
@@ -7014,8 +7133,13 @@ class _IndexRun:
         key, store, stats = w.key, self.store, self.stats
         self.seen.add(key)
         rel = _doc_rel(w.path, key, w.root)
-        status, doc = _load_document(w, rel, self.stored.get(key), self.opts, self.log)
+        if key in self.stored_stat and _unchanged_on_disk(w, self.stored_stat[key]):
+            status, doc = "unchanged", None  # not read: nothing changed since it was
+        else:
+            status, doc = _load_document(w, rel, self.stored.get(key), self.opts, self.log)
         stats.unchanged += status == "unchanged"
+        if status == "unchanged" and doc and doc.stat:  # trusted by its stat next run
+            self.restat[key] = doc.stat
         # stored by an earlier run under a link's name
         if status == "unchanged" and self.stored_rel.get(key) != rel:
             store.rename(key, rel)
@@ -7028,7 +7152,7 @@ class _IndexRun:
             self.stale.append(key)
         elif status == "empty" and key in self.stored:
             store.delete([key])
-        elif doc:
+        elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
 
@@ -7047,7 +7171,15 @@ class _IndexRun:
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
         stats.removed += _prune_or_report(store, self.stale, "can no longer be read and keep "
                                           "their old text", opts.prune, log)
+        store.keep_stats(self.restat)
         store.finished()
+
+
+def _read_with(opts: IndexOptions) -> str:
+    """The options and version that decide what text a file gives: a file is
+    trusted by its stat (_unchanged_on_disk) only when they are as they were."""
+    return (f"chunker={_CHUNKER_VERSION} secrets={opts.include_secrets} "
+            f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
 
 
 def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
@@ -11523,8 +11655,11 @@ def _print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
 
 def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
     """Before an index run: a damaged file stops it (writing would spread the
-    damage); damaged rows are named and removed, so their files are read again."""
-    d = store.damage(db)
+    damage); damaged rows are named and removed, so their files are read again.
+    Every row is read only when another program wrote to the file, or check
+    found damage (Meta.OUTSIDE); else what SQLite checks as it reads pages."""
+    rows = store.meta(Meta.OUTSIDE) != "0"
+    d = store.damage(db, rows=rows)
     if not d.repairable:
         raise index_damaged(db, "; ".join((d.structure + d.settings)[:2])[:300])
     for doc_id, reasons in d.docs.items():
@@ -11537,6 +11672,8 @@ def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
         log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
         store.repair(d)
+    if rows and not d.keyword_unchecked:
+        store.set_meta({Meta.OUTSIDE: "0"})
 
 
 def _check_arguments(p: argparse.ArgumentParser) -> None:
@@ -11567,6 +11704,8 @@ def _cmd_check(args, cfg: Config, closer) -> int:
     if outside:  # not damage, but never meant to be read: the next index run removes them
         print(f"outside the folders indexed: {len(outside)} document(s) whose real path is outside "
               f"every folder given to index: {listed(outside)} (the next index run removes them)")
+    if d.found and d.repairable:  # the next index run reads every row, and repairs them
+        store.mark_for_checking()
     if not d.found:
         print("ok: no damage found")
         if outside:

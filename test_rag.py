@@ -1791,6 +1791,7 @@ class StoreTests(RagTestCase):
         with open(self.db, "rb") as f, open(old, "wb") as g:
             g.write(f.read())
         conn = sqlite3.connect(old)
+        self.unwatch(conn)
         conn.executescript("ALTER TABLE asks DROP COLUMN caller; PRAGMA user_version = 5;")
         conn.close()
         def fill():
@@ -1815,7 +1816,8 @@ class StoreTests(RagTestCase):
                 self.assertEqual((code, err), (0, f"rag: note: {why}; questions are answered but not logged\n"))
                 self.assertIn("5 to 7 business days", out)
                 msg = self.error_line("search", "refunds", db=old)
-                self.assertIn("needs upgrading (schema 5 to 6) but cannot be written now: "
+                self.assertIn(f"needs upgrading (schema 5 to {rag._SCHEMA_VERSION}) but cannot be "
+                              "written now: "
                               + ("it is read-only here" if why.endswith("here") else why), msg)
                 self.assertIn("index' once where it can be written", msg)
                 self.assertEqual(self.fingerprint()[:2], before[:2])
@@ -1860,9 +1862,19 @@ class StoreTests(RagTestCase):
         self.assertEqual(rag.sketch([0.5, -0.25, 1e-9]), (bytes([127, 256 - 64, 0]), 0.5 / 127))
 
     @staticmethod
-    def unkey(conn):
-        """Undo migrations 5 -> 6 (the asks' caller) and 4 -> 5 (keys, sketches), and cache
-        every vector as schema 4 did."""
+    def unwatch(conn):
+        """Undo migration 6 -> 7 (outside writes flagged, each document's stat)."""
+        for table in rag._WATCHED:
+            for event in ("insert", "update", "delete"):
+                conn.execute(f"DROP TRIGGER {table}_{event}_outside")
+        conn.execute("ALTER TABLE documents DROP COLUMN stat")
+        conn.execute("DELETE FROM meta WHERE key = 'outside'")
+
+    @classmethod
+    def unkey(cls, conn):
+        """Undo migrations 6 -> 7 (unwatch), 5 -> 6 (the asks' caller) and 4 -> 5 (keys,
+        sketches), and cache every vector as schema 4 did."""
+        cls.unwatch(conn)
         conn.execute("ALTER TABLE asks DROP COLUMN caller")
         conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
                      "'embed_model'), key, vector FROM chunks")
@@ -1966,6 +1978,34 @@ class StoreTests(RagTestCase):
         self.assertIn("ok: no damage found", self.ok("check", "--full"))
         self.assertIn("refunds.md", self.ok("search", "refunds card"))
         self.assertEqual(len([json.loads(l) for l in self.ok("export").splitlines()]), 4)
+
+    def test_index_reads_every_row_only_after_another_program_wrote(self):
+        """An index run checks every row when another program wrote to the file
+        (or check found damage), else the settings and each table's first and
+        last rows: its own writes, and asks, do not count as outside."""
+        self.write_docs()
+        scans = []
+        full_scan = rag.SqliteStore._scan_chunks
+        with mock.patch.object(rag.SqliteStore, "_scan_chunks",
+                               lambda store, d, full: scans.append(full) or full_scan(store, d, full)):
+            self.ok("index", self.docs)  # a new index: nothing to read
+            self.ok("ask", "How long do refunds take?")
+            self.write("garden.txt", "Cucumbers like warm soil.\n")
+            self.ok("index", self.docs)
+            self.assertEqual((scans, self.rows("SELECT value FROM meta WHERE key = 'outside'")),
+                             ([False], [("0",)]))
+            conn = sqlite3.connect(self.db)
+            with conn:  # another program's write: a vector that is no longer one
+                conn.execute("UPDATE chunks SET vector = '[1' WHERE id = (SELECT min(id) FROM chunks)")
+            conn.close()
+            self.assertEqual(self.rows("SELECT value FROM meta WHERE key = 'outside'"), [("1",)])
+            code, out, err = self.run_cli("index", self.docs)
+            self.assertEqual(code, 0, err)
+            self.assertIn("damaged in the index: ", err)
+            self.assertEqual(scans, [False, False])
+            self.assertIn("nothing changed", self.ok("index", self.docs))
+            self.assertEqual(scans, [False, False])
+        self.assertIn("ok: no damage found", self.ok("check", "--full"))
 
     def test_check_finds_a_damaged_keyword_index_and_index_rebuilds_it(self):
         self.write_docs()
@@ -2595,6 +2635,37 @@ class IndexTests(RagTestCase):
         conn = sqlite3.connect(db)
         self.assertEqual(sorted(os.path.basename(p) for (p,) in conn.execute("SELECT path FROM documents")), sorted(DOCS))
         conn.close()
+
+    def test_index_does_not_read_a_file_its_stat_says_is_unchanged(self):
+        """A file whose modification and change times, size and inode are as
+        when it was read is not read again; a fresh one (changed within
+        _SETTLE_SECONDS of being read) always is, and so is one put back with
+        its old modification time, or any file after the reading options change."""
+        self.write_docs()
+        reads = []
+        read = rag._read_file
+        def counted(w, *args, **kwargs):
+            reads.append(os.path.basename(w.path))
+            return read(w, *args, **kwargs)
+        with mock.patch.object(rag, "_read_file", counted):
+            self.ok("index", self.docs)
+            self.assertIn("nothing changed", self.ok("index", self.docs))
+            self.assertEqual(sorted(reads), sorted(list(DOCS) * 2))  # too fresh to trust
+            with mock.patch.object(rag, "_SETTLE_SECONDS", -1.0):
+                self.ok("index", self.docs)  # read, unchanged: their stat kept
+                reads.clear()
+                self.assertIn("nothing changed", self.ok("index", self.docs))
+                self.assertEqual(reads, [])
+                path = os.path.join(self.docs, "refunds.md")
+                before = os.stat(path)
+                with open(path, "r+") as f:  # the same size, the old time put back
+                    f.write("R")
+                os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+                self.assertIn("indexed 1 file(s)", self.ok("index", self.docs))
+                self.assertEqual(reads, ["refunds.md"])
+                reads.clear()
+                self.ok("index", self.docs, "--max-file-mb", "5")
+                self.assertEqual(sorted(reads), sorted(DOCS))
 
     def test_index_a_removal_is_a_change_in_the_summary(self):
         self.write_docs()
