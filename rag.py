@@ -3373,7 +3373,9 @@ class Embedder:
     local: it runs in this process (no server, so no parallel requests).
     convention: how it tells questions from documents (kept with the index).
     timeout: seconds a request may take (None: it never waits on a server);
-    an index run paces its requests by it (_Pace).
+    an index run paces its requests by it (_Pace). parallel: requests one
+    embed call may have in flight (an index run sets what the server answered
+    in time, for the questions that measure the refusal floor after it).
 
     A new embedder is a subclass and one entry in EMBEDDERS; a model behind
     an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
@@ -3388,6 +3390,7 @@ class Embedder:
     local = False
     convention = Convention()
     timeout: float | None = None
+    parallel = 1
 
     def embed(self, texts: list[str], kind: str = _DOCUMENT) -> list[list[float]]:
         raise NotImplementedError
@@ -3690,6 +3693,41 @@ def too_long(e: RagError) -> bool:
             and bool(TOO_LONG.search(str(e))))
 
 
+def _at_once(fn, items: list, most: int) -> list:
+    """[fn(item) for item in items], up to most at a time on daemon threads
+    (Ctrl-C never waits for a reply); the first error is raised."""
+    if most <= 1 or len(items) <= 1:
+        return [fn(item) for item in items]
+    import queue
+    import threading
+    todo, done = queue.Queue(), queue.Queue()
+    for i, item in enumerate(items):
+        todo.put((i, item))
+
+    def work() -> None:
+        while True:
+            try:
+                i, item = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((i, fn(item), None))
+            except BaseException as e:  # handed to the caller
+                done.put((i, None, e))
+    for _ in range(min(most, len(items))):
+        threading.Thread(target=work, daemon=True).start()
+    out: list = [None] * len(items)
+    for _ in items:
+        i, result, error = done.get()
+        if error is not None:
+            while not todo.empty():  # nothing more is sent
+                with contextlib.suppress(queue.Empty):
+                    todo.get_nowait()
+            raise error
+        out[i] = result
+    return out
+
+
 class HttpEmbedder(Embedder):
     """Embeddings from POST {base}/embeddings, batched, in input order: any
     model an OpenAI-compatible server offers, by its name."""
@@ -3721,10 +3759,10 @@ class HttpEmbedder(Embedder):
         (patient: see Embedder.embed_request)."""
         prefix = self.convention.prefix(kind)
         texts = [prefix + t for t in texts] if prefix else texts
-        out: list[list[float]] = []
-        for idx in _embed_batches(texts, self.batch, EMBED_BATCH_CHARS):
-            out.extend(self._embed_fitting([texts[i] for i in idx], kind, patient))
-        return out
+        batches = [[texts[i] for i in idx]
+                   for idx in _embed_batches(texts, self.batch, EMBED_BATCH_CHARS)]
+        parts = _at_once(lambda b: self._embed_fitting(b, kind, patient), batches, self.parallel)
+        return [v for part in parts for v in part]
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
         return self.embed(texts, _DOCUMENT, patient)
@@ -3888,26 +3926,6 @@ def _exact_count(n: int, depth: int, dim: int) -> int:
     return min(n, max(2 * depth, _EXACT_BUDGET // max(dim, 1)))
 
 
-def _nearest(dist: list[int], count: int) -> list[int]:
-    """Positions of the count smallest distances (ties at the cut all kept).
-
-    Counting distances beats sorting a million of them: they are small integers.
-
-    >>> _nearest([5, 1, 3, 1, 9], 2)
-    [1, 3]
-    """
-    if count >= len(dist):
-        return list(range(len(dist)))
-    tally = sorted(Counter(dist).items())
-    total, cut = 0, tally[-1][0]
-    for value, seen in tally:
-        total += seen
-        if total >= count:
-            cut = value
-            break
-    return [i for i, d in enumerate(dist) if d <= cut]
-
-
 dot = getattr(math, "sumprod", None) or (lambda a, b: sum(map(operator.mul, a, b)))
 
 
@@ -3932,15 +3950,82 @@ _SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a
                             # chunks of 384 dims (bench/README.md, "Search at scale")
 
 
-class Signatures(NamedTuple):
-    """Every chunk's sign-bit signature (as an int), by position."""
+# bit b of a byte as the character '0' or '1', one table for each b (transpose_signatures)
+_BIT_CHARS = tuple(bytes(0x30 + ((x >> b) & 1) for x in range(256)) for b in range(8))
 
-    ids: list[int]
-    sigs: list[int]
+
+def transpose_signatures(sigs: bytes, width: int) -> bytes:
+    """Signatures end to end (width bytes each) as width x 8 bit columns of
+    ceil(n / 8) bytes each: bit j of column d is bit d of signature j. A
+    question then counts every chunk's sign mismatches on its own large
+    components with a few big-integer operations a column (_Part.within).
+
+    >>> transpose_signatures(bytes([0b01, 0b11, 0b10]), 1)[:2].hex()  # columns 0 and 1
+    '0306'
+    """
+    n = len(sigs) // max(width, 1)
+    size = (n + 7) // 8
+    return b"".join(int(sigs[d // 8::width].translate(_BIT_CHARS[d % 8])[::-1] or b"0", 2)
+                    .to_bytes(size, "little") for d in range(8 * width))
+
+
+class _Part:
+    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns
+    (transpose_signatures), and their ids by position; each column a question
+    needs becomes an integer once."""
+
+    def __init__(self, ids: array, columns: bytes):
+        self.ids, self.blob = ids, columns
+        self.size = (len(ids) + 7) // 8
+        self.ones = (1 << len(ids)) - 1
+        self._columns: dict[int, int] = {}
+
+    def column(self, d: int) -> int:
+        if d not in self._columns:
+            self._columns[d] = int.from_bytes(self.blob[d * self.size:(d + 1) * self.size],
+                                              "little")
+        return self._columns[d]
+
+    def mismatches(self, signs: list[tuple[int, bool]]) -> list[int]:
+        """Each chunk's count of sign mismatches on the components given
+        ((dimension, question's sign > 0)), as bit planes: bit j of plane i is
+        bit i of chunk j's count (a ripple-carry adder over all chunks at once)."""
+        planes: list[int] = []
+        for d, positive in signs:
+            carry = self.column(d) ^ self.ones if positive else self.column(d)
+            for i, plane in enumerate(planes):
+                planes[i], carry = plane ^ carry, plane & carry
+                if not carry:
+                    break
+            if carry:
+                planes.append(carry)
+        return planes
+
+    def within(self, planes: list[int], most: int) -> int:
+        """Bits set for the chunks whose count (planes) is at most most."""
+        if most >= 1 << len(planes):
+            return self.ones
+        below, equal = 0, self.ones
+        for i in reversed(range(len(planes))):
+            if most >> i & 1:
+                below |= equal & ~planes[i]
+                equal &= planes[i]
+            else:
+                equal &= ~planes[i]
+        return (below | equal) & self.ones
+
+    def chosen(self, bits: int) -> list[int]:
+        """The ids at the bits set."""
+        ones = bin(bits)[:1:-1]  # bit 0 first
+        out, at = [], ones.find("1")
+        while at >= 0:
+            out.append(self.ids[at])
+            at = ones.find("1", at + 1)
+        return out
 
 
 class Sketches(NamedTuple):
-    """Every chunk's byte sketch end to end, and its scale, by position."""
+    """Chunks' byte sketches end to end, and their scales, by position."""
 
     ids: list[int]
     blob: bytes
@@ -3948,36 +4033,65 @@ class Sketches(NamedTuple):
 
 
 class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures and byte
-    sketches (packed copy and its freshness), the candidates they choose for a
+    """Dense search over the stored vectors: the sign-bit signatures as bit
+    columns (_Part), the byte sketches, the candidates they choose for a
     question, and the parsed vectors behind them, kept for the next question."""
 
     def __init__(self, store: SqliteStore):
         self.store = store
-        self._sigs: Signatures | None = None
-        # signatures of allowed ids
-        self._kept: tuple[set | None, list[int], list[int]] | None = None
+        self._parts: list[_Part] | None = None
+        self._masks: tuple[set | None, list[int], int] | None = None  # allowed: bits, count
         self._vectors: dict[int, list[float]] = {}
-        # every chunk's, by position
-        self._sketches: tuple[dict[int, int], bytes, array] | None = None
+        self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's
         self._all: list | None = None
 
-    def signatures(self) -> tuple[list[int], list[int]]:
-        """(chunk ids, signatures as ints) of every chunk."""
-        if self._sigs is None:
-            self._sigs = self.store.signatures()
-        return self._sigs
+    def parts(self) -> list[_Part]:
+        if self._parts is None:
+            self._parts = self.store.signature_parts()
+        return self._parts
 
     def inherit(self, older: SignatureIndex) -> None:
         """Keep the vectors an index loaded before an index run parsed (most
         chunks do not change): those of the ids whose signature is the same.
         (A chunk removed by the run frees its id for a new chunk, which then
         has another signature.)"""
-        if older._sigs is None or not older._vectors:
+        if not older._vectors:
             return
-        new, old = dict(zip(*self.signatures())), dict(zip(*older._sigs))
-        self._vectors = {c: v for c, v in older._vectors.items()
-                         if c in new and new[c] == old.get(c)}
+        now = self.store.signature_rows(list(older._vectors))
+        self._vectors = {c: v for c, v in older._vectors.items() if now.get(c) == signature(v)}
+
+    def _allowed_bits(self, allowed: set[int] | None) -> tuple[list[int], int]:
+        """Each part's bits of the chunks allowed (None: all), and how many
+        there are: found once per id set, not once per question."""
+        if self._masks is None or self._masks[0] is not allowed:
+            parts = self.parts()
+            if allowed is None:
+                bits = [p.ones for p in parts]
+            else:
+                bits = [int("".join(["1" if c in allowed else "0" for c in reversed(p.ids)])
+                            or "0", 2) for p in parts]
+            self._masks = (allowed, bits, sum(b.bit_count() for b in bits))
+        return self._masks[1], self._masks[2]
+
+    def nearest(self, qvec: list[float], room: int, allowed: set[int] | None) -> list[int]:
+        """The ids of the room chunks (ties at the cut all kept) with the fewest
+        sign mismatches on the question's largest components (_large_components)."""
+        large = _large_components(qvec)
+        signs = [(d, qvec[d] > 0) for d in range(len(qvec)) if large >> d & 1]
+        masks, _ = self._allowed_bits(allowed)
+        counts = [p.mismatches(signs) for p in self.parts()]
+        low, high = 0, len(signs)  # the least count within which room chunks are
+        while low < high:
+            mid = (low + high) // 2
+            found = sum((p.within(c, mid) & m).bit_count()
+                        for p, c, m in zip(self.parts(), counts, masks))
+            low, high = (low, mid) if found >= room else (mid + 1, high)
+        return [cid for p, c, m in zip(self.parts(), counts, masks)
+                for cid in p.chosen(p.within(c, low) & m)]
+
+    def ids(self, allowed: set[int] | None) -> list[int]:
+        masks, _ = self._allowed_bits(allowed)
+        return [cid for p, m in zip(self.parts(), masks) for cid in p.chosen(m)]
 
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, parsed vector) of the chunks that exist, read from the database once."""
@@ -3989,14 +4103,12 @@ class SignatureIndex:
 
     def sketches(self, ids: list[int], every: bool) -> Sketches:
         """The sketches of those of ids that exist: every (ids
-        are all the allowed chunks, which fit _SKETCH_BUDGET): from the packed
-        copy, kept for the next question; else from the rows, read for these ids."""
+        are all the allowed chunks, which fit _SKETCH_BUDGET): every chunk's,
+        kept for the next question; else read for these ids."""
         if every and self._sketches is None:
-            packed = self.store.packed_sketches()
-            if packed is not None and packed.ids == self.signatures().ids:  # the same snapshot
-                self._sketches = ({cid: i for i, cid in enumerate(packed.ids)}, packed.blob,
-                                  packed.scales)
-        if every and self._sketches is not None:
+            got = self.store.sketch_rows(None)
+            self._sketches = ({cid: i for i, cid in enumerate(got.ids)}, got.blob, got.scales)
+        if every:
             where, blob, scales = self._sketches
             dim = len(blob) // max(len(scales), 1)
             found = [c for c in ids if c in where]
@@ -4004,9 +4116,7 @@ class SignatureIndex:
                 return Sketches(found, blob, scales)
             return Sketches(found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim]
                                              for c in found]), [scales[where[c]] for c in found])
-        rows = self.store.sketch_rows(ids)
-        found = [c for c in ids if c in rows]
-        return Sketches(found, b"".join([rows[c][0] for c in found]), [rows[c][1] for c in found])
+        return self.store.sketch_rows(ids)
 
     def all_vectors(self):
         """Every (id, vector): kept for the next question while small, streamed
@@ -4033,22 +4143,14 @@ class SignatureIndex:
         nearest by signature: sign mismatches on the question's largest
         components (_large_components).
         """
-        all_ids, sigs = self.signatures()
-        if allowed is not None:  # filtered once per id set, not once per question
-            if self._kept is None or self._kept[0] is not allowed:
-                keep = [i for i, cid in enumerate(all_ids) if cid in allowed]
-                self._kept = (allowed, [all_ids[i] for i in keep], [sigs[i] for i in keep])
-            all_ids, sigs = self._kept[1:]
-        want = _exact_count(len(all_ids), depth, len(qvec))
-        if want >= len(all_ids):
-            return all_ids
+        _, n = self._allowed_bits(allowed)
+        want = _exact_count(n, depth, len(qvec))
+        if want >= n:
+            return self.ids(allowed)
         room = max(_COARSE_FACTOR * want, _SKETCH_BUDGET // max(len(qvec), 1))
-        pool = all_ids
-        if room < len(all_ids):
-            q, large = int.from_bytes(signature(qvec), "little"), _large_components(qvec)
-            coarse = [((q ^ s) & large).bit_count() for s in sigs]
-            pool = [all_ids[i] for i in _nearest(coarse, room)]
-        found, blob, scales = self.sketches(pool, pool is all_ids)
+        every = room >= n
+        pool = self.ids(allowed) if every else self.nearest(qvec, room, allowed)
+        found, blob, scales = self.sketches(pool, every)
         scores = [scale * dot for scale, dot in zip(scales, _sketch_dots(qvec, blob, len(qvec)))]
         return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
 
@@ -4195,8 +4297,14 @@ _WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
 def _v7_watched(conn: sqlite3.Connection) -> None:
     """6 -> 7: writes by other programs flagged, so that an index run checks
     the whole file only then; the first run after this upgrade checks it. Each
-    document keeps its file's stat, so an unchanged file is not read again."""
+    document keeps its file's stat, so an unchanged file is not read again. The
+    packed signatures become bit columns, without the sketches (kept once, in
+    sigs); the next index run packs them."""
     conn.execute("ALTER TABLE documents ADD COLUMN stat TEXT NOT NULL DEFAULT ''")
+    _run_script(conn, f"""
+        DROP TABLE sig_pack;
+        CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
+        DELETE FROM meta WHERE key = '{Meta.SIG_PACK}';""")
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (Meta.OUTSIDE,))
     for table in _WATCHED:
         for event in ("INSERT", "UPDATE", "DELETE"):
@@ -5071,69 +5179,59 @@ class SqliteStore(Store, Admin):
 
     # what SignatureIndex reads: signatures and sketches (packed, else row by row), vectors
     def _pack_signatures(self) -> None:
-        """Rewrite the packed copy of the signatures: a few large rows load far
-        faster than one row a chunk. An index run does, at its end; a search
-        that finds the copy stale reads the rows instead (never writes)."""
+        """Rewrite the packed copy of the signatures, _SIG_PACK_ROWS chunks a row
+        as bit columns (transpose_signatures): a few large rows load far faster
+        than one row a chunk. An index run does, at its end; a search that finds
+        the copy stale reads the rows instead (never writes)."""
         with _transaction(self.conn):
             self.conn.execute("DELETE FROM sig_pack")
-            rows = self.conn.execute("SELECT chunk_id, sig, sketch, scale FROM sigs "
-                                     "ORDER BY chunk_id")
-            part = 0
-            while block := rows.fetchmany(_SIG_PACK_ROWS):
-                ids, sigs, sketches, scales = zip(*block)
-                self.conn.execute("INSERT INTO sig_pack(part, ids, sigs, sketches, scales) "
-                                  "VALUES (?, ?, ?, ?, ?)",
-                                  (part, array("q", ids).tobytes(), b"".join(sigs),
-                                   b"".join(sketches), array("d", scales).tobytes()))
-                part += 1
+            for part, p in enumerate(self._signature_rows_in_parts()):
+                self.conn.execute("INSERT INTO sig_pack(part, ids, columns) VALUES (?, ?, ?)",
+                                  (part, p.ids.tobytes(), p.blob))
             self._put({Meta.SIG_PACK: self.meta(Meta.SIG_STAMP) or "0"})
+
+    def _signature_rows_in_parts(self) -> Iterator[_Part]:
+        width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
+        rows = self.conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id")
+        while block := rows.fetchmany(_SIG_PACK_ROWS):
+            ids, sigs = zip(*block)
+            yield _Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
 
     def pack_is_fresh(self) -> bool:
         """True when the packed copy was made after the last write to the signatures."""
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
-    def packed_signatures(self) -> Signatures | None:
-        """Every chunk's signature from the packed copy, or None when it is stale."""
+    def signature_parts(self) -> list[_Part]:
+        """Every chunk's signature, as bit columns: packed, else (an index run
+        stopped, or is under way) from the rows, never a write."""
         if not self.pack_is_fresh():
-            return None
-        width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
-        ids: list[int] = []
-        sigs: list[int] = []
-        from_bytes = int.from_bytes
-        for id_bytes, sig_bytes in self.conn.execute("SELECT ids, sigs FROM sig_pack "
-                                                     "ORDER BY part"):
-            part = array("q")
-            part.frombytes(id_bytes)
-            ids.extend(part)
-            sigs.extend([from_bytes(sig_bytes[j:j + width], "little")
-                         for j in range(0, len(sig_bytes), width)])
-        return Signatures(ids, sigs)
-
-    def signatures(self) -> Signatures:
-        """Every chunk's signature: packed, else (an index run stopped, or is
-        under way) from the rows, never a write."""
-        packed = self.packed_signatures()
-        if packed is not None:
-            return packed
-        rows = self.conn.execute("SELECT chunk_id, sig FROM sigs").fetchall()
-        return Signatures([r[0] for r in rows], [int.from_bytes(r[1], "little") for r in rows])
-
-    def packed_sketches(self) -> Sketches | None:
-        """Every chunk's sketch from the packed copy, or None when it is stale."""
-        if not self.pack_is_fresh():
-            return None
-        ids, scales, blobs = array("q"), array("d"), []
-        for id_bytes, sketches, scale_bytes in self.conn.execute(
-                "SELECT ids, sketches, scales FROM sig_pack ORDER BY part"):
+            return list(self._signature_rows_in_parts())
+        parts = []
+        for id_bytes, columns in self.conn.execute("SELECT ids, columns FROM sig_pack "
+                                                   "ORDER BY part"):
+            ids = array("q")
             ids.frombytes(id_bytes)
-            scales.frombytes(scale_bytes)
-            blobs.append(sketches)
-        return Sketches(ids.tolist(), b"".join(blobs), scales)
+            parts.append(_Part(ids, columns))
+        return parts
 
-    def sketch_rows(self, ids: list[int]) -> dict[int, tuple[bytes, float]]:
-        """(sketch, scale) of the chunks of ids that exist, by id."""
-        return {cid: (b, scale) for cid, b, scale in rows_in(
-            self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})", ids)}
+    def signature_rows(self, ids: list[int]) -> dict[int, bytes]:
+        """The signatures of the chunks of ids that exist, by id."""
+        return dict(rows_in(self.conn, "SELECT chunk_id, sig FROM sigs "
+                                       "WHERE chunk_id IN ({marks})", ids))
+
+    def sketch_rows(self, ids: list[int] | None) -> Sketches:
+        """The sketches of the chunks of ids that exist (None: every chunk), in that order."""
+        if ids is None:
+            rows = self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")
+            found = {cid: (b, scale) for cid, b, scale in rows}
+            ids = list(found)
+        else:
+            found = {cid: (b, scale) for cid, b, scale in rows_in(
+                self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})",
+                ids)}
+            ids = [c for c in ids if c in found]
+        return Sketches(ids, b"".join([found[c][0] for c in ids]),
+                        array("d", [found[c][1] for c in ids]))
 
     def vector_texts(self, ids: list[int] | None = None) -> Iterable[tuple[int, str]]:
         """(id, vector JSON) of the chunks of ids that exist (None: every chunk)."""
@@ -7082,6 +7180,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
             if w.key not in run.seen and w.key not in own:
                 run.take(w)
         run.batcher.finish()
+        embedder.parallel = run.batcher.pace.parallel  # the floor's questions, after the run
     finally:
         run.batcher.close()
     # only once every document has been redone

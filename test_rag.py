@@ -1868,7 +1868,10 @@ class StoreTests(RagTestCase):
             for event in ("insert", "update", "delete"):
                 conn.execute(f"DROP TRIGGER {table}_{event}_outside")
         conn.execute("ALTER TABLE documents DROP COLUMN stat")
-        conn.execute("DELETE FROM meta WHERE key = 'outside'")
+        conn.execute("DELETE FROM meta WHERE key IN ('outside', 'sig_pack')")
+        conn.execute("DROP TABLE sig_pack")  # as schema 6 had it (empty: stale)
+        conn.execute("CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL, "
+                     "sketches BLOB NOT NULL DEFAULT x'', scales BLOB NOT NULL DEFAULT x'')")
 
     @classmethod
     def unkey(cls, conn):
@@ -1914,25 +1917,59 @@ class StoreTests(RagTestCase):
         self.assertIn("(1 embedded, ", out)
 
     def test_packed_signatures_match_rows_and_go_stale(self):
-        self.write_docs()
-        self.ok("index", self.docs)
+        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
+                                                              enumerate(WORDS * 4))}))
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
         store = rag.SqliteStore.open(self.db)
         self.addCleanup(store.close)
-        rows = sorted((cid, int.from_bytes(sig, "little"))
-                      for cid, sig in store.conn.execute("SELECT chunk_id, sig FROM sigs"))
-        packed = store.packed_signatures()
-        self.assertEqual(sorted(zip(*packed)), rows)
+
+        def unpacked(parts):  # (id, signature) from the bit columns
+            return sorted((cid, bytes(sum((p.column(d) >> j & 1) << (d % 8) for d in range(8 * b, 8 * b + 8))
+                                      for b in range(48)))
+                          for p in parts for j, cid in enumerate(p.ids))
+        rows = sorted(store.conn.execute("SELECT chunk_id, sig FROM sigs"))
+        with mock.patch.object(rag, "_SIG_PACK_ROWS", 7):  # parts that end mid-byte
+            store._pack_signatures()
+        self.assertTrue(store.pack_is_fresh())
+        self.assertEqual(unpacked(store.signature_parts()), rows)
+        self.assertEqual(len(self.rows("SELECT part FROM sig_pack")), -(-len(rows) // 7))
         self.write("garden.txt", "Cucumbers like warm soil.\n")
         self.ok("index", self.docs)  # rebuilds the pack at the end
-        self.assertEqual(len(store.packed_signatures()[0]), len(self.rows("SELECT id FROM chunks")))
+        self.assertTrue(store.pack_is_fresh())
+        self.assertEqual(unpacked(store.signature_parts()), sorted(store.conn.execute("SELECT chunk_id, sig FROM sigs")))
         store.set_meta({"sig_stamp": "changed"})  # as an interrupted index run leaves it
-        self.assertIsNone(store.packed_signatures())
-        index = rag.SignatureIndex(store)
-        self.assertEqual(sorted(zip(*index.signatures())), sorted(
-            (cid, int.from_bytes(sig, "little")) for cid, sig in store.conn.execute("SELECT chunk_id, sig FROM sigs")))
-        self.assertIsNone(store.packed_signatures())  # a search reads the rows, never repacks
+        self.assertFalse(store.pack_is_fresh())
+        self.assertEqual(unpacked(rag.SignatureIndex(store).parts()),
+                         sorted(store.conn.execute("SELECT chunk_id, sig FROM sigs")))
+        self.assertFalse(store.pack_is_fresh())  # a search reads the rows, never repacks
         self.ok("index", self.docs)  # an index run does
-        self.assertIsNotNone(store.packed_signatures())
+        self.assertTrue(store.pack_is_fresh())
+
+    def test_signature_pass_keeps_the_nearest_by_large_component_mismatches(self):
+        """The bit-column pass picks exactly the chunks a per-chunk count would:
+        the room with the fewest sign mismatches on the question's large
+        components, ties at the cut all kept, only among the allowed."""
+        rnd = random.Random(5)
+        dim, n = 48, 300
+        vecs = [[rnd.gauss(0, 1) for _ in range(dim)] for _ in range(n)]
+        ids = [3 * i + 1 for i in range(n)]
+        sigs = b"".join(rag.signature(v) for v in vecs)
+
+        class Rows:  # what SignatureIndex reads of a store
+            def signature_parts(self):
+                return [rag._Part(rag.array("q", ids[a:a + 64]), rag.transpose_signatures(sigs[a * 6:(a + 64) * 6], 6))
+                        for a in range(0, n, 64)]
+        index = rag.SignatureIndex(Rows())
+        for trial in range(20):
+            q = [rnd.gauss(0, 1) for _ in range(dim)]
+            room = rnd.randrange(1, n)
+            allowed = None if trial % 2 else set(rnd.sample(ids, n // 2))
+            qs, large = int.from_bytes(rag.signature(q), "little"), rag._large_components(q)
+            dist = {cid: ((qs ^ int.from_bytes(rag.signature(v), "little")) & large).bit_count()
+                    for cid, v in zip(ids, vecs) if allowed is None or cid in allowed}
+            cut = sorted(dist.values())[min(room, len(dist)) - 1]
+            self.assertEqual(index.nearest(q, room, allowed), sorted(c for c, d in dist.items() if d <= cut))
+            self.assertEqual(index.ids(allowed), sorted(dist))
 
     def test_index_dimension_mismatch_is_clear_error(self):
         store = rag.SqliteStore.open(self.db, create=True)
