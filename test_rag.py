@@ -1945,6 +1945,24 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)  # an index run does
         self.assertTrue(store.pack_is_fresh())
 
+    def test_keyword_index_is_merged_once_a_quarter_of_it_changed(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        changed = lambda: self.rows("SELECT value FROM meta WHERE key = 'fts_changed'")  # noqa: E731
+        self.assertEqual(changed(), [("0",)])  # the first run wrote every chunk: merged
+        self.write("big.md", "\n\n".join(f"Paragraph {i} about {w}." for i, w in enumerate(WORDS * 4)))
+        self.assertIn("re-chunking every document", self.run_cli("index", self.docs, "--chunk-size", "40",
+                                                                "--overlap", "0")[2])
+        self.assertEqual(changed(), [("0",)])  # every chunk again
+        segments = len(self.rows("SELECT id FROM chunks_fts_data"))
+        [(old,)] = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                             "WHERE d.rel = 'garden.txt'")
+        self.write("garden.txt", "Cucumbers like warm soil.\n")
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        self.assertEqual(changed(), [(str(old + 1),)])  # its chunks removed, one written: not yet
+        self.assertGreater(len(self.rows("SELECT id FROM chunks_fts_data")), segments)
+        self.assertIn("garden.txt", self.ok("search", "cucumbers", "--mode", "keyword"))
+
     def test_signature_pass_keeps_the_nearest_by_large_component_mismatches(self):
         """The bit-column pass picks exactly the chunks a per-chunk count would:
         the room with the fewest sign mismatches on the question's large
