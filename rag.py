@@ -3910,7 +3910,7 @@ def _large_components(qvec: list[float]) -> int:
     return sum(1 << i for i, x in enumerate(qvec) if abs(x) / top >= _LARGE_LEVEL)
 
 
-_EXACT_CACHE = 5_000_000  # vector components --exact keeps parsed between questions
+_EXACT_CACHE = 5_000_000  # vector components kept parsed between questions (40 MB)
 _EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
                        # milliseconds (bench/README.md, "Search at scale")
 
@@ -4024,6 +4024,20 @@ class _Part:
         return out
 
 
+@dataclass
+class _Allowed:
+    """The chunks a retriever may see (allowed ids, None: all), as a
+    SignatureIndex keeps them for its questions: each part's bits, how many,
+    and, found when first needed, their ids and (when they fit the budget)
+    their sketches."""
+
+    allowed: set | None
+    bits: list[int]
+    count: int
+    ids: list[int] | None = None
+    sketches: Sketches | None = None
+
+
 class Sketches(NamedTuple):
     """Chunks' byte sketches end to end, and their scales, by position."""
 
@@ -4040,8 +4054,9 @@ class SignatureIndex:
     def __init__(self, store: SqliteStore):
         self.store = store
         self._parts: list[_Part] | None = None
-        self._masks: tuple[set | None, list[int], int] | None = None  # allowed: bits, count
-        self._vectors: dict[int, list[float]] = {}
+        self._masks: _Allowed | None = None
+        self._vectors: dict[int, array] = {}
+        self._held = 0  # numbers in _vectors
         self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's
         self._all: list | None = None
 
@@ -4059,26 +4074,27 @@ class SignatureIndex:
             return
         now = self.store.signature_rows(list(older._vectors))
         self._vectors = {c: v for c, v in older._vectors.items() if now.get(c) == signature(v)}
+        self._held = sum(map(len, self._vectors.values()))
 
-    def _allowed_bits(self, allowed: set[int] | None) -> tuple[list[int], int]:
-        """Each part's bits of the chunks allowed (None: all), and how many
-        there are: found once per id set, not once per question."""
-        if self._masks is None or self._masks[0] is not allowed:
+    def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
+        """The chunks allowed (None: all) as each part's bits: found once per id
+        set, not once per question."""
+        if self._masks is None or self._masks.allowed is not allowed:
             parts = self.parts()
             if allowed is None:
                 bits = [p.ones for p in parts]
             else:
                 bits = [int("".join(["1" if c in allowed else "0" for c in reversed(p.ids)])
                             or "0", 2) for p in parts]
-            self._masks = (allowed, bits, sum(b.bit_count() for b in bits))
-        return self._masks[1], self._masks[2]
+            self._masks = _Allowed(allowed, bits, sum(b.bit_count() for b in bits))
+        return self._masks
 
     def nearest(self, qvec: list[float], room: int, allowed: set[int] | None) -> list[int]:
         """The ids of the room chunks (ties at the cut all kept) with the fewest
         sign mismatches on the question's largest components (_large_components)."""
         large = _large_components(qvec)
         signs = [(d, qvec[d] > 0) for d in range(len(qvec)) if large >> d & 1]
-        masks, _ = self._allowed_bits(allowed)
+        masks = self._allowed_bits(allowed).bits
         counts = [p.mismatches(signs) for p in self.parts()]
         low, high = 0, len(signs)  # the least count within which room chunks are
         while low < high:
@@ -4090,33 +4106,45 @@ class SignatureIndex:
                 for cid in p.chosen(p.within(c, low) & m)]
 
     def ids(self, allowed: set[int] | None) -> list[int]:
-        masks, _ = self._allowed_bits(allowed)
-        return [cid for p, m in zip(self.parts(), masks) for cid in p.chosen(m)]
+        a = self._allowed_bits(allowed)
+        if a.ids is None:
+            a.ids = [cid for p, m in zip(self.parts(), a.bits) for cid in p.chosen(m)]
+        return a.ids
 
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, read from the database once."""
+        """(id, parsed vector) of the chunks that exist, kept for the next
+        question up to _EXACT_CACHE numbers in all (then forgotten: memory
+        does not grow with the questions asked)."""
         need = [c for c in ids if c not in self._vectors]
         for cid, vec in self.store.vector_texts(need):
-            self._vectors[cid] = self.store.parse_vector(vec)
+            v = array("d", self.store.parse_vector(vec))  # 8 bytes a number, not 32
+            self._vectors[cid] = v
+            self._held += len(v)
         # An index run may have replaced a chunk since its id was read: skip it.
-        return [(c, self._vectors[c]) for c in ids if c in self._vectors]
+        found = [(c, self._vectors[c]) for c in ids if c in self._vectors]
+        if self._held > _EXACT_CACHE:
+            self._vectors, self._held = {}, 0
+        return found
 
-    def sketches(self, ids: list[int], every: bool) -> Sketches:
-        """The sketches of those of ids that exist: every (ids
-        are all the allowed chunks, which fit _SKETCH_BUDGET): every chunk's,
-        kept for the next question; else read for these ids."""
-        if every and self._sketches is None:
-            got = self.store.sketch_rows(None)
-            self._sketches = ({cid: i for i, cid in enumerate(got.ids)}, got.blob, got.scales)
-        if every:
+    def sketches(self, ids: list[int], allowed: set[int] | None, every: bool) -> Sketches:
+        """The sketches of those of ids that exist: every (ids are all the
+        allowed chunks, which fit _SKETCH_BUDGET): every chunk's, kept for the
+        next question; else read for these ids."""
+        if not every:
+            return self.store.sketch_rows(ids)
+        a = self._allowed_bits(allowed)
+        if a.sketches is None:
+            if self._sketches is None:
+                got = self.store.sketch_rows(None)
+                self._sketches = ({cid: i for i, cid in enumerate(got.ids)}, got.blob, got.scales)
             where, blob, scales = self._sketches
             dim = len(blob) // max(len(scales), 1)
             found = [c for c in ids if c in where]
-            if len(found) == len(where):
-                return Sketches(found, blob, scales)
-            return Sketches(found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim]
-                                             for c in found]), [scales[where[c]] for c in found])
-        return self.store.sketch_rows(ids)
+            a.sketches = (Sketches(found, blob, scales) if len(found) == len(where) else
+                          Sketches(found, b"".join([blob[where[c] * dim:(where[c] + 1) * dim]
+                                                    for c in found]),
+                                   [scales[where[c]] for c in found]))
+        return a.sketches
 
     def all_vectors(self):
         """Every (id, vector): kept for the next question while small, streamed
@@ -4127,7 +4155,7 @@ class SignatureIndex:
         kept: list | None = []
         size = 0
         for cid, vec in self.store.vector_texts():
-            v = self.store.parse_vector(vec)
+            v = array("d", self.store.parse_vector(vec))
             size += len(v)
             if kept is not None and size > _EXACT_CACHE:
                 kept = None
@@ -4143,14 +4171,14 @@ class SignatureIndex:
         nearest by signature: sign mismatches on the question's largest
         components (_large_components).
         """
-        _, n = self._allowed_bits(allowed)
+        n = self._allowed_bits(allowed).count
         want = _exact_count(n, depth, len(qvec))
         if want >= n:
             return self.ids(allowed)
         room = max(_COARSE_FACTOR * want, _SKETCH_BUDGET // max(len(qvec), 1))
         every = room >= n
         pool = self.ids(allowed) if every else self.nearest(qvec, room, allowed)
-        found, blob, scales = self.sketches(pool, every)
+        found, blob, scales = self.sketches(pool, allowed, every)
         scores = [scale * dot for scale, dot in zip(scales, _sketch_dots(qvec, blob, len(qvec)))]
         return [found[i] for i in heapq.nlargest(want, range(len(found)), key=scores.__getitem__)]
 
@@ -6839,13 +6867,14 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "secret", None
     if got is None:
         return "skipped", None
-    data, st, fmt = got
-    sha = sha256_hex(data)
+    st, fmt = got.stat, got.fmt
+    sha = sha256_hex(got.data)
     if known == sha:
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
-        lines, warning = parse_document(path, data, fmt)
+        lines, warning = parse_document(path, got.data, fmt)
+        got = None  # the bytes go before chunking: a large file is not held twice
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
     except NotText as e:
         log.skipped(path, "binary", str(e))

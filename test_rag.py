@@ -1945,6 +1945,22 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)  # an index run does
         self.assertTrue(store.pack_is_fresh())
 
+    def test_parsed_vectors_kept_between_questions_are_bounded(self):
+        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
+                                                              enumerate(WORDS * 4))}))
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
+        stored = {i: json.loads(v) for i, v in self.rows("SELECT id, vector FROM chunks")}
+        ids = sorted(stored)
+        with mock.patch.object(rag, "_EXACT_CACHE", 384 * 5):
+            for i in range(len(ids)):
+                want = ids[i:i + 3] + [ids[0]]
+                got = store.index.vectors(want)
+                self.assertEqual([(c, list(v)) for c, v in got], [(c, stored[c]) for c in want])
+                self.assertLessEqual(store.index._held, 384 * 5)
+                self.assertEqual(store.index._held, 384 * len(store.index._vectors))
+
     def test_keyword_index_is_merged_once_a_quarter_of_it_changed(self):
         self.write_docs()
         self.ok("index", self.docs)
