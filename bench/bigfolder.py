@@ -40,8 +40,8 @@ def timed(argv: list[str]) -> tuple[float, float]:
     return secs, usage.ru_maxrss / 1024
 
 
-def per_table(db: str) -> dict[str, float]:
-    """Bytes in use by each table and its indexes (SQLite's dbstat), by table."""
+def per_table(db: str) -> tuple[dict[str, float], int]:
+    """Bytes a chunk in use by each table and its indexes (SQLite's dbstat), and the chunks."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT name, sum(pgsize) - sum(unused) FROM dbstat GROUP BY name")
@@ -51,7 +51,7 @@ def per_table(db: str) -> dict[str, float]:
                    "chunks" if name.startswith("chunks") else name)
             out[key] = out.get(key, 0) + used
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-        return {"chunks": chunks, **{k: v / max(chunks, 1) for k, v in out.items()}}
+        return {k: v / max(chunks, 1) for k, v in out.items()}, chunks
     finally:
         conn.close()
 
@@ -74,8 +74,7 @@ def main():
                 for i in range(a.searches)]
     print(f"cold search process: median {statistics.median(s for s, _ in searches):.2f} s, "
           f"max {max(s for s, _ in searches):.2f} s, peak {max(m for _, m in searches):.0f} MB")
-    sizes = per_table(a.db)
-    n = sizes.pop("chunks")
+    sizes, n = per_table(a.db)
     files = sum(os.path.getsize(a.db + s) for s in ("", "-wal") if os.path.exists(a.db + s))
     print(f"{n:,} chunks; file {files / n:,.0f} bytes a chunk; in use {sum(sizes.values()):,.0f}: "
           + ", ".join(f"{k} {v:,.0f}" for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])))
