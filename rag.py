@@ -4491,12 +4491,19 @@ def _unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
     return RagError(f"{path} is not a usable index database: {e}")
 
 
+# A chunk's row (text, vector, key) is about 3 KB: a 4 KB page holds one and wastes the rest
+# (21% of the chunks table on /usr/share/doc); 16 KB pages hold five.
+_PAGE_SIZE = 16384
+
+
 def _upgrade(conn, path: str, version: int, writable: bool) -> None:
     """Migrate an index of an older schema; one that cannot be written now
     is not read in its old form: the error says to run index where it can."""
     if not writable:
         raise _upgrade_needed(path, version, "it is read-only here")
     try:
+        if version == 0:  # a new file: its page size is set before anything is written
+            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
         _migrate(conn, version)
     except sqlite3.OperationalError as e:

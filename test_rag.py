@@ -1604,7 +1604,8 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         with open(self.db, "rb") as f:
             page = bytearray(f.read())
-        page[4096:8192] = b"\xff" * 4096
+        size = int.from_bytes(page[16:18], "big")  # the page size, from the file's header
+        page[size:2 * size] = b"\xff" * size  # the second page
         bad["corrupt pages"] = bytes(page)
         cases = os.path.join(self.dir, "cases.json")
         with open(cases, "w") as f:
@@ -1778,7 +1779,7 @@ class StoreTests(RagTestCase):
         is stored, ask answers with one note, an old schema is one error line."""
         mnt = tempfile.mkdtemp()
         self.addCleanup(os.rmdir, mnt)
-        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt],
+        if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mnt],
                                                capture_output=True).returncode:
             self.skipTest("needs root to mount a small tmpfs")
         self.addCleanup(subprocess.run, ["umount", mnt], capture_output=True)
@@ -1889,8 +1890,8 @@ class StoreTests(RagTestCase):
 
     def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
         self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
-                                                              enumerate(WORDS * 4))}))
-        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")  # 80+ chunks: pages to free
+                                                              enumerate(WORDS * 16))}))
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")  # 300+ chunks: pages to free
         want = self.rows("SELECT id, key, vector FROM chunks ORDER BY id")
         sketches = self.rows("SELECT * FROM sigs ORDER BY chunk_id")
         found = self.ok("search", "refunds", "--json")
