@@ -34,8 +34,8 @@ section; the others are what later sections build on; __all__ is the public API)
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Dense index      signatures and byte sketches, exact scores: SignatureIndex (dense candidates,
-                     read through its store)
+    Dense index      signatures as bit columns (_Part), byte sketches, exact scores:
+                     SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
                      eval's gold); SQLite: schema as numbered migrations, connect (index or not;
                      read-only, full or locked: opened read-only or immutable, never written by a

@@ -3,16 +3,21 @@ nothing changed, cold search processes, and what the index holds per chunk.
 
     python bench/bigfolder.py /usr/share/doc --db doc.db            # index it first if new
     python bench/bigfolder.py /usr/share/doc --db doc.db --runs 5 --searches 9
+    python bench/bigfolder.py /usr/share/doc --db doc.db --runs 0 --searches 0 --recall 50
 
 Each command is a new `python rag.py ...` process (as a user types it), timed
 by wall clock, with its peak resident memory from os.wait4. The questions are
 the first lines of --questions (default: a few about a Debian system's docs).
 The index is kept, so a second call measures only what is already indexed
-(the first index run only when --db does not exist yet). Standard library only.
+(the first index run only when --db does not exist yet). --recall N compares
+the default dense search's top 10 with the exact one (every vector scored) for
+N questions made from the index's own chunks (every other word of a stretch of
+8), with the embedder the index was made with. Standard library only.
 """
 
 import argparse
 import os
+import random
 import sqlite3
 import statistics
 import subprocess
@@ -56,24 +61,64 @@ def per_table(db: str) -> tuple[dict[str, float], int]:
         conn.close()
 
 
+def recall(db: str, n: int) -> str:
+    """How much of the exact top 10 the default dense search finds, over n questions."""
+    sys.path.insert(0, os.path.join(HERE, ".."))
+    import rag
+    store = rag.SqliteStore.open(db)
+    cfg = rag.config_from_env(db=db)
+    embedder = rag.query_embedder(cfg, store)
+    rnd = random.Random(7)
+    ids = [cid for cid, _ in store.chunk_docs()]
+    questions = []
+    for row in store.chunks(rnd.sample(ids, min(len(ids), 3 * n))).values():
+        words = row.chunk.text.split()
+        if len(words) > 12:
+            i = rnd.randrange(len(words) - 8)
+            questions.append(" ".join(words[i:i + 8:2]))
+    questions = questions[:n]
+    qvecs = [rag.normalize(v) for v in embedder.embed(questions, rag.QUERY)]
+    exact = [[] for _ in qvecs]  # (score, id) of the best 10 so far, one pass over the vectors
+    scorers = [rag._dot_with(q) for q in qvecs]
+    for cid, text in store.vector_texts():
+        v = store.parse_vector(text)
+        for best, score in zip(exact, scorers):
+            best.append((score(v), -cid))
+            if len(best) > 40:
+                best.sort(reverse=True)
+                del best[10:]
+    found = 0
+    for q, best in zip(qvecs, exact):
+        truth = {-c for _, c in sorted(best, reverse=True)[:10]}
+        found += len(truth & {c for c, _ in store.index.top(q, rag.FUSION_DEPTH)[:10]})
+    store.close()
+    return f"default dense top 10 against exact, {len(qvecs)} questions: {found / (10 * len(qvecs)):.3f}"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("folder")
     p.add_argument("--db", required=True)
     p.add_argument("--runs", type=int, default=3, help="index runs with nothing changed")
     p.add_argument("--searches", type=int, default=9, help="cold search processes")
+    p.add_argument("--recall", type=int, default=0, metavar="N",
+                   help="also compare the default dense top 10 with exact for N questions")
     a = p.parse_args()
     index = ["index", a.folder, "--db", a.db]
     if not os.path.exists(a.db):
         secs, mb = timed(index)
         print(f"first index run: {secs:.1f} s, peak {mb:.0f} MB")
     runs = [timed(index) for _ in range(a.runs)]
-    print(f"index, nothing changed: median {statistics.median(s for s, _ in runs):.2f} s "
-          f"(runs {', '.join(f'{s:.2f}' for s, _ in runs)}), peak {max(m for _, m in runs):.0f} MB")
+    if runs:
+        print(f"index, nothing changed: median {statistics.median(s for s, _ in runs):.2f} s (runs "
+              f"{', '.join(f'{s:.2f}' for s, _ in runs)}), peak {max(m for _, m in runs):.0f} MB")
     searches = [timed(["search", QUESTIONS[i % len(QUESTIONS)], "--db", a.db])
                 for i in range(a.searches)]
-    print(f"cold search process: median {statistics.median(s for s, _ in searches):.2f} s, "
-          f"max {max(s for s, _ in searches):.2f} s, peak {max(m for _, m in searches):.0f} MB")
+    if searches:
+        print(f"cold search process: median {statistics.median(s for s, _ in searches):.2f} s, "
+              f"max {max(s for s, _ in searches):.2f} s, peak {max(m for _, m in searches):.0f} MB")
+    if a.recall:
+        print(recall(a.db, a.recall))
     sizes, n = per_table(a.db)
     files = sum(os.path.getsize(a.db + s) for s in ("", "-wal") if os.path.exists(a.db + s))
     print(f"{n:,} chunks; file {files / n:,.0f} bytes a chunk; in use {sum(sizes.values()):,.0f}: "
