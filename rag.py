@@ -4103,15 +4103,14 @@ class SignatureIndex:
             found = sum((p.within(c, mid) & m).bit_count()
                         for p, c, m in zip(self.parts(), counts, masks))
             low, high = (low, mid) if found >= room else (mid + 1, high)
-        below = [cid for p, c, m in zip(self.parts(), counts, masks) if low
-                 for cid in p.chosen(p.within(c, low - 1) & m)]
-        at: list[int] = []
+        below: list[int] = []  # fewer than low mismatches: all of them
+        tied: list[int] = []   # low mismatches: the first in id order, up to room
         for p, c, m in zip(self.parts(), counts, masks):
-            if len(below) + len(at) >= room:
-                break
-            at += p.chosen(p.within(c, low) & ~p.within(c, low - 1) & m if low else
-                           p.within(c, 0) & m)
-        return sorted(below + at[:room - len(below)])
+            under = p.within(c, low - 1) & m if low else 0
+            below += p.chosen(under)
+            if len(below) + len(tied) < room:
+                tied += p.chosen(p.within(c, low) & m & ~under)
+        return sorted(below + tied[:room - len(below)])
 
     def ids(self, allowed: set[int] | None) -> list[int]:
         a = self._allowed_bits(allowed)
@@ -4852,7 +4851,7 @@ def _vector_problem(text: bytes, dim: int) -> str | None:
 
 
 # What an index run reads of each table when no other program wrote since the
-# last check (SqliteStore.damage, rows=False): its first and last rows.
+# last check (SqliteStore.damage, every_row=False): its first and last rows.
 _EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
                 "chunks_fts_data", "chunks_fts_idx", "chunks_fts_docsize")
 _NO_ROWID = ("embed_cache", "chunks_fts_idx")
@@ -5456,14 +5455,14 @@ class SqliteStore(Store, Admin):
             return 0
 
     # damage: check, and an index run's repair
-    def damage(self, db: str, full: bool = False, rows: bool = True) -> _Damage:
+    def damage(self, db: str, full: bool = False, every_row: bool = True) -> _Damage:
         """Check the index (the file db) without changing it: PRAGMA quick_check
         (integrity_check when full), every text column decoded, every vector parsed
         by SQLite's JSON parser and its length checked (when full, also by Python's,
-        each number finite). Not rows: the settings, and the first and last rows
-        of each table (their pages found sound by SQLite as it reads them)."""
+        each number finite). Not every_row: the settings, and the first and last
+        rows of each table (their pages found sound by SQLite as it reads them)."""
         d = _Damage(db)
-        if not rows:
+        if not every_row:
             return self._damage_at_edges(d)
         try:
             rows = [r for (r,) in self.conn.execute(
@@ -5502,8 +5501,9 @@ class SqliteStore(Store, Admin):
         return d
 
     def mark_for_checking(self) -> None:
-        """Make the next index run check every row (check found damage): at once
-        or not at all (read-only, or another process is writing)."""
+        """Make the next index run check every row (check found damage, or the
+        check could not finish): at once or not at all (read-only, or another
+        process is writing)."""
         try:
             if self._begin_at_once():  # not _transaction: that would put the flag back
                 self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')",
@@ -11834,8 +11834,13 @@ def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
     damage); damaged rows are named and removed, so their files are read again.
     Every row is read only when another program wrote to the file, or check
     found damage (Meta.OUTSIDE); else what SQLite checks as it reads pages."""
-    rows = store.meta(Meta.OUTSIDE) != "0"
-    d = store.damage(db, rows=rows)
+    every_row = store.meta(Meta.OUTSIDE) != "0"
+    if every_row:  # cleared before the check: a write by another program during it sets it again
+        with contextlib.suppress(sqlite3.DatabaseError):  # a damaged file: the check says how
+            store.set_meta({Meta.OUTSIDE: "0"})
+    d = store.damage(db, every_row=every_row)
+    if every_row and (not d.repairable or d.keyword_unchecked):
+        store.mark_for_checking()  # not done: the next run checks every row again
     if not d.repairable:
         raise index_damaged(db, "; ".join((d.structure + d.settings)[:2])[:300])
     for doc_id, reasons in d.docs.items():
@@ -11848,8 +11853,6 @@ def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
         log.note(f"damaged in the index: {clean_text(d.keyword)}; rebuilt from the chunks")
     if d.found:
         store.repair(d)
-    if rows and not d.keyword_unchecked:
-        store.set_meta({Meta.OUTSIDE: "0"})
 
 
 def _check_arguments(p: argparse.ArgumentParser) -> None:
