@@ -2060,7 +2060,7 @@ class StoreTests(RagTestCase):
         full_scan = rag.SqliteStore._scan_chunks
         with mock.patch.object(rag.SqliteStore, "_scan_chunks",
                                lambda store, d, full: scans.append(full) or full_scan(store, d, full)):
-            self.ok("index", self.docs)  # a new index: nothing to read
+            self.ok("index", self.docs)  # a new index is checked whole once: there is nothing in it
             self.ok("ask", "How long do refunds take?")
             self.write("garden.txt", "Cucumbers like warm soil.\n")
             self.ok("index", self.docs)
