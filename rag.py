@@ -5159,10 +5159,8 @@ class SqliteStore(Store, Admin):
             self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
             chunk_rows, sig_rows = [], []
             next_id = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
+            self._changed += self._chunks_of([doc.path for doc, _ in docs])  # replaced
             for doc, keys in docs:
-                self._changed += self.conn.execute(
-                    "SELECT count(*) FROM chunks WHERE doc_id = (SELECT id FROM documents "
-                    "WHERE path = ?)", (doc.path,)).fetchone()[0]  # replaced
                 self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
                 cur = self.conn.execute(
                     "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
@@ -5185,12 +5183,16 @@ class SqliteStore(Store, Admin):
 
     def delete(self, paths: list[str]) -> None:
         with _transaction(self.conn):
-            gone = sum(n for (n,) in rows_in(self.conn, "SELECT count(*) FROM chunks c JOIN "
-                                             "documents d ON d.id = c.doc_id WHERE d.path IN "
-                                             "({marks})", paths))
+            gone = self._chunks_of(paths)
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
             self._touch()
         self._changed += gone
+
+    def _chunks_of(self, paths: list[str]) -> int:
+        """How many chunks the documents at paths have (_tidy_keywords counts them)."""
+        return sum(n for (n,) in rows_in(self.conn, "SELECT count(*) FROM chunks c JOIN "
+                                         "documents d ON d.id = c.doc_id WHERE d.path IN "
+                                         "({marks})", paths))
 
     def rename(self, path: str, rel: str) -> None:
         with _transaction(self.conn):
@@ -5463,42 +5465,38 @@ class SqliteStore(Store, Admin):
         rows of each table (their pages found sound by SQLite as it reads them)."""
         d = _Damage(db)
         if not every_row:
-            return self._damage_at_edges(d)
+            self._read_rows(d, self._scan_settings, self._scan_edges)
+            return d
         try:
             rows = [r for (r,) in self.conn.execute(
                 f"PRAGMA {'integrity_check' if full else 'quick_check'}({DAMAGE_SHOWN})")]
             d.structure = [] if rows == ["ok"] else rows
         except sqlite3.DatabaseError as e:
             d.structure = [str(e)]
-        factory = self.conn.text_factory
-        self.conn.text_factory = bytes  # a value that is not UTF-8 is found here, not raised
-        try:
-            self._scan_settings(d)
-            self._scan_documents(d)
-            self._scan_chunks(d, full)
-        except sqlite3.DatabaseError as e:  # a page that does not read: the file is damaged
-            d.structure.append(f"{ROWS_FAILED}: {e}")
-        finally:
-            self.conn.text_factory = factory
+        self._read_rows(d, self._scan_settings, self._scan_documents,
+                        lambda d: self._scan_chunks(d, full))
         if not d.structure:
             d.keyword, d.keyword_unchecked = self._keyword_damage(full)
         return d
 
-    def _damage_at_edges(self, d: _Damage) -> _Damage:
+    def _read_rows(self, d: _Damage, *scans) -> None:
+        """Run each scan(d) with text read as bytes: a value that is not UTF-8
+        is found, not raised; a page that does not read damages the file."""
         factory = self.conn.text_factory
         self.conn.text_factory = bytes
         try:
-            self._scan_settings(d)
-            for table in _EDGE_TABLES:
-                self.conn.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
-                if table not in _NO_ROWID:
-                    self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1"
-                                      ).fetchall()
+            for scan in scans:
+                scan(d)
         except sqlite3.DatabaseError as e:
             d.structure.append(f"{ROWS_FAILED}: {e}")
         finally:
             self.conn.text_factory = factory
-        return d
+
+    def _scan_edges(self, d: _Damage) -> None:
+        for table in _EDGE_TABLES:
+            self.conn.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
+            if table not in _NO_ROWID:
+                self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
 
     def mark_for_checking(self) -> None:
         """Make the next index run check every row (check found damage, or the
@@ -7293,10 +7291,10 @@ class _IndexRun:
         self.stored = {d.path: d.sha256 for d in rows}
         self.stored_rel = {d.path: d.rel for d in rows}
         chunking = chunking_key(self.opts.size, self.opts.overlap)
-        kept = self.store.meta(Meta.CHUNKING)
-        if kept == chunking and self.store.meta(Meta.READ_WITH) == _read_with(self.opts):
+        kept, read_with = self.store.meta(Meta.CHUNKING), self.store.meta(Meta.READ_WITH)
+        if kept == chunking and read_with == _read_with(self.opts):
             self.stored_stat = {d.path: d.stat for d in rows if d.stat}
-        elif self.store.meta(Meta.READ_WITH) is not None:  # until this run ends: stats untrusted
+        elif read_with is not None:  # until this run ends: stats untrusted
             self.store.set_meta({Meta.READ_WITH: None})
         if self.stored and kept not in (None, chunking):
             self.log.note(f"chunk settings changed ({kept} -> {chunking}): re-chunking every "

@@ -1863,6 +1863,19 @@ class StoreTests(RagTestCase):
         self.assertEqual(rag.sketch([0.5, -0.25, 1e-9]), (bytes([127, 256 - 64, 0]), 0.5 / 127))
 
     @staticmethod
+    def paragraphs(repeats):
+        return "\n\n".join(f"Paragraph {i} about {w}." for i, w in enumerate(WORDS * repeats))
+
+    def index_small_chunks(self, repeats=4):
+        """The sample documents and big.md (repeats x 20 paragraphs) indexed in
+        40-character chunks; the index opened (the caller closes it)."""
+        self.write_docs(dict(DOCS, **{"big.md": self.paragraphs(repeats)}))
+        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)
+        return store
+
+    @staticmethod
     def unwatch(conn):
         """Undo migration 6 -> 7 (outside writes flagged, each document's stat)."""
         for table in rag._WATCHED:
@@ -1889,9 +1902,7 @@ class StoreTests(RagTestCase):
             conn.execute(statement)
 
     def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
-        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
-                                                              enumerate(WORDS * 16))}))
-        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")  # 300+ chunks: pages to free
+        self.index_small_chunks(repeats=16).close()  # 300+ chunks: pages to free
         want = self.rows("SELECT id, key, vector FROM chunks ORDER BY id")
         sketches = self.rows("SELECT * FROM sigs ORDER BY chunk_id")
         found = self.ok("search", "refunds", "--json")
@@ -1918,11 +1929,7 @@ class StoreTests(RagTestCase):
         self.assertIn("(1 embedded, ", out)
 
     def test_packed_signatures_match_rows_and_go_stale(self):
-        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
-                                                              enumerate(WORDS * 4))}))
-        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
-        store = rag.SqliteStore.open(self.db)
-        self.addCleanup(store.close)
+        store = self.index_small_chunks()
 
         def unpacked(parts):  # (id, signature) from the bit columns
             return sorted((cid, bytes(sum((p.column(d) >> j & 1) << (d % 8) for d in range(8 * b, 8 * b + 8))
@@ -1947,11 +1954,7 @@ class StoreTests(RagTestCase):
         self.assertTrue(store.pack_is_fresh())
 
     def test_parsed_vectors_kept_between_questions_are_bounded(self):
-        self.write_docs(dict(DOCS, **{"big.md": "\n\n".join(f"Paragraph {i} about {w}." for i, w in
-                                                              enumerate(WORDS * 4))}))
-        self.ok("index", self.docs, "--chunk-size", "40", "--overlap", "0")
-        store = rag.SqliteStore.open(self.db)
-        self.addCleanup(store.close)
+        store = self.index_small_chunks()
         stored = {i: json.loads(v) for i, v in self.rows("SELECT id, vector FROM chunks")}
         ids = sorted(stored)
         with mock.patch.object(rag, "_EXACT_CACHE", 384 * 5):
@@ -1967,7 +1970,7 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         changed = lambda: self.rows("SELECT value FROM meta WHERE key = 'fts_changed'")  # noqa: E731
         self.assertEqual(changed(), [("0",)])  # the first run wrote every chunk: merged
-        self.write("big.md", "\n\n".join(f"Paragraph {i} about {w}." for i, w in enumerate(WORDS * 4)))
+        self.write("big.md", self.paragraphs(4))
         self.assertIn("re-chunking every document", self.run_cli("index", self.docs, "--chunk-size", "40",
                                                                 "--overlap", "0")[2])
         self.assertEqual(changed(), [("0",)])  # every chunk again

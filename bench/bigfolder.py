@@ -79,11 +79,10 @@ def recall(db: str, n: int) -> str:
     questions = questions[:n]
     qvecs = [rag.normalize(v) for v in embedder.embed(questions, rag.QUERY)]
     exact = [[] for _ in qvecs]  # (score, id) of the best 10 so far, one pass over the vectors
-    scorers = [rag._dot_with(q) for q in qvecs]
     for cid, text in store.vector_texts():
         v = store.parse_vector(text)
-        for best, score in zip(exact, scorers):
-            best.append((score(v), -cid))
+        for best, q in zip(exact, qvecs):
+            best.append((rag.dot(q, v), -cid))
             if len(best) > 40:
                 best.sort(reverse=True)
                 del best[10:]
