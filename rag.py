@@ -4076,6 +4076,11 @@ class SignatureIndex:
         self._vectors = {c: v for c, v in older._vectors.items() if now.get(c) == signature(v)}
         self._held = sum(map(len, self._vectors.values()))
 
+    def share(self, other: SignatureIndex) -> None:
+        """Use other's signatures and sketches (read-only once loaded; each
+        store keeps its own parsed vectors, which it counts)."""
+        self._parts, self._sketches = other._parts, other._sketches
+
     def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
         """The chunks allowed (None: all) as each part's bits: found once per id
         set, not once per question."""
@@ -4377,20 +4382,29 @@ def vector_json(vec: list[float]) -> str:
     return "[" + ",".join([_VECTOR_FORMAT] * len(vec)) % tuple(vec) + "]"
 
 
-class _VectorCodes(NamedTuple):
-    """What is stored for a unit vector: its JSON text, sign-bit signature,
-    byte sketch and the sketch's scale."""
+class _VectorCodes:
+    """What is stored for a unit vector: its JSON text; its sign-bit
+    signature, byte sketch and the sketch's scale, made when SQLite's write
+    asks (an engine stores none of them)."""
 
-    json: str
-    signature: bytes
-    sketch: bytes
-    scale: float
+    __slots__ = ("json", "vec")
+
+    def __init__(self, text: str, vec: array):
+        self.json, self.vec = text, vec
+
+    @property
+    def signature(self) -> bytes:
+        return signature(self.vec)
+
+    def sketch(self) -> tuple[bytes, float]:
+        """The byte sketch and its scale."""
+        return sketch(self.vec)
 
 
 def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
     """A unit vector's _VectorCodes (text: its JSON as stored before). (A sketch
     made again from the stored text may differ slightly: the text is rounded.)"""
-    return _VectorCodes(text or vector_json(vec), signature(vec), *sketch(vec))
+    return _VectorCodes(text or vector_json(vec), array("d", vec))  # 8 bytes a number
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
@@ -4661,6 +4675,8 @@ class Meta:
                                      # merged (_tidy_keywords)
     OUTSIDE = "outside"              # '1': written by another program, or check found
                                      # damage: the next index run checks every row
+    KEYWORDS = "keywords"            # an engine's: how its chunks' words are kept
+                                     # (_ENGINE_KEYWORDS)
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -5001,9 +5017,11 @@ class Store:
         """How many chunks in scope hold the word."""
         raise NotImplementedError
 
-    def prefetch(self, queries: list[str], scope: Scope) -> None:
-        """Keyword queries (fts_query) about to be asked in scope, many at once
-        (measuring the floor): a store over a network looks their words up together."""
+    def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
+                 depth: int = 0) -> None:
+        """Keyword queries (fts_query) and question vectors (dense, depth
+        each) about to be asked in scope, many at once (measuring the floor):
+        a store over a network asks for them together."""
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -5029,6 +5047,14 @@ class Store:
 
     def inherit(self, older: Store) -> None:
         """Keep what an older store of the same index loaded that is still valid."""
+
+    def warm(self) -> None:
+        """Load what any search needs, before a server takes its first request."""
+
+    def share(self, other: Store) -> None:
+        """Use what other (this index at the same state, open for another of a
+        server's threads) has loaded instead of loading it again; only what no
+        search changes is shared."""
 
     def fresh(self) -> Store:
         """This index with nothing loaded yet (after another process changed it), over
@@ -5170,7 +5196,7 @@ class SqliteStore(Store, Admin):
                     codes = vectors[key]
                     chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
                                        c.start_line, c.end_line, c.loc, codes.json, key))
-                    sig_rows.append((next_id, codes.signature, codes.sketch, codes.scale))
+                    sig_rows.append((next_id, codes.signature, *codes.sketch()))
                     next_id += 1
             self.conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, "
                                   "start_line, end_line, loc, vector, key) "
@@ -5403,6 +5429,13 @@ class SqliteStore(Store, Admin):
         if isinstance(older, SqliteStore):
             self.index.inherit(older.index)
 
+    def warm(self) -> None:
+        self.index.parts()
+
+    def share(self, other: Store) -> None:
+        if isinstance(other, SqliteStore):
+            self.index.share(other.index)
+
     def fresh(self) -> Store:
         return SqliteStore(self.conn)
 
@@ -5616,11 +5649,16 @@ _ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an e
 # holding only common words are not: their weights are the smallest).
 _KEYWORD_CANDIDATES = 20000
 _ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
+_MEMO_KEYS = ("doc", "ordinal", "text", "heading", "start", "end", "loc")  # of their metadata
 _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
 # word look-ups in flight: faster than one at a time, more no better (bench/README.md,
 # "An engine (Chroma)")
 _LOOKUPS_AT_ONCE = 4
+_QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
+# Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); an
+# older rag.py kept them as lists of numbers, which the next index run rewrites (prepare).
+_ENGINE_KEYWORDS = "document"
 
 
 class _FtsTokens:
@@ -5649,6 +5687,11 @@ class _FtsTokens:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _vector_key(v: list[float]) -> bytes:
+    """A question vector as a key of prefetched results."""
+    return array("d", v).tobytes()
 
 
 def _word_string(tokens: list[str]) -> str:
@@ -5727,29 +5770,21 @@ def _document_number(path: str) -> int:
     return int(sha256_hex(path.encode())[:16], 16) >> 1
 
 
-# a chunk's distinct tokens as numbers (_word_number), a list the engine indexes for keyword search
-_WORDS_KEY = "w"
-
-
-def _word_number(token: str) -> int:
-    """A token as the engine's word lists hold it: 52 bits of its SHA-256 (exact in any JSON
-    reader's doubles). Numbers, not strings: faster to store and to look up (bench/README.md,
-    "An engine (Chroma)")."""
-    return int(sha256_hex(token.encode())[:13], 16)
-
-
 def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
     """What an engine keeps beside a chunk's vector: its text, document,
-    place, text key, how many tokens and which (no None, no empty list:
-    engines refuse them). The text is not Chroma's document: its full-text
-    index of documents would double the time a write takes, and rag.py's
-    keyword search asks the word lists instead."""
+    place, text key and how many tokens (no None: engines refuse it). Its
+    tokens are the record's document (_word_string), which the engine's
+    full-text index finds a word or phrase in: the text itself as document
+    would find 'run' in 'rerun' (bench/README.md, "An engine (Chroma)")."""
     m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line,
          "end": c.end_line, "key": key, "words": len(tokens) - (_WORD_GAP in tokens)}
-    distinct = sorted({_word_number(t) for t in tokens if t != _WORD_GAP})
-    m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc), (_WORDS_KEY, distinct))
-              if v})
+    m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc)) if v})
     return m
+
+
+def _document_words(document: str) -> _Words:
+    """A chunk's tokens back from its engine document (_word_string)."""
+    return _Words.of(document[1:-1].split("  ") if document.strip() else [])
 
 
 def _engine_reply(method):
@@ -5844,6 +5879,8 @@ class EngineStore(Store, Admin):
         self._docs: sqlite3.Connection | None = None
         self._match: dict[tuple, set[int]] = {}  # (doc filter, phrase): the chunks holding it
         self._words: dict[int, tuple] = {}       # chunk id: (metadata, _Words), as read
+        self._whole = False                      # _words holds every chunk (scan)
+        self._near: dict[tuple, list] = {}       # (vector, n, where): its nearest, prefetched
         self._stamp: str | None = None           # the state the above were read at
         self.tokens = _FtsTokens()
         # an index run into an empty index, and its texts' keys
@@ -5854,18 +5891,24 @@ class EngineStore(Store, Admin):
 
     # what a subclass gives: records in two collections
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
-                offset=0) -> list[dict]:
+                offset=0, document=None) -> list[dict]:
         """Records ({id, metadata, document, embedding}: what include names) by
-        ids or matching where (metadata conditions: $eq, $in, $contains on a list, $and)."""
+        ids or matching where (metadata conditions: $eq, $in, $and) and
+        holding document (a string the record's document contains)."""
         raise NotImplementedError
 
     def put(self, side: bool, records: list[dict]) -> None:
         raise NotImplementedError
 
+    def set_documents(self, documents: dict[str, str]) -> None:
+        """Give existing chunk records (by id) these documents, nothing else changed."""
+        raise NotImplementedError
+
     def remove(self, side: bool, ids=None, where=None) -> None:
         raise NotImplementedError
 
-    def nearest(self, qvec: list[float], n: int, where) -> list[tuple[int, float]]:
+    def nearest(self, qvecs: list[list[float]], n: int, where) -> list[list[tuple[int, float]]]:
+        """The engine's n nearest (chunk id, dot product) in where, for each vector."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -5917,7 +5960,8 @@ class EngineStore(Store, Admin):
         return stamp
 
     def forget(self, stamp) -> None:
-        self._stamp, self._match, self._words = stamp, {}, {}
+        self._stamp, self._match, self._words, self._whole = stamp, {}, {}, False
+        self._near = {}
         if self._docs:
             self._docs.close()
             self._docs = None
@@ -5939,14 +5983,22 @@ class EngineStore(Store, Admin):
         """The documents' markers as an in-memory table documents d (id, path, rel,
         sha256, chunks, words)."""
         if self._docs is None:
-            rows = [_marker_row(r) for r in self.all_records(True, where={"kind": "doc"},
-                                                             include=("metadatas",))]
-            db = sqlite3.connect(":memory:", check_same_thread=False)
-            db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
-                       "sha256 TEXT, chunks INTEGER, words INTEGER)")
-            db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", rows)
-            self._docs = db
+            if (not self.create and self.meta(Meta.MODEL)
+                    and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS):
+                raise RagError(f"{self.url} was indexed by an older rag.py: run '{program()} "
+                               f"index DIR --store {self.url}' once to bring it up to date")
+            self._docs = self._docs_table(
+                _marker_row(r) for r in self.all_records(True, where={"kind": "doc"},
+                                                         include=("metadatas",)))
         return self._docs
+
+    @staticmethod
+    def _docs_table(rows: Iterable[tuple]) -> sqlite3.Connection:
+        db = sqlite3.connect(":memory:", check_same_thread=False)
+        db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
+                   "sha256 TEXT, chunks INTEGER, words INTEGER)")
+        db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", rows)
+        return db
 
     def wrote(self, markers: list[dict], gone: list[int], stamp: str) -> None:
         """After this process wrote documents (markers) or removed them (gone):
@@ -5955,7 +6007,8 @@ class EngineStore(Store, Admin):
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
         docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
                          map(_marker_row, markers))
-        self._match, self._words, self._stamp = {}, {}, stamp
+        self._match, self._words, self._whole, self._stamp = {}, {}, False, stamp
+        self._near = {}
         self.settings()[Meta.SIG_STAMP] = stamp
 
     def stamp(self, what: str) -> str:
@@ -5972,12 +6025,31 @@ class EngineStore(Store, Admin):
         """Finish what a run that stopped left: the chunks of documents it had
         begun to write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
+        if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
+            self._words_as_documents()
         begun = [int(r["id"][4:]) for r in self.all_records(True, where={"kind": "intent"})]
         if begun:
             self.remove(False, where={"doc": {"$in": begun}})
             self.remove(True, ids=[f"doc:{i}" for i in begun])
             self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
             self.forget(self.meta(Meta.SIG_STAMP))
+
+    def _words_as_documents(self) -> None:
+        """An index an older rag.py wrote (its chunks' words as lists of
+        numbers): each chunk's document becomes its tokens, a page at a time."""
+        offset = 0
+        while True:  # the records stay in place: only their documents change
+            page = self.records(False, include=("metadatas", "documents"), limit=_ENGINE_PAGE,
+                                offset=offset)
+            old = [r for r in page if r["document"] is None]
+            tokens = self.tokens([(r["metadata"]["text"], r["metadata"].get("heading"))
+                                  for r in old])
+            if old:
+                self.set_documents({r["id"]: _word_string(t) for r, t in zip(old, tokens)})
+            if len(page) < _ENGINE_PAGE:
+                break
+            offset += len(page)
+        self.set_meta({Meta.KEYWORDS: _ENGINE_KEYWORDS})
 
     def replacing(self, ids: list[int]) -> None:
         """Before documents' chunks change: each marker becomes an intent (not
@@ -5999,19 +6071,21 @@ class EngineStore(Store, Admin):
         for doc_id, (doc, keys) in zip(ids, docs):
             total = 0
             for c, key in zip(doc.chunks, keys):
-                m = _chunk_metadata(doc_id, c, key, words[n])
-                n += 1
+                tokens, n = words[n], n + 1
+                m = _chunk_metadata(doc_id, c, key, tokens)
                 total += m["words"]
                 if self._fresh_run:
                     self._written.add(key)
                 records.append({"id": str(_chunk_number(doc.path, c.ordinal)),
-                                "embedding": json.loads(vectors[key].json), "metadata": m})
+                                "embedding": json.loads(vectors[key].json), "metadata": m,
+                                "document": _word_string(tokens)})
             markers.append({"id": f"doc:{doc_id}", "metadata": {
                 "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256,
                 "size": doc.size, "mtime": doc.mtime, "indexed_at": stamp,
                 "chunks": len(doc.chunks), "words": total}})
         new = {Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored(),
-               Meta.LAST_INDEXED: stamp, Meta.SIG_STAMP: self.stamp(f"wrote {len(ids)}")}
+               Meta.LAST_INDEXED: stamp, Meta.SIG_STAMP: self.stamp(f"wrote {len(ids)}"),
+               Meta.KEYWORDS: _ENGINE_KEYWORDS}
         self._pending.append((ids, records, markers, new))
         if sum(len(p[1]) for p in self._pending) >= _ENGINE_BATCH:
             self.submit()
@@ -6110,47 +6184,108 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def matching(self, phrase: str, where) -> set[int]:
-        """Ids of the chunks (in where) that hold phrase: the engine finds
-        those whose word list (_WORDS_KEY) holds each of its words, from its
-        index of them; a phrase of several words is then checked here, in order."""
+        """Ids of the chunks (in where) that hold phrase (a _word_string piece):
+        those whose document holds it, found by the engine's full-text index,
+        or here when every chunk is in memory (scan)."""
         key = (json.dumps(where, sort_keys=True), phrase)
+        if key not in self._match and self._whole:
+            self._match.update(self._held_here([phrase], where))
         if key not in self._match:
-            tokens = phrase.split()
-            conds = [{_WORDS_KEY: {"$contains": _word_number(t)}}
-                     for t in dict.fromkeys(tokens)] + ([where] if where else [])
             ids, offset = set(), 0
             while True:  # a page at a time: a common word is in many chunks
-                page = self.records(False, where=conds[0] if len(conds) == 1 else {"$and": conds},
+                page = self.records(False, where=where, document=phrase,
                                     limit=_ENGINE_PAGE * 10, offset=offset)
                 ids.update(int(r["id"]) for r in page)
                 if len(page) < _ENGINE_PAGE * 10:
                     break
                 offset += len(page)
-            if len(tokens) > 1:
-                words = self.word_strings(sorted(ids))
-                ids = {i for i in ids if i in words and phrase in words[i].string}
             self._match[key] = ids
         return self._match[key]
 
-    def prefetch(self, queries: list[str], scope: Scope) -> None:
-        """Their words looked up at once, and the chunks holding them read in
-        full pages (when they fit in memory): one request a question would be slower
-        (bench/README.md, "An engine (Chroma)")."""
+    def _held_here(self, phrases: list[str], where) -> dict[tuple, set[int]]:
+        """matching's answers for phrases from the chunks in memory, in one
+        pass over them: (where's key, phrase): the ids of the chunks holding it."""
+        allowed = set(where["doc"]["$in"]) if where else None
+        single = {p.strip(): p for p in phrases if " " not in p.strip()}
+        found: dict[str, set[int]] = {p: set() for p in phrases}
+        longer = [(p, set(p.split())) for p in phrases if " " in p.strip()]
+        for cid, (m, w) in self._words.items():
+            if allowed is None or m["doc"] in allowed:
+                for token in w.counts.keys() & single.keys():
+                    found[single[token]].add(cid)
+                for p, tokens in longer:  # in order only where each word is there
+                    if tokens <= w.counts.keys() and w.tf(p):
+                        found[p].add(cid)
+        where_key = json.dumps(where, sort_keys=True)
+        return {(where_key, p): ids for p, ids in found.items()}
+
+    def scan(self) -> bool:
+        """Read every chunk (metadata and words) into memory once, a page at a
+        time, when they fit (_ENGINE_MEMO): its words are then found here
+        instead of a request each. Whether every chunk is in memory."""
+        if not self._whole and self.count() <= _ENGINE_MEMO:
+            words: dict[int, tuple[dict, _Words]] = {}
+            for r in self.all_records(False, include=("metadatas", "documents")):
+                words[int(r["id"])] = self._memo_row(r)
+                if len(words) > _ENGINE_MEMO:  # a stopped run's chunks beyond the count
+                    return False
+            self._words, self._whole = words, True
+        return self._whole
+
+    def warm(self) -> None:
+        self.docs()
+        self.scan()
+
+    def share(self, other: Store) -> None:
+        if isinstance(other, EngineStore) and other._docs is not None:
+            try:  # a copy (each store drops its own when the index changes); no backup(),
+                # which waits for ever while another thread reads the source
+                rows = other._docs.execute("SELECT * FROM documents").fetchall()
+            except sqlite3.Error:  # other has just dropped it: this one reads its own
+                return
+            self.forget(other._stamp)
+            self._docs = self._docs_table(rows)
+            # by reference: added to, never changed (scan and read replace them whole)
+            self._words, self._match, self._whole = other._words, other._match, other._whole
+
+    @staticmethod
+    def _memo_row(r: dict) -> tuple[dict, _Words]:
+        m = r["metadata"]
+        return {k: m[k] for k in _MEMO_KEYS if k in m}, _document_words(r["document"])
+
+    def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
+                 depth: int = 0) -> None:
+        """Their words looked up at once: in memory when every chunk fits
+        there (scan), else asked of the engine together and the chunks holding
+        them read in full pages (when they fit in memory); the vectors' nearest
+        chunks asked _QUERIES_AT_ONCE a request. One request a question would
+        be slower (bench/README.md, "An engine (Chroma)")."""
         where = self.scope_ids(scope)
+        n = min(depth, self.count())
+        for i in range(0, len(vectors) if where != () and n else 0, _QUERIES_AT_ONCE):
+            some = vectors[i:i + _QUERIES_AT_ONCE]
+            self._near.update(((_vector_key(v), n, json.dumps(where)), top)
+                              for v, top in zip(some, self.nearest(some, n, where)))
         if where != ():
             phrases = list(dict.fromkeys(p for q in queries
                                          for p in _query_phrases(q, self.tokens)))
+            whole = self.scan()
             self.look_up(phrases, [None] + ([where] if where else []))
             held = set().union(*(self.matching(p, where) for p in phrases))
-            if len(held) <= _ENGINE_MEMO:
+            if not whole and len(held) <= _ENGINE_MEMO:
                 self.read(sorted(held))
 
     def look_up(self, phrases: list[str], wheres: list) -> None:
-        """Ask the engine for the chunks holding each phrase (under each
-        where) not known yet, _LOOKUPS_AT_ONCE at a time: a question's words
-        are independent requests, and the engine answers them in parallel."""
+        """Find the chunks holding each phrase (under each where) not known
+        yet: in memory when every chunk is there (scan), else asked of the
+        engine _LOOKUPS_AT_ONCE at a time (a question's words are independent
+        requests, and the engine answers them in parallel)."""
         todo = [(p, w) for p in phrases for w in wheres
                 if (json.dumps(w, sort_keys=True), p) not in self._match]
+        if todo and self._whole:  # one pass over the chunks in memory for each where
+            for w in wheres:
+                self._match.update(self._held_here([p for p, x in todo if x is w], w))
+            return
         if len(todo) < 2:
             return
         from concurrent.futures import ThreadPoolExecutor
@@ -6159,20 +6294,17 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
-        """Chunks' metadata (less the word list) and tokens (_Words, made here
-        from text and heading), from the engine once, then from memory (up
-        to _ENGINE_MEMO chunks: a warm server does not ask again)."""
-        need = [i for i in dict.fromkeys(ids) if i not in self._words]
+        """Chunks' metadata and tokens (_Words, from the document), from the
+        engine once, then from memory (up to _ENGINE_MEMO chunks: a warm server
+        does not ask again; after a scan, every chunk is there)."""
+        need = [] if self._whole else [i for i in dict.fromkeys(ids) if i not in self._words]
         if len(self._words) + len(need) > _ENGINE_MEMO:
-            self._words = {}
+            self._words, self._whole = {}, False
             need = list(dict.fromkeys(ids))
         for i in range(0, len(need), _ENGINE_PAGE):
             page = self.records(False, ids=[str(c) for c in need[i:i + _ENGINE_PAGE]],
-                                include=("metadatas",))
-            metas = [{k: v for k, v in r["metadata"].items() if k != _WORDS_KEY} for r in page]
-            tokens = self.tokens([(m["text"], m.get("heading")) for m in metas])
-            self._words.update((int(r["id"]), (m, _Words.of(t)))
-                               for r, m, t in zip(page, metas, tokens))
+                                include=("metadatas", "documents"))
+            self._words.update((int(r["id"]), self._memo_row(r)) for r in page)
         return {i: self._words[i] for i in ids if i in self._words}
 
     def word_strings(self, ids: list[int]) -> dict[int, _Words]:
@@ -6219,7 +6351,9 @@ class EngineStore(Store, Admin):
             return []
         if exact:
             return self.exact_top(qvec, depth, allowed)
-        return self.nearest(qvec, min(depth, self.count()), allowed)
+        n = min(depth, self.count())
+        found = self._near.pop((_vector_key(qvec), n, json.dumps(allowed)), None)
+        return found if found is not None else self.nearest([qvec], n, allowed)[0]
 
     @_engine_reply
     def exact_top(self, qvec: list[float], depth: int, where) -> list[tuple[int, float]]:
@@ -6260,9 +6394,9 @@ class EngineStore(Store, Admin):
         folder in name order, then place), so that the samples measuring the
         null level and the floor are SQLite's (ids here are hashes)."""
         docs = dict(self.docs().execute("SELECT id, path FROM documents"))
-        rows = [(r["metadata"]["doc"], r["metadata"]["ordinal"], int(r["id"]))
-                for r in self.all_records(False, include=("metadatas",))
-                if r["metadata"]["doc"] in docs]
+        metas = ((i, m) for i, (m, _) in self._words.items()) if self.scan() else (
+            (int(r["id"]), r["metadata"]) for r in self.all_records(False, include=("metadatas",)))
+        rows = [(m["doc"], m["ordinal"], i) for i, m in metas if m["doc"] in docs]
         rows.sort(key=lambda r: (docs[r[0]].split(os.sep), r[1]))
         return [(c, d) for d, _, c in rows]
 
@@ -6398,11 +6532,13 @@ class ChromaStore(EngineStore):
         return self.ids[side]
 
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
-                offset=0) -> list[dict]:
+                offset=0, document=None) -> list[dict]:
         self.flush()
         body = {"include": list(include)}
         body.update({k: v for k, v in (("ids", ids), ("where", where), ("limit", limit))
                      if v is not None})
+        if document is not None:
+            body["where_document"] = {"$contains": document}
         if offset:
             body["offset"] = offset
         reply = self.client.post(self.collection(side) + "/get", body)
@@ -6419,7 +6555,14 @@ class ChromaStore(EngineStore):
             return
         body = {"ids": [r["id"] for r in records], "metadatas": [r["metadata"] for r in records],
                 "embeddings": [r.get("embedding", [1.0]) for r in records]}
+        if any("document" in r for r in records):  # a chunk's words (_chunk_metadata)
+            body["documents"] = [r.get("document") for r in records]
         self.client.post(self.collection(side) + "/upsert", body)
+
+    def set_documents(self, documents: dict[str, str]) -> None:
+        self.flush()
+        self.client.post(self.collection(False) + "/update",
+                         {"ids": list(documents), "documents": list(documents.values())})
 
     def remove(self, side: bool, ids=None, where=None) -> None:
         self.flush()
@@ -6428,14 +6571,15 @@ class ChromaStore(EngineStore):
         self.client.post(self.collection(side) + "/delete",
                          {"ids": ids} if ids is not None else {"where": where})
 
-    def nearest(self, qvec: list[float], n: int, where) -> list[tuple[int, float]]:
+    def nearest(self, qvecs: list[list[float]], n: int, where) -> list[list[tuple[int, float]]]:
         self.flush()
-        body = {"query_embeddings": [qvec], "n_results": n, "include": ["distances"]}
+        body = {"query_embeddings": qvecs, "n_results": n, "include": ["distances"]}
         if where:
             body["where"] = where
         reply = self.client.post(self.collection(False) + "/query", body)
         try:  # inner-product space: distance is 1 - dot
-            return [(int(i), 1.0 - d) for i, d in zip(reply["ids"][0], reply["distances"][0])]
+            return [[(int(i), 1.0 - d) for i, d in zip(ids, distances)]
+                    for ids, distances in zip(reply["ids"], reply["distances"], strict=True)]
         except (KeyError, TypeError, IndexError, ValueError):
             raise RagError(f"{self.url}: the engine's reply to a query is not Chroma's") from None
 
@@ -7858,6 +8002,14 @@ class Retriever:
     def keep_floor_found(self, mode: str, floor: dict) -> None:
         self._floors[mode] = floor
 
+    def adopt(self, other: Retriever) -> None:
+        """Take what other, over this index at the same state, has found and
+        loaded (Store.share): a server's retriever for one more request at once
+        starts warm."""
+        self.store.share(other.store)
+        self._level, self._n, self._floors, self._idf = (other._level, other._n, other._floors,
+                                                         other._idf)
+
     def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
         """A copy (of its own class) sharing what this one loaded, with changes
         and its own allowed ids (None: found when first needed)."""
@@ -8155,8 +8307,8 @@ def _question_relevance(retriever, questions: list[str], mode: str,
         if h.chunk_id not in memo:
             memo[h.chunk_id] = chunk_stems(h)
         return memo[h.chunk_id]
-    if mode != "dense":
-        retriever.store.prefetch([fts_query(q) or "" for q in questions], retriever.scope())
+    retriever.store.prefetch([fts_query(q) or "" for q in questions] if mode != "dense" else [],
+                             retriever.scope(), vecs if mode != "keyword" else [], FUSION_DEPTH)
     tops = [retriever.rank(q, mode, FUSION_DEPTH, qvec)[0][:DEFAULT_K]
             for q, qvec in zip(questions, vecs)]
     ids = list({cid for top in tops for cid, _ in top})  # fetched once for all the questions
@@ -10405,6 +10557,11 @@ class _ServedRetriever(Retriever):
         super().__init__(*args, **kw)
         self.memo: dict[Scope, set[int] | None] = {}  # a scope's chunks (copies share it)
 
+    def adopt(self, other: Retriever) -> None:
+        super().adopt(other)
+        if isinstance(other, _ServedRetriever):
+            self.memo = other.memo
+
     def scope(self) -> Scope:
         return Scope(super().scope().every, self.only)
 
@@ -10520,6 +10677,7 @@ class Service:
     def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
         self.cfg, self.opts, self.log = cfg, opts, log
         self.idle: list[_Warm] = []
+        self.latest: _Warm | None = None  # the last given back: what a new one adopts
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
@@ -10536,7 +10694,18 @@ class Service:
             store.close()
             raise
         r = self._fresh(store, embedder)
-        return _Warm(store, r, r.store.state())
+        state, latest = r.store.state(), self.latest
+        if latest and latest.state == state:  # another thread's: shared, not loaded again
+            r.adopt(latest.retriever)
+        return _Warm(store, r, state)
+
+    def warm(self) -> None:
+        """Load what a first request would (the store's signatures or words,
+        the null level, the default mode's floor), so that none waits for it."""
+        with self.retriever() as r:
+            r.store.warm()
+            r.null_level()
+            ask_options(self.opts, r)
 
     def _fresh(self, store: Store, embedder) -> Retriever:
         return make_retriever(store, embedder, self.opts, kind=_ServedRetriever)
@@ -10559,19 +10728,24 @@ class Service:
             self._give_back(store, r, state)
             raise
         except BaseException:
+            with self.lock:
+                if self.latest and self.latest.store is store:
+                    self.latest = None
             store.close()  # in an unknown state: not reused
             raise
         self._give_back(store, r, state)
 
     def _give_back(self, store, r, state) -> None:
         with self.lock:
-            self.idle.append(_Warm(store, r, state))
+            self.latest = _Warm(store, r, state)
+            self.idle.append(self.latest)
 
     def close(self) -> None:
         with self.lock:
             for warm in self.idle:
                 warm.store.close()
             self.idle.clear()
+            self.latest = None
 
     def request(self, params) -> dict:
         """A request's question and options, checked, over this server's (_request_args)."""
@@ -11469,12 +11643,13 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
 
 def run_server(server, workers: int, ready) -> None:
     """Serve until SIGTERM or Ctrl-C: in this process, or in workers
-    processes it supervises; ready() once serving has started."""
+    processes it supervises; ready() once every one is warm (_warm_up) and serving."""
     previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
             _supervise(server, workers, ready)
         else:
+            _warm_up(server)
             ready()
             _serve_until_stopped(server)
     finally:
@@ -11503,9 +11678,14 @@ def _supervise(server, workers: int, ready=lambda: None) -> None:
     while each lets its requests in flight finish. This process serves none:
     it forks its workers while it has a single thread."""
     born: dict[int, float] = {}  # worker pid -> when it started
+    warm, told = os.pipe()  # a byte from each worker once it is warm
     try:
-        for _ in range(workers):
-            born[_fork_worker(server)] = time.monotonic()
+        try:
+            for _ in range(workers):
+                born[_fork_worker(server, told)] = time.monotonic()
+        finally:
+            os.close(told)  # each worker holds its own: the pipe ends when the last one is done
+        _wait_warm(warm, workers)
         ready()
         while True:
             pid, status = os.wait()
@@ -11521,6 +11701,7 @@ def _supervise(server, workers: int, ready=lambda: None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        os.close(warm)
         for pid in born:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
@@ -11529,16 +11710,38 @@ def _supervise(server, workers: int, ready=lambda: None) -> None:
                 os.waitpid(pid, 0)
 
 
+def _wait_warm(warm: int, workers: int) -> None:
+    """Until each of the workers has said it is warm (a byte), or has died
+    (the pipe's end closes with the last of them)."""
+    said = 0
+    while said < workers:
+        got = os.read(warm, workers - said)
+        if not got:
+            return
+        said += len(got)
+
+
+def _warm_up(server) -> None:
+    """Load the index before taking a request (Service.warm). A failure is a
+    note: requests then load it, and say what fails."""
+    try:
+        server.api.service.warm()
+    except RagError as e:
+        print(f"rag: note: the index could not be loaded ahead of requests: {e}",
+              file=sys.stderr, flush=True)
+
+
 def _stop_serving(signum, frame):
     raise KeyboardInterrupt
 
 
-def _fork_worker(server) -> int:
+def _fork_worker(server, told: int | None = None) -> int:
     """A worker process serving the same listening socket (the kernel hands
     each connection to one of them): Python runs one thread at a time, so
-    processes are what use more than one core. Returns the child's pid; the
-    child stops when its parent is gone, however it went, and lets its
-    requests in flight finish first."""
+    processes are what use more than one core. It warms up (_warm_up) before
+    it accepts a connection, then writes a byte to told. Returns the child's
+    pid; the child stops when its parent is gone, however it went, and lets
+    its requests in flight finish first."""
     parent = os.getpid()
     pid = os.fork()
     if pid:
@@ -11546,6 +11749,10 @@ def _fork_worker(server) -> int:
     code = 0
     server.parent = parent
     try:
+        _warm_up(server)
+        if told is not None:
+            os.write(told, b".")
+            os.close(told)
         server.serve_forever()
     except KeyboardInterrupt:
         pass

@@ -7,6 +7,7 @@ stop themselves at named points and the fake server holds replies on events."""
 import argparse
 import codecs
 import contextlib
+import http.client
 import io
 import itertools
 import json
@@ -212,7 +213,7 @@ class FakeServer:
 class FakeChroma:
     """Chroma's v2 HTTP API, the part rag.py uses, in memory on a free loopback
     port: collections made or found by name; upsert, get (ids, where with
-    $eq/$in/$and, where_document $contains, include, limit and offset), delete,
+    $eq/$in/$and, where_document $contains, include, limit and offset), update, delete,
     query (inner product) and count. faults are answered first, in order, as
     FakeServer's are; dead_after: every request from that number on is refused
     (the engine gone, or the writer killed there: nothing after it arrives)."""
@@ -292,6 +293,15 @@ class FakeChroma:
                 c[rid] = {"id": rid, "metadata": m, "embedding": e,
                           "document": body["documents"][i] if "documents" in body else None}
             return {}
+        if op == "update":  # only what is given changes
+            for i, rid in enumerate(body["ids"]):
+                for k in ("document", "embedding"):
+                    if k + "s" in body:
+                        c[rid][k] = body[k + "s"][i]
+                if "metadatas" in body:
+                    c[rid]["metadata"] = {k: v for k, v in {**c[rid]["metadata"], **body["metadatas"][i]}.items()
+                                          if v is not None}
+            return {}
         if op == "delete":
             gone = [r for r in c.values() if self.matches(r, body)]
             for r in gone:
@@ -305,11 +315,13 @@ class FakeChroma:
                 k: [r[k[:-1]] for r in found] if k in include else None
                 for k in ("metadatas", "documents", "embeddings")}}
         if op == "query":
-            q = body["query_embeddings"][0]
-            found = sorted((r for r in c.values() if self.matches(r, {"where": body.get("where")})),
-                           key=lambda r: -sum(a * b for a, b in zip(q, r["embedding"])))[:body["n_results"]]
-            return {"ids": [[r["id"] for r in found]],
-                    "distances": [[1 - sum(a * b for a, b in zip(q, r["embedding"])) for r in found]]}
+            ids, distances = [], []
+            for q in body["query_embeddings"]:
+                found = sorted((r for r in c.values() if self.matches(r, {"where": body.get("where")})),
+                               key=lambda r: -sum(a * b for a, b in zip(q, r["embedding"])))[:body["n_results"]]
+                ids.append([r["id"] for r in found])
+                distances.append([1 - sum(a * b for a, b in zip(q, r["embedding"])) for r in found])
+            return {"ids": ids, "distances": distances}
         raise KeyError(op)
 
     def matches(self, record, body):
@@ -2371,8 +2383,9 @@ class EngineTests(RagTestCase):
         wheres = [b["where"] for m, p, _, b in engine.requests if p.endswith(("/query", "/get")) and b and b.get("where")]
         scoped = [w for w in wheres if "doc" in w] + [c for w in wheres for c in w.get("$and", ()) if "doc" in c]
         self.assertEqual({tuple(w["doc"]["$in"]) for w in scoped}, {(setup,)})
-        self.assertIn({"$and": [{rag._WORDS_KEY: {"$contains": rag._word_number("refund")}}, {"doc": {"$in": [setup]}}]},
-                      wheres)
+        words = [(b.get("where"), b["where_document"]) for m, p, _, b in engine.requests
+                 if p.endswith("/get") and b and b.get("where_document")]
+        self.assertIn(({"doc": {"$in": [setup]}}, {"$contains": " refund "}), words)  # a word: a token of the index
         engine.requests.clear()
         code, out, err = self.run_cli("search", "refunds", "--source", "nothing/*", "--store", engine.url(), db=False)
         self.assertEqual((code, out.strip()), (0, "no matching passages"), err)
@@ -2463,6 +2476,84 @@ class EngineTests(RagTestCase):
                     passages, _, _ = service.search({"question": q, "mode": mode, "k": 10}, caller)
                     self.assertLessEqual({p["path"] for p in passages}, allowed, (caller.name, q, mode))
             self.assertEqual(service.stats(caller)["documents"], len(allowed))
+
+    def test_engine_index_an_older_rag_wrote_is_brought_up_to_date_by_the_next_run(self):
+        """An older rag.py kept each chunk's words as a list of numbers, its
+        document empty: reading says what to do, and the next index run gives
+        each chunk its words as its document, embedding and writing nothing else."""
+        engine = self.engine()
+        self.write_docs()
+        self.ok("index", self.docs, "--store", engine.url())
+        want = {i: dict(r) for i, r in engine.records().items()}
+        for r in engine.records().values():
+            r["document"], r["metadata"]["w"] = None, [1, 2, 3]
+        del engine.records("docs-rag")["meta:keywords"]
+        line = self.error_line("search", "refunds", "--store", engine.url(), db=False)
+        self.assertIn("indexed by an older rag.py: run", line)
+        engine.requests.clear()
+        self.assertIn("nothing changed", self.ok("index", self.docs, "--store", engine.url()))
+        self.assertFalse([p for m, p, _, b in engine.requests if p.endswith("/upsert") and "-rag" not in p])
+        self.assertEqual({i: r["document"] for i, r in engine.records().items()},
+                         {i: r["document"] for i, r in want.items()})
+        hits = json.loads(self.ok("search", "refunds", "--json", "--mode", "keyword", "--store", engine.url()))
+        self.assertEqual(hits[0]["path"].rsplit(os.sep, 1)[-1], "refunds.md")
+
+    def test_engine_words_of_chunks_in_memory_are_found_as_the_engine_finds_them(self):
+        """Once every chunk is in memory (scan: they fit), a word or phrase is
+        found there, with no request, and the ranking is the one the engine's
+        look-ups give; the index run's floor asks for many questions' nearest
+        chunks in one request."""
+        engine = self.engine()
+        self.write_docs()
+        self.write("guides/setup.md", "# Setup\n\nRefunds are set up in the app: card number, then refunds.\n")
+        engine.requests.clear()
+        self.ok("index", self.docs, "--store", engine.url())
+        queries = [q for q in engine.requests if q[1].endswith("/query")]
+        self.assertEqual(max(len(q[3]["query_embeddings"]) for q in queries), len(rag.PROBES))  # in one
+        cfg = rag.config_from_env(store=engine.url())
+        asked, whole = rag.open_store(cfg), rag.open_store(cfg)
+        self.addCleanup(asked.close)
+        self.addCleanup(whole.close)
+        self.assertTrue(whole.scan())
+        cases = [(query, scope) for query in ('"refund"', '"card" OR "refund"', '"card number" OR "app"',
+                                              '"zzz"', '"the"') for scope in (rag.Scope(), rag.Scope(("guides/*",)))]
+        lookups = lambda: [b for _, p, _, b in engine.requests if (b or {}).get("where_document")]  # noqa: E731
+        engine.requests.clear()
+        found = [whole.keyword(query, 10, scope) for query, scope in cases]
+        self.assertFalse(lookups())
+        self.assertEqual(found, [asked.keyword(query, 10, scope) for query, scope in cases])
+        self.assertTrue(lookups())
+        self.assertTrue(found[2] and found[3] and not found[6])
+
+    def test_engine_serve_workers_are_warm_before_it_says_it_serves(self):
+        """Each worker reads the index's chunks (they fit in memory) before the
+        line that says it serves; their first requests read none again."""
+        engine = self.engine()
+        self.write_docs()
+        self.ok("index", self.docs, "--store", engine.url())
+        chunks = engine.collections["docs"]["id"]
+        scans = lambda: [b for _, p, _, b in engine.requests  # noqa: E731 (a read of every chunk)
+                         if p.endswith(f"{chunks}/get") and not b.get("ids") and "documents" in b["include"]]
+        engine.requests.clear()
+        proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--store", engine.url(), "--port", "0",
+                                 "--workers", "2"], stderr=subprocess.PIPE, text=True,
+                                env={k: v for k, v in os.environ.items() if k not in ENV_KEYS})
+        self.addCleanup(proc.wait)
+        self.addCleanup(proc.stderr.close)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        line = proc.stderr.readline()
+        self.assertIn("with 2 worker(s)", line)
+        self.assertEqual(len(scans()), 2)
+        port = int(re.search(r"at http://127.0.0.1:(\d+)/", line).group(1))
+        for _ in range(4):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            conn.request("POST", "/search", json.dumps({"question": "how long do refunds take"}),
+                         {"Content-Type": "application/json"})
+            self.assertEqual(conn.getresponse().status, 200)
+            conn.close()
+        self.assertEqual(len(scans()), 2)
+        self.assertFalse([b for _, p, _, b in engine.requests if (b or {}).get("where_document")])
+        proc.terminate()  # stopping is tested with SQLite (test_serve_workers_answer_and_stop_with_their_parent)
 
     def test_engine_records_it_did_not_write_are_one_error(self):
         engine = self.engine()
@@ -5597,6 +5688,26 @@ class HttpTests(RagTestCase):
         self.assertIn("rag: stopped", proc.stderr.read())
         with self.assertRaises(ConnectionRefusedError):  # no worker is left holding the port
             socket.create_connection(("127.0.0.1", self.port)).close()
+
+    def test_serve_retriever_for_a_request_at_once_shares_what_the_warm_one_loaded(self):
+        service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())
+        self.addCleanup(service.close)
+        service.warm()
+        with service.retriever() as first, service.retriever() as second:  # two requests at once
+            self.assertIsNot(first.store, second.store)
+            self.assertIsNotNone(first.store.index._parts)
+            self.assertIs(second.store.index._parts, first.store.index._parts)
+            self.assertIs(second._floors, first._floors)
+            self.assertEqual((second._level, second._n), (first._level, first._n))
+        self.assertEqual(len(service.idle), 2)
+
+    def test_serve_worker_that_cannot_load_the_index_ahead_says_so_and_serves(self):
+        server = mock.Mock()
+        server.api.service.warm.side_effect = rag.RagError("cannot reach http://127.0.0.1:9")
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            rag._warm_up(server)
+        self.assertEqual(err.getvalue(), "rag: note: the index could not be loaded ahead of requests: "
+                                         "cannot reach http://127.0.0.1:9\n")
 
     def test_serve_keeps_parsed_vectors_only_where_a_chunk_is_unchanged(self):
         service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())

@@ -85,10 +85,10 @@ def client(port, questions, times):
 
 def served(flags, env, questions, clients):
     """Median and p95 seconds of POST /search with clients at once, each asking
-    questions after a warm-up question (serve's default workers, for both stores)."""
+    its share of questions, from the first request on (serve's default workers, for
+    both stores: each is warm before serve says it serves)."""
     server, port = serve(flags, env)
     try:
-        client(port, questions[:1], [])  # warm: the index loaded, the first search paid
         times = []
         threads = [threading.Thread(target=client, args=(port, questions[i::clients], times)) for i in range(clients)]
         for t in threads:
