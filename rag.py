@@ -42,8 +42,9 @@ section; the others are what later sections build on; __all__ is the public API)
                      read command), settings (Meta), damage (what check and index say), and
                      SqliteStore, the one layer over the connection
     Engine store     an index in a server engine over HTTP (EngineStore: markers, intents, the
-                     writer thread, keyword ranking by bm25 from the engine's word lists;
-                     ChromaStore); the STORES table
+                     writer thread, keyword ranking by bm25 of the chunks the engine's
+                     full-text index finds, or of every chunk read once; ChromaStore); the
+                     STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; the index lock
     Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike to a better-ranked
@@ -5773,9 +5774,10 @@ def _document_number(path: str) -> int:
 def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
     """What an engine keeps beside a chunk's vector: its text, document,
     place, text key and how many tokens (no None: engines refuse it). Its
-    tokens are the record's document (_word_string), which the engine's
-    full-text index finds a word or phrase in: the text itself as document
-    would find 'run' in 'rerun' (bench/README.md, "An engine (Chroma)")."""
+    tokens are the record's document (_word_string), in which the engine's
+    full-text index finds a word or a phrase as whole tokens (the text would
+    find 'run' in 'rerun' and miss the stem 'happi'); cheaper to store than a
+    list of them (bench/README.md, "An engine (Chroma)")."""
     m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line,
          "end": c.end_line, "key": key, "words": len(tokens) - (_WORD_GAP in tokens)}
     m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc)) if v})
