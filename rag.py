@@ -5649,7 +5649,7 @@ _ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an e
 # many candidates are read and scored, the rarest words' first (beyond it, chunks
 # holding only common words are not: their weights are the smallest).
 _KEYWORD_CANDIDATES = 20000
-_ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): about 8 KB each
+_ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): 3.3 KB each on SciFact
 _MEMO_KEYS = ("doc", "ordinal", "text", "heading", "start", "end", "loc")  # of their metadata
 _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
 # word look-ups in flight: faster than one at a time, more no better (bench/README.md,
@@ -5710,19 +5710,20 @@ def _bm25_idf(rows: int, hits: int) -> float:
 
 @dataclass(frozen=True)
 class _Words:
-    """A chunk's tokens as keyword ranking reads them: how many, and each one's count."""
+    """A chunk's tokens as keyword ranking reads them: how many, each one's
+    count, and all of them as one string (_word_string) for phrases. Kept for
+    many chunks at once, so each token is one shared string (sys.intern): with
+    its metadata 3.3 KB a chunk, not 12 (bench/README.md, "An engine (Chroma)")."""
 
     length: int
     counts: dict
-    tokens: tuple
+    string: str
 
     @classmethod
-    def of(cls, tokens: list[str]) -> _Words:
-        return cls(len(tokens) - (_WORD_GAP in tokens), Counter(tokens), tuple(tokens))
-
-    @property
-    def string(self) -> str:
-        return _word_string(list(self.tokens))
+    def of(cls, tokens: list[str], string: str | None = None) -> _Words:
+        """The _Words of tokens (string: their _word_string, when at hand)."""
+        return cls(len(tokens) - (_WORD_GAP in tokens), Counter(map(sys.intern, tokens)),
+                   string or _word_string(tokens))
 
     def tf(self, phrase: str) -> int:
         """How often phrase (a _word_string piece) occurs."""
@@ -5786,7 +5787,7 @@ def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
 
 def _document_words(document: str) -> _Words:
     """A chunk's tokens back from its engine document (_word_string)."""
-    return _Words.of(document[1:-1].split("  ") if document.strip() else [])
+    return _Words.of(document[1:-1].split("  ") if document.strip() else [], document)
 
 
 def _engine_reply(method):
