@@ -11726,10 +11726,10 @@ def _wait_warm(warm: int, workers: int) -> None:
 
 def _warm_up(server) -> None:
     """Load the index before taking a request (Service.warm). A failure is a
-    note: requests then load it, and say what fails."""
+    note, never the end of serving: requests then load it, and say what fails."""
     try:
         server.api.service.warm()
-    except RagError as e:
+    except Exception as e:  # noqa: BLE001 (whatever it is, each request meets it again)
         print(f"rag: note: the index could not be loaded ahead of requests: {e}",
               file=sys.stderr, flush=True)
 
