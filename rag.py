@@ -5990,13 +5990,13 @@ class EngineStore(Store, Admin):
                     and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS):
                 raise RagError(f"{self.url} was indexed by an older rag.py: run '{program()} "
                                f"index DIR --store {self.url}' once to bring it up to date")
-            self._docs = self._docs_table(
-                _marker_row(r) for r in self.all_records(True, where={"kind": "doc"},
-                                                         include=("metadatas",)))
+            # read whole first: a failure midway leaves no connection open
+            self._docs = self._docs_table([_marker_row(r) for r in self.all_records(
+                True, where={"kind": "doc"}, include=("metadatas",))])
         return self._docs
 
     @staticmethod
-    def _docs_table(rows: Iterable[tuple]) -> sqlite3.Connection:
+    def _docs_table(rows: list[tuple]) -> sqlite3.Connection:
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
                    "sha256 TEXT, chunks INTEGER, words INTEGER)")
