@@ -27,9 +27,9 @@ section; the others are what later sections build on; __all__ is the public API)
                      paths as shown, the question's limits
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
                      CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
-                     PDF, man pages, XML, RTF, any of them gzipped; clean text (no control
-                     characters); secrets (credential files, redaction); the format table
-                     (any other text is text)
+                     PDF, man pages, XML, RTF, any of them compressed (gzip, bzip2, xz,
+                     lzma); clean text (no control characters); secrets (credential files,
+                     redaction); the format table (any other text is text)
     Chunk            lines to blocks (Markdown or code) to units, packed to chunks; _CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
@@ -1014,53 +1014,76 @@ class NotText(Unreadable):
     """A file whose bytes are not text after all (counted as binary)."""
 
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_GZIP_PIECE = 1 << 20  # bytes decompressed at a time: a bomb is found before it fills memory
+class _Compression(NamedTuple):
+    """A compressed file's kind: the standard library module that reads it,
+    how its data starts, and its name in messages."""
+
+    module: str
+    magic: bytes
+    name: str
+
+
+# By extension; a file named 'ls.1.gz' is read as 'ls.1'.
+_COMPRESSIONS = {".gz": _Compression("gzip", b"\x1f\x8b", "gzip"),
+                 ".bz2": _Compression("bz2", b"BZh", "bzip2"),
+                 ".xz": _Compression("lzma", b"\xfd7zXZ\x00", "xz"),
+                 ".lzma": _Compression("lzma", b"\x5d", "lzma")}  # the usual settings' first byte
+_UNPACK_PIECE = 1 << 20  # bytes decompressed at a time: a bomb is found before it fills memory
 
 
 def _inner_name(path: str) -> str:
-    """A file's name in lower case without the '.gz' of its compression: what it holds.
+    """A file's name in lower case without the extension of its compression: what it holds.
 
-    >>> _inner_name("/usr/share/man/man1/LS.1.gz"), _inner_name("a/notes.md")
+    >>> _inner_name("/usr/share/man/man1/LS.1.gz"), _inner_name("a/notes.md.xz")
     ('ls.1', 'notes.md')
     """
     name = os.path.basename(path).lower()
-    return name[:-3] if name.endswith(".gz") and len(name) > 3 else name
+    ext = os.path.splitext(name)[1]
+    return name[:-len(ext)] if ext in _COMPRESSIONS and len(name) > len(ext) else name
 
 
-def gzipped(path: str) -> bool:
-    return _inner_name(path) != os.path.basename(path).lower()
+def compression(path: str) -> _Compression | None:
+    """How a file's name says it is compressed (None: it is not)."""
+    name = os.path.basename(path).lower()
+    return _COMPRESSIONS[os.path.splitext(name)[1]] if _inner_name(path) != name else None
 
 
-def gunzip(data: bytes) -> bytes:
-    """What gzip data holds (every member), read in pieces and refused past
-    ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
-    import gzip
+def unpack(data: bytes, kind: _Compression) -> bytes:
+    """What compressed data holds (every stream of it), read in pieces and
+    refused past ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
+    import importlib
     import io
+    try:
+        module = importlib.import_module(kind.module)
+    except ImportError:  # a Python built without it
+        raise Unreadable(f"this Python cannot read {kind.name} files (no {kind.module} "
+                         "module)") from None
     parts, size = [], 0
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-            while piece := f.read(_GZIP_PIECE):
+        with module.open(io.BytesIO(data), "rb") as f:  # lzma's: xz, or lzma's own format
+            while piece := f.read(_UNPACK_PIECE):
                 size += len(piece)
                 if size > ZIP_MEMBER_LIMIT:
                     raise Unreadable(f"expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
                 parts.append(piece)
-    # gzip.BadGzipFile is an OSError; EOFError: truncated
-    except (OSError, EOFError, zlib.error) as e:
-        raise Unreadable(f"damaged gzip file ({e})") from None
+    # gzip.BadGzipFile is an OSError; EOFError: truncated; lzma.LZMAError; zlib.error
+    except (OSError, EOFError, zlib.error, getattr(module, "LZMAError", OSError)) as e:
+        raise Unreadable(f"damaged {kind.name} file ({e})") from None
     return b"".join(parts)
 
 
 def parse_document(path: str, data: bytes,
                    fmt: Format | None = None) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
-    Without fmt, a '.gz' file's data is decompressed first and read as what it holds.
+    Without fmt, a compressed file's data ('.gz', '.bz2', '.xz', '.lzma') is
+    decompressed first and read as what it holds.
 
     Every format passes here, so secrets in any of them are redacted (_redact_lines).
     Raises Unreadable for files that are damaged, encrypted or need a missing tool.
     """
-    if fmt is None and gzipped(path) and data[:2] == _GZIP_MAGIC:
-        data = gunzip(data)
+    kind = compression(path) if fmt is None else None
+    if kind and data.startswith(kind.magic):
+        data = unpack(data, kind)
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
         lines, warning = fmt.from_bytes(path, data), None
@@ -2814,7 +2837,7 @@ _CONTENT_STARTS = ((LazyPattern(rb"\s*<\?xml[ \t]"), ".xml"),
 
 
 def file_format(path: str, head: bytes | None = None, named: bool = False) -> Format | None:
-    """The format of a file by its name ('.gz' set aside: 'ls.1.gz' is read as
+    """The format of a file by its name (compression set aside: 'ls.1.gz' is read as
     'ls.1'), else by its first bytes (head; None when not read yet: then any
     file but a _NOT_READ one is a candidate). named: --include named the file,
     so even a _NOT_READ extension is read if it is text.
@@ -6926,7 +6949,7 @@ class IndexStats:
 
 
 class _FileRead(NamedTuple):
-    """A file's bytes (what a '.gz' holds), its stat when opened, and its format."""
+    """A file's bytes (what a compressed file holds), its stat when opened, and its format."""
 
     data: bytes
     stat: os.stat_result
@@ -6957,8 +6980,8 @@ class _Swapped(OSError):
 def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> _FileRead | None:
     """Bytes, stat and format of a file the walk listed, or None with a note
-    saying why it is skipped. A '.gz' file's bytes are those it holds
-    (gunzip). named: --include named it (file_format)."""
+    saying why it is skipped. A compressed file's bytes are those it holds
+    (unpack). named: --include named it (file_format)."""
     path = w.path
     if file_format(path, named=named) is None:
         log.skipped(path, "unsupported type", "unsupported file type")
@@ -6998,8 +7021,9 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
                     f"{size_text(max_bytes)} limit (raise it with --max-file-mb)")
         return None
     head = data = f.read(BINARY_SNIFF)
-    if gzipped(path):
-        data = gunzip(head + f.read(max_bytes + 1 - len(head)))
+    kind = compression(path)
+    if kind:
+        data = unpack(head + f.read(max_bytes + 1 - len(head)), kind)
         head = data[:BINARY_SNIFF]
         if len(data) > max_bytes:  # the limit is on the text, whatever its compression
             log.skipped(path, "too large", f"{size_text(len(data))} uncompressed is over the "
@@ -7009,7 +7033,7 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
     if fmt is None or (is_binary(head) and not fmt.binary):
         log.skipped(path, "binary", "binary file")
         return None
-    data = data if gzipped(path) else head + f.read(max_bytes + 1 - len(head))
+    data = data if kind else head + f.read(max_bytes + 1 - len(head))
     return _FileRead(data, st, fmt)
 
 

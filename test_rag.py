@@ -846,6 +846,32 @@ class ParseTests(RagTestCase):
                 self.assertRaisesRegex(rag.Unreadable, "expands past the 0 MB limit"):
             rag.parse_document("bomb.gz", gzip.compress(b"\0" * (1 << 20)))
 
+    def test_bzip2_xz_and_lzma_files_read_as_gzip_ones_are(self):
+        import bz2
+        import lzma
+        packers = {".bz2": (bz2.compress, "bzip2"), ".xz": (lzma.compress, "xz"),
+                   ".lzma": (lambda b: lzma.compress(b, format=lzma.FORMAT_ALONE), "lzma")}
+        page = b'.TH QUOKKA 1\n.SH NAME\nquokka \\- count marsupials\n.SH DESCRIPTION\nCounts joeys.\n'
+        for ext, (pack, name) in packers.items():
+            with self.subTest(ext):
+                self.assertEqual([(l.no, l.text) for l in self.parse("foo.md" + ext, pack(b"# Habitat\n\nScrubland.\n"))
+                                  if l.text], [(1, "# Habitat"), (3, "Scrubland.")])
+                self.assertIs(rag.file_format("quokka.1" + ext, page), rag.FORMATS[".man"])
+                texts = [l.text for l in self.parse("quokka.1" + ext, pack(page))]
+                self.assertIn("Counts joeys.", texts)
+                self.assertFalse([t for t in texts if t.startswith(".")])  # troff read, not shown
+                self.assertEqual([l.text for l in self.parse("NEWS" + ext, pack(b"one\n") + pack(b"two\n"))],
+                                 ["one", "two"])  # streams one after the other
+                self.assertIsNone(rag.file_format("data.tar" + ext, b"x"))  # an archive
+                with self.assertRaisesRegex(rag.Unreadable, f"damaged {name} file"):
+                    rag.parse_document("FAQ.txt" + ext, pack(b"x" * 1000)[:-9])
+                with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 1 << 16), \
+                        self.assertRaisesRegex(rag.Unreadable, "expands past the 0 MB limit"):
+                    rag.parse_document("bomb" + ext, pack(b"\0" * (1 << 20)))
+        with mock.patch("importlib.import_module", side_effect=ImportError), \
+                self.assertRaisesRegex(rag.Unreadable, "this Python cannot read xz files \\(no lzma module\\)"):
+            rag.parse_document("notes.txt.xz", lzma.compress(b"x"))
+
     def test_man_page_sections_as_headings_markup_gone_lines_kept(self):
         page = "\n".join([
             "'\\\" t", '.\\" a comment, not text', ".de Xx", ".B a macro's body is not text", "..",
@@ -2955,6 +2981,21 @@ class IndexTests(RagTestCase):
         self.assertEqual(code, 0, err)
         self.assertRegex(err, r"big\.txt\.gz: 1\.\d MB uncompressed is over the 1 MB limit")
         self.assertIn("indexed 1 file(s)", out)
+
+    def test_index_bzip2_and_xz_files_read_and_their_limit_is_on_the_text(self):
+        import bz2
+        import lzma
+        self.write("FAQ.txt.bz2", bz2.compress(b"Q: Tides?\n\nA: Twice daily at the wombat pier.\n"), mode="wb")
+        self.write("guide.md.xz", lzma.compress(b"# Guide\n\nFeed the quokkas at dawn.\n"), mode="wb")
+        self.write("big.txt.xz", lzma.compress(b"quokka census notes\n" * 60_000), mode="wb")  # 1.2 MB of text
+        self.write("truncated.txt.bz2", bz2.compress(b"lost text\n" * 100)[:-12], mode="wb")
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "1", "-v")
+        self.assertEqual(code, 0, err)
+        self.assertRegex(err, r"big\.txt\.xz: 1\.\d MB uncompressed is over the 1 MB limit")
+        self.assertIn("truncated.txt.bz2: damaged bzip2 file", err)
+        self.assertIn("indexed 2 file(s)", out)
+        self.assertIn("guide.md.xz:1-3", self.ok("search", "feed quokkas dawn", "-k", "1"))
+        self.assertIn("FAQ.txt.bz2:1-3", self.ok("search", "wombat pier tides", "-k", "1"))
 
     def test_index_binary_without_a_nul_byte_is_binary(self):
         rng = random.Random(7)
