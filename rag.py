@@ -4701,6 +4701,8 @@ class Meta:
                                      # damage: the next index run checks every row
     KEYWORDS = "keywords"            # an engine's: how its chunks' words are kept
                                      # (_ENGINE_KEYWORDS)
+    RUNNING = "running"              # an index run that has not finished: when it started,
+                                     # the chunking it applies (JSON; stats says so)
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -4917,7 +4919,11 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
         return RagError(f"another process kept {display_path(db)} locked for writing for over "
                         f"{_BUSY_TIMEOUT} s (a program other than rag.py index, which would have "
                         "said so at once); try again when it is done")
-    return RagError(f"the index database failed: {msg[:200]}")  # full disk, I/O: not damage
+    if "full" in msg:
+        return RagError(f"the disk holding {display_path(db)} is full: what was written before "
+                        "is kept (an index run keeps every document it finished); free some "
+                        "space, then run the command again (an index run goes on from there)")
+    return RagError(f"the index database failed: {msg[:200]}")  # I/O: not damage
 
 
 # The store interface: what indexing and retrieval need of storage (Store), and
@@ -7411,6 +7417,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store.prepare()
     run = _IndexRun(store, opts, log, IndexStats())
     chunking = run.know_stored()
+    # until the end: a run stopped midway leaves it, and stats says the index is unfinished
+    store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
     filters = {root: _PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     refused: list[tuple[str, str, str]] = []
@@ -7430,7 +7438,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     finally:
         run.batcher.close()
     # only once every document has been redone
-    store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts)})
+    store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
+                    Meta.RUNNING: None})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
     return run.stats
@@ -10482,6 +10491,16 @@ def answer_json(a: Answer, floor: Floor) -> dict:
             **({"warnings": list(a.warnings)} if a.warnings else {})}
 
 
+def _unfinished_run(store) -> dict | None:
+    """The index run that started and has not finished ({started, chunking}):
+    stopped (Ctrl-C, a kill, a full disk), or still running."""
+    try:
+        run = json.loads(store.meta(Meta.RUNNING) or "null")
+        return {"started": str(run["started"]), "chunking": str(run["chunking"])}
+    except (ValueError, TypeError, KeyError):  # none, or not what rag.py writes
+        return None
+
+
 def index_info(store, db: str) -> dict:
     """What the index holds (stats --json, the servers' stats and health); db:
     the index's name as shown (size_bytes: with SQLite's write-ahead log, where
@@ -10489,7 +10508,8 @@ def index_info(store, db: str) -> dict:
     info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
                 dim=int(store.meta(Meta.DIM) or 0) or None,
                 last_indexed=store.meta(Meta.LAST_INDEXED), chunking=store.meta(Meta.CHUNKING),
-                convention=stored_convention(store.meta(Meta.CONVENTION)).shown())
+                convention=stored_convention(store.meta(Meta.CONVENTION)).shown(),
+                unfinished=_unfinished_run(store))
     if info["chunks"]:
         model = info["embed_model"] or BUILTIN_MODEL
         kept = kept_question_floors(store, model, info["chunks"]).get("hybrid")
@@ -12643,6 +12663,11 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
     size = (f"{info['size_bytes'] / 1e6:.1f} MB" if info["size_bytes"] is not None
             else f"{store.name} engine")
     print(f"database        {info['database']} ({size})")
+    run = info["unfinished"]
+    if run:
+        print(f"unfinished      an index run started {run['started']} has not finished (stopped, "
+              f"or still running): run '{program()} index DIR' again to finish it; the "
+              "documents it finished are kept")
     if not info["documents"]:
         print(f"documents       0: the index is empty; '{program()} index DIR' fills it")
         return 0
@@ -12650,7 +12675,7 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
     print(f"chunks          {info['chunks']}")
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
     print(f"last indexed    {info['last_indexed'] or 'never'}")
-    print(f"chunking        {info['chunking'] or '(none yet)'}")
+    print(f"chunking        {_chunking_shown(info['chunking'], run)}")
     if info["convention"] != Convention().shown():
         print(f"convention      {info['convention']}")
     if "floor" in info:
@@ -12714,6 +12739,15 @@ COMMANDS = {
     "stats": Command(_cmd_stats, _stats_arguments, ("db",), "show what the index holds",
                      "Documents, chunks, embedding model, size, last indexed."),
 }
+
+
+def _chunking_shown(chunking: str | None, run: dict | None) -> str:
+    """The index's chunking as stats shows it, with what an unfinished run applies."""
+    if run and not chunking:
+        return f"{run['chunking']} (by its first index run, unfinished)"
+    if run and run["chunking"] != chunking:
+        return f"{chunking} (an unfinished index run is changing it to {run['chunking']})"
+    return chunking or "(none yet)"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

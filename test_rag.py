@@ -1606,6 +1606,51 @@ class StoreTests(RagTestCase):
         data = json.loads(self.ok("stats", "--json"))
         self.assertEqual(data["chunks"], len(self.rows("SELECT id FROM chunks")))
 
+    def test_stats_says_an_index_run_did_not_finish_and_which_chunking_it_applies(self):
+        """A first run stopped after some documents: stats says so and shows its
+        chunking (it said 'chunking (none yet)'); the next run finishes it."""
+        self.write_docs({f"d{i}.md": f"# Doc {i}\n\nParagraph about {w}.\n" for i, w in enumerate(WORDS[:6])})
+        taken, take = [], rag._IndexRun.take
+
+        def stop_at_the_fifth(run, w):
+            taken.append(w)
+            if len(taken) == 5:
+                raise KeyboardInterrupt
+            take(run, w)
+        with mock.patch.object(rag._IndexRun, "take", stop_at_the_fifth):
+            code, out, err = self.run_cli("index", self.docs, "--batch-size", "1")
+        self.assertEqual(code, 130, err)
+        out = self.ok("stats")
+        self.assertRegex(out, r"documents\s+[1-4]\n")
+        self.assertRegex(out, r"unfinished      an index run started \S+ has not finished \(stopped, or still "
+                              r"running\): run '.*index DIR' again to finish it")
+        self.assertRegex(out, r"chunking        size=\d+ overlap=\d+ chunker=\d+ \(by its first index run, "
+                              r"unfinished\)")
+        data = json.loads(self.ok("stats", "--json"))
+        self.assertEqual((data["chunking"], data["unfinished"]["chunking"][:5]), (None, "size="))
+        self.ok("index", self.docs)
+        out = self.ok("stats")
+        self.assertNotIn("unfinished", out)
+        self.assertRegex(out, r"documents\s+6\n")
+        self.assertRegex(out, r"chunking        size=\d+ overlap=\d+ chunker=\d+\n")
+
+    def test_index_on_a_full_disk_says_what_was_kept_and_how_to_go_on(self):
+        self.write_docs()
+        write = rag.SqliteStore.write
+        calls = []
+
+        def full_at_the_second(store, *a, **kw):
+            calls.append(1)
+            if len(calls) == 2:
+                raise sqlite3.OperationalError("database or disk is full")
+            return write(store, *a, **kw)
+        with mock.patch.object(rag.SqliteStore, "write", full_at_the_second):
+            line = self.error_line("index", self.docs, "--batch-size", "1")
+        self.assertIn("is full: what was written before is kept (an index run keeps every document it "
+                      "finished); free some space, then run the command again (an index run goes on from there)",
+                      line)
+        self.assertIn("indexed 2 file(s), 1 unchanged", self.ok("index", self.docs))
+
     def test_another_programs_database_is_never_changed(self):
         app = os.path.join(self.dir, "app.sqlite")
         conn = sqlite3.connect(app)
