@@ -1623,6 +1623,61 @@ def _title_as_heading(lines: list[Line]) -> list[Line]:
     return lines
 
 
+# Headings of other markups, each as a Markdown heading on its own line (line numbers kept):
+# AsciiDoc's '== Title', Org's '** Title', LaTeX's '\section{Title}'; the delimiters of the
+# blocks in which such a line is not a heading (AsciiDoc listings, Org source blocks).
+_MARKUP_HEADINGS = {
+    "asciidoc": (LazyPattern(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$"),
+                 LazyPattern(r"^(?:-{4,}|\.{4,}|\+{4,}|/{4,}|_{4,})[ \t]*$")),
+    "org": (LazyPattern(r"^(\*{1,6})[ \t]+(\S.*?)[ \t]*$"),
+            LazyPattern(r"^[ \t]*#\+(?:begin|end)_\w+", re.I)),
+    "latex": (LazyPattern(r"^[ \t]*\\(part|chapter|section|subsection|subsubsection|paragraph)"
+                          r"\*?(?:\[[^\]]*\])?\{(.+)\}[ \t]*(?:%.*)?$"), None)}
+_LATEX_LEVELS = {"part": 1, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4,
+                 "paragraph": 5}
+
+
+def _markup_heading_lines(text: str, markup: str) -> list[Line]:
+    """A document's lines with its markup's headings as Markdown ones.
+
+    >>> [l.text for l in _markup_heading_lines("= Guide\\n\\n== Setup\\nRun it.", "asciidoc")]
+    ['# Guide', '', '## Setup', 'Run it.']
+    >>> [l.text for l in _markup_heading_lines("\\\\section{Kelp}\\nKelp forests.", "latex")]
+    ['## Kelp', 'Kelp forests.']
+    """
+    heading, block = _MARKUP_HEADINGS[markup]
+    out, inside = [], False
+    for line in _text_lines(text):
+        if block and block.match(line.text):
+            inside = not inside if markup == "asciidoc" else line.text.lower().lstrip()[2:5] == "beg"
+        m = None if inside else heading.match(line.text)
+        if m:
+            level = _LATEX_LEVELS[m.group(1)] if markup == "latex" else len(m.group(1))
+            line = Line(line.no, "#" * level + " " + m.group(2))
+        out.append(line)
+    return out
+
+
+# A changelog entry's first line: Debian's 'pkg (1.2-1) unstable; urgency=low', GNU's
+# '2024-05-01  Name  <mail>'. A file with several reads each as a heading.
+_CHANGELOG_ENTRY = LazyPattern(r"^(?:[a-z0-9][\w.+-]* \([^()\s]+\)[^;]*;[ \t]*urgency=\S+"
+                               r"|\d{4}-\d{2}-\d{2}[ \t]+\S.*)$")
+
+
+def _entry_headings(lines: list[Line]) -> list[Line]:
+    """A changelog's entries as headings (one heading for the whole file before).
+
+    >>> [l.text for l in _entry_headings(_text_lines(
+    ...     "2024-05-02  Ann  <a@x>\\n\\n\\t* Faster.\\n2024-05-01  Bo  <b@x>\\n\\n\\t* Fix."))][::3]
+    ['# 2024-05-02  Ann  <a@x>', '# 2024-05-01  Bo  <b@x>']
+    """
+    entries = [l for l in lines if _CHANGELOG_ENTRY.match(l.text)]
+    if len(entries) < 2:
+        return lines
+    marked = {l.no for l in entries}
+    return [Line(l.no, "# " + l.text.strip()) if l.no in marked else l for l in lines]
+
+
 class _Outline:
     """Builds the lines of an extracted document: Markdown headings, blank
     lines between paragraphs, each line tagged with its location."""
@@ -2786,7 +2841,7 @@ class Format:
 def _formats() -> dict[str, Format]:
     table = {".md": Format(_text_lines), ".markdown": Format(_text_lines),
              ".rst": Format(_text_lines),
-             ".txt": Format(lambda t: _title_as_heading(_text_lines(t))),
+             ".txt": Format(lambda t: _title_as_heading(_entry_headings(_text_lines(t)))),
              ".html": Format(_html_lines), ".htm": Format(_html_lines),
              ".xhtml": Format(_html_lines),
              ".csv": Format(lambda t: _delimited_lines(t, ",")),
@@ -2794,6 +2849,10 @@ def _formats() -> dict[str, Format]:
              ".jsonl": Format(_jsonl_lines), ".ndjson": Format(_jsonl_lines),
              ".ipynb": Format(_notebook_lines), ".man": Format(_man_lines),
              ".rtf": Format(_rtf_lines)}
+    for markup, exts in (("asciidoc", ".adoc .asciidoc"), ("org", ".org"),
+                         ("latex", ".tex .latex .ltx")):
+        table.update((ext, Format(lambda t, m=markup: _markup_heading_lines(t, m)))
+                     for ext in exts.split())
     table.update((ext, Format(_xml_lines)) for ext in _XML_EXTS.split())
     for ext, reader in ((".docx", _docx_lines), (".pptx", _pptx_lines), (".xlsx", _xlsx_lines),
                         (".odt", _odf_lines), (".odp", _odf_lines), (".epub", _epub_lines),
@@ -2907,15 +2966,21 @@ class _Unit:
 
 
 def _markdown_blocks(lines: list[Line]) -> list[_Block]:
-    """Headings (Markdown '#', setext and reST underlines) and paragraphs; a
-    fenced block (``` or ~~~) is one code paragraph, '#' lines in it included.
+    """Headings (Markdown '#', setext, reST's under- and overlined titles) and
+    paragraphs; a fenced block (``` or ~~~) is one code paragraph, '#' lines in
+    it included. An underlined title's level is its adornment's rank in the
+    order the document first uses each (reST's rule; setext's '=' then '-').
 
     >>> [(b.level, [l.text for l in b.lines])
     ...  for b in _markdown_blocks(_text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
     [(1, ['# A']), (0, ['x', 'y']), (1, ['B', '===']), (0, ['z'])]
+    >>> [(b.level, b.title) for b in _markdown_blocks(_text_lines(
+    ...     "=====\\nGuide\\n=====\\n\\nSetup\\n=====\\n\\nDisks\\n-----"))]
+    [(1, 'Guide'), (2, 'Setup'), (3, 'Disks')]
     """
     out: list[_Block] = []
     para: list[Line] = []
+    styles: list[tuple[str, bool]] = []  # the adornments in the order first seen
     fenced = False
     for line in lines:
         if FENCE.match(line.text) or fenced:
@@ -2936,15 +3001,28 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
                 para = []
             if m:
                 out.append(_Block([line], len(m.group(1)), m.group(2)))
-        elif under and len(para) == 1 and len(para[0].text.strip()) <= len(line.text.strip()) + 2:
-            level = 1 if under.group(1) == "=" else 2 if under.group(1) == "-" else 3
-            out.append(_Block([para[0], line], level, para[0].text.strip()))
+        elif under and _titled(para, line):
+            style = (under.group(1), len(para) == 2)  # the character, and whether overlined too
+            if style not in styles:
+                styles.append(style)
+            out.append(_Block([*para, line], min(styles.index(style) + 1, 6),
+                              para[-1].text.strip()))
             para = []
         else:
             para.append(line)
     if para:
         out.append(_Block(para, code=fenced))  # an unclosed fence is still code
     return out
+
+
+def _titled(para: list[Line], under: Line) -> bool:
+    """Whether an adornment line (under) ends a title: after one line no
+    longer than it (give or take two), or after an overline of the same
+    character and the title."""
+    if len(para) == 2 and not (UNDERLINE.match(para[0].text)
+                               and para[0].text.strip() == under.text.strip()):
+        return False
+    return 0 < len(para) <= 2 and len(para[-1].text.strip()) <= len(under.text.strip()) + 2
 
 
 def _code_blocks(lines: list[Line], definition) -> list[_Block]:
@@ -3240,9 +3318,10 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 
 # 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
-# secret forms and password hashes redacted. Bump on change: every document of an older index is
-# read again (its redacted text embedded, once).
-_CHUNKER_VERSION = 5
+# secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
+# overlined titles and levels by first use, changelog entries. Bump on change: every document of
+# an older index is read again (only text that changed is embedded again).
+_CHUNKER_VERSION = 6
 
 
 def chunking_key(size: int, overlap: int) -> str:

@@ -3106,6 +3106,26 @@ class IndexTests(RagTestCase):
         self.assertIn("\nquokka counts the joeys\nof Rottnest Island.", " ".join(h["text"] for h in hits))
         self.assertNotIn("\\f", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
 
+    def test_index_headings_of_asciidoc_org_latex_rest_and_changelogs_in_the_heading_path(self):
+        docs = {"guide.adoc": "= Wombat Guide\n\n== Feeding\n\nCarrots at dawn, kelpnote one.\n\n----\n== not a heading\n----\n",
+                "todo.org": "* Projects\n** Census\nCount penguins, kelpnote two.\n#+BEGIN_SRC sh\n* not a heading\n#+END_SRC\n",
+                "paper.tex": "\\chapter{Oceans}\n\\section*{Kelp forests}\nKelp grows fast, kelpnote three.\n",
+                "intro.rst": "=======\nHandbook\n=======\n\nInstall\n=======\n\nDisks\n-----\n\nFormat them, kelpnote four.\n",
+                "ChangeLog": "2024-05-02  Ann Lee  <ann@example.org>\n\n\t* census.c: kelpnote five.\n\n"
+                             "2024-05-01  Bo Chen  <bo@example.org>\n\n\t* tides.c: kelpnote six.\n"}
+        self.write_docs(docs)
+        self.ok("index", self.docs)
+        headings = {re.search(r"kelpnote \w+", text).group(): heading
+                    for text, heading in self.rows("SELECT text, heading FROM chunks WHERE text LIKE '%kelpnote%'")}
+        self.assertEqual(headings, {"kelpnote one": "Wombat Guide > Feeding", "kelpnote two": "Projects > Census",
+                                    "kelpnote three": "Oceans > Kelp forests",
+                                    "kelpnote four": "Handbook > Install > Disks",  # was Install > Disks
+                                    "kelpnote five": "2024-05-02 Ann Lee <ann@example.org>",
+                                    "kelpnote six": "2024-05-01 Bo Chen <bo@example.org>"})
+        texts = " ".join(t for (t,) in self.rows("SELECT text FROM chunks"))
+        self.assertIn("== not a heading", texts)  # in a listing block: as written
+        self.assertIn("* not a heading", texts)
+
     def test_index_any_text_file_whatever_its_extension(self):
         texts = {"build.log": "Build 42 finished: quokka tests passed.\n", "notes.text": "Notes on tides.\n",
                  "guide.adoc": "= Guide\n\nAsciiDoc about wombats.\n", "paper.tex": "\\section{Kelp}\nKelp forests.\n",
