@@ -664,7 +664,9 @@ def valid_text(text: str) -> str:
 class _HTMLText(HTMLParser):
     """Collect visible text as lines, headings as Markdown '#' lines."""
 
-    SKIP = {"script", "style", "nav", "noscript", "template", "head", "svg"}
+    # code, drawings, navigation and widgets ('Copy', 'hide/show'), not the page's text
+    SKIP = {"script", "style", "nav", "noscript", "template", "head", "svg", "button", "select",
+            "datalist"}
     BLOCK = {"p", "div", "li", "ul", "ol", "br", "tr", "table", "section",
              "article", "header", "footer", "main", "blockquote", "pre",
              "dd", "dt", "dl", "hr", "form", "figure", "figcaption"}
@@ -680,6 +682,7 @@ class _HTMLText(HTMLParser):
         self.buf_end = 0          # and of its last (0: none yet)
         self.skip = 0
         self.pre = 0
+        self.hidden: list = []  # [tag, depth] of an element hidden by its attributes, and inside
 
     def _break(self, blank=False):
         text = "".join(self.buf)
@@ -696,7 +699,11 @@ class _HTMLText(HTMLParser):
         self.lines.append(Line(self.getpos()[0], "```"))
 
     def handle_starttag(self, tag, attrs):
-        if tag in self.SKIP:
+        if self.hidden:
+            self.hidden[1] += tag == self.hidden[0]
+        elif _hidden(attrs) and tag not in _NO_END_TAG:
+            self.hidden = [tag, 1]
+        elif tag in self.SKIP:
             self.skip += 1
         elif tag in self.HEADINGS:
             self._break(blank=True)
@@ -713,7 +720,11 @@ class _HTMLText(HTMLParser):
                     self._fence()
 
     def handle_endtag(self, tag):
-        if tag in self.SKIP:
+        if self.hidden:
+            self.hidden[1] -= tag == self.hidden[0]
+            if not self.hidden[1]:
+                self.hidden = []
+        elif tag in self.SKIP:
             self.skip = max(0, self.skip - 1)
         elif tag in self.HEADINGS:
             self._break(blank=True)
@@ -726,7 +737,7 @@ class _HTMLText(HTMLParser):
             self._break(blank=tag in {"p", "table", "pre", "blockquote"})
 
     def handle_data(self, data):
-        if self.skip:
+        if self.skip or self.hidden:
             return
         if self.pre:
             for i, part in enumerate(data.split("\n")):
@@ -742,6 +753,23 @@ class _HTMLText(HTMLParser):
                 self.buf_line = line + data[:len(data) - len(data.lstrip())].count("\n")
             self.buf_end = line + data.rstrip().count("\n")
         self.buf.append(data)
+
+
+# Elements whose end tag may be missing (void ones, and those HTML lets a page leave open):
+# hidden by their attributes, one would hide the rest of the page; their text stays.
+_NO_END_TAG = frozenset("""area base br col embed hr img input link meta source track wbr p li dt dd
+tr td th option optgroup thead tbody tfoot colgroup rp rt""".split())
+_HIDING_STYLE = LazyPattern(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+
+
+def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
+    """Whether an element's attributes hide it from a reader (hidden,
+    aria-hidden="true", a style of display: none or visibility: hidden)."""
+    for name, value in attrs:
+        if name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true") \
+                or (name == "style" and _HIDING_STYLE.search(value or "")):
+            return True
+    return False
 
 
 def _html_lines(text: str) -> list[Line]:
@@ -1648,8 +1676,8 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
     heading, block = _MARKUP_HEADINGS[markup]
     out, inside = [], False
     for line in _text_lines(text):
-        if block and block.match(line.text):
-            inside = not inside if markup == "asciidoc" else line.text.lower().lstrip()[2:5] == "beg"
+        if block and block.match(line.text):  # AsciiDoc's delimiters open and close; Org's say
+            inside = not inside if markup == "asciidoc" else "begin" in line.text.lower()
         m = None if inside else heading.match(line.text)
         if m:
             level = _LATEX_LEVELS[m.group(1)] if markup == "latex" else len(m.group(1))
@@ -1667,8 +1695,8 @@ _CHANGELOG_ENTRY = LazyPattern(r"^(?:[a-z0-9][\w.+-]* \([^()\s]+\)[^;]*;[ \t]*ur
 def _entry_headings(lines: list[Line]) -> list[Line]:
     """A changelog's entries as headings (one heading for the whole file before).
 
-    >>> [l.text for l in _entry_headings(_text_lines(
-    ...     "2024-05-02  Ann  <a@x>\\n\\n\\t* Faster.\\n2024-05-01  Bo  <b@x>\\n\\n\\t* Fix."))][::3]
+    >>> log = "2024-05-02  Ann  <a@x>\\n\\n\\t* Faster.\\n2024-05-01  Bo  <b@x>\\n\\n\\t* Fix."
+    >>> [l.text for l in _entry_headings(_text_lines(log))][::3]
     ['# 2024-05-02  Ann  <a@x>', '# 2024-05-01  Bo  <b@x>']
     """
     entries = [l for l in lines if _CHANGELOG_ENTRY.match(l.text)]
@@ -3319,7 +3347,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
 # secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
-# overlined titles and levels by first use, changelog entries. Bump on change: every document of
+# overlined titles and levels by first use, changelog entries; HTML's widgets and hidden parts
+# left out. Bump on change: every document of
 # an older index is read again (only text that changed is embedded again).
 _CHUNKER_VERSION = 6
 

@@ -872,6 +872,15 @@ class ParseTests(RagTestCase):
                 self.assertRaisesRegex(rag.Unreadable, "this Python cannot read xz files \\(no lzma module\\)"):
             rag.parse_document("notes.txt.xz", lzma.compress(b"x"))
 
+    def test_html_widgets_and_hidden_parts_are_left_out(self):
+        page = ('<html><body><h1>Guide</h1><p>Visible kelp text.<button>Copy</button></p>\n'
+                '<div hidden>toggled secret</div><span aria-hidden="true">icon</span>\n'
+                '<div style="color: red; display: none"><div>inner</div>more</div><span style="visibility:hidden">x</span>\n'
+                '<p hidden>a p may be left open, so it is shown\n<div>after <input type="hidden" value="x"> all</div>'
+                '<select><option>One</option></select><svg><text>hide/show</text></svg></body></html>')
+        self.assertEqual([l.text for l in self.parse("page.html", page) if l.text],
+                         ["# Guide", "Visible kelp text.", "a p may be left open, so it is shown", "after all"])
+
     def test_man_page_sections_as_headings_markup_gone_lines_kept(self):
         page = "\n".join([
             "'\\\" t", '.\\" a comment, not text', ".de Xx", ".B a macro's body is not text", "..",
