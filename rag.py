@@ -3113,7 +3113,7 @@ def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
     """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
-        return [_Unit(text.strip(), lines[0].no, lines[-1].last)]
+        return [_Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)]
     offsets, pos = [], 0
     for line in lines:
         offsets.append(pos)
@@ -3129,11 +3129,24 @@ def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
     units: list[_Unit] = []
     for a, b in sentence_spans(text):
         for c, d in _split_spans(text, a, b, size):
-            piece = text[c:d].strip()
+            piece = _as_written(text, c, d)
             if piece:
                 units.append(_Unit(piece, line_at(c).no, line_at(d - 1).last,
                                    " " if units else "\n\n"))
     return units
+
+
+def _as_written(text: str, c: int, d: int) -> str:
+    """text[c:d] without the blank lines and spaces around it, but with the
+    indentation of its first line when it starts a line (a literal block's code
+    keeps its shape; a sentence that starts mid-line has none).
+
+    >>> _as_written("  x = 1\\n  y = 2\\n", 0, 16), _as_written("One. Two.", 4, 9)
+    ('  x = 1\\n  y = 2', 'Two.')
+    """
+    first = c + len(text[c:d]) - len(text[c:d].lstrip())  # its first visible character
+    start = text.rfind("\n", 0, first) + 1  # where that character's line starts
+    return text[start if start >= c else first:d].rstrip()
 
 
 def _code_units(lines: list[Line], size: int) -> list[_Unit]:
@@ -3348,7 +3361,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
 # secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
 # overlined titles and levels by first use, changelog entries; HTML's widgets and hidden parts
-# left out. Bump on change: every document of
+# left out; a paragraph's first line keeps its indentation. Bump on change: every document of
 # an older index is read again (only text that changed is embedded again).
 _CHUNKER_VERSION = 6
 

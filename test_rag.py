@@ -1141,6 +1141,16 @@ class ChunkTests(unittest.TestCase):
         self.assertEqual((chunks[1].start_line, chunks[1].end_line), (5, 7))
         self.assertTrue(all(len(c.text) <= 80 for c in chunks))
 
+    def test_chunk_keeps_the_indentation_of_every_line_as_written(self):
+        text = ("A minimal app::\n\n    from flask import Flask\n    app = Flask(__name__)\n\n"
+                "    @app.route('/')\n    def hello():\n        return 'Hello'\n\nThen run it.\n")
+        chunks = rag.chunk_lines(rag._text_lines(text), size=1000, overlap=0)
+        self.assertEqual([c.text for c in chunks], [text.rstrip("\n")])  # the code as written, not flush left
+        long = "    Indented start. " + " ".join(f"Sentence {i} goes on." for i in range(40))
+        pieces = rag.chunk_lines(rag._text_lines(long), size=200, overlap=0)
+        self.assertTrue(pieces[0].text.startswith("    Indented start."))
+        self.assertFalse([c for c in pieces[1:] if c.text[:1].isspace()])  # mid-line sentences: no indent
+
     def test_chunk_long_paragraph_cut_at_sentences_with_overlap(self):
         sentences = [f"Sentence number {i} ends here." for i in range(12)]
         text = "\n".join(sentences)  # one paragraph, one sentence per line
