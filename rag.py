@@ -1689,7 +1689,7 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 # A changelog entry's first line: Debian's 'pkg (1.2-1) unstable; urgency=low', GNU's
 # '2024-05-01  Name  <mail>'. A file with several reads each as a heading.
 _CHANGELOG_ENTRY = LazyPattern(r"^(?:[a-z0-9][\w.+-]* \([^()\s]+\)[^;]*;[ \t]*urgency=\S+"
-                               r"|\d{4}-\d{2}-\d{2}[ \t]+\S.*)$")
+                               r"|\d{4}-\d{2}-\d{2}[ \t]+[^<>]+<[^<>\s]+@[^<>\s]+>)[ \t]*$")
 
 
 def _entry_headings(lines: list[Line]) -> list[Line]:
@@ -2996,8 +2996,9 @@ class _Unit:
 def _markdown_blocks(lines: list[Line]) -> list[_Block]:
     """Headings (Markdown '#', setext, reST's under- and overlined titles) and
     paragraphs; a fenced block (``` or ~~~) is one code paragraph, '#' lines in
-    it included. An underlined title's level is its adornment's rank in the
-    order the document first uses each (reST's rule; setext's '=' then '-').
+    it included. An underlined title's level: '=' 1, '-' 2 (Markdown's setext);
+    in a reST document (_rest_titles), its adornment's rank in the order the
+    document first uses each, as reST ranks them.
 
     >>> [(b.level, [l.text for l in b.lines])
     ...  for b in _markdown_blocks(_text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
@@ -3009,6 +3010,7 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
     out: list[_Block] = []
     para: list[Line] = []
     styles: list[tuple[str, bool]] = []  # the adornments in the order first seen
+    rest = _rest_titles(lines)
     fenced = False
     for line in lines:
         if FENCE.match(line.text) or fenced:
@@ -3033,14 +3035,23 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
             style = (under.group(1), len(para) == 2)  # the character, and whether overlined too
             if style not in styles:
                 styles.append(style)
-            out.append(_Block([*para, line], min(styles.index(style) + 1, 6),
-                              para[-1].text.strip()))
+            level = styles.index(style) + 1 if rest else 1 if style[0] == "=" else 2
+            out.append(_Block([*para, line], min(level, 6), para[-1].text.strip()))
             para = []
         else:
             para.append(line)
     if para:
         out.append(_Block(para, code=fenced))  # an unclosed fence is still code
     return out
+
+
+def _rest_titles(lines: list[Line]) -> bool:
+    """Whether a document's titles are reST's rather than Markdown's setext
+    ones: an adornment other than '=' and '-', or a title over- and underlined."""
+    marks = [i for i, l in enumerate(lines) if UNDERLINE.match(l.text)]
+    return any(lines[i].text.strip()[0] not in "=-" for i in marks) or any(
+        j - i == 2 and lines[i].text.strip() == lines[j].text.strip()
+        for i, j in zip(marks, marks[1:]))
 
 
 def _titled(para: list[Line], under: Line) -> bool:

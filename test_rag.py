@@ -3143,6 +3143,10 @@ class IndexTests(RagTestCase):
                                     "kelpnote six": "2024-05-01 Bo Chen <bo@example.org>"})
         texts = " ".join(t for (t,) in self.rows("SELECT text FROM chunks"))
         self.assertIn("== not a heading", texts)  # in a listing block: as written
+        blocks = rag._markdown_blocks(rag._text_lines("# Project\n\nInstall\n-------\nRun it.\n"))
+        self.assertEqual([(b.level, b.title) for b in blocks if b.level], [(1, "Project"), (2, "Install")])  # setext
+        log = "2024-05-01 12:00:01 INFO start\n2024-05-01 12:00:02 INFO done <ops@example.org>\n"
+        self.assertFalse([l for l in rag.FORMATS[".txt"].text(log) if l.text.startswith("#")])  # a log: no entries
         self.assertIn("* not a heading", texts)
 
     def test_index_any_text_file_whatever_its_extension(self):
