@@ -1686,26 +1686,6 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
     return out
 
 
-# A changelog entry's first line: Debian's 'pkg (1.2-1) unstable; urgency=low', GNU's
-# '2024-05-01  Name  <mail>'. A file with several reads each as a heading.
-_CHANGELOG_ENTRY = LazyPattern(r"^(?:[a-z0-9][\w.+-]* \([^()\s]+\)[^;]*;[ \t]*urgency=\S+"
-                               r"|\d{4}-\d{2}-\d{2}[ \t]+[^<>]+<[^<>\s]+@[^<>\s]+>)[ \t]*$")
-
-
-def _entry_headings(lines: list[Line]) -> list[Line]:
-    """A changelog's entries as headings (one heading for the whole file before).
-
-    >>> log = "2024-05-02  Ann  <a@x>\\n\\n\\t* Faster.\\n2024-05-01  Bo  <b@x>\\n\\n\\t* Fix."
-    >>> [l.text for l in _entry_headings(_text_lines(log))][::3]
-    ['# 2024-05-02  Ann  <a@x>', '# 2024-05-01  Bo  <b@x>']
-    """
-    entries = [l for l in lines if _CHANGELOG_ENTRY.match(l.text)]
-    if len(entries) < 2:
-        return lines
-    marked = {l.no for l in entries}
-    return [Line(l.no, "# " + l.text.strip()) if l.no in marked else l for l in lines]
-
-
 class _Outline:
     """Builds the lines of an extracted document: Markdown headings, blank
     lines between paragraphs, each line tagged with its location."""
@@ -2869,7 +2849,7 @@ class Format:
 def _formats() -> dict[str, Format]:
     table = {".md": Format(_text_lines), ".markdown": Format(_text_lines),
              ".rst": Format(_text_lines),
-             ".txt": Format(lambda t: _title_as_heading(_entry_headings(_text_lines(t)))),
+             ".txt": Format(lambda t: _title_as_heading(_text_lines(t))),
              ".html": Format(_html_lines), ".htm": Format(_html_lines),
              ".xhtml": Format(_html_lines),
              ".csv": Format(lambda t: _delimited_lines(t, ",")),
@@ -3371,7 +3351,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
 # secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
-# overlined titles and levels by first use, changelog entries; HTML's widgets and hidden parts
+# overlined titles and levels by first use; HTML's widgets and hidden parts
 # left out; a paragraph's first line keeps its indentation. Bump on change: every document of
 # an older index is read again (only text that changed is embedded again).
 _CHUNKER_VERSION = 6
