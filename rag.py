@@ -1066,14 +1066,13 @@ def _inner_name(path: str) -> str:
     ('ls.1', 'notes.md')
     """
     name = os.path.basename(path).lower()
-    ext = os.path.splitext(name)[1]
-    return name[:-len(ext)] if ext in _COMPRESSIONS and len(name) > len(ext) else name
+    return os.path.splitext(name)[0] if compression(path) else name
 
 
 def compression(path: str) -> _Compression | None:
-    """How a file's name says it is compressed (None: it is not)."""
-    name = os.path.basename(path).lower()
-    return _COMPRESSIONS[os.path.splitext(name)[1]] if _inner_name(path) != name else None
+    """How a file's name says it is compressed (None: it is not; '.gz' alone is a name)."""
+    stem, ext = os.path.splitext(os.path.basename(path).lower())
+    return _COMPRESSIONS.get(ext) if stem else None
 
 
 def unpack(data: bytes, kind: _Compression) -> bytes:
@@ -5831,9 +5830,14 @@ class _FtsTokens:
         self.db.close()
 
 
-def _vector_key(v: list[float]) -> bytes:
-    """A question vector as a key of prefetched results."""
-    return array("d", v).tobytes()
+def _where_key(where) -> str:
+    """An engine filter (None, or {"doc": {"$in": ids}}) as a key of what was found under it."""
+    return json.dumps(where, sort_keys=True)
+
+
+def _near_key(v: list[float], n: int, where_key: str) -> tuple:
+    """A question vector's key among the nearest chunks prefetched (n of them, under where)."""
+    return array("d", v).tobytes(), n, where_key
 
 
 def _word_string(tokens: list[str]) -> str:
@@ -6186,9 +6190,9 @@ class EngineStore(Store, Admin):
             page = self.records(False, include=("metadatas", "documents"), limit=_ENGINE_PAGE,
                                 offset=offset)
             old = [r for r in page if r["document"] is None]
-            tokens = self.tokens([(r["metadata"]["text"], r["metadata"].get("heading"))
-                                  for r in old])
             if old:
+                tokens = self.tokens([(r["metadata"]["text"], r["metadata"].get("heading"))
+                                      for r in old])
                 self.set_documents({r["id"]: _word_string(t) for r, t in zip(old, tokens)})
             if len(page) < _ENGINE_PAGE:
                 break
@@ -6331,7 +6335,7 @@ class EngineStore(Store, Admin):
         """Ids of the chunks (in where) that hold phrase (a _word_string piece):
         those whose document holds it, found by the engine's full-text index,
         or here when every chunk is in memory (scan)."""
-        key = (json.dumps(where, sort_keys=True), phrase)
+        key = (_where_key(where), phrase)
         if key not in self._match and self._whole:
             self._match.update(self._held_here([phrase], where))
         if key not in self._match:
@@ -6360,7 +6364,7 @@ class EngineStore(Store, Admin):
                 for p, tokens in longer:  # in order only where each word is there
                     if tokens <= w.counts.keys() and w.tf(p):
                         found[p].add(cid)
-        where_key = json.dumps(where, sort_keys=True)
+        where_key = _where_key(where)
         return {(where_key, p): ids for p, ids in found.items()}
 
     def scan(self) -> bool:
@@ -6404,11 +6408,11 @@ class EngineStore(Store, Admin):
         them read in full pages (when they fit in memory); the vectors' nearest
         chunks asked _QUERIES_AT_ONCE a request. One request a question would
         be slower (bench/README.md, "An engine (Chroma)")."""
-        where = self.scope_ids(scope)
-        n = min(depth, self.count())
+        where, n = self.scope_ids(scope), min(depth, self.count())
+        where_key = _where_key(where)
         for i in range(0, len(vectors) if where != () and n else 0, _QUERIES_AT_ONCE):
             some = vectors[i:i + _QUERIES_AT_ONCE]
-            self._near.update(((_vector_key(v), n, json.dumps(where)), top)
+            self._near.update((_near_key(v, n, where_key), top)
                               for v, top in zip(some, self.nearest(some, n, where)))
         if where != ():
             phrases = list(dict.fromkeys(p for q in queries
@@ -6424,8 +6428,7 @@ class EngineStore(Store, Admin):
         yet: in memory when every chunk is there (scan), else asked of the
         engine _LOOKUPS_AT_ONCE at a time (a question's words are independent
         requests, and the engine answers them in parallel)."""
-        todo = [(p, w) for p in phrases for w in wheres
-                if (json.dumps(w, sort_keys=True), p) not in self._match]
+        todo = [(p, w) for p in phrases for w in wheres if (_where_key(w), p) not in self._match]
         if todo and self._whole:  # one pass over the chunks in memory for each where
             for w in wheres:
                 self._match.update(self._held_here([p for p, x in todo if x is w], w))
@@ -6496,7 +6499,9 @@ class EngineStore(Store, Admin):
         if exact:
             return self.exact_top(qvec, depth, allowed)
         n = min(depth, self.count())
-        found = self._near.pop((_vector_key(qvec), n, json.dumps(allowed)), None)
+        # a search's hot path: a key is made only while prefetched results wait (the floor's)
+        found = self._near.pop(_near_key(qvec, n, _where_key(allowed)), None) if self._near \
+            else None
         return found if found is not None else self.nearest([qvec], n, allowed)[0]
 
     @_engine_reply
@@ -12804,6 +12809,15 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
     return 0
 
 
+def _chunking_shown(chunking: str | None, run: dict | None) -> str:
+    """The index's chunking as stats shows it, with what an unfinished run applies."""
+    if run and not chunking:
+        return f"{run['chunking']} (by its first index run, unfinished)"
+    if run and run["chunking"] != chunking:
+        return f"{chunking} (an unfinished index run is changing it to {run['chunking']})"
+    return chunking or "(none yet)"
+
+
 @dataclass(frozen=True)
 class Command:
     """A subcommand: the function that runs it (args, cfg, closer) -> exit
@@ -12851,15 +12865,6 @@ COMMANDS = {
     "stats": Command(_cmd_stats, _stats_arguments, ("db",), "show what the index holds",
                      "Documents, chunks, embedding model, size, last indexed."),
 }
-
-
-def _chunking_shown(chunking: str | None, run: dict | None) -> str:
-    """The index's chunking as stats shows it, with what an unfinished run applies."""
-    if run and not chunking:
-        return f"{run['chunking']} (by its first index run, unfinished)"
-    if run and run["chunking"] != chunking:
-        return f"{chunking} (an unfinished index run is changing it to {run['chunking']})"
-    return chunking or "(none yet)"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
