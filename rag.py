@@ -185,7 +185,7 @@ DEFAULT_EMBED_MODEL = "text-embedding-3-small"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-BUILTIN_MODEL = "builtin-hash-v1"
+BUILTIN_MODEL = "builtin-hash-v2"  # v2 folds accents; v1 indexes are read with v1
 BUILTIN_DIM = 384
 # Refusing. Relevance (how well the best passage answers) is put on the index's
 # own scale: 0 is as similar as chunks of unrelated documents are under this
@@ -3403,6 +3403,22 @@ def _terms(text: str) -> list[str]:
     return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
+_ACCENTS = LazyPattern("[\u0300-\u036f]")  # combining diacritical marks (Latin, Greek, Cyrillic)
+
+
+def fold(text: str) -> str:
+    """Accents left out, as the keyword index's tokenizer does (unicode61), so
+    that 'creme brulee' meets 'crème brûlée'; other scripts' marks stay.
+
+    >>> fold("Crème brûlée, Ångström, Đà Nẵng, 한국어")
+    'Creme brulee, Angstrom, Đa Nang, 한국어'
+    """
+    if text.isascii():
+        return text
+    import unicodedata  # only for text that has more than ASCII
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
+
+
 def embed_text(chunk: Chunk) -> str:
     """What is embedded for a chunk: the parts of its heading path that its text
     does not open with, then its text, so no heading is embedded twice.
@@ -3567,13 +3583,14 @@ class HashEmbedder(Embedder):
     floor_source = "default for the built-in embedder"
     dense_weight = 0.1
     local = True
+    folds = True  # accents left out (fold): a question without them meets the text with them
     # a 4-gram's share of a word's weight: spelling variants meet, words still lead
     NGRAM_WEIGHT = 0.25
 
     def features(self, text: str) -> dict[str, float]:
         """Weighted features: stemmed words plus 4-grams of each word."""
         feats: dict[str, float] = {}
-        for t in _terms(text):
+        for t in _terms(fold(text) if self.folds else text):
             feats[t] = feats.get(t, 0.0) + 1.0
             padded = f"<{t}>"
             for i in range(len(padded) - 3):
@@ -3595,6 +3612,13 @@ class HashEmbedder(Embedder):
     @classmethod
     def describe(cls, cfg: Config) -> str:
         return f"embeddings built in ({cls.model})"
+
+
+class _HashEmbedderV1(HashEmbedder):
+    """The built-in embedder before accents were folded: what its indexes are read with."""
+
+    model = "builtin-hash-v1"
+    folds = False
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -3948,7 +3972,8 @@ class HttpEmbedder(Embedder):
 
 
 # The embedders by model name; any other name is a model behind an embeddings server.
-EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder}
+EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder,
+                                         _HashEmbedderV1.model: _HashEmbedderV1}
 
 
 def embedder_class(model: str) -> type[Embedder]:
@@ -3959,6 +3984,16 @@ def embedder_class(model: str) -> type[Embedder]:
 def make_embedder(cfg: Config, warn=None) -> Embedder:
     """The embedder cfg.embed_model names: built in, or behind a server."""
     return embedder_class(cfg.embed_model).from_config(cfg, warn)
+
+
+def built_in_kept(embedder: Embedder, built: str | None) -> Embedder:
+    """The embedder for an index whose vectors model built made: one built in
+    keeps the built-in model it was made with (a newer one's vectors would not
+    meet its own), so an older index is still read and updated as it is."""
+    kind = EMBEDDERS.get(built or "")
+    if embedder.local and kind is not None and kind.local and type(embedder) is not kind:
+        return kind()
+    return embedder
 
 
 # ---------------------------------------------------------------------------
@@ -7069,6 +7104,7 @@ class IndexStats:
     cached: int = 0
     removed: int = 0
     skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
+    model: str = ""  # the embedding model used (an older built-in one an index keeps)
 
 
 class _FileRead(NamedTuple):
@@ -7837,7 +7873,7 @@ def lexical_words(text: str) -> list[str]:
     >>> lexical_words("Tundra_melt: the MELT")
     ['tundra', 'melt', 'the']
     """
-    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
+    return list(dict.fromkeys(FTS_WORD.findall(fold(text.lower()))))
 
 
 def content_words(text: str) -> list[str]:
@@ -10538,7 +10574,7 @@ def query_embedder(cfg: Config, store, vectors: bool = True):
     search needs no embedding, nor its server)."""
     if not store.has_chunks():
         raise RagError(f"the index {index_name(cfg)} is empty: run '{program()} index DIR' first")
-    embedder = make_embedder(cfg, Log().note)
+    embedder = built_in_kept(make_embedder(cfg, Log().note), store.meta(Meta.MODEL))
     if vectors:
         store.check_model(embedder.model, None, embedder.convention)
     return embedder
@@ -12151,13 +12187,18 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     else:
         s = _index_file(embedder, args, cfg, log, closer)
     _print_index_summary(s, time.perf_counter() - t0, log.verbose)
-    print(f"[{mode_label(cfg)}] -> {index_name(cfg)}")
+    print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}")
     return 0
 
 
 def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) -> IndexStats:
     """One index run into store; a run that found nothing to read is an error."""
-    s = index_paths(store, embedder, args.paths, _index_options(args, cfg, store), log)
+    kept = built_in_kept(embedder, store.meta(Meta.MODEL))
+    if kept is not embedder:
+        log.note(f"this index was made by {kept.model}, which it keeps; index into a new --db "
+                 f"for {embedder.model}, which finds words without their accents")
+    s = index_paths(store, kept, args.paths, _index_options(args, cfg, store), log)
+    s.model = kept.model
     if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
         raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                        + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))

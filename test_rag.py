@@ -1327,6 +1327,39 @@ class EmbedTests(RagTestCase):
         self.assertAlmostEqual(sum(x * x for x in a), 1.0)
         self.assertGreater(rag.dot(a, b), 0.5)
 
+    def test_hash_embedder_folds_accents(self):
+        plain, accented = rag.HashEmbedder().embed(["creme brulee", "Crème Brûlée"])
+        self.assertAlmostEqual(rag.dot(plain, accented), 1.0)
+        old = rag.EMBEDDERS["builtin-hash-v1"]()  # what older indexes were made with: as it was
+        self.assertLess(rag.dot(*old.embed(["creme brulee", "Crème Brûlée"])), 0.5)
+
+    DESSERTS = {"desserts.md": "# Desserts\n\n## Crème brûlée\n\nBake the crème brûlée in a water "
+                "bath at 150 °C for 40 minutes, until the custard is set.\n\n## Tarte Tatin\n\n"
+                "Caramelise the apples in butter, cover them with pastry and bake for 25 minutes.\n",
+                "garden.md": "# Garden\n\nPlant tomatoes after the last frost and water them "
+                "deeply twice a week.\n"}
+
+    def test_ask_question_without_accents_finds_text_with_them(self):
+        self.write_docs(self.DESSERTS)
+        self.ok("index", self.docs)
+        out = self.ok("ask", "How long do I bake a creme brulee?")
+        self.assertIn("150 °C for 40 minutes", out)
+        self.assertIn("desserts.md:", out)
+
+    def test_index_made_by_older_builtin_embedder_kept(self):
+        self.write_docs(self.DESSERTS)
+        os.environ["EMBED_MODEL"] = "builtin-hash-v1"
+        self.ok("index", self.docs)
+        del os.environ["EMBED_MODEL"]
+        self.write("more.md", "# Bread\n\nKnead the dough for ten minutes.\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("made by builtin-hash-v1, which it keeps", err)
+        self.assertIn("(builtin-hash-v1)", out)
+        self.assertEqual(self.rows("SELECT value FROM meta WHERE key = 'embed_model'"),
+                         [("builtin-hash-v1",)])
+        self.assertIn("more.md:", self.ok("ask", "How long do I knead the dough?"))
+
     def client(self, server, retries=3):
         self.sleeps = []
         cfg = rag.Config(retries=retries, timeout=5)
@@ -1472,7 +1505,7 @@ class EmbedTests(RagTestCase):
         self.write_docs()
         line = self.error_line("index", self.docs)
         self.assertIn("embeddings failed: HTTP 404", line)
-        self.assertIn("set EMBED_BASE_URL to one that has, or EMBED_MODEL=builtin-hash-v1", line)
+        self.assertIn("set EMBED_BASE_URL to one that has, or EMBED_MODEL=" + rag.BUILTIN_MODEL, line)
 
     def test_api_key_whitespace_stripped_and_bad_characters_refused(self):
         server = self.online()
