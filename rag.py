@@ -176,6 +176,12 @@ class LazyPattern:
 
 ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
+# OCR (tesseract): a scanned page takes 1-3 s on one core (bench/README.md, "OCR"), so a
+# minute is a page gone wrong; ten minutes a file bound a long scan, whose later pages go.
+OCR_TIMEOUT = 60              # seconds for one page or image
+OCR_FILE_TIMEOUT = 600        # seconds for all the scanned pages of one PDF
+OCR_DPI = 300                 # scanned pages rendered at the resolution tesseract reads best
+OCR_LANG = "eng"              # tesseract's language unless --ocr-lang or RAG_OCR_LANG
 
 DEFAULT_DB = "rag.db"
 DEFAULT_CHUNK_SIZE = 1200
@@ -416,6 +422,7 @@ class IndexOptions:
     follow_links: bool = False     # links may lead outside the folders given
     include_secrets: bool = False  # read files that look like credentials (secrets in them
                                    # still redacted)
+    ocr_lang: str = OCR_LANG       # tesseract's language for scanned pages and images
 
 
 @dataclass(frozen=True)
@@ -1099,11 +1106,12 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
     return b"".join(parts)
 
 
-def parse_document(path: str, data: bytes,
-                   fmt: Format | None = None) -> tuple[list[Line], str | None]:
+def parse_document(path: str, data: bytes, fmt: Format | None = None,
+                   ocr_lang: str = OCR_LANG) -> tuple[list[Line], str | None]:
     """Turn a file's bytes into numbered lines; second value is a warning.
     Without fmt, a compressed file's data ('.gz', '.bz2', '.xz', '.lzma') is
-    decompressed first and read as what it holds.
+    decompressed first and read as what it holds. ocr_lang: tesseract's
+    language for scanned pages and images.
 
     Every format passes here, so secrets in any of them are redacted (_redact_lines).
     Raises Unreadable for files that are damaged, encrypted or need a missing tool.
@@ -1113,7 +1121,8 @@ def parse_document(path: str, data: bytes,
         data = unpack(data, kind)
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        lines, warning = fmt.from_bytes(path, data), None
+        lines = fmt.from_bytes(path, data, ocr_lang) if fmt.ocr else fmt.from_bytes(path, data)
+        warning = None
     else:
         text, warning = _decode(data)
         lines = fmt.text(text)
@@ -1706,6 +1715,11 @@ class _Outline:
         for row in rows:
             self.lines.append(Line(len(self.lines) + 1, row, loc))
 
+    def paras(self, text: str, loc: str = "") -> None:
+        """A text's paragraphs (apart at blank lines), as pdftotext and OCR give them."""
+        for para in re.split(r"\n\s*\n", text):
+            self.para(para, loc)
+
     def slide(self, n: int, title: str) -> str:
         """A slide's heading (pptx and odp alike); returns its location."""
         loc = f"slide {n}"
@@ -2237,31 +2251,107 @@ def _shutil_which(name: str) -> str | None:
     return shutil.which(name)
 
 
-def _pdf_lines(path: str, data: bytes) -> list[Line]:
-    """A PDF's text through poppler's pdftotext, cited by page."""
+_POPPLER = "('apt install poppler-utils', 'brew install poppler')"
+_TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
+# a page whose text layer has fewer letters and digits than this is a scan (a page number,
+# a stamp); a page of text has hundreds
+_SCANNED_BELOW = 20
+_OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
+
+
+def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
+              env: dict | None = None) -> bytes:
+    """What a program prints for data on its standard input; Unreadable when it
+    fails (the last line it said) or takes longer than timeout seconds."""
     import subprocess
-    exe = _shutil_which("pdftotext")
-    if not exe:
-        raise MissingTool("reading PDF needs the pdftotext program from poppler "
-                          "('apt install poppler-utils', 'brew install poppler')")
+    name = os.path.basename(exe)
     try:
-        r = subprocess.run([exe, "-enc", "UTF-8", "-eol", "unix", "-", "-"], input=data,
-                           capture_output=True, timeout=PDF_TIMEOUT)
+        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout,
+                           env=env)
     except subprocess.TimeoutExpired:
-        raise Unreadable(f"pdftotext took longer than {PDF_TIMEOUT} s") from None
+        raise Unreadable(f"{name} took longer than {timeout:g} s") from None
     except OSError as e:
-        raise Unreadable(f"cannot run pdftotext: {e.strerror}") from None
+        raise Unreadable(f"cannot run {name}: {e.strerror}") from None
     if r.returncode:
         said = [l.strip() for l in r.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
-        # the last line is the verdict
-        why = said[-1][:160] if said else f"exit code {r.returncode}"
-        raise Unreadable(f"pdftotext failed ({why}); encrypted or damaged PDF?")
+        e = Unreadable(f"{name} failed ({said[-1][:160] if said else r.returncode})")
+        e.said = said  # all it said, for a caller that knows what to look for
+        raise e
+    return r.stdout
+
+
+def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
+             dpi: int | None = None) -> str:
+    """The text tesseract reads in an image (PNG, JPEG, TIFF, GIF, WebP, PNM);
+    MissingTool without tesseract or its data for lang."""
+    exe = _shutil_which("tesseract")
+    if not exe:
+        raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
+    if not _OCR_LANG_NAME.fullmatch(lang):
+        raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
+    # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
+    # 2 cores (bench/README.md, "OCR"), as its own documentation warns
+    env = {"OMP_THREAD_LIMIT": "1", **os.environ}
+    try:
+        out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
+                        image, timeout, env)
+    except Unreadable as e:
+        if any("Failed loading language" in line for line in getattr(e, "said", ())):
+            raise MissingTool(f"OCR in {lang!r} needs tesseract's data for it "
+                              f"('apt install tesseract-ocr-{lang.split('+')[0]}')") from None
+        raise
+    return out.decode("utf-8", "replace").replace("\f", "")
+
+
+def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+    """A PDF's text through poppler's pdftotext, cited by page; a page with no
+    text layer (or almost none) is read by OCR instead, when tesseract is here."""
+    exe = _shutil_which("pdftotext")
+    if not exe:
+        raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
+    try:
+        text = _run_tool(exe, ["-enc", "UTF-8", "-eol", "unix", "-", "-"], data, PDF_TIMEOUT)
+    except Unreadable as e:
+        raise Unreadable(f"{e}; encrypted or damaged PDF?") from None
+    pages = text.decode("utf-8", "replace").split("\f")
+    if pages[-1].strip() == "":
+        pages.pop()  # pdftotext ends each page with a form feed
+    scanned = [n for n, page in enumerate(pages, 1)
+               if sum(c.isalnum() for c in page) < _SCANNED_BELOW]
+    try:
+        read = _ocr_pages(data, scanned, lang)
+    except MissingTool:
+        if len(scanned) == len(pages):
+            raise  # nothing else to read: the file is skipped, and the tool named once a run
+        read = {}
     out = _Outline()
-    for n, page in enumerate(r.stdout.decode("utf-8", "replace").split("\f"), 1):
-        for para in re.split(r"\n\s*\n", page):
-            out.para(para, f"p.{n}")
-    if not out.lines:
-        raise Unreadable("no text layer (a scanned PDF needs OCR first)")
+    for n, page in enumerate(pages, 1):
+        out.paras(read.get(n, page), f"p.{n}")
+    return out.lines
+
+
+def _ocr_pages(data: bytes, numbers: list[int], lang: str) -> dict[int, str]:
+    """The text OCR reads on these pages of a PDF (rendered by poppler's
+    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone."""
+    exe = _shutil_which("pdftoppm")
+    if numbers and not exe:
+        raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
+    deadline = time.monotonic() + OCR_FILE_TIMEOUT
+    read = {}
+    for n in numbers:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        image = _run_tool(exe, ["-f", str(n), "-l", str(n), "-r", str(OCR_DPI), "-gray",
+                                "-singlefile", "-"], data, min(PDF_TIMEOUT, left))
+        read[n] = ocr_text(image, lang, min(OCR_TIMEOUT, left), OCR_DPI)
+    return read
+
+
+def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+    """The text OCR reads in an image, cited as the image."""
+    out = _Outline()
+    out.paras(ocr_text(data, lang), "image")
     return out.lines
 
 
@@ -2836,6 +2926,7 @@ class Format:
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes], list[Line]] | None = None
     definitions: str | None = None
+    ocr: bool = False  # from_bytes may read images: it takes OCR's language too
 
     @property
     def binary(self) -> bool:
@@ -2862,9 +2953,10 @@ def _formats() -> dict[str, Format]:
                      for ext in exts.split())
     table.update((ext, Format(_xml_lines)) for ext in _XML_EXTS.split())
     for ext, reader in ((".docx", _docx_lines), (".pptx", _pptx_lines), (".xlsx", _xlsx_lines),
-                        (".odt", _odf_lines), (".odp", _odf_lines), (".epub", _epub_lines),
-                        (".pdf", _pdf_lines)):
+                        (".odt", _odf_lines), (".odp", _odf_lines), (".epub", _epub_lines)):
         table[ext] = Format(from_bytes=reader)
+    table[".pdf"] = Format(from_bytes=_pdf_lines, ocr=True)
+    table.update((ext, Format(from_bytes=_image_lines, ocr=True)) for ext in _IMAGES.split())
     for kind, exts in _CODE.items():
         table.update((ext, Format(_text_lines, definitions=kind)) for ext in exts.split())
     return table
@@ -2876,6 +2968,7 @@ _CODE = {"python": ".py .pyi", "go": ".go", "rust": ".rs",
          "c": ".c .h .cc .cpp .cxx .hpp .hh .m .cs .java", "sql": ".sql", "sh": ".sh .bash .zsh",
          "ini": ".toml .ini .cfg .conf", "none": ".yaml .yml",
          "generic": ".kt .kts .scala .rb .php .swift .lua .r .pl .pm .ex .exs .hs .dart"}
+_IMAGES = ".png .jpg .jpeg .tif .tiff .webp .gif"  # what OCR reads (tesseract)
 _XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf "
              ".xliff .wsdl .xaml .resx .csproj .vcxproj")
 FORMATS = _formats()
@@ -2886,7 +2979,7 @@ _NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
 # Files that are not documents, skipped by their name alone (unless --include names them):
 # images, sound and video, archives, compiled code, databases, fonts, binary Office files;
 # and text written for a program, not a reader (PostScript, lock files, source maps).
-_NOT_READ = frozenset(""".png .jpg .jpeg .gif .bmp .tif .tiff .webp .ico .icns .heic .psd .xcf .svgz
+_NOT_READ = frozenset(""".bmp .ico .icns .heic .psd .xcf .svgz
 .mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv .zip .tar .tgz
 .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab .pyc .pyo
 .so .o .a .obj .lib .dll .exe .dylib .class .wasm .bin .ko .db .sqlite .sqlite3 .mdb .ttf .otf .woff
@@ -2908,7 +3001,7 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
     file but a _NOT_READ one is a candidate). named: --include named the file,
     so even a _NOT_READ extension is read if it is text.
 
-    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.png", "LICENSE", "a.log", "GPL-2.0")]
+    >>> [file_format(p, b"x") is not None for p in ("a.md", "a.mp3", "LICENSE", "a.log", "GPL-2.0")]
     [True, False, True, True, True]
     >>> (file_format("ls.1.gz", b".TH LS 1\\n") is FORMATS[".man"],
     ...  file_format("a.log", b"\\x89PNG\\0"))
@@ -3199,6 +3292,10 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
     return path if len(path) <= limit else path[:limit - 1] + "…"
 
 
+# A chunk's citation may take in this many source lines that gave no text (HTML's
+# markup between paragraphs), or as many as its text came from if more; never thousands.
+_SILENT_LINES = 10
+
 # Top-level definitions (at column 0) that start a chunk of source code, per
 # language: a keyword another language uses ('interface', 'type', 'module')
 # starts prose lines in docstrings and comments just as often.
@@ -3238,8 +3335,10 @@ class _Packer:
     a heading.
     """
 
-    def __init__(self, size: int, overlap: int, locs: dict[int, str]):
+    def __init__(self, size: int, overlap: int, locs: dict[int, str],
+                 silent: dict[int, int] | None = None):
         self.size, self.overlap, self.locs = size, overlap, locs
+        self.silent = silent or {}  # line number -> lines before it that gave no text
         self.chunks: list[Chunk] = []
         self.units: list[_Unit] = []  # the chunk being filled
         self.lens: list[int] = []    # each unit's share of its text, glue included
@@ -3283,6 +3382,9 @@ class _Packer:
         self.path = [(1, title)]
 
     def add(self, u: _Unit) -> None:
+        if self.units and self.too_silent(u):  # what the chunk holds, and nothing before it
+            self.emit()
+            self.keep([])
         if self.units and self.total + len(self.glue(self.units[-1], u)) + len(u.text) > self.size:
             self.emit()
             while (self.units
@@ -3294,6 +3396,14 @@ class _Packer:
                     self.lens[0] = len(self.units[0].text)
         self.push(u)
         self.fresh = True
+
+    def too_silent(self, u: _Unit) -> bool:
+        """With u, would the chunk's lines be more of lines that gave no text
+        (markup left out: an SVG, a script) than of its text, and more than
+        _SILENT_LINES? Its citation would send a reader to what it does not hold."""
+        start = self.units[0].start
+        quiet = self.silent.get(u.end, 0) - self.silent.get(start, 0)
+        return quiet > max(_SILENT_LINES, u.end - start + 1 - quiet)
 
     def emit(self, force: bool = False) -> None:
         if not self.units or not (self.fresh or force):
@@ -3322,6 +3432,21 @@ class _Packer:
         return self.chunks
 
 
+def _silent_lines(lines: list[Line]) -> dict[int, int]:
+    """For each line's first and last source line, how many source lines before
+    it gave no text (HTML's markup, an SVG left out); {} when none did.
+
+    >>> _silent_lines([Line(1, "a"), Line(5, "b", end=6), Line(7, "c")])
+    {1: 0, 5: 3, 6: 3, 7: 3}
+    """
+    silent, seen, out = 0, 0, {}
+    for line in lines:
+        silent += max(0, line.no - seen - 1)
+        out[line.no] = out[line.last] = silent
+        seen = max(seen, line.last)
+    return out if silent else {}
+
+
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
                 overlap: int = DEFAULT_OVERLAP, code=None) -> list[Chunk]:
     """Pack paragraphs into chunks of at most size chars, with sentence overlap.
@@ -3331,7 +3456,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     previous chunk in the same section. code: a definition pattern for source
     code (see _definition_pattern), None for prose.
     """
-    packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc})
+    packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
+                     _silent_lines(lines))
     for block in _markdown_blocks(lines) if code is None else _code_blocks(lines, code):
         text = "\n".join(line.text for line in block.lines).strip()
         if block.definition:
@@ -3351,9 +3477,10 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
 # secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
 # overlined titles and levels by first use; HTML's widgets and hidden parts
-# left out; a paragraph's first line keeps its indentation. Bump on change: every document of
+# left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
+# gave no text would be most of what it cites (_SILENT_LINES). Bump on change: every document of
 # an older index is read again (only text that changed is embedded again).
-_CHUNKER_VERSION = 6
+_CHUNKER_VERSION = 7
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -3374,10 +3501,10 @@ def normalize(vec: list[float]) -> list[float]:
     return list(map((1.0 / norm).__mul__, vec)) if norm else list(vec)
 
 
-def stem(word: str) -> str:
+def _stem(word: str) -> str:
     """A light English suffix stripper, enough to join plural and verb forms.
 
-    >>> [stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping",
+    >>> [_stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping",
     ...                    "ships"]]
     ['refund', 'policy', 'box', 'tak', 'tak', 'tak', 'ship', 'ship']
     """
@@ -3400,7 +3527,7 @@ def stem(word: str) -> str:
 
 def _terms(text: str) -> list[str]:
     """Lowercased, stemmed content words of a text."""
-    return [stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
+    return [_stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
 _ACCENTS = LazyPattern("[\u0300-\u036f]")  # combining diacritical marks (Latin, Greek, Cyrillic)
@@ -3417,6 +3544,16 @@ def fold(text: str) -> str:
         return text
     import unicodedata  # only for text that has more than ASCII
     return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
+
+
+def stem(word: str) -> str:
+    """A word as questions and passages are compared (the words of a question
+    a passage holds): accents left out, then _stem.
+
+    >>> stem("Crèmes"), stem("cremes")
+    ('Crem', 'crem')
+    """
+    return _stem(fold(word))
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -7221,7 +7358,7 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
-        lines, warning = parse_document(path, got.data, fmt)
+        lines, warning = parse_document(path, got.data, fmt, opts.ocr_lang)
         got = None  # the bytes go before chunking: a large file is not held twice
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
     except NotText as e:
@@ -7873,7 +8010,7 @@ def lexical_words(text: str) -> list[str]:
     >>> lexical_words("Tundra_melt: the MELT")
     ['tundra', 'melt', 'the']
     """
-    return list(dict.fromkeys(FTS_WORD.findall(fold(text.lower()))))
+    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
 
 
 def content_words(text: str) -> list[str]:
@@ -12133,6 +12270,9 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-file-mb", type=_number(float, 0, low_open=True), default=MAX_FILE_MB,
                    metavar="MB",
                    help=f"skip files larger than this, with a note (default: {MAX_FILE_MB})")
+    p.add_argument("--ocr-lang", metavar="LANG",
+                   help="tesseract's language(s) for scanned PDF pages and images ('deu', "
+                        f"'eng+fra'; default: $RAG_OCR_LANG or {OCR_LANG})")
     p.add_argument("--no-default-excludes", action="store_true",
                    help="also walk " + ", ".join(DEFAULT_EXCLUDES) + " (skipped by default)")
     p.add_argument("--follow-links", action="store_true",
@@ -12163,7 +12303,16 @@ def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
                         tuple(args.include), tuple(args.exclude), not args.no_default_excludes,
                         parallel, getattr(args, "follow_links", False),
-                        getattr(args, "include_secrets", False))
+                        getattr(args, "include_secrets", False), _ocr_lang(args))
+
+
+def _ocr_lang(args) -> str:
+    """--ocr-lang, else RAG_OCR_LANG, else English: a usage error unless a tesseract name."""
+    lang = getattr(args, "ocr_lang", None) or os.environ.get("RAG_OCR_LANG") or OCR_LANG
+    if not _OCR_LANG_NAME.fullmatch(lang):
+        raise UsageError(f"--ocr-lang {lang!r} is not an OCR language: tesseract's names, joined "
+                         "by '+' ('eng', 'deu+fra')")
+    return lang
 
 
 def _check_overlap(overlap: int | None, size: int | None) -> None:

@@ -25,6 +25,7 @@ import tempfile
 import textwrap
 import threading
 import unittest
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
@@ -670,6 +671,43 @@ def pdf_bytes(pages):
     return (out + f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").encode()
 
 
+def rendered(text, fmt, dpi=150):
+    """A picture of one line of text (pdftoppm's -png or -gray PGM): a scan of it."""
+    args = ["pdftoppm", "-r", str(dpi), "-singlefile", "-png" if fmt == "png" else "-gray", "-"]
+    return subprocess.run(args, input=pdf_bytes([text]), capture_output=True, check=True).stdout
+
+
+def scanned_pdf(pages):
+    """A PDF of pages: a str is a page of text, bytes (a PGM picture) a scanned
+    page, an image with no text layer."""
+    objs, font = [b"<< /Type /Catalog /Pages 2 0 R >>", None], 3 + 3 * len(pages)
+    for i, page in enumerate(pages):
+        me, stream, image = 3 + 3 * i, f"BT /F1 12 Tf 72 720 Td ({page}) Tj ET".encode(), b"null"
+        if isinstance(page, bytes):
+            m = re.match(rb"P5\s+(\d+)\s+(\d+)\s+255\s", page)
+            pixels = zlib.compress(page[m.end():])
+            image = (b"<< /Type /XObject /Subtype /Image /Width %s /Height %s /ColorSpace "
+                     b"/DeviceGray /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\n"
+                     b"stream\n%s\nendstream" % (m.group(1), m.group(2), len(pixels), pixels))
+            stream = b"q 612 0 0 792 0 0 cm /Im0 Do Q"
+        objs.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font "
+                    b"<< /F1 %d 0 R >> /XObject << /Im0 %d 0 R >> >> /Contents %d 0 R >>"
+                    % (font, me + 2, me + 1))
+        objs += [b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream), image]
+    objs[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % (3 + 3 * i) for i in range(len(pages))), len(pages))
+    objs.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    out, offsets = b"%PDF-1.4\n", []
+    for n, obj in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, obj)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objs) + 1, xref)
+
+
 class ParseTests(RagTestCase):
     def parse(self, name, data):
         lines, warning = rag.parse_document(name, data if isinstance(data, bytes) else data.encode())
@@ -796,6 +834,51 @@ class ParseTests(RagTestCase):
         self.assertIn("report.pdf p.2", out)
         self.assertEqual([(l.text, l.loc) for l in self.parse("r.pdf", pdf) if l.text],
                          [("Refunds take five days.", "p.1"), ("Shipping is free over fifty euros.", "p.2")])
+
+    def need_ocr(self):
+        for tool in ("pdftoppm", "pdftotext", "tesseract"):
+            if not rag._shutil_which(tool):
+                self.skipTest(f"{tool} is not installed (poppler-utils, tesseract-ocr): "
+                              "OCR not checked")
+
+    def test_pdf_scanned_page_read_by_ocr(self):
+        self.need_ocr()
+        bell = "The lighthouse keeper rings the brass bell at dawn."
+        self.write("report.pdf", scanned_pdf(["Refunds take five days.",
+                                              rendered(bell, "pgm", 300)]), mode="wb")
+        self.write("note.png", rendered("Invoices are paid within thirty days.", "png"), "wb")
+        self.write("blank.png", rendered("", "png"), "wb")
+        out = self.ok("index", self.docs, "--chunk-size", "60", "--overlap", "0")  # a page a chunk
+        self.assertIn("1 no text", out)  # the blank picture
+        out = self.ok("ask", "Who rings the brass bell at dawn?")
+        self.assertIn(bell, out)
+        self.assertIn("report.pdf p.2", out)
+        out = self.ok("ask", "When are invoices paid?")
+        self.assertIn("report.pdf p.1", self.ok("search", "refunds five days", "-k", "1"))
+        self.assertIn("Invoices are paid within thirty days", out)
+        self.assertIn("note.png image", out)
+
+    def test_ocr_missing_tool_or_language_said_once(self):
+        self.need_ocr()
+        for name in ("a.png", "b.png"):
+            self.write(name, rendered("Invoices are paid within thirty days.", "png"), "wb")
+        self.write("scan.pdf", scanned_pdf([rendered("Refunds take five days.", "pgm")]), "wb")
+        self.write("a.md", "# A\n\nSomething else.\n")
+        code, out, err = self.run_cli("index", self.docs, "--ocr-lang", "xyz")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count("OCR in 'xyz' needs tesseract's data for it"), 1, err)
+        self.assertIn("3 need a program not installed", out)
+        bin_dir = os.path.join(self.dir, "bin")  # poppler's tools, no tesseract
+        os.makedirs(bin_dir)
+        for tool in ("pdftotext", "pdftoppm"):
+            os.symlink(rag._shutil_which(tool), os.path.join(bin_dir, tool))
+        with mock.patch.dict(os.environ, {"PATH": bin_dir}):
+            code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count("reading scanned pages and images needs tesseract"), 1, err)
+        self.assertIn("3 need a program not installed", out)
+        self.assertIn("not an OCR language", self.error_line("index", self.docs,
+                                                             "--ocr-lang=-psm", code=2))
 
     def test_every_format_indexed_and_cited_by_its_location(self):
         files = {
@@ -1314,6 +1397,21 @@ class ChunkTests(unittest.TestCase):
                         cited = html_mod.unescape("\n".join(raw[c.start_line - 1:c.end_line]))
                         missing = set(word.findall(c.text)) - set(word.findall(cited))
                         self.assertEqual(missing, set(), (c.start_line, c.end_line, c.text))
+
+    def test_cited_lines_are_mostly_lines_the_text_came_from(self):
+        svg = "<svg>\n" + "".join(f'<rect x="{i}" y="{i}"/><text>hide</text>\n' for i in range(300))
+        page = ("<html><body>\n<h1>Syntax</h1>\n<p>An expression is\nwritten like this.</p>\n"
+                + svg + "</svg>\n<p>A statement ends\nwith a semicolon.</p>\n"
+                + "<div>\n</div>\n" * 3 + "<p>Comments start with two dashes.</p>\n</body></html>")
+        lines, _ = rag.parse_document("page.html", page.encode())
+        chunks = rag.chunk_lines(lines)
+        self.assertEqual([(c.start_line, c.end_line) for c in chunks], [(2, 4), (307, 315)])
+        self.assertEqual(chunks[1].heading, "Syntax")  # a chunk after the gap keeps its path
+        for c in chunks:
+            said = {n for l in lines if c.start_line <= l.no <= c.end_line
+                    for n in range(l.no, l.last + 1)}
+            cited = c.end_line - c.start_line + 1
+            self.assertLessEqual(cited - len(said), max(rag._SILENT_LINES, len(said)), c)
 
 
 # ---------------------------------------------------------------------------
@@ -2872,7 +2970,7 @@ class IndexTests(RagTestCase):
 
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
-        self.write("image.png", "not read")
+        self.write("song.mp3", "not read")
         self.write("blob.txt", b"\x00\x01\x02binary", mode="wb")
         self.write("empty.md", "")
         self.write(".hidden.md", "secret")
@@ -2884,9 +2982,9 @@ class IndexTests(RagTestCase):
         self.assertIn("indexed 4 file(s), 0 unchanged, 3 skipped", out)
         self.assertIn(f"skipped 3 file(s): 1 binary ({os.path.join(self.docs, 'blob.txt')}), 1 no text "
                       f"({os.path.join(self.docs, 'empty.md')}), 1 unsupported type "
-                      f"({os.path.join(self.docs, 'image.png')}); -v notes each\n", out)
+                      f"({os.path.join(self.docs, 'song.mp3')}); -v notes each\n", out)
         code, out, err = self.run_cli("index", self.docs, "-v")  # a note for each
-        self.assertIn("image.png: unsupported file type", err)
+        self.assertIn("song.mp3: unsupported file type", err)
         self.assertIn("blob.txt: binary file", err)
         self.assertIn("empty.md: no text", err)
         self.assertNotIn("-v notes each", out)
@@ -2897,8 +2995,8 @@ class IndexTests(RagTestCase):
         self.write_docs()
         for i in range(7):
             self.write(f"b{i}.txt", b"\x00binary", mode="wb")
-        self.write("a.png", "x")
-        self.write("b.png", "x")
+        self.write("a.mp3", "x")
+        self.write("b.mp3", "x")
         self.write("bad.json", '{"a": ')
         self.write("id_rsa", IndexTests.PEM)
         code, out, err = self.run_cli("index", self.docs)
@@ -2906,7 +3004,7 @@ class IndexTests(RagTestCase):
         path = lambda name: os.path.join(self.docs, name)
         self.assertIn("indexed 3 file(s), 0 unchanged, 11 skipped", out)
         self.assertIn(f"skipped 11 file(s): 7 binary ({path('b0.txt')}, {path('b1.txt')}, {path('b2.txt')} and 4 more), "
-                      f"2 unsupported type ({path('a.png')}, {path('b.png')}), 1 could not be parsed (named above), "
+                      f"2 unsupported type ({path('a.mp3')}, {path('b.mp3')}), 1 could not be parsed (named above), "
                       f"1 credentials (named above; --include-secrets reads them); -v notes each\n", out)
         self.assertEqual(len(err.splitlines()), 2, err)  # what needs attention is still noted as it happens
         self.assertRegex(err, r"skipped \S*bad\.json: ")
@@ -3185,7 +3283,7 @@ class IndexTests(RagTestCase):
                  "site.xml": '<?xml version="1.0"?>\n<site><name>Juniper bay</name></site>\n'}
         for name, text in texts.items():
             self.write(name, text)
-        binary = {"photo.png": b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "mod.cpython-311.pyc": b"\xa7\r\r\n\0\0\0\0",
+        binary = {"photo.bmp": b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR", "mod.cpython-311.pyc": b"\xa7\r\r\n\0\0\0\0",
                   "libq.so": b"\x7fELF\x02\x01\x01\0", "app.sqlite": b"SQLite format 3\0", "blob.dat": b"ab\0cd",
                   "Cargo.lock": b"# This file is automatically @generated by Cargo.\nversion = 3\n"}
         for name, data in binary.items():
@@ -3193,7 +3291,7 @@ class IndexTests(RagTestCase):
         self.write("deploy.bak", "# saved\nDEBUG=true\nAPI_KEY=Zx9sQ2mVt7Lp4Rk8Wd3N\nPORT=8080\n")
         code, out, err = self.run_cli("index", self.docs, "-v")  # -v: a note for every file skipped
         self.assertEqual(code, 0, err)
-        for name in ("photo.png", "mod.cpython-311.pyc", "libq.so", "app.sqlite", "Cargo.lock"):
+        for name in ("photo.bmp", "mod.cpython-311.pyc", "libq.so", "app.sqlite", "Cargo.lock"):
             self.assertIn(f"{name}: unsupported file type", err)
         self.assertIn("blob.dat: binary file", err)
         self.assertIn("deploy.bak: looks like credentials (environment file with secrets)", err)
