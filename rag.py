@@ -2725,6 +2725,32 @@ class _ManPage:
         return self.lines
 
 
+_MAN_ALIAS_MOST = 4096  # bytes: a page that only points to another is a line or two
+
+
+def man_alias(data: bytes) -> str | None:
+    """The page a man page only points to (its '.so man1/gzip.1'), else None.
+
+    >>> man_alias(b'.\\\\" comment\\n.so man1/gzip.1\\n'), man_alias(b'.so a.1\\n.SH NAME\\n')
+    ('man1/gzip.1', None)
+    """
+    if len(data) > _MAN_ALIAS_MOST:
+        return None
+    target = None
+    for line in data.decode("utf-8", "replace").split("\n"):
+        line = line.strip()
+        if not line or line == "." or line.startswith(('.\\"', "'\\\"", '.\\#')):  # comments
+            continue
+        m = _MAN_SO.fullmatch(line)
+        if not m or target:
+            return None
+        target = m.group(1)
+    return target
+
+
+_MAN_SO = LazyPattern(r"[.'][ \t]*so[ \t]+(\S+)")
+
+
 def _man_lines(text: str) -> list[Line]:
     """A man page's text (troff: man(7) or mdoc(7) macros), each line cited by
     the source line it comes from: the title (.TH, .Dt) and sections (.SH, .SS)
@@ -7333,6 +7359,35 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
     return _FileRead(data, st, fmt)
 
 
+def _follow_alias(w: _Walked, alias: str, max_bytes: int, log: Log) -> tuple[str, bytes] | None:
+    """The page a man page's .so names (alias: 'man1/gzip.1'), found as man
+    finds it (from the top of the man tree, the folder above the page's
+    section; else beside the page; compressed or not) and read when it is
+    inside the folder given: (alias as found, its bytes), or None with a note."""
+    here, top = os.path.dirname(w.path), os.path.realpath(w.root)
+    found = next(((alias + sfx, real) for base in (os.path.dirname(here), here)
+                  for sfx in ("", *_COMPRESSIONS)
+                  if os.path.isfile(real := os.path.realpath(os.path.join(base, alias + sfx)))),
+                 None)
+    if found is None or os.path.commonpath([found[1], top]) != top:
+        log.skipped(w.path, "could not be parsed", f"it only points to {alias} (by .so), which "
+                    "is not in the folders given")
+        return None
+    data = None
+    try:
+        with open(found[1], "rb") as f:
+            data = f.read(max_bytes + 1)
+        kind = compression(found[1])
+        data = unpack(data, kind) if kind and data.startswith(kind.magic) else data
+    except (OSError, Unreadable):
+        data = None
+    if data is None or len(data) > max_bytes or man_alias(data):
+        log.skipped(w.path, "could not be parsed", f"it only points to {alias} (by .so), which "
+                    "could not be read, is too large or only points on")
+        return None
+    return found[0], data
+
+
 def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file the walk listed: ('read', document),
@@ -7352,14 +7407,21 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "secret", None
     if got is None:
         return "skipped", None
-    st, fmt = got.stat, got.fmt
-    sha = sha256_hex(got.data)
+    st, fmt, data, via = got.stat, got.fmt, got.data, ""
+    sha = sha256_hex(data)
+    if fmt is FORMATS[".man"] and (alias := man_alias(data)):
+        if (found := _follow_alias(w, alias, opts.max_bytes, log)) is None:
+            return "skipped", None
+        via, data = found
+        sha = sha256_hex(got.data + b"\0" + data)  # either page changed, this one is read again
     if known == sha:
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
-        lines, warning = parse_document(path, got.data, fmt, opts.ocr_lang)
-        got = None  # the bytes go before chunking: a large file is not held twice
+        lines, warning = parse_document(path, data, fmt, opts.ocr_lang)
+        if via:  # cited where the text is: 'man1/zcat.1.gz → man1/gzip.1.gz:40-52'
+            lines = [replace(l, loc=f"→ {via}:{l.no}") for l in lines]
+        got = data = None  # the bytes go before chunking: a large file is not held twice
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
     except NotText as e:
         log.skipped(path, "binary", str(e))

@@ -3243,11 +3243,31 @@ class IndexTests(RagTestCase):
         self.write("man/man1/quokka.1.gz", gzip.compress(page.encode()), mode="wb")
         self.write("man/man3/Quokka::Count.3pm", page.replace("QUOKKA 1", "Quokka::Count 3pm")
                    .replace("counts the", "weighs the"))  # not a copy of the other: each is shown
-        self.write("man/man1/qk.1", ".so man1/quokka.1\n")
+        self.write("man/man1/qk.1", ".so man1/quokka.1\n")  # followed within the folder
+        outside = os.path.join(self.dir, "elsewhere", "man1", "secret.1")
+        os.makedirs(os.path.dirname(outside))
+        with open(outside, "w") as f:
+            f.write(page.replace("joeys", "keys"))
+        self.write("man/man1/far.1", ".so ../../elsewhere/man1/secret.1\n")  # not followed
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
-        self.assertIn("qk.1: only points to another page (man1/quokka.1, by .so): that page holds the text", err)
-        self.assertIn("indexed 2 file(s), 0 unchanged, 1 skipped", out)
+        self.assertIn("far.1: it only points to ../../elsewhere/man1/secret.1 (by .so), which is "
+                      "not in the folders given", err)
+        self.assertIn("indexed 3 file(s), 0 unchanged, 1 skipped", out)
+        self.assertNotIn("keys", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
+        hit = json.loads(self.ok("search", "quokka tides", "--json", "--source", "*/qk.1"))[0]
+        self.assertEqual((hit["location"], hit["heading"]),
+                         ("→ man1/quokka.1.gz:8-11", "QUOKKA(1) > OPTIONS"))
+        self.assertTrue(hit["source"].endswith("qk.1 → man1/quokka.1.gz:8-11"), hit["source"])
+        os.remove(os.path.join(self.docs, "man", "man1", "far.1"))
+        self.assertIn("indexed 0 file(s), 3 unchanged", self.ok("index", self.docs))
+        self.write("man/man1/quokka.1.gz", gzip.compress(page.replace("tide", "moon").encode()),
+                   mode="wb")  # changed target: the page pointing to it follows
+        self.assertIn("indexed 2 file(s), 1 unchanged", self.ok("index", self.docs))
+        hit = json.loads(self.ok("search", "quokka moon", "--json", "--source", "*/qk.1"))[0]
+        self.assertIn("moon table", hit["text"])
+        os.remove(os.path.join(self.docs, "man", "man1", "qk.1"))
+        self.ok("index", self.docs, "--prune")
         hits = json.loads(self.ok("search", "joeys of Rottnest island", "--json", "--mode", "keyword"))
         self.assertEqual(sorted((os.path.basename(h["path"]), h["start_line"], h["end_line"], h["heading"])
                                 for h in hits),
