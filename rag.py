@@ -231,6 +231,9 @@ MODES = ("hybrid", "dense", "keyword")
 # measured on SciFact (README): a real model's vectors add much to bm25.
 DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
+# Keyword search counts a word in a chunk's heading path (its document's name or title, its
+# sections) this many times, as a title outweighs a mention (bench/README.md, "Names").
+HEADING_WEIGHT = 4
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking": measured)
 # Duplicates: a passage nearly identical to a better-ranked one is shown once,
@@ -3362,9 +3365,10 @@ class _Packer:
     """
 
     def __init__(self, size: int, overlap: int, locs: dict[int, str],
-                 silent: dict[int, int] | None = None):
+                 silent: dict[int, int] | None = None, root: str = ""):
         self.size, self.overlap, self.locs = size, overlap, locs
         self.silent = silent or {}  # line number -> lines before it that gave no text
+        self.root = [root] if root else []  # what heads every heading path (a document's name)
         self.chunks: list[Chunk] = []
         self.units: list[_Unit] = []  # the chunk being filled
         self.lens: list[int] = []    # each unit's share of its text, glue included
@@ -3438,7 +3442,8 @@ class _Packer:
         start, end = self.units[0].start, max(u.end for u in self.units)
         loc = (_span_label([self.locs.get(n, "") for n in range(start, end + 1)]) if self.locs
                else "")
-        self.chunks.append(Chunk(len(self.chunks), text, _heading_path([t for _, t in self.path]),
+        self.chunks.append(Chunk(len(self.chunks), text,
+                                 _heading_path(self.root + [t for _, t in self.path]),
                                  start, end, loc))
         self.keep(self.tail())
         self.fresh = False
@@ -3473,18 +3478,46 @@ def _silent_lines(lines: list[Line]) -> dict[int, int]:
     return out if silent else {}
 
 
+def document_name(rel: str) -> str:
+    """What a document without a title is called at the head of its chunks'
+    heading paths: the folder it is in and its file name without extension,
+    as a question names it ('http/server', 'gzip/copyright'); an extension
+    every file of a kind shares would only make unrelated passages alike.
+
+    >>> document_name("Lib/http/server.py"), document_name("heapq.py"), document_name("a\\nb.md")
+    ('http/server', 'heapq', 'a b')
+    >>> document_name("doc/gzip/changelog.Debian.gz"), document_name("common-licenses/GPL-3")
+    ('gzip/changelog', 'common-licenses/GPL-3')
+    """
+    *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
+    inner = os.path.splitext(name)[0] if compression(name) else name
+    stem = os.path.splitext(inner)[0] or inner
+    return " ".join("/".join(folder + [stem]).split())
+
+
+def _has_title(blocks: list[_Block], size: int) -> bool:
+    """Does the document open with its title: a heading no other heading is above or beside?"""
+    heads = [b for b in blocks if b.level and not b.definition
+             and len("\n".join(l.text for l in b.lines).strip()) <= size // 2]
+    return bool(heads) and heads[0] is blocks[0] and all(b.level > heads[0].level
+                                                         for b in heads[1:])
+
+
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
-                overlap: int = DEFAULT_OVERLAP, code=None) -> list[Chunk]:
+                overlap: int = DEFAULT_OVERLAP, code=None, name: str = "") -> list[Chunk]:
     """Pack paragraphs into chunks of at most size chars, with sentence overlap.
 
     A heading starts a new chunk and sets the heading path of what follows;
     the overlap repeats the last whole sentences (up to overlap chars) of the
     previous chunk in the same section. code: a definition pattern for source
-    code (see _definition_pattern), None for prose.
+    code (see _definition_pattern), None for prose. name: the document's
+    (document_name), which heads every heading path unless the document opens
+    with its title, so that a question naming the file or module finds its chunks.
     """
+    blocks = _markdown_blocks(lines) if code is None else _code_blocks(lines, code)
     packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
-                     _silent_lines(lines))
-    for block in _markdown_blocks(lines) if code is None else _code_blocks(lines, code):
+                     _silent_lines(lines), "" if _has_title(blocks, size) else name)
+    for block in blocks:
         text = "\n".join(line.text for line in block.lines).strip()
         if block.definition:
             packer.open_definition(block.title)
@@ -5714,14 +5747,14 @@ class SqliteStore(Store, Admin):
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         cond, args = scope_where(scope)
         if not args:  # no filter: no join, which is slower (bench/README.md, "Serving")
-            return self.conn.execute("SELECT rowid, -bm25(chunks_fts) AS s FROM chunks_fts WHERE "
-                                     "chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
-                                     (query, depth)).fetchall()
+            return self.conn.execute("SELECT rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts "
+                                     "WHERE chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
+                                     (HEADING_WEIGHT, query, depth)).fetchall()
         rows = self.conn.execute(
-            "SELECT f.rowid, -bm25(chunks_fts) AS s FROM chunks_fts f "
+            "SELECT f.rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
-            [query] + args + [depth])
+            [HEADING_WEIGHT, query] + args + [depth])
         return [(cid, s) for cid, s in rows]
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
@@ -6064,14 +6097,21 @@ class _Words:
 
     @classmethod
     def of(cls, tokens: list[str], string: str | None = None) -> _Words:
-        """The _Words of tokens (string: their _word_string, when at hand)."""
-        return cls(len(tokens) - (_WORD_GAP in tokens), Counter(map(sys.intern, tokens)),
-                   string or _word_string(tokens))
+        """The _Words of tokens (string: their _word_string, when at hand);
+        a heading's word counts HEADING_WEIGHT times, as in FTS5's bm25()."""
+        counts = Counter(map(sys.intern, tokens))
+        if _WORD_GAP in tokens:
+            for t in tokens[tokens.index(_WORD_GAP) + 1:]:
+                counts[t] += HEADING_WEIGHT - 1
+        return cls(len(tokens) - (_WORD_GAP in tokens), counts, string or _word_string(tokens))
 
     def tf(self, phrase: str) -> int:
-        """How often phrase (a _word_string piece) occurs."""
+        """How often phrase (a _word_string piece) occurs, weighted as of says."""
         inner = phrase.strip()
-        return self.counts.get(inner, 0) if " " not in inner else self.string.count(phrase)
+        if " " not in inner:
+            return self.counts.get(inner, 0)
+        text, _, heading = self.string.partition(f" {_WORD_GAP} ")
+        return text.count(phrase) + HEADING_WEIGHT * heading.count(phrase)
 
 
 def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: float,
@@ -6082,16 +6122,15 @@ def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: flo
     that hold each phrase, when known, so only those are looked at for it).
     A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
     scores: dict[int, float] = {}
-    norm = _BM25_K1 / (avgdl or 1)
+    avgdl = avgdl or 1
     for p, idf in phrases.items():
-        gain = idf * (_BM25_K1 + 1)
-        # one word at a time: a look-up a chunk
+        # one word at a time: a look-up a chunk; computed as FTS5 does, to the last bit
         for cid in (texts if holders is None else holders[p]):
             w = texts.get(cid)
             tf = w.tf(p) if w is not None else 0
             if tf:
-                scores[cid] = scores.get(cid, 0.0) + gain * tf / (
-                    tf + _BM25_K1 * (1 - _BM25_B) + _BM25_B * norm * w.length)
+                scores[cid] = scores.get(cid, 0.0) + idf * ((tf * (_BM25_K1 + 1.0)) / (
+                    tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * w.length / avgdl)))
     order = lambda p: (-p[1], p[0])  # noqa: E731
     return (sorted(scores.items(), key=order) if depth is None
             else heapq.nsmallest(depth, scores.items(), key=order))
@@ -7422,7 +7461,7 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         if via:  # cited where the text is: 'man1/zcat.1.gz → man1/gzip.1.gz:40-52'
             lines = [replace(l, loc=f"→ {via}:{l.no}") for l in lines]
         got = data = None  # the bytes go before chunking: a large file is not held twice
-        chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern())
+        chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(), document_name(rel))
     except NotText as e:
         log.skipped(path, "binary", str(e))
         return "skipped", None
@@ -8143,6 +8182,58 @@ def _fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
     return sorted(scores.items(), key=lambda p: (-p[1], p[0]))
 
 
+# A dotted name in a question: a module and what it defines ('heapq.merge', 'os.path.join'),
+# or a module ('http.server'); each part starts as an identifier does ('U.S.', '2.0' are not).
+_DOTTED = LazyPattern(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_DEFINES = r"^[ \t]*(?:(?:async|export|pub|public|static)\s+)*(?:def|class|function|func|fn)\s+{}\b"
+
+
+def dotted_names(question: str) -> list[tuple[str, str]]:
+    """(module, name) for each dotted name in a question: 'heapq.merge' is the name
+    merge in the module heapq, or the module heapq.merge itself (name '').
+
+    >>> dotted_names("How does heapq.merge work, and e.g. U.S. law?")
+    [('heapq', 'merge'), ('heapq.merge', '')]
+    """
+    out = []
+    for dotted in dict.fromkeys(_DOTTED.findall(question)):
+        if all(len(part) == 1 for part in dotted.split(".")):
+            continue  # an abbreviation
+        module, _, name = dotted.rpartition(".")
+        out += [(module, name), (dotted, "")]
+    return out
+
+
+def _named_tier(chunk: Chunk, module: str, name: str) -> int:
+    """3: a chunk of the module (its heading path's first part is the module's
+    file, 'http/server' for http.server) that defines name in its text; 2:
+    within the definition (its heading says so); 1: another of the module's; 0: not
+    the module's."""
+    root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
+    if not (root == module or root.endswith("." + module) or module.endswith("." + root)):
+        return 0
+    if not name:
+        return 1
+    defines = re.compile(_DEFINES.format(re.escape(name)), re.M)
+    return 3 if defines.search(chunk.text) else 2 if defines.search(
+        chunk.heading.partition(" > ")[2]) else 1
+
+
+def _named_first(ranked: list[tuple[int, float]],
+                 tiers: dict[int, int]) -> list[tuple[int, float]]:
+    """ranked with the chunks of named modules first, by tier (_named_tier), each
+    tier in ranked's order; one ranked deeper than the ranking, after it.
+
+    >>> _named_first([(1, 0.9), (2, 0.5), (3, 0.4)], {3: 3, 9: 1, 2: 0})
+    [(3, 0.4), (9, 0.0), (1, 0.9), (2, 0.5)]
+    """
+    if not any(tiers.values()):
+        return ranked
+    seen = {c for c, _ in ranked}
+    extra = [(c, 0.0) for c, t in tiers.items() if t and c not in seen]
+    return sorted(ranked + sorted(extra), key=lambda p: -tiers.get(p[0], 0))
+
+
 # What a word is to shingles: bytes of letters and digits (any other ASCII byte
 # a space; UTF-8 beyond ASCII kept as written), found faster than by a regular expression
 # (bench/README.md, "Duplicates").
@@ -8441,20 +8532,41 @@ class Retriever:
         query = fts_query(question)
         return self.store.keyword(query, depth, self.scope()) if query else []
 
+    def named(self, question: str, depth: int) -> dict[int, int]:
+        """The chunks of a module a question names by a dotted name ('heapq.merge',
+        'http.server'), by _NamedTier: of those the keyword index finds with the
+        module's words in their heading path (their document's name) and the
+        question's words, the depth best."""
+        tiers: dict[int, int] = {}
+        for module, name in dotted_names(question):
+            where = " AND ".join(f'heading : "{w}"' for w in lexical_words(module))
+            # the name's words even when they are stopwords ('shutil.which')
+            words = dict.fromkeys(lexical_words(name) + content_words(question))
+            query = f"({where}) AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
+            found = self.store.keyword(query, depth, self.scope())
+            for cid, row in self.store.chunks([c for c, _ in found]).items():
+                tier = _named_tier(row.chunk, module, name)
+                tiers[cid] = max(tiers.get(cid, 0), tier)
+        return tiers
+
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
         """(chunk id, score) best first, before any reranking, and the
         question's vector (None for keyword search, which needs none;
-        qvec: the question's vector, when it is embedded already)."""
+        qvec: the question's vector, when it is embedded already). A module
+        the question names comes first, its definition of the name first of all
+        (named), in keyword and hybrid search."""
         if mode == "keyword":
-            return self.keyword(question, depth), qvec
+            return _named_first(self.keyword(question, depth), self.named(question, depth)), qvec
         qvec = qvec if qvec is not None else self.embed_question(question)
         if mode == "dense":
             return self.dense(qvec, depth), qvec
         dense, keyword = self.dense(qvec, depth), self.keyword(question, depth)
         if self.fusion == "rrf":
-            return _rrf([[c for c, _ in dense], [c for c, _ in keyword]]), qvec
-        return _fuse(dense, keyword, self.embedder.dense_weight), qvec
+            fused = _rrf([[c for c, _ in dense], [c for c, _ in keyword]])
+        else:
+            fused = _fuse(dense, keyword, self.embedder.dense_weight)
+        return _named_first(fused, self.named(question, depth)), qvec
 
     def narrowed(self, source: str | None) -> Retriever:
         """This retriever limited further to the documents matching source (a
@@ -9447,21 +9559,27 @@ class ExtractiveGenerator(Generator):
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
         standing = _passage_standing(evidence.hits[:self.PASSAGES])
+        # a name the question asks of a module ('shlex.quote'): its definition is the answer
+        named = [re.compile(_DEFINES.format(re.escape(n)), re.M)
+                 for _, n in dotted_names(evidence.question) if n]
         scored = []
         for rank, h in enumerate(evidence.hits[:self.PASSAGES]):
             for p in _answer_pieces(h, rank + 1):
                 found = _piece_stems(p)
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
-                if support > 0:
-                    scored.append(
-                        (support * standing[rank], len(topic & found), -rank, -p.order, p))
-        scored.sort(key=lambda s: s[:4], reverse=True)
+                defines = p.code and any(d.search(p.text) for d in named)
+                if support > 0 or defines:
+                    scored.append((defines, support * standing[rank], len(topic & found), -rank,
+                                   -p.order, p))
+        scored.sort(key=lambda s: s[:5], reverse=True)
         chosen, seen = [], set()
         for s in scored:  # the best, and one nearly as good (a weaker one dilutes the answer)
-            said = tuple(FTS_WORD.findall(s[4].text.lower()))
-            if s[0] >= scored[0][0] * _NEARLY and said not in seen and len(chosen) < self.SENTENCES:
-                chosen.append(s[4])
+            said = tuple(FTS_WORD.findall(s[5].text.lower()))
+            if s[1] >= scored[0][1] * _NEARLY and said not in seen and len(chosen) < self.SENTENCES:
+                chosen.append(s[5])
                 seen.add(said)
+            if scored[0][0]:
+                break  # the definition asked for is the answer, alone
         if not chosen:
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))

@@ -2621,20 +2621,20 @@ class EngineTests(RagTestCase):
         self.addCleanup(conn.close)
         conn.execute("CREATE VIRTUAL TABLE f USING fts5(text, heading, tokenize='porter unicode61')")
         conn.executemany("INSERT INTO f(rowid, text, heading) VALUES (?, ?, ?)",
-                         [(i, t, "Guide" if i % 3 else "") for i, t in enumerate(texts)])
+                         [(i, t, "Guide book" if i % 3 else "") for i, t in enumerate(texts)])
         tokens = rag._FtsTokens()
         self.addCleanup(tokens.close)
         chunks = {i: rag._Words.of(w) for i, w in
-                  enumerate(tokens([(t, "Guide" if i % 3 else "") for i, t in enumerate(texts)]))}
+                  enumerate(tokens([(t, "Guide book" if i % 3 else "") for i, t in enumerate(texts)]))}
         words = sum(w.length for w in chunks.values())
         for query in ('"amber" OR "cedars"', '"birch"', '"guide" OR "delta" OR "embering"', '"grove" OR "zzz"',
-                      '"amber cedar" OR "birch"'):  # a phrase too
-            want = conn.execute("SELECT rowid, -bm25(f) FROM f WHERE f MATCH ? ORDER BY -bm25(f) DESC, rowid",
-                                (query,)).fetchall()
+                      '"amber cedar" OR "birch"', '"guide book"'):  # phrases too, in headings
+            want = conn.execute("SELECT rowid, -bm25(f, 1.0, ?) AS s FROM f WHERE f MATCH ? "
+                                "ORDER BY s DESC, rowid", (rag.HEADING_WEIGHT, query)).fetchall()
             phrases = rag._query_phrases(query, tokens)
             idf = {p: rag._bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
             got = rag._bm25_scores(chunks, idf, words / len(texts))
-            self.assertEqual([i for i, _ in got], [i for i, _ in want], query)
+            self.assertEqual([i for i, _ in got], [i for i, _ in want], (query, got[:8], want[:8]))
             for (_, a), (_, b) in zip(got, want):
                 self.assertAlmostEqual(a, b, places=9)
 
@@ -3163,8 +3163,10 @@ class IndexTests(RagTestCase):
         self.assertIn("indexed 4 file(s)", out)
         self.assertIn("LICENSE:", self.ok("search", "permission granted free charge", "-k", "1"))
         self.assertIn("README.Debian", self.ok("search", "package installs", "-k", "1"))
-        self.assertEqual(self.rows("SELECT heading FROM chunks WHERE text LIKE '%build rules%'"), [("",)])
-        self.assertIn(("def wombat_main():",), self.rows("SELECT heading FROM chunks"))
+        # no title: the file's name heads the heading path
+        self.assertEqual(self.rows("SELECT heading FROM chunks WHERE text LIKE '%build rules%'"),
+                         [("Makefile",)])
+        self.assertIn(("tool > def wombat_main():",), self.rows("SELECT heading FROM chunks"))
         self.write("COPYING", "GNU General Public License\n")
         self.ok("index", os.path.join(self.docs, "COPYING"))  # named explicitly
 
@@ -6850,12 +6852,13 @@ class FaultTests(RagTestCase):
         server.max_input = 700
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
-        self.assertIn(f"a {len(long_text)}-character passage was too long for fake-embed; "
-                      f"embedding its first {len(long_text) // 2} characters", err)
+        embedded = "z-long\n" + long_text  # its heading path: the document's name
+        self.assertIn(f"a {len(embedded)}-character passage was too long for fake-embed; "
+                      f"embedding its first {len(embedded) // 2} characters", err)
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(9,)])
         stored = self.rows("SELECT vector FROM chunks WHERE text LIKE 'Kestrel%'")[0][0]
-        want = rag.normalize(alpha_embed(long_text[:len(long_text) // 2]))
+        want = rag.normalize(alpha_embed(embedded[:len(embedded) // 2]))
         self.assertEqual(json.loads(stored), json.loads(rag.vector_json(want)))
         # 9 inputs: the whole batch, then halves down to the long one, then its half
         self.assertLessEqual(server.embed_count, 2 * 4 + 2)
