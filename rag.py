@@ -3495,6 +3495,34 @@ def document_name(rel: str) -> str:
     return " ".join("/".join(folder + [stem]).split())
 
 
+_HEADER_FIELD = LazyPattern(r"([A-Za-z][\w-]{0,30}):(?:\s+(.*))?")  # 'Title: Style Guide', 'PEP: 8'
+_HEADER_LINES = 60  # a header block (PEP, front matter) ends well before this
+
+
+def header_title(lines: list[Line]) -> str:
+    """A document's title from the fields it opens with (a PEP's 'Title:', the
+    'title:' of Markdown's front matter); when its first field numbers it
+    ('PEP: 8'), that number too: 'PEP 8 – Style Guide for Python Code'.
+
+    >>> header_title([Line(1, "PEP: 8"), Line(2, "Title: Style Guide"), Line(3, "")])
+    'PEP 8 – Style Guide'
+    >>> header_title([Line(1, "---"), Line(2, 'title: "Install"'), Line(3, "---")])
+    'Install'
+    """
+    fields: dict[str, tuple[str, str]] = {}
+    for line in lines[:_HEADER_LINES]:
+        text = line.text.rstrip()
+        if text == "---" and not fields or text[:1].isspace() and fields:
+            continue  # front matter's fence, a field's continued value
+        m = _HEADER_FIELD.fullmatch(text)
+        if not m:
+            break
+        fields.setdefault(m.group(1).lower(), (m.group(1), (m.group(2) or "").strip()))
+    title = fields.get("title", ("", ""))[1].strip("\"'")
+    key, value = next(iter(fields.values()), ("", ""))
+    return f"{key} {value} – {title}" if title and value.isdigit() else title
+
+
 def _has_title(blocks: list[_Block], size: int) -> bool:
     """Does the document open with its title: a heading no other heading is above or beside?"""
     heads = [b for b in blocks if b.level and not b.definition
@@ -3537,8 +3565,9 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
 # overlined titles and levels by first use; HTML's widgets and hidden parts
 # left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
-# gave no text would be most of what it cites (_SILENT_LINES). Bump on change: every document of
-# an older index is read again (only text that changed is embedded again).
+# gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
+# title heads its heading paths. Bump on change: every document of an older index is read
+# again (only text that changed is embedded again).
 _CHUNKER_VERSION = 7
 
 
@@ -7461,7 +7490,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         if via:  # cited where the text is: 'man1/zcat.1.gz → man1/gzip.1.gz:40-52'
             lines = [replace(l, loc=f"→ {via}:{l.no}") for l in lines]
         got = data = None  # the bytes go before chunking: a large file is not held twice
-        chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(), document_name(rel))
+        chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
+                             header_title(lines) or document_name(rel))
     except NotText as e:
         log.skipped(path, "binary", str(e))
         return "skipped", None
@@ -8320,6 +8350,28 @@ def _collapse(ranked: list[tuple[int, float]],
     return kept, copies
 
 
+def _as_sources(kept: list[tuple[int, float]], copies: dict,
+                rows: dict) -> tuple[list[tuple[int, float]], dict]:
+    """Each passage shown from its source among its copies: the one with the
+    fewest chunks before it in its document (the licence file itself, not a
+    copyright file that quotes it after its own text), the best-ranked among
+    those; it takes the passage's place and score, the others are its copies.
+
+    >>> rows = {1: StoredChunk("c", "c", Chunk(9, "x", "", 1, 1)),
+    ...         2: StoredChunk("g", "g", Chunk(2, "x", "", 1, 1))}
+    >>> _as_sources([(1, 0.9)], {1: [(2, 0.5)]}, rows)
+    ([(2, 0.9)], {2: [(1, 0.9)]})
+    """
+    out, moved = [], {}
+    for cid, score in kept:
+        alike = [(cid, score)] + copies.get(cid, [])
+        best = min(alike, key=lambda p: rows[p[0]].chunk.ordinal if p[0] in rows else math.inf)
+        out.append((best[0], score))
+        if len(alike) > 1:
+            moved[best[0]] = [p for p in alike if p is not best]
+    return out, moved
+
+
 def source_globs(source) -> tuple[str, ...]:
     """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
     return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
@@ -8650,7 +8702,7 @@ class Retriever:
             scan = first[:max(depth, last + 1)]
             rows.update(self.store.chunks([c for c, _ in scan if c not in rows]))
             texts.update((c, shingles(r.chunk.text)) for c, r in rows.items() if c not in texts)
-            kept, copies = _collapse(scan, texts)
+            kept, copies = _as_sources(*_collapse(scan, texts), rows)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
                 return _Distinct(first, kept, copies, rows, qvec)
             depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)

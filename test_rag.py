@@ -1265,6 +1265,26 @@ class ChunkTests(unittest.TestCase):
                          [("Billing", 1, 3), ("Billing > Refunds", 5, 7), ("Shipping", 9, 11)])
         self.assertEqual(chunks[1].text, "## Refunds\n\nFive days.")
 
+    def test_chunk_document_name_or_header_title_heads_every_path(self):
+        text = "# Billing\n\nIntro.\n\n## Refunds\n\nFive days.\n\n# Shipping\n\nTwo days.\n"
+        lines = rag._text_lines(text)  # two titles at the top level: neither is the document's
+        self.assertEqual([c.heading for c in rag.chunk_lines(lines, name="shop/terms")],
+                         ["shop/terms > Billing", "shop/terms > Billing > Refunds",
+                          "shop/terms > Shipping"])
+        titled = rag._text_lines("# Guide\n\nIntro.\n\n## Refunds\n\nFive days.\n")
+        self.assertEqual([c.heading for c in rag.chunk_lines(titled, 30, 0, name="x/guide")],
+                         ["Guide", "Guide > Refunds"])  # it opens with its title
+        code = rag._text_lines("import os\n\n\ndef merge(a, b):\n    return a + b\n")
+        self.assertEqual([c.heading for c in rag.chunk_lines(code, 40, 0, rag.re.compile(
+            rag.DEFINITIONS["python"]), name=rag.document_name("heapq.py"))],
+            ["heapq", "heapq > def merge(a, b):"])
+        pep = rag._text_lines("PEP: 8\nTitle: Style Guide for Python Code\nStatus: Active\n\n"
+                              "Maximum Line Length\n===================\n\nLimit all lines to "
+                              "a maximum of 79 characters.\n")
+        self.assertEqual(rag.header_title(pep), "PEP 8 – Style Guide for Python Code")
+        self.assertEqual(rag.chunk_lines(pep, 80, 0, name=rag.header_title(pep))[-1].heading,
+                         "PEP 8 – Style Guide for Python Code > Maximum Line Length")
+
     def test_chunk_setext_and_rst_headings_shown_as_written(self):
         text = "Guide\n=====\n\nHello.\n\nInstall\n-------\n\nRun it.\n"
         chunks = rag.chunk_lines(rag._text_lines(text))
@@ -2510,6 +2530,12 @@ class EngineTests(RagTestCase):
         same = ("documents", "chunks", "embed_model", "dim", "chunking", "floor")
         self.assertEqual({k: a[k] for k in same}, {k: b[k] for k in same})
         self.assertLess(abs(a["null_level"] - b["null_level"]), 0.05)  # a sample of pairs: of other ids
+        self.write_docs(AnswerTests.STDLIB)  # a module named: found as in SQLite
+        self.ok("index", self.docs)
+        self.ok("index", self.docs, "--store", engine.url())
+        a, b = self.both(engine, "ask", "What does shutil.which do?")
+        self.assertEqual(a, b)
+        self.assertIn("def which(cmd, path=None):", b)
 
     def test_engine_index_is_incremental_and_prunes(self):
         engine = self.engine()
@@ -4147,6 +4173,22 @@ class RetrieveTests(RagTestCase):
         many = json.loads(self.ok("search", COPIED_QUESTION, "--json", "-k", "50"))  # all there is: 6 passages
         self.assertEqual(sorted(len(h["also_in"]) + h["also_in_more"] for h in many), [0, 0, 0, 0, 1, 7])
 
+    def test_search_shows_a_copied_passage_from_its_source(self):
+        licence = "".join(f"Section {i}. The licensee may copy the work, clause {i}, freely and "
+                          f"without fee, provided notice {i} is kept.\n\n" for i in range(12))
+        self.write_docs({"common-licenses/WOMBAT-1": licence,
+                         "quokka/copyright": "Files: *\nCopyright: 2020 Quokka team copyright "
+                         "holders\nLicense: WOMBAT-1\n\n" + "Comment: packaged for the team.\n\n"
+                         * 8 + licence})
+        self.run_cli("index", self.docs, "--chunk-size", "130", "--overlap", "0")  # a section a chunk
+        # the copyright file ranks first (its name is asked), its source is shown
+        hit = json.loads(self.ok("search", "quokka copyright clause 7 provided notice", "--json",
+                                 "--mode", "keyword"))[0]
+        self.assertIn("common-licenses/WOMBAT-1:", hit["source"])
+        self.assertIn("clause 7", hit["text"])
+        self.assertEqual([s.split(":")[0][-len("quokka/copyright"):] for s in hit["also_in"]],
+                         ["quokka/copyright"])
+
     def test_search_names_other_copies_only_where_source_lets_it_look(self):
         self.write_docs(copied_docs())
         self.ok("index", self.docs)
@@ -4822,6 +4864,41 @@ def syslog(lines=1500, needles=()):
 
 
 class AnswerTests(RagTestCase):
+    STDLIB = {
+        "Lib/heapq.py": "import sys\n\n\ndef heappush(heap, item):\n    \"\"\"Push item onto heap.\"\"\"\n"
+                        "    heap.append(item)\n\n\ndef merge(*iterables, key=None):\n"
+                        "    '''Merge multiple sorted inputs into a single sorted output.'''\n"
+                        "    h = []\n    for it in iterables:\n        h.append(it)\n    return h\n",
+        "Lib/shutil.py": "import os\n\n\ndef copy(src, dst):\n    \"\"\"Copy data and mode bits.\"\"\"\n"
+                         "    return dst\n\n\ndef which(cmd, path=None):\n"
+                         "    \"\"\"Given a command, return the path which conforms to the mode.\"\"\"\n"
+                         "    return None\n",
+        # tests name the function more often than its own module does
+        "Lib/test/test_heapq.py": "import heapq\n\n\ndef test_merge():\n"
+                                  + "    assert heapq.merge([1], [2]) == heapq.merge([2], [1])\n" * 6,
+        "Lib/test/test_shutil.py": "import shutil\n\n\ndef test_which():\n"
+                                   + "    assert shutil.which('ls') == shutil.which('ls')\n" * 6,
+        "Lib/merge_tools.py": "def merge(left, right):\n    \"\"\"How merge works: merge two frames "
+                              "that work alike, as merge does.\"\"\"\n    return left\n",
+    }
+
+    def test_ask_module_function_answered_from_its_definition(self):
+        self.write_docs(self.STDLIB)
+        self.ok("index", self.docs)
+        for question, path, signature, doc in (
+                ("How does heapq.merge work?", "heapq.py:9-", "def merge(*iterables, key=None):",
+                 "Merge multiple sorted inputs"),
+                ("What does shutil.which do?", "shutil.py:9-", "def which(cmd, path=None):",
+                 "Given a command, return the path")):  # 'which' is a stopword
+            with self.subTest(question):
+                out = self.ok("ask", question)
+                self.assertTrue(out.startswith(f"```\n{signature}\n    "), out)
+                self.assertIn(doc, out)
+                self.assertIn(path, out)
+                self.assertNotIn("test_", out.split("Sources:")[0])
+                top = json.loads(self.ok("search", question, "--json", "--mode", "keyword"))[0]
+                self.assertIn(path, top["source"])
+
     def test_extractive_answer_comes_from_the_top_passage_when_a_lower_one_shares_more_words(self):
         top = hit(1, "Installation\n\nFlask supports Python 3.9 and newer.", "/docs/installation.rst", 1.0)
         lower = hit(2, "Extension authors: support the Python versions Flask itself supports, and say which "
