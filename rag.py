@@ -8237,8 +8237,9 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
 def _named_tier(chunk: Chunk, module: str, name: str) -> int:
     """3: a chunk of the module (its heading path's first part is the module's
     file, 'http/server' for http.server) that defines name in its text; 2:
-    within the definition (its heading says so); 1: another of the module's; 0: not
-    the module's."""
+    within the definition (its heading says so); 1: a chunk of the module when
+    no name is asked (the module is what the dotted name names); 0: any other
+    (a module 'http' that defines no 'server' is not what 'http.server' names)."""
     root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
     if not (root == module or root.endswith("." + module) or module.endswith("." + root)):
         return 0
@@ -8246,22 +8247,23 @@ def _named_tier(chunk: Chunk, module: str, name: str) -> int:
         return 1
     defines = re.compile(_DEFINES.format(re.escape(name)), re.M)
     return 3 if defines.search(chunk.text) else 2 if defines.search(
-        chunk.heading.partition(" > ")[2]) else 1
+        chunk.heading.partition(" > ")[2]) else 0
 
 
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
     """ranked with the chunks of named modules first, by tier (_named_tier), each
-    tier in ranked's order; one ranked deeper than the ranking, after it.
+    tier in ranked's order; one ranked deeper than the ranking (scored 0 there),
+    after it, in the order named found it.
 
-    >>> _named_first([(1, 0.9), (2, 0.5), (3, 0.4)], {3: 3, 9: 1, 2: 0})
-    [(3, 0.4), (9, 0.0), (1, 0.9), (2, 0.5)]
+    >>> _named_first([(1, 0.9), (2, 0.5), (3, 0.4)], {3: 3, 9: 1, 8: 1, 2: 0})
+    [(3, 0.4), (9, 0.0), (8, 0.0), (1, 0.9), (2, 0.5)]
     """
     if not any(tiers.values()):
         return ranked
     seen = {c for c, _ in ranked}
     extra = [(c, 0.0) for c, t in tiers.items() if t and c not in seen]
-    return sorted(ranked + sorted(extra), key=lambda p: -tiers.get(p[0], 0))
+    return sorted(ranked + extra, key=lambda p: -tiers.get(p[0], 0))
 
 
 # What a word is to shingles: bytes of letters and digits (any other ASCII byte
@@ -8352,10 +8354,12 @@ def _collapse(ranked: list[tuple[int, float]],
 
 def _as_sources(kept: list[tuple[int, float]], copies: dict,
                 rows: dict) -> tuple[list[tuple[int, float]], dict]:
-    """Each passage shown from its source among its copies: the one with the
-    fewest chunks before it in its document (the licence file itself, not a
-    copyright file that quotes it after its own text), the best-ranked among
-    those; it takes the passage's place and score, the others are its copies.
+    """Each passage shown from its source among its copies in other documents:
+    the one with the fewest chunks before it in its document (the licence file
+    itself, not a copyright file that quotes it after its own text), the
+    best-ranked among those; it takes the passage's place and score, the
+    others are its copies. (Within one document the best-ranked stays: two
+    functions alike are not one the other's source.)
 
     >>> rows = {1: StoredChunk("c", "c", Chunk(9, "x", "", 1, 1)),
     ...         2: StoredChunk("g", "g", Chunk(2, "x", "", 1, 1))}
@@ -8365,7 +8369,13 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
     out, moved = [], {}
     for cid, score in kept:
         alike = [(cid, score)] + copies.get(cid, [])
-        best = min(alike, key=lambda p: rows[p[0]].chunk.ordinal if p[0] in rows else math.inf)
+        home = rows[cid].path if cid in rows else None
+
+        def before(p):  # chunks before it in its document; a copy in this one is not a source
+            row = rows.get(p[0])
+            return (math.inf if row is None or p[0] != cid and row.path == home
+                    else row.chunk.ordinal)
+        best = min(alike, key=before)
         out.append((best[0], score))
         if len(alike) > 1:
             moved[best[0]] = [p for p in alike if p is not best]
@@ -8586,15 +8596,15 @@ class Retriever:
 
     def named(self, question: str, depth: int) -> dict[int, int]:
         """The chunks of a module a question names by a dotted name ('heapq.merge',
-        'http.server'), by _NamedTier: of those the keyword index finds with the
-        module's words in their heading path (their document's name) and the
-        question's words, the depth best."""
+        'http.server'), by _named_tier: of those the keyword index finds with the
+        module's words side by side in their heading path (as its file's name
+        gives them: 'http server') and the question's words, the depth best."""
         tiers: dict[int, int] = {}
         for module, name in dotted_names(question):
-            where = " AND ".join(f'heading : "{w}"' for w in lexical_words(module))
             # the name's words even when they are stopwords ('shutil.which')
             words = dict.fromkeys(lexical_words(name) + content_words(question))
-            query = f"({where}) AND (" + " OR ".join(f'"{w}"' for w in words) + ")"
+            query = (f'heading : "{" ".join(lexical_words(module))}" AND ('
+                     + " OR ".join(f'"{w}"' for w in words) + ")")
             found = self.store.keyword(query, depth, self.scope())
             for cid, row in self.store.chunks([c for c, _ in found]).items():
                 tier = _named_tier(row.chunk, module, name)
@@ -9611,15 +9621,19 @@ class ExtractiveGenerator(Generator):
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
         standing = _passage_standing(evidence.hits[:self.PASSAGES])
-        # a name the question asks of a module ('shlex.quote'): its definition is the answer
-        named = [re.compile(_DEFINES.format(re.escape(n)), re.M)
-                 for _, n in dotted_names(evidence.question) if n]
+        # a name the question asks of a module ('shlex.quote'): its definition there is the answer
+        named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
+                 for m, n in dotted_names(evidence.question) if n]
         scored = []
         for rank, h in enumerate(evidence.hits[:self.PASSAGES]):
+            # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
+            # Length'), whether or not it repeats it
+            heading = set(map(stem, lexical_words(h.chunk.heading)))
+            asked = [d for m, n, d in named if _named_tier(h.chunk, m, n)]
             for p in _answer_pieces(h, rank + 1):
-                found = _piece_stems(p)
+                found = _piece_stems(p) | heading
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
-                defines = p.code and any(d.search(p.text) for d in named)
+                defines = p.code and any(d.search(p.text) for d in asked)
                 if support > 0 or defines:
                     scored.append((defines, support * standing[rank], len(topic & found), -rank,
                                    -p.order, p))
