@@ -3486,13 +3486,15 @@ def document_name(rel: str) -> str:
 
     >>> document_name("Lib/http/server.py"), document_name("heapq.py"), document_name("a\\nb.md")
     ('http/server', 'heapq', 'a b')
-    >>> document_name("doc/gzip/changelog.Debian.gz"), document_name("common-licenses/GPL-3")
-    ('gzip/changelog', 'common-licenses/GPL-3')
+    >>> document_name("doc/gzip/changelog.Debian.gz"), document_name("common-licenses/CC0-1.0")
+    ('gzip/changelog', 'common-licenses/CC0-1.0')
     """
     *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
     inner = os.path.splitext(name)[0] if compression(name) else name
-    stem = os.path.splitext(inner)[0] or inner
-    return " ".join("/".join(folder + [stem]).split())
+    stem, ext = os.path.splitext(inner)
+    if ext[1:].isdigit():  # a version or a man section is part of the name ('CC0-1.0', 'ls.1')
+        stem = inner
+    return " ".join("/".join(folder + [stem or inner]).split())
 
 
 _HEADER_FIELD = LazyPattern(r"([A-Za-z][\w-]{0,30}):(?:\s+(.*))?")  # 'Title: Style Guide', 'PEP: 8'

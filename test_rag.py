@@ -1453,7 +1453,7 @@ class EmbedTests(RagTestCase):
 
     DESSERTS = {"desserts.md": "# Desserts\n\n## Crème brûlée\n\nBake the crème brûlée in a water "
                 "bath at 150 °C for 40 minutes, until the custard is set.\n\n## Tarte Tatin\n\n"
-                "Caramelise the apples in butter, cover them with pastry and bake for 25 minutes.\n",
+                "Caramelise the apples in butter, cover them with pastry and bake them.\n",
                 "garden.md": "# Garden\n\nPlant tomatoes after the last frost and water them "
                 "deeply twice a week.\n"}
 
@@ -1623,7 +1623,8 @@ class EmbedTests(RagTestCase):
         self.write_docs()
         line = self.error_line("index", self.docs)
         self.assertIn("embeddings failed: HTTP 404", line)
-        self.assertIn("set EMBED_BASE_URL to one that has, or EMBED_MODEL=" + rag.BUILTIN_MODEL, line)
+        self.assertIn("set EMBED_BASE_URL to one that has, or EMBED_MODEL=" + rag.BUILTIN_MODEL,
+                      line)
 
     def test_api_key_whitespace_stripped_and_bad_characters_refused(self):
         server = self.online()
@@ -4180,7 +4181,8 @@ class RetrieveTests(RagTestCase):
                          "quokka/copyright": "Files: *\nCopyright: 2020 Quokka team copyright "
                          "holders\nLicense: WOMBAT-1\n\n" + "Comment: packaged for the team.\n\n"
                          * 8 + licence})
-        self.run_cli("index", self.docs, "--chunk-size", "130", "--overlap", "0")  # a section a chunk
+        # a section a chunk
+        self.run_cli("index", self.docs, "--chunk-size", "130", "--overlap", "0")
         # the copyright file ranks first (its name is asked), its source is shown
         hit = json.loads(self.ok("search", "quokka copyright clause 7 provided notice", "--json",
                                  "--mode", "keyword"))[0]
@@ -4865,21 +4867,23 @@ def syslog(lines=1500, needles=()):
 
 class AnswerTests(RagTestCase):
     STDLIB = {
-        "Lib/heapq.py": "import sys\n\n\ndef heappush(heap, item):\n    \"\"\"Push item onto heap.\"\"\"\n"
-                        "    heap.append(item)\n\n\ndef merge(*iterables, key=None):\n"
+        "Lib/heapq.py": "import sys\n\n\ndef heappush(heap, item):\n"
+                        "    \"\"\"Push item onto heap.\"\"\"\n    heap.append(item)\n\n\n"
+                        "def merge(*iterables, key=None):\n"
                         "    '''Merge multiple sorted inputs into a single sorted output.'''\n"
-                        "    h = []\n    for it in iterables:\n        h.append(it)\n    return h\n",
-        "Lib/shutil.py": "import os\n\n\ndef copy(src, dst):\n    \"\"\"Copy data and mode bits.\"\"\"\n"
-                         "    return dst\n\n\ndef which(cmd, path=None):\n"
-                         "    \"\"\"Given a command, return the path which conforms to the mode.\"\"\"\n"
-                         "    return None\n",
+                        "    h = []\n    for it in iterables:\n"
+                        "        h.append(it)\n    return h\n",
+        "Lib/shutil.py": "import os\n\n\ndef copy(src, dst):\n"
+                         "    \"\"\"Copy data and mode bits.\"\"\"\n    return dst\n\n\n"
+                         "def which(cmd, path=None):\n    \"\"\"Given a command, return the "
+                         "path which conforms to the mode.\"\"\"\n    return None\n",
         # tests name the function more often than its own module does
         "Lib/test/test_heapq.py": "import heapq\n\n\ndef test_merge():\n"
-                                  + "    assert heapq.merge([1], [2]) == heapq.merge([2], [1])\n" * 6,
+                                  + "    assert heapq.merge([1], [2]) == heapq.merge([2])\n" * 6,
         "Lib/test/test_shutil.py": "import shutil\n\n\ndef test_which():\n"
                                    + "    assert shutil.which('ls') == shutil.which('ls')\n" * 6,
-        "Lib/merge_tools.py": "def merge(left, right):\n    \"\"\"How merge works: merge two frames "
-                              "that work alike, as merge does.\"\"\"\n    return left\n",
+        "Lib/merge_tools.py": "def merge(left, right):\n    \"\"\"How merge works: merge two "
+                              "frames that work alike, as merge does.\"\"\"\n    return left\n",
     }
 
     def test_ask_module_function_answered_from_its_definition(self):

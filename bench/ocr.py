@@ -125,7 +125,8 @@ def main():
                 m = re.fullmatch(r"p\.(\d+)(?:-(\d+))?", got[0]["location"]) if got else None
                 page = names.index(c["sources"][0]) + 1
                 hits += bool(m) and int(m.group(1)) <= page <= int(m.group(2) or m.group(1))
-        print(f"{len(names)} {'text' if args.text else 'scanned'} pages: index {took:.1f} s, {took / len(names):.2f} s a page "
+        kind = "text" if args.text else "scanned"
+        print(f"{len(names)} {kind} pages: index {took:.1f} s, {took / len(names):.2f} s a page "
               f"(pdftotext, pdftoppm at 300 dpi, tesseract with OMP_THREAD_LIMIT="
               f"{os.environ.get('OMP_THREAD_LIMIT', '1, rag.py default')}); "
               f"{hits}/{asked} questions found their page first")
