@@ -233,7 +233,7 @@ DEFAULT_DENSE_WEIGHT = 0.75
 FUSION_DEPTH = 100     # candidates taken from each ranking before fusion
 # Keyword search counts a word in a chunk's heading path (its document's name or title, its
 # sections) this many times, as a title outweighs a mention (bench/README.md, "Names").
-HEADING_WEIGHT = 4
+HEADING_WEIGHT = 2
 EVAL_DEPTH = 100       # how deep eval looks for gold when reporting misses
 RERANK_DEPTH = 30      # fused candidates sent to a reranker (README, "Reranking": measured)
 # Duplicates: a passage nearly identical to a better-ranked one is shown once,
@@ -9618,41 +9618,60 @@ class ExtractiveGenerator(Generator):
         (no evidence: the refusal)."""
         if evidence is None or not evidence.hits:
             return Reply(REFUSAL)
-        wanted = evidence.weights(evidence.question)
-        # a follow-up's: breaks ties
-        topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
-        total = sum(wanted.values())
-        standing = _passage_standing(evidence.hits[:self.PASSAGES])
-        # a name the question asks of a module ('shlex.quote'): its definition there is the answer
-        named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
-                 for m, n in dotted_names(evidence.question) if n]
-        scored = []
-        for rank, h in enumerate(evidence.hits[:self.PASSAGES]):
-            # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
-            # Length'), whether or not it repeats it
-            heading = set(map(stem, lexical_words(h.chunk.heading)))
-            asked = [d for m, n, d in named if _named_tier(h.chunk, m, n)]
-            for p in _answer_pieces(h, rank + 1):
-                found = _piece_stems(p) | heading
-                support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
-                defines = p.code and any(d.search(p.text) for d in asked)
-                if support > 0 or defines:
-                    scored.append((defines, support * standing[rank], len(topic & found), -rank,
-                                   -p.order, p))
-        scored.sort(key=lambda s: s[:5], reverse=True)
+        scored = self.scored(evidence)
         chosen, seen = [], set()
         for s in scored:  # the best, and one nearly as good (a weaker one dilutes the answer)
-            said = tuple(FTS_WORD.findall(s[5].text.lower()))
-            if s[1] >= scored[0][1] * _NEARLY and said not in seen and len(chosen) < self.SENTENCES:
-                chosen.append(s[5])
+            said = tuple(FTS_WORD.findall(s.piece.text.lower()))
+            if (s.support >= scored[0].support * _NEARLY and said not in seen
+                    and len(chosen) < self.SENTENCES):
+                chosen.append(s.piece)
                 seen.add(said)
-            if scored[0][0]:
+            if scored[0].defines:
                 break  # the definition asked for is the answer, alone
         if not chosen:
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
         after = [""] + [p.text if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
         return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
+
+    def scored(self, evidence: Evidence) -> list[_Scored]:
+        """The pieces of the best passages that hold some of the question, best first."""
+        wanted = evidence.weights(evidence.question)
+        # a follow-up's: breaks ties
+        topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
+        total = sum(wanted.values())
+        hits = evidence.hits[:self.PASSAGES]
+        standing = _passage_standing(hits)
+        # a name the question asks of a module ('shlex.quote'): its definition there is the
+        # answer; in any passage when none is the module's (os.path's file is posixpath.py)
+        named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
+                 for m, n in dotted_names(evidence.question) if n]
+        anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
+        scored = []
+        for rank, h in enumerate(hits):
+            # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
+            # Length'), whether or not it repeats it
+            heading = set(map(stem, lexical_words(h.chunk.heading)))
+            asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
+            for p in _answer_pieces(h, rank + 1):
+                found = _piece_stems(p) | heading
+                support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
+                defines = p.code and any(d.search(p.text) for d in asked)
+                if support > 0 or defines:
+                    scored.append(_Scored(defines, support * standing[rank], len(topic & found),
+                                          -rank, -p.order, p))
+        return sorted(scored, key=lambda s: s[:5], reverse=True)
+
+
+class _Scored(NamedTuple):
+    """A piece as the extractive answerer weighs it, in the order it compares them."""
+
+    defines: bool  # it defines the name the question asks of a module
+    support: float  # the question's weight it holds, times its passage's standing
+    topic: int      # a follow-up's earlier words it holds
+    rank: int       # minus its passage's rank
+    order: int      # minus its place in the passage
+    piece: _Piece
 
 
 # A second piece joins the answer when it scores at least this share of the best's:
