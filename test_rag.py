@@ -2661,7 +2661,8 @@ class EngineTests(RagTestCase):
             phrases = rag._query_phrases(query, tokens)
             idf = {p: rag._bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
             got = rag._bm25_scores(chunks, idf, words / len(texts))
-            self.assertEqual([i for i, _ in got], [i for i, _ in want], (query, got[:8], want[:8]))
+            self.assertEqual([i for i, _ in got], [i for i, _ in want],
+                             (query, got[:8], want[:8]))
             for (_, a), (_, b) in zip(got, want):
                 self.assertAlmostEqual(a, b, places=9)
 
