@@ -7994,13 +7994,36 @@ def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log:
 
 
 def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
-    """Report (and with prune, remove) stored documents whose files are gone or
-    now excluded, under the folders indexed (filters: root -> _PathFilter)."""
+    """Under the folders indexed (filters: root -> _PathFilter), remove the
+    stored documents whose files were deleted from a folder still there and
+    readable; report (and with prune, remove) those now excluded, and those
+    gone from a folder that cannot be read now (an unmounted drive: their text
+    is kept until it is back, or --prune). Returns how many were removed."""
     roots = {os.path.realpath(root): keep for root, keep in filters.items()}
-    gone = [p for p in stored if p not in seen and any(
-        under(p, root) and (not os.path.exists(p) or keep.excludes_path(p, root))
-        for root, keep in roots.items())]
-    return _prune_or_report(store, gone, "no longer exist or are now excluded", prune, log)
+    deleted, excluded, unseen = [], [], []
+    for p in stored:
+        root = next((r for r in roots if under(p, r)), None) if p not in seen else None
+        if root is None:
+            continue
+        if os.path.exists(p):
+            if roots[root].excludes_path(p, root):
+                excluded.append(p)
+        else:
+            (deleted if _readable_above(p, root) else unseen).append(p)
+    if deleted:
+        store.delete(deleted)
+    return (len(deleted) + _prune_or_report(store, excluded, "are now excluded", prune, log)
+            + _prune_or_report(store, unseen, "are in a folder that cannot be read now "
+                               "(unmounted?)", prune, log))
+
+
+def _readable_above(path: str, root: str) -> bool:
+    """Is the nearest folder above path that still exists, up to root, one this
+    process can list? Then path was deleted, not hidden by what cannot be read."""
+    folder = os.path.dirname(path)
+    while not os.path.isdir(folder) and under(os.path.dirname(folder), root):
+        folder = os.path.dirname(folder)  # shorter each time: ends at root
+    return os.path.isdir(folder) and os.access(folder, os.R_OK | os.X_OK)
 
 
 def indexed_roots(store: Store) -> dict[str, bool]:

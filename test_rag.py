@@ -2982,19 +2982,27 @@ class IndexTests(RagTestCase):
         self.assertIn("from cache", out)
         self.assertEqual(len(server.paths("/embeddings")), n)
 
-    def test_index_prune_removes_vanished_files(self):
+    def test_index_removes_deleted_files_without_prune(self):
         self.write_docs()
+        self.write("notes/wombats.md", "Wombats dig burrows.\n")
         self.ok("index", self.docs)
         os.remove(os.path.join(self.docs, "garden.txt"))
-        code, out, err = self.run_cli("index", self.docs)
-        self.assertEqual(code, 0)
-        self.assertIn("no longer exist", err)
+        out = self.ok("index", self.docs)  # deleted means gone: no note, no --prune
+        self.assertIn("1 removed", out)
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'tomatoes'"), [])
+        shutil.rmtree(os.path.join(self.docs, "notes"))  # a folder it cannot read: kept
+        real_access = os.access
+        def access(path, mode):
+            return False if path == os.path.realpath(self.docs) else real_access(path, mode)
+        with mock.patch.object(rag.os, "access", access):
+            code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("1 indexed file(s) are in a folder that cannot be read now", err)
         self.assertIn("--prune", err)
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
-        out = self.ok("index", self.docs, "--prune")
-        self.assertIn("1 removed", out)
+        self.assertIn("1 removed", self.ok("index", self.docs))  # readable again: gone
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 2)
-        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'tomatoes'"), [])
 
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
@@ -3944,7 +3952,7 @@ class FilterTests(RagTestCase):
         self.write(".ragignore", "old/\n")
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0)
-        self.assertIn("1 indexed file(s) no longer exist or are now excluded", err)
+        self.assertIn("1 indexed file(s) are now excluded", err)
         self.assertEqual(self.indexed(), ["a.md", "old/b.md"])  # kept until asked
         self.ok("index", self.docs, "--prune")
         self.assertEqual(self.indexed(), ["a.md"])
