@@ -12617,9 +12617,12 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     t0 = time.perf_counter()
     log = Log(getattr(args, "verbose", False))
     embedder = make_embedder(cfg, log.note)
-    for p in args.paths:
-        if not os.path.exists(p):
-            raise RagError(f"no such file or directory: {shown(p)}")
+    for p in filter(lambda p: not os.path.exists(p), args.paths):
+        kept = _indexed_under(cfg, p)  # a folder indexed before, missing now: --prune removes
+        if not (args.prune and kept):
+            raise RagError(f"no such file or directory: {shown(p)}" + (
+                f" (the {kept} document(s) indexed from it are kept; --prune removes them)"
+                if kept else ""))
     if cfg.store:  # an engine: no lock file or repair of SQLite's (README, "Many machines")
         store = closer.enter_context(contextlib.closing(open_store(cfg, create=True)))
         s = _index_run(store, embedder, args, cfg, log)
@@ -12636,12 +12639,41 @@ def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) ->
     if kept is not embedder:
         log.note(f"this index was made by {kept.model}, which it keeps; index into a new --db "
                  f"for {embedder.model}, which finds words without their accents")
-    s = index_paths(store, kept, args.paths, _index_options(args, cfg, store), log)
-    s.model = kept.model
+    gone = [p for p in args.paths if not os.path.exists(p)]  # with --prune: what was indexed
+    removed = _remove_under(store, gone, log)
+    paths = [p for p in args.paths if p not in gone]
+    s = index_paths(store, kept, paths, _index_options(args, cfg, store), log) if paths else (
+        IndexStats())
+    s.model, s.removed = kept.model, s.removed + removed
     if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
         raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                        + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
     return s
+
+
+def _indexed_under(cfg: Config, path: str) -> int:
+    """How many documents the index holds from path (a folder given to index
+    that is missing now: an unmounted drive); 0 without an index."""
+    if not cfg.store and not os.path.isfile(cfg.db):
+        return 0
+    try:
+        with contextlib.closing(open_store(cfg)) as store:
+            top = os.path.realpath(path)
+            return sum(under(d.path, top) for d in store.documents())
+    except RagError:
+        return 0
+
+
+def _remove_under(store: Store, missing: list[str], log: Log) -> int:
+    """Remove the documents indexed from folders given that are missing now
+    (--prune asked for it); returns how many."""
+    tops = [os.path.realpath(p) for p in missing]
+    gone = [d.path for d in store.documents() if any(under(d.path, t) for t in tops)]
+    if gone:
+        store.delete(gone)
+        log.note(f"removed {len(gone)} document(s) of {', '.join(map(shown, missing))}, "
+                 "which is missing (--prune)")
+    return len(gone)
 
 
 def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> IndexStats:

@@ -3004,6 +3004,24 @@ class IndexTests(RagTestCase):
         self.assertIn("1 removed", self.ok("index", self.docs))  # readable again: gone
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 2)
 
+    def test_index_of_a_missing_folder_keeps_its_documents_until_prune(self):
+        self.write_docs()
+        drive = os.path.join(self.dir, "drive")
+        os.makedirs(drive)
+        with open(os.path.join(drive, "wombats.md"), "w") as f:
+            f.write("Wombats dig burrows.\n")
+        self.ok("index", self.docs, drive)
+        shutil.rmtree(drive)  # unmounted
+        line = self.error_line("index", self.docs, drive)
+        self.assertIn("no such file or directory", line)
+        self.assertIn("the 1 document(s) indexed from it are kept; --prune removes them", line)
+        self.assertIn("wombats.md", self.ok("search", "wombats burrows", "-k", "1"))
+        code, out, err = self.run_cli("index", self.docs, drive, "--prune")
+        self.assertEqual(code, 0, err)
+        self.assertIn("1 removed", out)
+        self.assertIn("which is missing (--prune)", err)
+        self.assertNotIn("wombats.md", self.ok("search", "wombats burrows", "-k", "1"))
+
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
         self.write("song.mp3", "not read")
