@@ -650,6 +650,18 @@ def epub_members(chapters):
     return m
 
 
+def killed_with_its_children(test, proc):
+    """Kill proc's whole session at the test's end (register before its other
+    cleanups, so that it runs last): a worker it forked never outlives the test
+    (one left holding the test run's output would keep CI waiting for ever)."""
+    def kill():
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    test.addCleanup(kill)
+
+
 def pdf_bytes(pages):
     """A minimal PDF with one line of Helvetica text a page."""
     objs = ["<< /Type /Catalog /Pages 2 0 R >>",
@@ -2786,7 +2798,9 @@ class EngineTests(RagTestCase):
         engine.requests.clear()
         proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--store", engine.url(), "--port", "0",
                                  "--workers", "2"], stderr=subprocess.PIPE, text=True,
-                                env={k: v for k, v in os.environ.items() if k not in ENV_KEYS})
+                                env={k: v for k, v in os.environ.items() if k not in ENV_KEYS},
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+        killed_with_its_children(self, proc)
         self.addCleanup(proc.wait)
         self.addCleanup(proc.stderr.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
@@ -6058,7 +6072,9 @@ class HttpTests(RagTestCase):
     @unittest.skipUnless(hasattr(os, "fork"), "worker processes need fork")
     def test_serve_workers_answer_and_stop_with_their_parent(self):
         proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--db", self.db, "--port", "0",
-                                 "--workers", "3"], stderr=subprocess.PIPE, text=True)
+                                 "--workers", "3"], stderr=subprocess.PIPE, text=True,
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+        killed_with_its_children(self, proc)
         self.addCleanup(proc.stderr.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         line = proc.stderr.readline()
@@ -6446,7 +6462,9 @@ class HttpTests(RagTestCase):
     def serve_process(self, *argv, env=None):
         """rag.py serve in a child process; (process, its first stderr line) once it serves."""
         proc = subprocess.Popen([sys.executable, rag.__file__, "serve", "--db", self.db, "--port", "0", *argv],
-                                stderr=subprocess.PIPE, text=True, env=env)
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                stdout=subprocess.DEVNULL, start_new_session=True)
+        killed_with_its_children(self, proc)
         self.addCleanup(proc.stderr.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         line = proc.stderr.readline()
