@@ -1075,8 +1075,12 @@ def _inner_name(path: str) -> str:
     >>> _inner_name("/usr/share/man/man1/LS.1.gz"), _inner_name("a/notes.md.xz")
     ('ls.1', 'notes.md')
     """
-    name = os.path.basename(path).lower()
-    return os.path.splitext(name)[0] if compression(path) else name
+    return _unpacked(os.path.basename(path)).lower()
+
+
+def _unpacked(name: str) -> str:
+    """A file name without the extension of its compression ('ls.1.gz': 'ls.1')."""
+    return os.path.splitext(name)[0] if compression(name) else name
 
 
 def compression(path: str) -> _Compression | None:
@@ -3490,11 +3494,11 @@ def document_name(rel: str) -> str:
     ('gzip/changelog', 'common-licenses/CC0-1.0')
     """
     *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
-    inner = os.path.splitext(name)[0] if compression(name) else name
+    inner = _unpacked(name)
     stem, ext = os.path.splitext(inner)
     if ext[1:].isdigit():  # a version or a man section is part of the name ('CC0-1.0', 'ls.1')
         stem = inner
-    return " ".join("/".join(folder + [stem or inner]).split())
+    return " ".join("/".join(folder + [stem]).split())
 
 
 _HEADER_FIELD = LazyPattern(r"([A-Za-z][\w-]{0,30}):(?:\s+(.*))?")  # 'Title: Style Guide', 'PEP: 8'
@@ -3525,10 +3529,15 @@ def header_title(lines: list[Line]) -> str:
     return f"{key} {value} – {title}" if title and value.isdigit() else title
 
 
+def _is_heading(block: _Block, text: str, size: int) -> bool:
+    """A heading block (text: its lines' text) that is a title: a longer '#' line is not."""
+    return bool(block.level) and len(text) <= size // 2
+
+
 def _has_title(blocks: list[_Block], size: int) -> bool:
     """Does the document open with its title: a heading no other heading is above or beside?"""
-    heads = [b for b in blocks if b.level and not b.definition
-             and len("\n".join(l.text for l in b.lines).strip()) <= size // 2]
+    heads = [b for b in blocks if not b.definition
+             and _is_heading(b, "\n".join(l.text for l in b.lines).strip(), size)]
     return bool(heads) and heads[0] is blocks[0] and all(b.level > heads[0].level
                                                          for b in heads[1:])
 
@@ -3551,7 +3560,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
         text = "\n".join(line.text for line in block.lines).strip()
         if block.definition:
             packer.open_definition(block.title)
-        if block.level and len(text) <= size // 2:  # longer, it is a '#' line, not a title
+        if _is_heading(block, text, size):
             title = " ".join(block.title.split())
             packer.open_section(_Unit(text, block.lines[0].no, block.lines[-1].last, "",
                                       block.level, title))
@@ -6141,8 +6150,11 @@ class _Words:
         inner = phrase.strip()
         if " " not in inner:
             return self.counts.get(inner, 0)
-        text, _, heading = self.string.partition(f" {_WORD_GAP} ")
-        return text.count(phrase) + HEADING_WEIGHT * heading.count(phrase)
+        gap = self.string.find(f" {_WORD_GAP} ")  # the heading's words follow it
+        if gap < 0:
+            return self.string.count(phrase)
+        heading = self.string.count(phrase, gap + 3)
+        return self.string.count(phrase, 0, gap) + HEADING_WEIGHT * heading
 
 
 def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: float,
@@ -8395,12 +8407,8 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
     for cid, score in kept:
         alike = [(cid, score)] + copies.get(cid, [])
         home = rows[cid].path if cid in rows else None
-
-        def before(p):  # chunks before it in its document; a copy in this one is not a source
-            row = rows.get(p[0])
-            return (math.inf if row is None or p[0] != cid and row.path == home
-                    else row.chunk.ordinal)
-        best = min(alike, key=before)
+        sources = [alike[0]] + [p for p in alike[1:] if p[0] in rows and rows[p[0]].path != home]
+        best = min(sources, key=lambda p: rows[p[0]].chunk.ordinal if p[0] in rows else math.inf)
         out.append((best[0], score))
         if len(alike) > 1:
             moved[best[0]] = [p for p in alike if p is not best]
@@ -12658,17 +12666,22 @@ def _indexed_under(cfg: Config, path: str) -> int:
         return 0
     try:
         with contextlib.closing(open_store(cfg)) as store:
-            top = os.path.realpath(path)
-            return sum(under(d.path, top) for d in store.documents())
+            return len(_documents_under(store, [path]))
     except RagError:
         return 0
+
+
+def _documents_under(store: Store, paths: list[str]) -> list[str]:
+    """The stored documents from these paths (by their real paths; none: none)."""
+    tops = [os.path.realpath(p) for p in paths]
+    return [d.path for d in store.documents() if any(under(d.path, t) for t in tops)] if tops \
+        else []
 
 
 def _remove_under(store: Store, missing: list[str], log: Log) -> int:
     """Remove the documents indexed from folders given that are missing now
     (--prune asked for it); returns how many."""
-    tops = [os.path.realpath(p) for p in missing]
-    gone = [d.path for d in store.documents() if any(under(d.path, t) for t in tops)]
+    gone = _documents_under(store, missing)
     if gone:
         store.delete(gone)
         log.note(f"removed {len(gone)} document(s) of {', '.join(map(shown, missing))}, "

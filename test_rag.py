@@ -663,35 +663,8 @@ def killed_with_its_children(test, proc):
 
 
 def pdf_bytes(pages):
-    """A minimal PDF with one line of Helvetica text a page."""
-    objs = ["<< /Type /Catalog /Pages 2 0 R >>",
-            "<< /Type /Pages /Kids [%s] /Count %d >>" % (" ".join(f"{3 + 2 * i} 0 R" for i in range(len(pages))),
-                                                         len(pages))]
-    font = 3 + 2 * len(pages)
-    for i, text in enumerate(pages):
-        stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET"
-        objs.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
-                    f"/Resources << /Font << /F1 {font} 0 R >> >> /Contents {4 + 2 * i} 0 R >>")
-        objs.append(f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream")
-    objs.append("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out, offsets = "%PDF-1.4\n", []
-    for n, obj in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += f"{n} 0 obj\n{obj}\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objs) + 1}\n0000000000 65535 f \n" + "".join(f"{o:010d} 00000 n \n" for o in offsets)
-    return (out + f"trailer\n<< /Size {len(objs) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n").encode()
-
-
-def rendered(text, fmt, dpi=150):
-    """A picture of one line of text (pdftoppm's -png or -gray PGM): a scan of it."""
-    args = ["pdftoppm", "-r", str(dpi), "-singlefile", "-png" if fmt == "png" else "-gray", "-"]
-    return subprocess.run(args, input=pdf_bytes([text]), capture_output=True, check=True).stdout
-
-
-def scanned_pdf(pages):
-    """A PDF of pages: a str is a page of text, bytes (a PGM picture) a scanned
-    page, an image with no text layer."""
+    """A minimal PDF: a str is a page with that line of Helvetica text, bytes
+    (a PGM picture) a scanned page, an image with no text layer."""
     objs, font = [b"<< /Type /Catalog /Pages 2 0 R >>", None], 3 + 3 * len(pages)
     for i, page in enumerate(pages):
         me, stream, image = 3 + 3 * i, f"BT /F1 12 Tf 72 720 Td ({page}) Tj ET".encode(), b"null"
@@ -718,6 +691,12 @@ def scanned_pdf(pages):
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
     return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
         len(objs) + 1, xref)
+
+
+def rendered(text, fmt, dpi=150):
+    """A picture of one line of text (pdftoppm's -png or -gray PGM): a scan of it."""
+    args = ["pdftoppm", "-r", str(dpi), "-singlefile", "-png" if fmt == "png" else "-gray", "-"]
+    return subprocess.run(args, input=pdf_bytes([text]), capture_output=True, check=True).stdout
 
 
 class ParseTests(RagTestCase):
@@ -856,8 +835,11 @@ class ParseTests(RagTestCase):
     def test_pdf_scanned_page_read_by_ocr(self):
         self.need_ocr()
         bell = "The lighthouse keeper rings the brass bell at dawn."
-        self.write("report.pdf", scanned_pdf(["Refunds take five days.",
-                                              rendered(bell, "pgm", 300)]), mode="wb")
+        self.write("report.pdf", pdf_bytes(["Refunds take five days.", rendered(bell, "pgm")]),
+                   mode="wb")
+        dpi = mock.patch.object(rag, "OCR_DPI", 150)  # a quarter of 300's pixels: the same words
+        dpi.start()
+        self.addCleanup(dpi.stop)
         self.write("note.png", rendered("Invoices are paid within thirty days.", "png"), "wb")
         self.write("blank.png", rendered("", "png"), "wb")
         out = self.ok("index", self.docs, "--chunk-size", "60", "--overlap", "0")  # a page a chunk
@@ -874,7 +856,7 @@ class ParseTests(RagTestCase):
         self.need_ocr()
         for name in ("a.png", "b.png"):
             self.write(name, rendered("Invoices are paid within thirty days.", "png"), "wb")
-        self.write("scan.pdf", scanned_pdf([rendered("Refunds take five days.", "pgm")]), "wb")
+        self.write("scan.pdf", pdf_bytes([rendered("Refunds take five days.", "pgm")]), "wb")
         self.write("a.md", "# A\n\nSomething else.\n")
         code, out, err = self.run_cli("index", self.docs, "--ocr-lang", "xyz")
         self.assertEqual(code, 0, err)
