@@ -5063,7 +5063,7 @@ class Meta:
     MODEL = "embed_model"            # the embedding model every vector is from
     DIM = "dim"                      # its vectors' length
     CHUNKING = "chunking"            # size, overlap and chunker version (chunking_key)
-    LAST_INDEXED = "last_indexed"    # when an index run last wrote
+    LAST_INDEXED = "last_indexed"    # when an index run last wrote or removed a document
     SIG_STAMP = "sig_stamp"          # moved by every write of chunks (touch)
     SIG_PACK = "sig_pack"            # the stamp the packed signatures were made at
     NULL_LEVEL = "null_level"        # how similar unrelated chunks are (Refuse)
@@ -5085,6 +5085,8 @@ class Meta:
                                      # (_ENGINE_KEYWORDS)
     RUNNING = "running"              # an index run that has not finished: when it started,
                                      # the chunking it applies (JSON; stats says so)
+    READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
+                                     # what a server's watch applies (read_rules)
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -5623,6 +5625,7 @@ class SqliteStore(Store, Admin):
         with _transaction(self.conn):
             gone = self._chunks_of(paths)
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+            self._put({Meta.LAST_INDEXED: now_iso()})
             self._touch()
         self._changed += gone
 
@@ -6559,7 +6562,7 @@ class EngineStore(Store, Admin):
         ids = [_document_number(p) for p in paths]
         self.replacing(ids)
         stamp = self.stamp(f"removed {len(ids)}")
-        self.put(True, self.meta_records({Meta.SIG_STAMP: stamp}))
+        self.put(True, self.meta_records({Meta.SIG_STAMP: stamp, Meta.LAST_INDEXED: now_iso()}))
         self.remove(True, ids=[f"doc:{i}" for i in ids])
         self.wrote([], ids, stamp)
 
@@ -7187,7 +7190,7 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
 
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
-         refused: list | None = None):
+         refused: list | None = None, folders: list | None = None):
     """Yield a _Walked record for each file under paths, depth first in name order.
 
     Hidden entries, filtered ones and virtual file systems are skipped; each
@@ -7196,7 +7199,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
     A link is followed only when its real target is one this walk would reach
     by itself (see _link_refusal), unless follow_links or the folder's .ragignore
     says so; refused gets (root, the link relative to it, its target) for the others.
-    A folder is entered only if it is still what its parent listed (_open_folder).
+    A folder is entered only if it is still what its parent listed (_open_folder);
+    folders gets the path of each folder listed (what a watch polls).
     """
     virtual = _virtual_mounts()
     bounds = [os.path.realpath(p) for p in paths]
@@ -7214,6 +7218,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
         stack = [(os.path.normpath(root), "", _identity(os.stat(root)), False)]
         while stack:
             folder, rel, ident, linked = stack.pop()
+            if folders is not None:
+                folders.append(folder)
             subdirs = []  # the folder given is opened as named, links and all
             for e in _folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
@@ -7874,7 +7880,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         run.batcher.close()
     # only once every document has been redone
     store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
-                    Meta.RUNNING: None})
+                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
     return run.stats
@@ -7941,6 +7947,7 @@ class _IndexRun:
             self.stale.append(key)
         elif status == "empty" and key in self.stored:
             store.delete([key])
+            stats.removed += 1
         elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
@@ -7969,6 +7976,28 @@ def _read_with(opts: IndexOptions) -> str:
     trusted by its stat (_unchanged_on_disk) only when they are as they were."""
     return (f"chunker={_CHUNKER_VERSION} secrets={opts.include_secrets} "
             f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
+
+
+_READ_RULES = ("max_bytes", "include", "exclude", "default_excludes", "follow_links",
+               "include_secrets", "ocr_lang")  # the IndexOptions a watch of a server reuses
+
+
+def _rules_json(opts: IndexOptions) -> str:
+    return json.dumps({name: getattr(opts, name) for name in _READ_RULES}, sort_keys=True)
+
+
+def read_rules(store: Store) -> IndexOptions:
+    """The options of the index run that last wrote store, with its chunking:
+    what a server's watch indexes with (an index from before they were kept:
+    the defaults)."""
+    try:
+        kept = json.loads(store.meta(Meta.READ_RULES) or "{}")
+        rules = {name: kept[name] for name in _READ_RULES if name in kept}
+        rules.update((name, tuple(rules[name])) for name in ("include", "exclude") if name in rules)
+        size, overlap = store.chunking() or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
+        return IndexOptions(size, overlap, **rules)
+    except (ValueError, TypeError):  # not what rag.py writes
+        return IndexOptions()
 
 
 def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
@@ -8102,6 +8131,149 @@ def _prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log:
     return 0
 
 
+# Watch: folders kept current by polling (stat, standard library only: no
+# notifier reaches every file system, a network share's included). A poll
+# stats each file and folder the last walk listed; a change starts a settle,
+# walks WATCH_QUIET apart until two agree, so that a burst of changes (a
+# checkout) is one pass and a file still being written is not read half
+# written; then a pass, which is an index run, every rule of one applying.
+
+WATCH_CPU_SHARE = 0.02   # of a core an idle watch spends polling: the interval follows its cost
+WATCH_MIN_POLL = 0.5     # seconds between polls however cheap: a change is seen in a quarter of 2 s
+WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them (a save, a checkout)
+WATCH_MAX_SETTLE = 60.0  # seconds a pass waits on files that keep changing (a long copy); then it
+                         # reads, and reads them again once they rest
+WATCH_MAX_BACKOFF = 60.0  # seconds at most between the tries of a pass that keeps failing
+
+
+class Snapshot(NamedTuple):
+    """What a poll compares: the stat of each file (path -> (follows links,
+    stamp)) and folder (path -> stamp) a walk listed; a root that is missing
+    has the stamp None."""
+
+    files: dict
+    folders: dict
+
+
+def _stamp(path: str, follow: bool = True) -> tuple | None:
+    """What says a file or folder changed (None: it is gone)."""
+    try:
+        st = os.stat(path, follow_symlinks=follow)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+
+class _Silent(Log):
+    """A watch's own walks say nothing: the pass's walk notes what it skips."""
+
+    def note(self, msg: str) -> None:
+        pass
+
+
+class Watcher:
+    """Keeps an index current with the folders given (paths): whenever a poll
+    sees a change and it has settled, index() runs a pass and say() gets one
+    line for a pass that changed something. pause() is where it waits (a
+    test drives it by events); stop (a threading.Event) ends it."""
+
+    def __init__(self, paths: list[str], opts: IndexOptions, index, say, stop=None):
+        import threading  # here: only a watch needs it
+        self.paths, self.opts, self.index, self.say = paths, opts, index, say
+        self.stop = stop or threading.Event()
+        self.interval = WATCH_MIN_POLL
+        self.failed: str | None = None  # the last pass's failure, said once until it passes
+        self.parent: int | None = None  # a server's process: the watch ends when it is gone
+
+    def pause(self, seconds: float, settling: bool = False) -> bool:
+        """Wait seconds (between polls, or while changes settle); True when
+        the watch is to stop."""
+        return self.stop.wait(seconds) or (self.parent is not None
+                                           and os.getppid() != self.parent)
+
+    def snapshot(self) -> Snapshot:
+        """Walk the folders as an index run would (the same filters and links)."""
+        files, folders = {}, {}
+        for root in self.paths:
+            if not os.path.exists(root):  # unmounted: watched until it is back
+                folders[root] = None
+                continue
+            listed: list[str] = []
+            keep = {root: _PathFilter.for_root(root, self.opts.include, self.opts.exclude,
+                                               self.opts.default_excludes)}
+            for w in walk([root], _Silent(), keep, self.opts.follow_links, folders=listed):
+                files[w.path] = (w.linked, _stamp(w.path, w.linked))
+            files[os.path.join(root, ".ragignore")] = (False, _stamp(os.path.join(root,
+                                                                               ".ragignore")))
+            folders.update((f, _stamp(f)) for f in listed)
+            folders.setdefault(root, _stamp(root))
+        return Snapshot(files, folders)
+
+    def watching(self, snap: Snapshot) -> str:
+        """'N file(s) in M folder(s)' (a root's .ragignore, polled too, is no file of it)."""
+        return (f"{len(snap.files) - len(self.paths)} file(s) in {len(snap.folders)} "
+                "folder(s)")
+
+    def changed(self, snap: Snapshot) -> bool:
+        """Has any file or folder of snap changed? Stops at the first that has;
+        the interval follows what a whole poll costs (WATCH_CPU_SHARE)."""
+        t0 = time.thread_time()
+        for path, (follow, stamp) in snap.files.items():
+            if _stamp(path, follow) != stamp:
+                return True
+        for path, stamp in snap.folders.items():
+            if _stamp(path) != stamp:
+                return True
+        cost = time.thread_time() - t0
+        self.interval = max(WATCH_MIN_POLL, cost / WATCH_CPU_SHARE)
+        return False
+
+    def settled(self) -> Snapshot | None:
+        """Walks WATCH_QUIET apart until two agree (or WATCH_MAX_SETTLE has
+        passed): the snapshot a pass reads after. None: stopped meanwhile."""
+        began, last = time.monotonic(), self.snapshot()
+        while not self.pause(WATCH_QUIET, settling=True):
+            now = self.snapshot()
+            if now == last or time.monotonic() - began > WATCH_MAX_SETTLE:
+                return now
+            last = now
+        return None
+
+    def run(self, snap: Snapshot) -> None:
+        """Watch until stopped, from snap (taken before the first pass read,
+        so that nothing changed since goes unseen)."""
+        backoff = 0.0
+        while not self.pause(max(self.interval, backoff)):
+            if not self.changed(snap):
+                continue
+            settled = self.settled()
+            if settled is None:
+                return
+            if self.once(settled):
+                snap, backoff = settled, 0.0
+            else:  # snap kept: the change is seen again, and tried again later
+                backoff = min(WATCH_MAX_BACKOFF, max(1.0, backoff * 2))
+
+    def once(self, settled: Snapshot) -> bool:
+        """One pass over the folders present; True unless it failed."""
+        t0 = time.perf_counter()
+        present = [p for p in self.paths if settled.folders.get(p, True) is not None]
+        try:
+            s = self.index(present) if present else IndexStats()
+        except RagError as e:
+            if str(e) != self.failed:
+                self.say(f"{time.strftime('%H:%M:%S')} pass failed, tried again when files "
+                         f"change: {e}")
+            self.failed = str(e)
+            return False
+        self.failed = None
+        if s.read or s.removed:
+            self.say(f"{time.strftime('%H:%M:%S')} indexed {s.read} file(s), {s.removed} removed; "
+                     f"{s.chunks} chunks ({s.embedded} embedded) in "
+                     f"{time.perf_counter() - t0:.2f} s")
+        return True
+
+
 # One index run at a time: a lock beside the database's real file.
 
 @contextlib.contextmanager
@@ -8142,8 +8314,8 @@ def _take_lock(f, db: str) -> None:
             import fcntl
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        raise RagError(f"another '{program()} index' is writing {db}; wait for it to finish "
-                       "and run this again") from None
+        raise RagError(f"another '{program()} index' is writing {db} (a run, or a --watch); wait "
+                       "for it to finish and run this again") from None
 
 
 def _names_file(path: str, f) -> bool:
@@ -11311,6 +11483,7 @@ class Service:
 
     def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
         self.cfg, self.opts, self.log = cfg, opts, log
+        self.watching = False  # a watch keeps the index current (serve --watch, mcp --watch)
         self.idle: list[_Warm] = []
         self.latest: _Warm | None = None  # the last given back: what a new one adopts
         import threading  # here: the other commands never need it
@@ -11736,8 +11909,12 @@ class HttpApi:
 
     def health(self, body=None, caller: _Caller | None = None):
         info = self.service.stats(caller)  # counted under --source and the caller's key
+        # when the index last changed: a caller who may read all of it, as the change may not be
+        whole = not (caller and caller.globs) and not self.service.opts.source
         return self.json(200, {"status": "ok", "documents": info["documents"],
                                "chunks": info["chunks"], "embed_model": info["embed_model"],
+                               "watching": self.service.watching,
+                               **({"index_changed": info["last_indexed"]} if whole else {}),
                                "version": __version__})
 
     def models(self, body=None, caller: _Caller | None = None):
@@ -12370,6 +12547,86 @@ def _stop_serving(signum, frame):
     raise KeyboardInterrupt
 
 
+# A server's watch (serve --watch, mcp --watch): a pass at start, then one
+# whenever the folders the index was built from change. In a process of its
+# own where processes fork: a pass never holds the interpreter a request
+# needs, and a supervisor keeps its single thread; readers are never blocked
+# (WAL), and a document is replaced in one transaction, so never seen half.
+
+def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None,
+                ready=lambda: None) -> None:
+    """Keep the index current with the folders it was built from, read with the
+    rules of its last index run (read_rules), until stop is set (a
+    threading.Event) or the parent process is gone; ready() after the first pass."""
+    with contextlib.closing(open_store(cfg)) as store:
+        opts, roots = read_rules(store), list(indexed_roots(store))
+        embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
+        watcher = Watcher(roots, opts, lambda present: index_paths(store, embedder, present,
+                                                                   opts, log), log.note, stop)
+        watcher.parent = parent
+        snap = watcher.snapshot()
+        watcher.once(snap)
+        watcher.changed(snap)  # a first poll: what one costs sets the interval
+        log.note(f"watching {watcher.watching(snap)}, a poll every {watcher.interval:.1f} s: "
+                 "the index follows their changes")
+        ready()
+        watcher.run(snap)
+
+
+def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
+    """Start a server's watch (a child process, else a thread) and wait for
+    its first pass (or its end); returns what stops it. Another index run
+    writing the index fails it now."""
+    if not cfg.store:
+        with index_lock(cfg.db):
+            pass
+    if not hasattr(os, "fork"):
+        import threading
+        stop, passed = threading.Event(), threading.Event()
+        thread = threading.Thread(target=_watch_quietly, args=(cfg, log, stop, None, passed.set),
+                                  daemon=True)
+        thread.start()
+        while thread.is_alive() and not passed.wait(1):
+            pass
+        return lambda: (stop.set(), thread.join())
+    done, told = os.pipe()
+    parent, pid = os.getpid(), os.fork()
+    if pid == 0:
+        code = 1
+        try:  # whatever happens, this process never returns into its parent's code
+            os.close(done)
+            signal.signal(signal.SIGTERM, _stop_serving)
+            code = _watch_quietly(cfg, log, None, parent, lambda: os.write(told, b"."))
+        finally:
+            os._exit(code)
+    os.close(told)
+    with contextlib.closing(os.fdopen(done, "rb")) as f:
+        f.read(1)  # a byte after the first pass; nothing when the watch ended first
+
+    def stop_child() -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            os.waitpid(pid, 0)
+    return stop_child
+
+
+def _watch_quietly(cfg: Config, log: Log, stop, parent: int | None = None,
+                   ready=lambda: None) -> int:
+    """watch_index under the index's lock, its end a note; the exit code."""
+    try:
+        with index_lock(cfg.db) if not cfg.store else contextlib.nullcontext():
+            watch_index(cfg, log, stop, parent, ready)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    except RagError as e:
+        log.note(f"the watch stopped: {e}; the index is no longer kept current")
+    except Exception as e:  # noqa: BLE001 (the server goes on serving what is indexed)
+        log.note(f"the watch stopped: {type(e).__name__}: {e}; the index is no longer kept "
+                 "current")
+    return 1
+
+
 def _fork_worker(server, told: int | None = None) -> int:
     """A worker process serving the same listening socket (the kernel hands
     each connection to one of them): Python runs one thread at a time, so
@@ -12560,6 +12817,10 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
                         "server; the built-in embedder runs in this process)")
     p.add_argument("--prune", action="store_true",
                    help="remove indexed documents whose files are gone")
+    p.add_argument("--watch", action="store_true",
+                   help="after indexing, keep the index current until Ctrl-C: a file changed, "
+                        "added or deleted is indexed again within about 2 s (a poll of each "
+                        "file's stat; one line for each pass that changes something)")
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="index only files matching GLOB (repeatable; '*.md', 'docs/**/*.pdf')")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
@@ -12590,7 +12851,7 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
 def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
     """The run's options; chunking the index was built with is kept unless a
     flag changes it (a new size would re-chunk, and re-embed, everything)."""
-    size, overlap = store.chunking() or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
+    size, overlap = (store and store.chunking()) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
         _check_overlap(args.overlap, size)
@@ -12631,14 +12892,41 @@ def _cmd_index(args, cfg: Config, closer) -> int:
             raise RagError(f"no such file or directory: {shown(p)}" + (
                 f" (the {kept} document(s) indexed from it are kept; --prune removes them)"
                 if kept else ""))
+    watcher = Watcher(args.paths, _index_options(args, cfg, None), None, print) \
+        if args.watch else None
+    snap = watcher.snapshot() if watcher else None  # before the first pass reads
     if cfg.store:  # an engine: no lock file or repair of SQLite's (README, "Many machines")
         store = closer.enter_context(contextlib.closing(open_store(cfg, create=True)))
         s = _index_run(store, embedder, args, cfg, log)
     else:
-        s = _index_file(embedder, args, cfg, log, closer)
+        s, store = _index_file(embedder, args, cfg, log, closer)
     _print_index_summary(s, time.perf_counter() - t0, log.verbose)
-    print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}")
+    print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}", flush=True)
+    if watcher:
+        opts = _index_options(args, cfg, store)
+        kept = built_in_kept(embedder, store.meta(Meta.MODEL))
+        watcher.index = lambda present: index_paths(store, kept, present, opts, log)
+        _watch(watcher, snap, log)
     return 0
+
+
+def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
+    """Watch until Ctrl-C (or SIGTERM), which ends it cleanly: a pass it cuts
+    short keeps what it finished, and the next one finishes it."""
+    watcher.changed(snap)  # a first poll: what one costs sets the interval
+    log.note(f"watching {watcher.watching(snap)}, a poll every {watcher.interval:.1f} s; "
+             "Ctrl-C stops")
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
+        previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop
+    try:
+        watcher.run(snap)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    log.note("stopped watching")
 
 
 def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) -> IndexStats:
@@ -12689,9 +12977,11 @@ def _remove_under(store: Store, missing: list[str], log: Log) -> int:
     return len(gone)
 
 
-def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> IndexStats:
-    """An index run into the SQLite file: under its lock, after repairing any
-    damage; a first run that stored nothing leaves no file behind."""
+def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer
+                ) -> tuple[IndexStats, Store]:
+    """An index run into the SQLite file: under its lock (held until closer
+    closes, as the store is), after repairing any damage; a first run that
+    stored nothing leaves no file behind."""
     fresh = not os.path.exists(cfg.db)
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
         # not an index, read-only: say so before making DB.lock
@@ -12700,7 +12990,7 @@ def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer) -> Inde
     store = closer.enter_context(contextlib.closing(SqliteStore.open(cfg.db, create=True)))
     try:
         _repair_damage(store, cfg.db, log)
-        return _index_run(store, embedder, args, cfg, log)
+        return _index_run(store, embedder, args, cfg, log), store
     except BaseException as e:  # a first run that stored nothing leaves nothing behind
         if fresh and not store.stored_documents():
             store.close()
@@ -13197,11 +13487,26 @@ def _cmd_export(args, cfg: Config, closer) -> int:
     return 0
 
 
+def _watch_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--watch", action="store_true",
+                   help="keep the index current while serving: the folders it was built from are "
+                        "polled, as 'index --watch' does, with the rules its last index run read "
+                        "them with (one pass at start)")
+
+
+def _mcp_arguments(p: argparse.ArgumentParser) -> None:
+    """Mcp's own arguments."""
+    _watch_argument(p)
+
+
 def _cmd_mcp(args, cfg: Config, closer) -> int:
     """Serve the index to an MCP client (an agent) over stdin and stdout."""
     log = Log()
     service = Service(cfg, _query_from_args(args), log)
     closer.callback(service.close)
+    if args.watch:
+        closer.callback(start_watch(cfg, log))
+        service.watching = True
     log.note(f"rag.py MCP server on stdio for {index_name(cfg)} [{mode_label(cfg)}]")
     serve_mcp(service, sys.stdin.buffer, sys.stdout.buffer)
     return 0
@@ -13225,6 +13530,7 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    "get 403: a guard against DNS rebinding")
     p.add_argument("--insecure", action="store_true",
                    help="allow another --host without an API key")
+    _watch_argument(p)
     p.add_argument("--workers", type=_positive_int, default=min(4, os.cpu_count() or 1),
                    help="processes serving requests, each with its own warm index (default: the "
                         "number of cores, at most 4; 1 where processes cannot fork)")
@@ -13241,6 +13547,9 @@ def _cmd_serve(args, cfg: Config, closer) -> int:
     # checks the index now; each worker then opens its own
     service = Service(cfg, _query_from_args(args), log)
     service.close()
+    if args.watch:  # before the socket is made: the watch's process never holds it
+        closer.callback(start_watch(cfg, log))
+        service.watching = True
     try:
         server = http_server(HttpApi(service, key, keys), args.host, args.port,
                              args.allow_host or ())
@@ -13376,7 +13685,7 @@ COMMANDS = {
     "export": Command(_cmd_export, _export_arguments, ("db",), "write the index as JSON Lines",
                       "One chunk a line: id, path, citation, lines, heading, text, the document's "
                       "SHA-256, the embedding model, its dimension and the vector."),
-    "mcp": Command(_cmd_mcp, None, _ANSWERING, "serve the index to an agent (MCP over stdio)",
+    "mcp": Command(_cmd_mcp, _mcp_arguments, _ANSWERING, "serve the index to an agent (MCP over stdio)",
                    "A Model Context Protocol server on stdin/stdout with the tools search, ask and "
                    "stats. The retrieval options are the tools' defaults; --source limits "
                    "every request."),

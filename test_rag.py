@@ -3018,6 +3018,87 @@ class IndexTests(RagTestCase):
         self.assertIn("which is missing (--prune)", err)
         self.assertNotIn("wombats.md", self.ok("search", "wombats burrows", "-k", "1"))
 
+    def watched(self, *steps, settle=(), argv=()):
+        """index --watch in this process: each of steps runs at a pause between
+        polls, each of settle's at a pause while changes settle (no waiting:
+        the watch is driven by these events); then Ctrl-C. (code, out, err)."""
+        steps, settle = list(steps), list(settle)
+
+        def pause(watcher, seconds, settling=False):
+            if settling:
+                if settle:
+                    settle.pop(0)()
+                return False
+            if not steps:
+                raise KeyboardInterrupt
+            steps.pop(0)()
+            return False
+        with mock.patch.object(rag.Watcher, "pause", pause):
+            return self.run_cli("index", self.docs, "--watch", *argv)
+
+    def test_index_watch_follows_edits_new_files_deletions_and_renames(self):
+        self.write_docs()
+        garden = os.path.join(self.docs, "garden.txt")
+        code, out, err = self.watched(
+            lambda: self.write("garden.txt", "Tomatoes need full sun. Basil likes walnut shade.\n"),
+            lambda: self.write("notes/wombats.md", "Wombats dig burrows.\n"),
+            lambda: [self.write(f"burst/{w}.md", f"A note on {w}.\n") for w in WORDS[:5]],
+            lambda: os.remove(os.path.join(self.docs, "errors.md")),
+            lambda: os.rename(os.path.join(self.docs, "refunds.md"), os.path.join(self.docs, "money.md")),
+            lambda: os.utime(garden, ns=(10**18, 10**18)))  # its text as it was: no line
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()[2:]  # after the first run's summary and its index line
+        self.assertEqual(len(lines), 5, out)
+        self.assertRegex(lines[0], r"^\d\d:\d\d:\d\d indexed 1 file\(s\), 0 removed; 1 chunks \(1 embedded\)")
+        self.assertIn("indexed 1 file(s), 0 removed", lines[1])
+        self.assertIn("indexed 5 file(s), 0 removed", lines[2])  # a burst is one pass
+        self.assertIn("indexed 0 file(s), 1 removed", lines[3])
+        self.assertIn("indexed 1 file(s), 1 removed", lines[4])
+        self.assertIn("rag: watching 3 file(s) in 1 folder(s), a poll every", err)
+        self.assertTrue(err.endswith("rag: stopped watching\n"), err)
+        paths = sorted(rel for (rel,) in self.rows("SELECT rel FROM documents"))
+        self.assertEqual(paths, ["burst/amber.md", "burst/birch.md", "burst/cedar.md", "burst/delta.md",
+                                 "burst/ember.md", "garden.txt", "money.md", "notes/wombats.md"])
+        self.assertIn("garden.txt", self.ok("search", "basil walnut", "-k", "1"))
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'issuer'"), [])
+
+    def test_index_watch_waits_for_a_file_being_written_and_keeps_every_rule(self):
+        self.write_docs()
+        self.write(".ragignore", "drafts/\n")
+        code, out, err = self.watched(
+            lambda: self.write("report.md", "First half of the wombat report.\n"),
+            lambda: (self.write("drafts/plan.md", "A plan about wombats.\n"),
+                     self.write("id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n"
+                                          "-----END OPENSSH PRIVATE KEY-----\n"),
+                     self.write("big.md", "wombat " * 200_000)),
+            settle=[lambda: self.write("report.md", "Second half: wombats sleep by day.\n", mode="a")],
+            argv=("--max-file-mb", "1"))
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()[2:]
+        self.assertEqual(len(lines), 1, out)  # the half-written report was never read
+        self.assertIn("indexed 1 file(s), 0 removed", lines[0])
+        self.assertEqual(self.rows("SELECT text FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                   "WHERE d.rel = 'report.md'"),
+                         [("First half of the wombat report.\nSecond half: wombats sleep by day.",)])
+        self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
+                         ["errors.md", "garden.txt", "refunds.md", "report.md"])
+
+    def test_index_watch_ctrl_c_in_a_pass_keeps_what_it_finished(self):
+        self.write_docs()
+        def write(store, *args, **kw):
+            raise KeyboardInterrupt
+        def change():
+            self.write("notes/wombats.md", "Wombats dig burrows.\n")
+            patcher.start()
+        patcher = mock.patch.object(rag.SqliteStore, "write", write)
+        self.addCleanup(mock.patch.stopall)
+        code, out, err = self.watched(change, lambda: self.fail("watched after Ctrl-C"))
+        self.assertEqual(code, 0, err)
+        self.assertTrue(err.endswith("rag: stopped watching\n"), err)
+        patcher.stop()
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
+        self.assertIn("indexed 1 file(s), 3 unchanged", self.ok("index", self.docs))
+
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
         self.write("song.mp3", "not read")
@@ -5688,6 +5769,24 @@ class McpTests(RagTestCase):
             self.assertEqual(len(reply["result"]["structuredContent"]["warnings"]), 1)
         self.assertNotIn("warnings", replies[2]["result"]["structuredContent"])
 
+    def test_mcp_watch_keeps_the_index_current(self):
+        proc = subprocess.Popen([sys.executable, rag.__file__, "mcp", "--db", self.db, "--watch"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        killed_with_its_children(self, proc)
+        self.addCleanup(lambda: [f.close() for f in (proc.stdin, proc.stdout, proc.stderr)])
+        self.assertIn(b"rag: watching 3 file(s) in 1 folder(s)", proc.stderr.readline())
+        self.assertIn(b"MCP server on stdio", proc.stderr.readline())
+        self.write("notes/wombats.md", "Wombats dig burrows.\n")
+        self.assertIn(b"indexed 1 file(s), 0 removed", proc.stderr.readline())  # the pass's line
+        proc.stdin.write(json.dumps(self.call(1, "search", question="wombats burrows", k=1)).encode() + b"\n")
+        proc.stdin.flush()
+        reply = json.loads(proc.stdout.readline())
+        self.assertEqual(reply["result"]["structuredContent"]["passages"][0]["path"],
+                         os.path.join("notes", "wombats.md"))
+        proc.stdin.close()  # the client is gone: the server and its watch end
+        self.assertEqual(proc.wait(), 0)
+
     def test_mcp_versions_and_unknown_methods(self):
         def init(n, version):
             return {"jsonrpc": "2.0", "id": n, "method": "initialize", "params": {"protocolVersion": version}}
@@ -5993,6 +6092,8 @@ class HttpTests(RagTestCase):
         self.assertEqual(self.request("GET", "/v1/models")[2]["data"][0]["id"], "rag.py")
         health = self.request("GET", "/health")[2]
         self.assertEqual((health["status"], health["documents"], health["chunks"]), ("ok", 3, 4))
+        self.assertEqual((health["watching"], health["index_changed"]),
+                         (False, self.rows("SELECT value FROM meta WHERE key = 'last_indexed'")[0][0]))
         status, resp, page = self.request("GET", "/")
         self.assertEqual((status, resp.getheader("Content-Type")), (200, "text/html; charset=utf-8"))
         self.assertIn('<form id="f">', page)
@@ -6251,6 +6352,7 @@ class HttpTests(RagTestCase):
         own = self.rows("SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel = 'a/plan.md'")
         health = self.request("GET", "/health", headers=alice)[2]
         self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
+        self.assertNotIn("index_changed", health)  # a change she may not read would show in it
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "alice-key-0123456789"}):
             self.assertEqual(self.request("GET", "/health", headers=headers)[0], 401)
         asks = self.rows("SELECT * FROM asks")
@@ -6450,8 +6552,31 @@ class HttpTests(RagTestCase):
         self.addCleanup(proc.stderr.close)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         line = proc.stderr.readline()
+        while line and not line.startswith("serving "):  # a watch's first line comes before
+            line = proc.stderr.readline()
         self.port = int(re.search(r":(\d+)/", line).group(1))
         return proc, line
+
+    def test_serve_watch_keeps_the_index_current_and_health_says_when_it_changed(self):
+        proc, _ = self.serve_process("--workers", "2", "--watch")
+        health = self.request("GET", "/health")[2]
+        self.assertEqual((health["watching"], health["documents"]), (True, 3))
+        wombats = self.write("notes/wombats.md", "Wombats dig burrows.\n")
+        self.assertIn("indexed 1 file(s), 0 removed", proc.stderr.readline())  # the pass's line
+        passages = self.request("POST", "/search", {"question": "wombats burrows", "k": 1})[2]
+        self.assertEqual(passages[0]["path"], os.path.join("notes", "wombats.md"))
+        changed = self.request("GET", "/health")[2]
+        self.assertEqual(changed["documents"], 4)
+        self.assertGreaterEqual(changed["index_changed"], health["index_changed"])
+        self.assertEqual(changed["index_changed"],
+                         self.rows("SELECT max(indexed_at) FROM documents")[0][0])
+        os.remove(wombats)
+        self.assertIn("indexed 0 file(s), 1 removed", proc.stderr.readline())
+        passages = self.request("POST", "/search", {"question": "wombats burrows", "k": 1})[2]
+        self.assertNotEqual(passages[0]["path"], os.path.join("notes", "wombats.md"))
+        code = self.error_line("index", self.docs)  # the watch is the index's writer meanwhile
+        self.assertIn("another 'rag index' is writing", code)
+        self.assertIn("(a run, or a --watch)", code)
 
     def test_serve_sigterm_lets_requests_in_flight_finish(self):
         server = self.online()
