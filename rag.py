@@ -5208,6 +5208,108 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
                "OR json_array_length(vector) != ?")
 
 
+# Forgetting: a document's text removed from every place the index keeps it,
+# then the index's own bytes searched for what is left of it (Store.forget).
+
+FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
+_FORGET_BATCH = 1 << 18  # bytes of forgotten text looked for at a time: memory stays flat
+_HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
+
+
+class Forgotten(NamedTuple):
+    """A forget's receipt: what was removed, what was checked, and what of the
+    text is left (left: places no kept document explains; kept: kept
+    documents holding runs of it too, so that those stay)."""
+
+    documents: list
+    chunks: int
+    cached: int | None  # vectors of the embedding cache removed (None: the store keeps none)
+    asks: int
+    checked: str
+    left: list
+    kept: list
+
+
+class Runs:
+    """Every FORGET_RUN-byte run of some texts (UTF-8), to be found in other
+    bytes in one pass: a run there covers one of their aligned half-run
+    blocks, so each block is looked up in the texts' blocks, and only a match
+    is compared in full."""
+
+    def __init__(self, texts: list[str]):
+        self.data = b"\0".join(t.encode("utf-8") for t in texts)
+        half = FORGET_RUN // 2
+        self.blocks: dict[bytes, int] = {}
+        for i in range(len(self.data) - half + 1):
+            self.blocks.setdefault(self.data[i:i + half], i)
+
+    def find(self, data, start: int = 0) -> int:
+        """The offset of the first run of the texts in data at or after start; -1: none."""
+        half = FORGET_RUN // 2
+        for s in range(start + (-start) % half, len(data) - half + 1, half):
+            p = self.blocks.get(data[s:s + half])
+            if p is None:
+                continue
+            for k in range(half):  # where in the run this block sits
+                w = data[s - k:s - k + FORGET_RUN]
+                if s - k >= start and len(w) == FORGET_RUN and _HAS_WORD.search(w) and (
+                        w == self.data[p - k:p - k + FORGET_RUN] or w in self.data):
+                    return s - k
+        return -1
+
+    def holds(self, text: str) -> bool:
+        return self.find(text.encode("utf-8")) >= 0
+
+
+def runs_batches(texts: list[str]) -> Iterator[Runs]:
+    """Runs of texts, _FORGET_BATCH bytes of them at a time."""
+    batch, size = [], 0
+    for t in texts:
+        batch.append(t)
+        size += len(t)
+        if size >= _FORGET_BATCH:
+            yield Runs(batch)
+            batch, size = [], 0
+    if batch:
+        yield Runs(batch)
+
+
+def _runs_left(path: str, runs: Runs, kept) -> tuple[list[str], set[str]]:
+    """Search the file at path (mapped, not read into memory) for runs; each
+    found is explained by kept(run) (a kept document's name) or is left.
+    (left: 'FILE at OFFSET', kept documents' names)."""
+    import mmap
+    left, explained = [], set()
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = runs.find(data)
+            while at >= 0 and len(left) < _SKIP_NAMES:
+                name = kept(bytes(data[at:at + FORGET_RUN]))
+                if name:
+                    explained.add(name)
+                else:
+                    left.append(f"{os.path.basename(path)} at byte {at}")
+                at = runs.find(data, at + FORGET_RUN)
+    except (OSError, ValueError):  # missing, or empty (mmap cannot map nothing)
+        pass
+    return left, explained
+
+
+def _quotes(ask: dict, ids: set[int], texts: list[str]) -> bool:
+    """Does a logged ask (its columns) quote the chunks ids: its answer cites
+    one ('[n]', the n-th of its passages), or its question or answer holds a
+    run of texts (an earlier version's)? A passage retrieved, not cited, is no quote."""
+    try:
+        passages = json.loads(ask.get("chunk_ids") or "[]")
+        if ids & {passages[n - 1] for n, real in citations(str(ask.get("answer", "")),
+                                                           len(passages)) if real}:
+            return True
+    except (ValueError, TypeError, IndexError):  # unreadable: its words decide
+        pass
+    return any(r.holds(str(ask.get("question", ""))) or r.holds(str(ask.get("answer", "")))
+               for r in runs_batches(texts))
+
+
 @dataclass
 class _Damage:
     """What SqliteStore.damage found in the index db: structural problems (the file),
@@ -5500,6 +5602,10 @@ class Admin:
         """(chunk id, text) of every chunk (eval's gold by quote)."""
         raise NotImplementedError
 
+    def forget(self, paths: list[str]) -> Forgotten:
+        """Remove these documents and every trace of their text; the receipt."""
+        raise NotImplementedError
+
     def source_warnings(self, source) -> list[str]:
         """Warnings for the globs of a --source that match no document, or fewer
         than the rule before this one did (any end of the whole path matched)."""
@@ -5676,6 +5782,75 @@ class SqliteStore(Store, Admin):
         self._tidy_keywords()
         if not self.pack_is_fresh():
             self._pack_signatures()
+
+    def forget(self, paths: list[str]) -> Forgotten:
+        """Remove these documents from every table (chunks, keyword index,
+        signatures, cached vectors, the asks that quoted them) with SQLite's
+        secure_delete on, merge the keyword index; then vacuum (pages freed by
+        earlier runs may hold earlier versions of them), empty the log, and look
+        for their text in the file and its log."""
+        texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
+                                                 "c JOIN documents d ON d.id = c.doc_id WHERE "
+                                                 "d.path IN ({marks})", paths)]
+        self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
+        with _transaction(self.conn):
+            ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
+                                         "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
+            asks = self._asks_quoting(ids, texts)
+            self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
+            self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+            # all of it: an earlier version's vectors are there too, and nothing says whose they are
+            cached = self.conn.execute("DELETE FROM embed_cache").rowcount
+            self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
+            self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0})
+            self._touch()
+        self._pack_signatures()
+        checked, left, kept = self._check_forgotten(texts)
+        return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
+
+    def _asks_quoting(self, ids: set[int], texts: list[str]) -> list[int]:
+        """The logged asks that cite the chunks ids or quote their texts (_quotes)."""
+        rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
+        return [i for i, chunk_ids, question, answer in rows
+                if _quotes({"chunk_ids": chunk_ids, "question": question, "answer": answer},
+                           ids, texts)]
+
+    def _check_forgotten(self, texts: list[str]) -> tuple[str, list, set]:
+        """Vacuum, checkpoint the log, then search the file and the log for
+        runs of texts: (what was checked, places left, kept documents
+        explaining the runs found)."""
+        self.conn.execute("VACUUM")
+        busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        name = self.conn.execute("PRAGMA database_list").fetchone()[2]
+        left, kept = [], set()
+        for r in runs_batches(texts):
+            for path in (name, name + "-wal"):
+                more, why = _runs_left(path, r, self._kept_holding())
+                left += more
+                kept |= why
+        size = sum(os.path.getsize(p) for p in (name, name + "-wal") if os.path.exists(p))
+        checked = (f"no {FORGET_RUN}-byte run of their text in {os.path.basename(name)} or its "
+                   f"write-ahead log ({size_text(size)} read, after a vacuum)")
+        if busy:
+            checked += "; another process was reading the index, so its log could not be emptied"
+        return checked, left, kept
+
+    def _kept_holding(self):
+        """run -> the name of a kept document whose text or heading holds it
+        (None: none); the last one found is tried first (a copy's runs come in a row)."""
+        last: list = [b"", ""]
+
+        def kept(run: bytes) -> str | None:
+            if run in last[0]:
+                return last[1]
+            row = self.conn.execute(
+                "SELECT c.text, c.heading, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                "WHERE instr(CAST(c.text AS BLOB), ?) OR instr(CAST(c.heading AS BLOB), ?) LIMIT 1",
+                (run, run)).fetchone()
+            if row:
+                last[:] = [(row[0] + "\0" + row[1]).encode("utf-8"), row[2]]
+            return row[2] if row else None
+        return kept
 
     def _tidy_keywords(self) -> None:
         """Merge the keyword index into one segment (FTS5 'optimize': its removed
@@ -6565,6 +6740,41 @@ class EngineStore(Store, Admin):
         self.put(True, self.meta_records({Meta.SIG_STAMP: stamp, Meta.LAST_INDEXED: now_iso()}))
         self.remove(True, ids=[f"doc:{i}" for i in ids])
         self.wrote([], ids, stamp)
+
+    @_engine_reply
+    def forget(self, paths: list[str]) -> Forgotten:
+        """Remove these documents (their chunks and markers) and the logged
+        asks that quoted them, then read every record the engine keeps for
+        runs of their text. The engine's own files are its to compact."""
+        docs = [_document_number(p) for p in paths]
+        chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
+                                       include=("metadatas",)))
+        texts = [f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
+                 for r in chunks]
+        ids = {int(r["id"]) for r in chunks}
+        asks = [r["id"] for r in self.all_records(True, where={"kind": "ask"},
+                                                 include=("metadatas",))
+                if _quotes(r["metadata"], ids, texts)]
+        if asks:
+            self.remove(True, ids=asks)
+        self.delete(paths)
+        left, kept = [], set()
+        for r in runs_batches(texts):
+            for side in (False, True):
+                for record in self.all_records(side, include=("metadatas", "documents")):
+                    if r.holds(json.dumps(record, ensure_ascii=False)):
+                        name = self._doc_name(record) if not side else None
+                        kept.add(name) if name else left.append(f"record {record['id']}")
+        checked = (f"no {FORGET_RUN}-byte run of their text in any record of the engine's two "
+                   "collections (the engine's own files are its to compact)")
+        return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
+                         sorted(kept))
+
+    def _doc_name(self, record: dict) -> str | None:
+        """A chunk record's document, by its path relative to the folder indexed."""
+        row = self.docs().execute("SELECT rel FROM documents WHERE id = ?",
+                                  (record.get("metadata", {}).get("doc"),)).fetchone()
+        return row[0] if row else None
 
     @_engine_reply
     def rename(self, path: str, rel: str) -> None:
@@ -13599,6 +13809,61 @@ def _serve_keys(args) -> tuple[str | None, tuple]:
     return header_safe(value, "the API key"), ()
 
 
+def _forget_arguments(p: argparse.ArgumentParser) -> None:
+    """Forget's own arguments."""
+    p.add_argument("targets", nargs="+", metavar="PATH|GLOB",
+                   help="a file or folder (the documents read from it, there or deleted), or a "
+                        "glob on the path relative to the folder indexed ('notes/*.md'; '/...': "
+                        "the whole path)")
+
+
+def forget_targets(store: Store, targets: list[str]) -> list[StoredDocument]:
+    """The stored documents each target names (a usage error for one naming none)."""
+    import fnmatch
+    docs, chosen = store.documents(), {}
+    for t in targets:
+        real = os.path.realpath(t)
+        found = [d for d in docs if under(d.path, real) or fnmatch.fnmatchcase(
+            d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)]
+        if not found:
+            raise UsageError(f"{t!r} names no indexed document (a path, or a glob on the path "
+                             "relative to the folder indexed: 'notes/*.md')")
+        chosen.update((d.path, d) for d in found)
+    return list(chosen.values())
+
+
+def _cmd_forget(args, cfg: Config, closer) -> int:
+    """Remove documents from the index and show that their text left its file."""
+    if not cfg.store:
+        if not os.path.isfile(cfg.db):
+            raise RagError(f"no index at {shown(cfg.db)}")
+        closer.enter_context(index_lock(cfg.db))
+    store = closer.enter_context(contextlib.closing(open_store(cfg)))
+    docs = forget_targets(store, args.targets)
+    roots = indexed_roots(store)
+    f = store.forget([d.path for d in docs])
+    names = sorted(d.rel for d in docs)
+    print(f"forgot {len(docs)} document(s): {listed(names)}")
+    print(f"  removed: {len(docs)} document(s), {f.chunks} chunk(s) with their keyword entries, "
+          f"signatures and vectors; {f.asks} logged ask(s) that quoted them" + (
+              "" if f.cached is None else f"; the embedding cache ({f.cached} vector(s) of removed "
+              "passages, earlier versions of these among them)"))
+    print(f"  checked: {f.checked}" if not f.left else
+          f"  checked: FOUND runs of their text still at {', '.join(f.left)}")
+    if f.kept:
+        print(f"  kept: documents not forgotten hold runs of the same text, which stay with them: "
+              f"{listed(f.kept)}")
+    back = [d for d in docs if os.path.exists(d.path) and any(under(d.path, r) for r in roots)]
+    if back:
+        print(f"  note: {len(back)} of them are still in a folder indexed: the next index run "
+              f"reads them again; a line in that folder's .ragignore ('{back[0].rel}') keeps "
+              "them out")
+    if f.left:
+        raise RagError("their text is still in the index's files (see above); stop every "
+                       "process reading the index and run forget again")
+    return 0
+
+
 def _stats_arguments(p: argparse.ArgumentParser) -> None:
     """Stats' own arguments."""
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -13696,6 +13961,11 @@ COMMANDS = {
     "check": Command(_cmd_check, _check_arguments, ("db",), "check the index for damage",
                      "PRAGMA quick_check, every stored text decoded and every vector parsed; names "
                      "the damaged documents and how to rebuild them (exit 1 when damaged)."),
+    "forget": Command(_cmd_forget, _forget_arguments, ("db",), "remove documents for good",
+                      "Remove documents (a path or a glob) from every place the index keeps their "
+                      "text or vectors, the asks that quoted them too, and check that no run of "
+                      f"{FORGET_RUN} bytes of their text is left in the index's files; prints a "
+                      "receipt."),
     "stats": Command(_cmd_stats, _stats_arguments, ("db",), "show what the index holds",
                      "Documents, chunks, embedding model, size, last indexed."),
 }

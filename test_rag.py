@@ -2428,6 +2428,63 @@ class StoreTests(RagTestCase):
         self.assertEqual(conn2.execute("SELECT question FROM asks").fetchall(), [("How long do refunds take?",)])
         self.assertTrue({"write", "keyword", "dense", "chunks", "log_ask", "meta"} <= store.used, store.used)
 
+    PLAN = ("# Merger plan\n\nAcme will buy Globex for 41 million dollars in the third quarter; "
+            "the board votes on the ninth of March.\n\nOnly the two chief executives know the price.\n")
+
+    def runs_left(self, text):
+        """The 40-byte runs of text still in the index's file or its write-ahead log."""
+        data = b""
+        for path in (self.db, self.db + "-wal"):
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    data += f.read()
+        b = text.encode()
+        return [b[i:i + 40] for i in range(len(b) - 39) if b[i:i + 40] in data]
+
+    def test_forget_removes_every_trace_and_checks_the_files(self):
+        self.write_docs()
+        old = self.PLAN.replace("41 million", "38 million").replace("ninth", "second") + "".join(
+            f"\nClause {n}: the {w} division moves to the Globex campus in week {n}.\n"
+            for n, w in enumerate(WORDS * 10))  # pages it fills are free, not reused, once it is gone
+        self.write("plans/merger.md", old)
+        self.ok("index", self.docs)
+        self.write("plans/merger.md", self.PLAN)  # an earlier version's pages are freed, not gone
+        self.ok("index", self.docs)
+        self.ok("ask", "What will Acme pay for Globex?")
+        self.ok("ask", "How long do refunds take?")
+        self.assertTrue(self.runs_left(self.PLAN))
+        out = self.ok("forget", "plans/*.md")
+        self.assertIn("forgot 1 document(s): " + os.path.join("plans", "merger.md"), out)
+        self.assertRegex(out, r"removed: 1 document\(s\), 1 chunk\(s\) .*; 1 logged ask\(s\) .*; the embedding cache \(\d\d vector")
+        self.assertIn("checked: no 40-byte run of their text in index.db or its write-ahead log", out)
+        self.assertIn("the next index run reads them again; a line in that folder's .ragignore", out)
+        self.assertEqual((self.runs_left(self.PLAN), self.runs_left(old)), ([], []))
+        self.assertEqual(self.rows("SELECT question FROM asks"), [("How long do refunds take?",)])
+        self.assertEqual(self.rows("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'globex'"), [(0,)])
+        self.assertEqual(self.rows("SELECT count(*) FROM embed_cache"), [(0,)])
+        self.assertEqual(self.rows("PRAGMA integrity_check"), [("ok",)])
+        self.assertIn("refunds.md", self.ok("search", "refunds", "-k", "1"))
+        self.write(".ragignore", "plans/\n")  # what keeps it out
+        self.ok("index", self.docs)
+        self.assertEqual(self.runs_left(self.PLAN), [])
+
+    def test_forget_says_what_kept_documents_hold_and_refuses_a_name_of_nothing(self):
+        self.write_docs()
+        self.write("plans/merger.md", self.PLAN)
+        self.write("copy/merger.md", self.PLAN)
+        self.ok("index", self.docs)
+        line = self.error_line("forget", "plans/nothing.md", "copy/*", code=2)
+        self.assertIn("'plans/nothing.md' names no indexed document", line)
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 5)  # nothing was forgotten
+        out = self.ok("forget", os.path.join(self.docs, "plans"))
+        self.assertIn("kept: documents not forgotten hold runs of the same text, which stay with them: "
+                      + os.path.join("copy", "merger.md"), out)
+        self.assertIn("copy/merger.md", self.ok("search", "Acme Globex merger", "-k", "1").replace(os.sep, "/"))
+        os.remove(os.path.join(self.docs, "copy", "merger.md"))  # a deleted file is forgotten too
+        out = self.ok("forget", os.path.join(self.docs, "copy", "merger.md"))
+        self.assertNotIn("next index run", out)
+        self.assertEqual(self.runs_left(self.PLAN), [])
+
 
 class ExportTests(RagTestCase):
     def test_export_writes_each_chunk_once_with_its_vector_and_citation(self):
@@ -2485,6 +2542,24 @@ class EngineTests(RagTestCase):
     def both(self, engine, *argv):
         """The same command on SQLite and on the engine: (SQLite's output, the engine's)."""
         return self.ok(*argv), self.ok(*argv, "--store", engine.url())
+
+    def test_engine_forget_removes_the_records_and_the_asks_that_quoted_them(self):
+        engine = self.engine()
+        self.write_docs()
+        self.write("plans/merger.md", StoreTests.PLAN)
+        self.ok("index", self.docs, "--store", engine.url())
+        self.ok("ask", "What will Acme pay for Globex?", "--store", engine.url())
+        self.ok("ask", "How long do refunds take?", "--store", engine.url())
+        def held():  # every record the engine keeps, as one text
+            return json.dumps([c["records"] for c in engine.collections.values()])
+        self.assertIn("41 million dollars", held())
+        out = self.ok("forget", "plans/merger.md", "--store", engine.url())
+        self.assertIn("1 logged ask(s)", out)
+        self.assertIn("checked: no 40-byte run of their text in any record of the engine's two collections", out)
+        data, plan = held().encode(), json.dumps(StoreTests.PLAN)[1:-1].encode()
+        self.assertEqual([plan[i:i + 40] for i in range(len(plan) - 39) if plan[i:i + 40] in data], [])
+        self.assertIn("How long do refunds take?", held())
+        self.assertEqual(json.loads(self.ok("stats", "--json", "--store", engine.url()))["documents"], 3)
 
     def test_engine_commands_answer_as_on_sqlite(self):
         engine = self.engine()
@@ -6550,7 +6625,7 @@ class HttpTests(RagTestCase):
                                 stdout=subprocess.DEVNULL, start_new_session=True)
         killed_with_its_children(self, proc)
         self.addCleanup(proc.stderr.close)
-        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
         line = proc.stderr.readline()
         while line and not line.startswith("serving "):  # a watch's first line comes before
             line = proc.stderr.readline()
