@@ -6562,10 +6562,11 @@ class EngineStore(Store, Admin):
         self._meta = None
         stamp = self.meta(Meta.SIG_STAMP)
         if stamp != self._stamp:  # what was read of the documents and words is stale
-            self.forget(stamp)
+            self._drop_read(stamp)
         return stamp
 
-    def forget(self, stamp) -> None:
+    def _drop_read(self, stamp) -> None:
+        """Drop what was read of the engine at an older state (documents, words, nearest)."""
         self._stamp, self._match, self._words, self._whole = stamp, {}, {}, False
         self._near = {}
         if self._docs:
@@ -6638,7 +6639,7 @@ class EngineStore(Store, Admin):
             self.remove(False, where={"doc": {"$in": begun}})
             self.remove(True, ids=[f"doc:{i}" for i in begun])
             self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
-            self.forget(self.meta(Meta.SIG_STAMP))
+            self._drop_read(self.meta(Meta.SIG_STAMP))
 
     def _words_as_documents(self) -> None:
         """An index an older rag.py wrote (its chunks' words as lists of
@@ -6884,7 +6885,7 @@ class EngineStore(Store, Admin):
                 rows = other._docs.execute("SELECT * FROM documents").fetchall()
             except sqlite3.Error:  # other has just dropped it: this one reads its own
                 return
-            self.forget(other._stamp)
+            self._drop_read(other._stamp)
             self._docs = self._docs_table(rows)
             # by reference: added to, never changed (scan and read replace them whole)
             self._words, self._match, self._whole = other._words, other._match, other._whole
@@ -13950,7 +13951,8 @@ COMMANDS = {
     "export": Command(_cmd_export, _export_arguments, ("db",), "write the index as JSON Lines",
                       "One chunk a line: id, path, citation, lines, heading, text, the document's "
                       "SHA-256, the embedding model, its dimension and the vector."),
-    "mcp": Command(_cmd_mcp, _mcp_arguments, _ANSWERING, "serve the index to an agent (MCP over stdio)",
+    "mcp": Command(_cmd_mcp, _mcp_arguments, _ANSWERING,
+                   "serve the index to an agent (MCP over stdio)",
                    "A Model Context Protocol server on stdin/stdout with the tools search, ask and "
                    "stats. The retrieval options are the tools' defaults; --source limits "
                    "every request."),
