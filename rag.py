@@ -6,7 +6,8 @@ fixed refusal sentence when the documents do not answer. It measures itself:
 works offline (built-in embedder, extractive answers) and with any
 OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
 
-    python rag.py index docs/             parse, chunk, embed and store a folder
+    python rag.py index docs/             parse, chunk, embed and store a folder (--watch: keep
+                                          it current)
     python rag.py search "question"       show the ranked passages
     python rag.py ask "question"          answer with citations, or refuse
     python rag.py chat                    a conversation: follow-ups answered in context
@@ -14,6 +15,7 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py stats                   what the index holds
     python rag.py check                   find damage: which documents, how to rebuild
     python rag.py export                  the index as JSON Lines, for a vector database
+    python rag.py forget notes/old.md     remove documents for good, with a receipt
     python rag.py mcp                     serve the index to an agent (MCP over stdio)
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
@@ -37,7 +39,7 @@ section; the others are what later sections build on; __all__ is the public API)
     Dense index      signatures as bit columns (_Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
-                     eval's gold); SQLite: schema as numbered migrations, connect (index or not;
+                     eval's gold, forget: Runs finds what is left of a text); SQLite: schema as numbered migrations, connect (index or not;
                      read-only, full or locked: opened read-only or immutable, never written by a
                      read command), settings (Meta), damage (what check and index say), and
                      SqliteStore, the one layer over the connection
@@ -46,7 +48,8 @@ section; the others are what later sections build on; __all__ is the public API)
                      full-text index finds, or of every chunk read once; ChromaStore); the
                      STORES table
     Index            walk (filters, links only inside the folders given, virtual file systems),
-                     read, chunk, embed (Batcher, in parallel), store; the index lock
+                     read, chunk, embed (Batcher, in parallel), store; what is gone; the Watcher
+                     (polls, settles, runs a pass); the index lock
     Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike to a better-ranked
                      one is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
@@ -67,7 +70,7 @@ section; the others are what later sections build on; __all__ is the public API)
                      open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
                      says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
-                     server processes (one, or forked workers supervised)
+                     server processes (one, or forked workers supervised; a watch's process)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
     Data             the refusal probes (PROBES) and the page at GET / (PAGE)
 
@@ -8473,8 +8476,8 @@ class Watcher:
             s = self.index(present) if present else IndexStats()
         except RagError as e:
             if str(e) != self.failed:
-                self.say(f"{time.strftime('%H:%M:%S')} pass failed, tried again when files "
-                         f"change: {e}")
+                self.say(f"{time.strftime('%H:%M:%S')} pass failed (tried again, less "
+                         f"often each time): {e}")
             self.failed = str(e)
             return False
         self.failed = None

@@ -3158,6 +3158,42 @@ class IndexTests(RagTestCase):
         self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
                          ["errors.md", "garden.txt", "refunds.md", "report.md"])
 
+    def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
+        self.write_docs()
+        away = self.docs + "-unmounted"
+        kept = []
+        def back():
+            kept.append(len(self.rows("SELECT * FROM documents")))
+            os.rename(away, self.docs)
+            self.write("notes/wombats.md", "Wombats dig burrows.\n")
+        code, out, err = self.watched(lambda: os.rename(self.docs, away), back)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(kept, [3])
+        lines = out.splitlines()[2:]
+        self.assertEqual(len(lines), 1, out)  # nothing while it was away
+        self.assertIn("indexed 1 file(s), 0 removed", lines[0])
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 4)
+
+    def test_index_watch_says_a_failing_pass_once_and_tries_it_again(self):
+        self.write_docs()
+        failing = [False]
+        real = rag.index_paths
+        def index_paths(*args, **kw):
+            if failing[0]:
+                raise rag.RagError("the embedding server is down")
+            return real(*args, **kw)
+        def change():
+            failing[0] = True
+            self.write("notes/wombats.md", "Wombats dig burrows.\n")
+        with mock.patch.object(rag, "index_paths", index_paths):
+            code, out, err = self.watched(change, lambda: None, lambda: failing.__setitem__(0, False))
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()[2:]
+        self.assertEqual(len(lines), 2, out)  # the failure said once, though tried twice
+        self.assertIn("pass failed (tried again, less often each time): the embedding server is down", lines[0])
+        self.assertIn("indexed 1 file(s), 0 removed", lines[1])  # tried again: done
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 4)
+
     def test_index_watch_ctrl_c_in_a_pass_keeps_what_it_finished(self):
         self.write_docs()
         def write(store, *args, **kw):
