@@ -39,10 +39,11 @@ section; the others are what later sections build on; __all__ is the public API)
     Dense index      signatures as bit columns (_Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
-                     eval's gold, forget: Runs finds what is left of a text); SQLite: schema as numbered migrations, connect (index or not;
-                     read-only, full or locked: opened read-only or immutable, never written by a
-                     read command), settings (Meta), damage (what check and index say), and
-                     SqliteStore, the one layer over the connection
+                     eval's gold, forget: Runs finds what is left of a text); SQLite: schema as
+                     numbered migrations, connect (index or not; read-only, full or locked:
+                     opened read-only or immutable, never written by a read command), settings
+                     (Meta), damage (what check and index say), and SqliteStore, the one layer
+                     over the connection
     Engine store     an index in a server engine over HTTP (EngineStore: markers, intents, the
                      writer thread, keyword ranking by bm25 of the chunks the engine's
                      full-text index finds, or of every chunk read once; ChromaStore); the
@@ -6766,9 +6767,13 @@ class EngineStore(Store, Admin):
         for r in runs_batches(texts):
             for side in (False, True):
                 for record in self.all_records(side, include=("metadatas", "documents")):
-                    if r.holds(json.dumps(record, ensure_ascii=False)):
-                        name = self._doc_name(record) if not side else None
-                        kept.add(name) if name else left.append(f"record {record['id']}")
+                    if not r.holds(json.dumps(record, ensure_ascii=False)):
+                        continue
+                    name = None if side else self._doc_name(record)  # a kept copy's chunk
+                    if name:
+                        kept.add(name)
+                    else:
+                        left.append(f"record {record['id']}")
         checked = (f"no {FORGET_RUN}-byte run of their text in any record of the engine's two "
                    "collections (the engine's own files are its to compact)")
         return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
@@ -12123,7 +12128,8 @@ class HttpApi:
 
     def health(self, body=None, caller: _Caller | None = None):
         info = self.service.stats(caller)  # counted under --source and the caller's key
-        # when the index last changed: a caller who may read all of it, as the change may not be
+        # when the index last changed: only to a caller who may read all of it (the change
+        # may be in a document others may not read)
         whole = not (caller and caller.globs) and not self.service.opts.source
         return self.json(200, {"status": "ok", "documents": info["documents"],
                                "chunks": info["chunks"], "embed_model": info["embed_model"],
