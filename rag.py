@@ -13112,7 +13112,7 @@ def _cmd_index(args, cfg: Config, closer) -> int:
             raise RagError(f"no such file or directory: {shown(p)}" + (
                 f" (the {kept} document(s) indexed from it are kept; --prune removes them)"
                 if kept else ""))
-    watcher = Watcher(args.paths, _index_options(args, cfg, None), None, print) \
+    watcher = Watcher(args.paths, _index_options(args, cfg, None), None, _said) \
         if args.watch else None
     snap = watcher.snapshot() if watcher else None  # before the first pass reads
     if cfg.store:  # an engine: no lock file or repair of SQLite's (README, "Many machines")
@@ -13128,6 +13128,11 @@ def _cmd_index(args, cfg: Config, closer) -> int:
         watcher.index = lambda present: index_paths(store, kept, present, opts, log)
         _watch(watcher, snap, log)
     return 0
+
+
+def _said(line: str) -> None:
+    """A watch's line, on stdout as it happens (into a pipe or a log file too)."""
+    print(line, flush=True)
 
 
 def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:

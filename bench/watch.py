@@ -267,7 +267,7 @@ def by_kind(results) -> str:
         found = [s for k, _, s in results if k == kind and s is not None]
         n = sum(1 for k, _, _ in results if k == kind)
         med = f"{statistics.median(found):.2f} s" if found else "-"
-        parts.append(f"{kind} {med} ({len(found)}/{n})")
+        parts.append(f"{kind} {med}" + (f" ({n - len(found)} missed)" if len(found) < n else ""))
     return ", ".join(parts)
 
 
@@ -339,18 +339,13 @@ def main_folder(a, tmp: str, rows: list) -> None:
         results = timed_changes(watch, os.path.join(tmp, "index.db"), changer, kinds, a.give_up)
         report_changes(results, a, rows)
         if a.deletions:
-            print("deletions:", flush=True)
-            gone = timed_changes(watch, os.path.join(tmp, "index.db"), changer,
-                                 ["delete"] * a.deletions, a.give_up)
-            misses = sum(s is None for _, _, s in gone)
-            rows.append((f"delete -> gone ({a.deletions})",
-                         f"{latency_summary(gone)}; misses {misses}"))
+            time_deletions(watch, os.path.join(tmp, "index.db"), changer, a, rows)
         measure_idle(watch, a.idle_seconds, rows, "")
     finally:
         stopped, stopped_at = stop_line(watch)
     rows.append(("pass lines", passes_line(watch, stopped_at)))
     rows.append(("SIGINT", stopped))
-    add_notes(watch, rows)
+    add_notes(watch, rows, "")
 
 
 def report_changes(results, a, rows: list) -> None:
@@ -362,6 +357,14 @@ def report_changes(results, a, rows: list) -> None:
     rows.append((f"change -> found ({len(results)})", head))
     rows.append(("  by kind (median)", by_kind(results)))
     rows.append((f"  misses (> {a.give_up:.0f} s)", str(misses)))
+
+
+def time_deletions(watch: Watch, db: str, changer: Changer, a, rows: list) -> None:
+    """Files deleted, timed until their document is gone: reported apart from the changes."""
+    print("deletions:", flush=True)
+    gone = timed_changes(watch, db, changer, ["delete"] * a.deletions, a.give_up)
+    misses = sum(s is None for _, _, s in gone)
+    rows.append((f"delete -> gone ({a.deletions})", f"{latency_summary(gone)}; misses {misses}"))
 
 
 def measure_idle(watch: Watch, seconds: float, rows: list, label: str) -> None:
@@ -387,12 +390,14 @@ def idle_folder(a, tmp: str, rows: list) -> None:
     finally:
         stopped, _ = stop_line(watch)
     rows.append(("  SIGINT", stopped))
+    add_notes(watch, rows, "  ")
 
 
-def add_notes(watch: Watch, rows: list) -> None:
+def add_notes(watch: Watch, rows: list, label: str) -> None:
+    """How many notes the watch gave on stderr (skipped files, failed passes), and the first."""
     notes = watch.notes()
     if notes:
-        rows.append(("watch's notes", f"{len(notes)}, first: {notes[0]}"))
+        rows.append((f"{label}its notes", f"{len(notes)}, the first: {notes[0][:70]}"))
 
 
 def print_table(rows: list) -> None:
