@@ -8071,11 +8071,13 @@ class Batcher:
 
 
 def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
-                log: Log) -> IndexStats:
-    """Bring the index (store) up to date with the files under paths."""
+                log: Log, unchanged=frozenset()) -> IndexStats:
+    """Bring the index (store) up to date with the files under paths;
+    unchanged: paths a watch saw unchanged since its last pass, so that one
+    skipped then (an image without text, a credential) is not read again."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
-    run = _IndexRun(store, opts, log, IndexStats())
+    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged)
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
     store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
@@ -8120,6 +8122,7 @@ class _IndexRun:
     stored_stat: dict = field(default_factory=dict)  # path -> its file's stat when read
     restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
+    unchanged: frozenset = frozenset()  # (index_paths)
     stale: list = field(default_factory=list)
     batcher: Batcher | None = None
 
@@ -8146,6 +8149,8 @@ class _IndexRun:
         """Read one file the walk listed and do what its status says."""
         key, store, stats = w.key, self.store, self.stats
         self.seen.add(key)
+        if w.path in self.unchanged and key not in self.stored:
+            return  # skipped by the watch's last pass, and unchanged since: skipped again
         rel = _doc_rel(w.path, key, w.root)
         if key in self.stored_stat and _unchanged_on_disk(w, self.stored_stat[key]):
             status, doc = "unchanged", None  # not read: nothing changed since it was
@@ -8468,17 +8473,21 @@ class Watcher:
             settled = self.settled()
             if settled is None:
                 return
-            if self.once(settled):
+            if self.once(settled, snap):
                 snap, backoff = settled, 0.0
             else:  # snap kept: the change is seen again, and tried again later
                 backoff = min(WATCH_MAX_BACKOFF, max(1.0, backoff * 2))
 
-    def once(self, settled: Snapshot) -> bool:
-        """One pass over the folders present; True unless it failed."""
+    def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
+        """One pass over the folders present (the files as they were in
+        before, the last pass's snapshot, are index_paths' unchanged); True
+        unless it failed."""
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
+        unchanged = frozenset(p for p, v in settled.files.items()
+                              if before and before.files.get(p) == v)
         try:
-            s = self.index(present) if present else IndexStats()
+            s = self.index(present, unchanged) if present else IndexStats()
         except RagError as e:
             if str(e) != self.failed:
                 self.say(f"{time.strftime('%H:%M:%S')} pass failed (tried again, less "
@@ -12781,8 +12790,8 @@ def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None,
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
         embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
-        watcher = Watcher(roots, opts, lambda present: index_paths(store, embedder, present,
-                                                                   opts, log), log.note, stop)
+        watcher = Watcher(roots, opts, lambda present, unchanged: index_paths(
+            store, embedder, present, opts, log, unchanged), log.note, stop)
         watcher.parent = parent
         snap = watcher.snapshot()
         watcher.once(snap)
@@ -13125,7 +13134,8 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     if watcher:
         opts = _index_options(args, cfg, store)
         kept = built_in_kept(embedder, store.meta(Meta.MODEL))
-        watcher.index = lambda present: index_paths(store, kept, present, opts, log)
+        watcher.index = lambda present, unchanged: index_paths(store, kept, present, opts, log,
+                                                               unchanged)
         _watch(watcher, snap, log)
     return 0
 

@@ -3146,12 +3146,14 @@ class IndexTests(RagTestCase):
                      self.write("id_rsa", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaA==\n"
                                           "-----END OPENSSH PRIVATE KEY-----\n"),
                      self.write("big.md", "wombat " * 200_000)),
+            lambda: self.write("garden.txt", "Tomatoes need sun.\n"),
             settle=[lambda: self.write("report.md", "Second half: wombats sleep by day.\n", mode="a")],
             argv=("--max-file-mb", "1"))
         self.assertEqual(code, 0, err)
         lines = out.splitlines()[2:]
-        self.assertEqual(len(lines), 1, out)  # the half-written report was never read
+        self.assertEqual(len(lines), 2, out)  # the half-written report was never read
         self.assertIn("indexed 1 file(s), 0 removed", lines[0])
+        self.assertEqual(err.count("id_rsa"), 1, err)  # skipped once: not read again while unchanged
         self.assertEqual(self.rows("SELECT text FROM chunks c JOIN documents d ON d.id = c.doc_id "
                                    "WHERE d.rel = 'report.md'"),
                          [("First half of the wombat report.\nSecond half: wombats sleep by day.",)])
@@ -6667,6 +6669,25 @@ class HttpTests(RagTestCase):
             line = proc.stderr.readline()
         self.port = int(re.search(r":(\d+)/", line).group(1))
         return proc, line
+
+    def test_serve_answers_while_a_pass_writes_and_never_shows_half_a_document(self):
+        self.serve()
+        seen = []
+        real = rag.SqliteStore._touch
+        def touch(store):  # inside the pass's transaction: the new rows written, not committed
+            real(store)
+            if not seen:
+                seen.append(self.request("POST", "/search", {"question": "refunds card days", "k": 10})[2])
+        self.write("refunds.md", "# Refunds\n\nRefunds now take 30 days.\n\n## Cards\n\nCards are refunded last.\n")
+        with mock.patch.object(rag.SqliteStore, "_touch", touch):
+            self.ok("index", self.docs)
+        during = " ".join(p["text"] for p in seen[0] if p["path"] == "refunds.md")
+        self.assertIn("5 to 7 business days", during)  # the old version, whole
+        self.assertNotIn("30 days", during)
+        after = self.request("POST", "/search", {"question": "refunds card days", "k": 10})[2]
+        after = " ".join(p["text"] for p in after if p["path"] == "refunds.md")
+        self.assertIn("30 days", after)
+        self.assertNotIn("5 to 7", after)
 
     def test_serve_watch_keeps_the_index_current_and_health_says_when_it_changed(self):
         proc, _ = self.serve_process("--workers", "2", "--watch")
