@@ -5216,7 +5216,8 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 # then the index's own bytes searched for what is left of it (Store.forget).
 
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
-_FORGET_BATCH = 1 << 18  # bytes of forgotten text looked for at a time: memory stays flat
+_FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time (about 30 MB of runs and
+                         # blocks): memory stays flat
 _HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
 
 
@@ -5237,28 +5238,25 @@ class Forgotten(NamedTuple):
 class Runs:
     """Every FORGET_RUN-byte run of some texts (UTF-8), to be found in other
     bytes in one pass: a run there covers one of their aligned half-run
-    blocks, so each block is looked up in the texts' blocks, and only a match
-    is compared in full."""
+    blocks, so each block is looked up in the texts' blocks, and only around
+    a match are the runs looked up."""
 
     def __init__(self, texts: list[str]):
-        self.data = b"\0".join(t.encode("utf-8") for t in texts)
+        data = b"\0".join(t.encode("utf-8") for t in texts)
         half = FORGET_RUN // 2
-        self.blocks: dict[bytes, int] = {}
-        for i in range(len(self.data) - half + 1):
-            self.blocks.setdefault(self.data[i:i + half], i)
+        self.blocks = {data[i:i + half] for i in range(len(data) - half + 1)}
+        self.runs = {data[i:i + FORGET_RUN] for i in range(len(data) - FORGET_RUN + 1)}
 
     def find(self, data, start: int = 0) -> int:
         """The offset of the first run of the texts in data at or after start; -1: none."""
-        half = FORGET_RUN // 2
+        half, blocks, runs = FORGET_RUN // 2, self.blocks, self.runs
         for s in range(start + (-start) % half, len(data) - half + 1, half):
-            p = self.blocks.get(data[s:s + half])
-            if p is None:
+            if data[s:s + half] not in blocks:
                 continue
-            for k in range(half):  # where in the run this block sits
-                w = data[s - k:s - k + FORGET_RUN]
-                if s - k >= start and len(w) == FORGET_RUN and _HAS_WORD.search(w) and (
-                        w == self.data[p - k:p - k + FORGET_RUN] or w in self.data):
-                    return s - k
+            for at in range(max(start, s - half + 1), s + 1):  # the runs covering this block
+                w = data[at:at + FORGET_RUN]
+                if w in runs and _HAS_WORD.search(w):
+                    return at
         return -1
 
     def holds(self, text: str) -> bool:
@@ -5278,40 +5276,43 @@ def runs_batches(texts: list[str]) -> Iterator[Runs]:
         yield Runs(batch)
 
 
-def _runs_left(path: str, runs: Runs, kept) -> tuple[list[str], set[str]]:
-    """Search the file at path (mapped, not read into memory) for runs; each
-    found is explained by kept(run) (a kept document's name) or is left.
-    (left: 'FILE at OFFSET', kept documents' names)."""
+def _runs_left(path: str, runs: Runs, kept: bytes) -> list[str]:
+    """The places ('FILE at byte N') in the file at path (mapped, not read
+    into memory) holding runs, but for those kept (the kept documents' text) holds."""
     import mmap
-    left, explained = [], set()
+    left = []
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             at = runs.find(data)
             while at >= 0 and len(left) < _SKIP_NAMES:
-                name = kept(bytes(data[at:at + FORGET_RUN]))
-                if name:
-                    explained.add(name)
-                else:
+                if data[at:at + FORGET_RUN] not in kept:
                     left.append(f"{os.path.basename(path)} at byte {at}")
                 at = runs.find(data, at + FORGET_RUN)
     except (OSError, ValueError):  # missing, or empty (mmap cannot map nothing)
         pass
-    return left, explained
+    return left
 
 
-def _quotes(ask: dict, ids: set[int], texts: list[str]) -> bool:
-    """Does a logged ask (its columns) quote the chunks ids: its answer cites
-    one ('[n]', the n-th of its passages), or its question or answer holds a
-    run of texts (an earlier version's)? A passage retrieved, not cited, is no quote."""
+def quoting(asks: list[dict], ids: set[int], texts: list[str]) -> list[int]:
+    """Which logged asks (their columns, by position) quote the chunks ids:
+    the answer cites one ('[n]', the n-th of its passages), or the question
+    or answer holds a run of texts (an earlier version's). A passage
+    retrieved, not cited, is no quote."""
+    found = {i for i, ask in enumerate(asks) if ids & _cited(ask)}
+    for r in runs_batches(texts):
+        found.update(i for i, ask in enumerate(asks) if i not in found and (
+            r.holds(str(ask.get("question", ""))) or r.holds(str(ask.get("answer", "")))))
+    return sorted(found)
+
+
+def _cited(ask: dict) -> set[int]:
+    """The chunk ids a logged ask's answer cites (none when its row cannot be read)."""
     try:
         passages = json.loads(ask.get("chunk_ids") or "[]")
-        if ids & {passages[n - 1] for n, real in citations(str(ask.get("answer", "")),
-                                                           len(passages)) if real}:
-            return True
-    except (ValueError, TypeError, IndexError):  # unreadable: its words decide
-        pass
-    return any(r.holds(str(ask.get("question", ""))) or r.holds(str(ask.get("answer", "")))
-               for r in runs_batches(texts))
+        return {passages[n - 1] for n, real in citations(str(ask.get("answer", "")),
+                                                         len(passages)) if real}
+    except (ValueError, TypeError, IndexError):
+        return set()
 
 
 @dataclass
@@ -5813,11 +5814,10 @@ class SqliteStore(Store, Admin):
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
 
     def _asks_quoting(self, ids: set[int], texts: list[str]) -> list[int]:
-        """The logged asks that cite the chunks ids or quote their texts (_quotes)."""
+        """The ids of the logged asks that quote the chunks ids (quoting)."""
         rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
-        return [i for i, chunk_ids, question, answer in rows
-                if _quotes({"chunk_ids": chunk_ids, "question": question, "answer": answer},
-                           ids, texts)]
+        asks = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
+        return [rows[i][0] for i in quoting(asks, ids, texts)]
 
     def _check_forgotten(self, texts: list[str]) -> tuple[str, list, set]:
         """Vacuum, checkpoint the log, then search the file and the log for
@@ -5828,10 +5828,10 @@ class SqliteStore(Store, Admin):
         name = self.conn.execute("PRAGMA database_list").fetchone()[2]
         left, kept = [], set()
         for r in runs_batches(texts):
+            held, names = self._kept_runs(r)
+            kept |= names
             for path in (name, name + "-wal"):
-                more, why = _runs_left(path, r, self._kept_holding())
-                left += more
-                kept |= why
+                left += _runs_left(path, r, held)
         size = sum(os.path.getsize(p) for p in (name, name + "-wal") if os.path.exists(p))
         checked = (f"no {FORGET_RUN}-byte run of their text in {os.path.basename(name)} or its "
                    f"write-ahead log ({size_text(size)} read, after a vacuum)")
@@ -5839,22 +5839,17 @@ class SqliteStore(Store, Admin):
             checked += "; another process was reading the index, so its log could not be emptied"
         return checked, left, kept
 
-    def _kept_holding(self):
-        """run -> the name of a kept document whose text or heading holds it
-        (None: none); the last one found is tried first (a copy's runs come in a row)."""
-        last: list = [b"", ""]
-
-        def kept(run: bytes) -> str | None:
-            if run in last[0]:
-                return last[1]
-            row = self.conn.execute(
-                "SELECT c.text, c.heading, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                "WHERE instr(CAST(c.text AS BLOB), ?) OR instr(CAST(c.heading AS BLOB), ?) LIMIT 1",
-                (run, run)).fetchone()
-            if row:
-                last[:] = [(row[0] + "\0" + row[1]).encode("utf-8"), row[2]]
-            return row[2] if row else None
-        return kept
+    def _kept_runs(self, runs: Runs) -> tuple[bytes, set[str]]:
+        """The text of the kept chunks holding runs (joined; read a row at a
+        time) and their documents' names: a copy's runs stay with the copy."""
+        held, names = [], set()
+        for text, heading, rel in self.conn.execute("SELECT c.text, c.heading, d.rel FROM chunks "
+                                                    "c JOIN documents d ON d.id = c.doc_id"):
+            data = f"{text}\0{heading}".encode("utf-8")
+            if runs.find(data) >= 0:
+                held.append(data)
+                names.add(rel)
+        return b"\0".join(held), names
 
     def _tidy_keywords(self) -> None:
         """Merge the keyword index into one segment (FTS5 'optimize': its removed
@@ -6757,9 +6752,8 @@ class EngineStore(Store, Admin):
         texts = [f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
                  for r in chunks]
         ids = {int(r["id"]) for r in chunks}
-        asks = [r["id"] for r in self.all_records(True, where={"kind": "ask"},
-                                                 include=("metadatas",))
-                if _quotes(r["metadata"], ids, texts)]
+        logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
+        asks = [logged[i]["id"] for i in quoting([r["metadata"] for r in logged], ids, texts)]
         if asks:
             self.remove(True, ids=asks)
         self.delete(paths)
