@@ -137,7 +137,7 @@ __all__ = [
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
     "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
-    "Admin", "index_paths",
+    "Admin", "Forgotten", "Runs", "index_paths", "Watcher", "Snapshot",
     "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "Rerank",
     "make_rerank",
     "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
@@ -146,7 +146,7 @@ __all__ = [
     "load_cases", "evaluate",
     # wiring and serving
     "query_embedder", "make_retriever", "open_for_query", "ask_options",
-    "Service", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS",
+    "Service", "watch_index", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS",
     "build_parser",
 ]
 
@@ -13836,7 +13836,7 @@ def _forget_arguments(p: argparse.ArgumentParser) -> None:
                         "the whole path)")
 
 
-def forget_targets(store: Store, targets: list[str]) -> list[StoredDocument]:
+def _forget_targets(store: Store, targets: list[str]) -> list[StoredDocument]:
     """The stored documents each target names (a usage error for one naming none)."""
     import fnmatch
     docs, chosen = store.documents(), {}
@@ -13858,7 +13858,7 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
             raise RagError(f"no index at {shown(cfg.db)}")
         closer.enter_context(index_lock(cfg.db))
     store = closer.enter_context(contextlib.closing(open_store(cfg)))
-    docs = forget_targets(store, args.targets)
+    docs = _forget_targets(store, args.targets)
     roots = indexed_roots(store)
     f = store.forget([d.path for d in docs])
     names = sorted(d.rel for d in docs)
