@@ -5216,6 +5216,7 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 # then the index's own bytes searched for what is left of it (Store.forget).
 
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
+_READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
 _FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time (about 30 MB of runs and
                          # blocks): memory stays flat
 _HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
@@ -5276,19 +5277,21 @@ def runs_batches(texts: list[str]) -> Iterator[Runs]:
         yield Runs(batch)
 
 
-def _runs_left(path: str, runs: Runs, kept: bytes) -> list[str]:
-    """The places ('FILE at byte N') in the file at path (mapped, not read
-    into memory) holding runs, but for those kept (the kept documents' text) holds."""
-    import mmap
-    left = []
+def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
+    """The places ('FILE at byte N') in the file at path that hold runs, but
+    for those kept (runs kept documents hold too); read _READ_BLOCK at a time."""
+    left, offset, tail = [], 0, b""
     try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            at = runs.find(data)
-            while at >= 0 and len(left) < _SKIP_NAMES:
-                if data[at:at + FORGET_RUN] not in kept:
-                    left.append(f"{os.path.basename(path)} at byte {at}")
-                at = runs.find(data, at + FORGET_RUN)
-    except (OSError, ValueError):  # missing, or empty (mmap cannot map nothing)
+        with open(path, "rb") as f:
+            while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+                data = tail + block  # a run across two blocks is whole in one
+                at = runs.find(data)
+                while at >= 0 and len(left) < _SKIP_NAMES:
+                    if data[at:at + FORGET_RUN] not in kept:
+                        left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
+                    at = runs.find(data, at + FORGET_RUN)
+                tail, offset = data[-(FORGET_RUN - 1):], offset + len(block)
+    except FileNotFoundError:  # no log
         pass
     return left
 
@@ -5839,17 +5842,20 @@ class SqliteStore(Store, Admin):
             checked += "; another process was reading the index, so its log could not be emptied"
         return checked, left, kept
 
-    def _kept_runs(self, runs: Runs) -> tuple[bytes, set[str]]:
-        """The text of the kept chunks holding runs (joined; read a row at a
-        time) and their documents' names: a copy's runs stay with the copy."""
-        held, names = [], set()
+    def _kept_runs(self, runs: Runs) -> tuple[set[bytes], set[str]]:
+        """The runs that kept chunks hold too (read a row at a time), and
+        their documents' names: a copy's runs stay with the copy."""
+        held, names = set(), set()
         for text, heading, rel in self.conn.execute("SELECT c.text, c.heading, d.rel FROM chunks "
                                                     "c JOIN documents d ON d.id = c.doc_id"):
             data = f"{text}\0{heading}".encode("utf-8")
-            if runs.find(data) >= 0:
-                held.append(data)
+            at = runs.find(data)
+            if at >= 0:
                 names.add(rel)
-        return b"\0".join(held), names
+            while at >= 0:
+                held.add(data[at:at + FORGET_RUN])
+                at = runs.find(data, at + 1)
+        return held, names
 
     def _tidy_keywords(self) -> None:
         """Merge the keyword index into one segment (FTS5 'optimize': its removed

@@ -2441,6 +2441,26 @@ class StoreTests(RagTestCase):
         b = text.encode()
         return [b[i:i + 40] for i in range(len(b) - 39) if b[i:i + 40] in data]
 
+    def test_forget_runs_are_found_wherever_they_lie_in_a_file(self):
+        text = "Acme will buy Globex for 41 million dollars in the third quarter."
+        runs = rag.Runs([text])
+        rnd = random.Random(7)
+        noise = bytes(rnd.randrange(256) for _ in range(3000))
+        places = (0, 1021, 2990)  # the first byte, across two blocks read, the end
+        data = bytearray(noise)
+        for at, part in zip(places, (text[:40], text[10:55], text[-40:])):
+            data[at:at + len(part)] = part.encode()
+        path = os.path.join(self.dir, "file")
+        with open(path, "wb") as f:
+            f.write(bytes(data[:3030]))
+        with mock.patch.object(rag, "_READ_BLOCK", 1024):
+            left = rag._runs_left(path, runs, set())
+            kept = rag._runs_left(path, runs, {text[:40].encode()})
+        self.assertEqual(left, ["file at byte 0", "file at byte 1021", "file at byte 2990"])
+        self.assertEqual(kept, ["file at byte 1021", "file at byte 2990"])  # a kept copy's run stays
+        self.assertFalse(runs.holds(text[:39] + "!"))  # 39 bytes of it are no run
+        self.assertFalse(rag.Runs(["a" + " " * 60 + "b"]).holds(" " * 60))  # spaces tell nothing
+
     def test_forget_removes_every_trace_and_checks_the_files(self):
         self.write_docs()
         old = self.PLAN.replace("41 million", "38 million").replace("ninth", "second") + "".join(
