@@ -146,8 +146,8 @@ __all__ = [
     "load_cases", "evaluate",
     # wiring and serving
     "query_embedder", "make_retriever", "open_for_query", "ask_options",
-    "Service", "watch_index", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES", "Command", "COMMANDS",
-    "build_parser",
+    "Service", "watch_index", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES",
+    "Command", "COMMANDS", "build_parser",
 ]
 
 # ---------------------------------------------------------------------------
@@ -5089,6 +5089,7 @@ class Meta:
                                      # (_ENGINE_KEYWORDS)
     RUNNING = "running"              # an index run that has not finished: when it started,
                                      # the chunking it applies (JSON; stats says so)
+    FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
     READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
                                      # what a server's watch applies (read_rules)
 
@@ -5216,6 +5217,7 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 # then the index's own bytes searched for what is left of it (Store.forget).
 
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
+_FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
 _READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
 _FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time (about 30 MB of runs and
                          # blocks): memory stays flat
@@ -5797,6 +5799,7 @@ class SqliteStore(Store, Admin):
         secure_delete on, merge the keyword index; then vacuum (pages freed by
         earlier runs may hold earlier versions of them), empty the log, and look
         for their text in the file and its log."""
+        self._alone()
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
                                                  "d.path IN ({marks})", paths)]
@@ -5810,11 +5813,23 @@ class SqliteStore(Store, Admin):
             # all of it: an earlier version's vectors are there too, and nothing says whose they are
             cached = self.conn.execute("DELETE FROM embed_cache").rowcount
             self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
-            self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0})
+            self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0, Meta.FORGETTING: None})
             self._touch()
         self._pack_signatures()
         checked, left, kept = self._check_forgotten(texts)
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
+
+    def _alone(self) -> None:
+        """Fail, before anything is removed, when another process is reading
+        the index: its log could not be emptied, and their text would stay in it."""
+        with self._patience(_FORGET_PATIENCE):
+            with _transaction(self.conn):  # a write a reader's older snapshot keeps in the log
+                self._put({Meta.FORGETTING: now_iso()})
+            busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            raise RagError("another process is reading the index (a server, a search under way), "
+                           "so forget could not empty its write-ahead log; stop it and run this "
+                           "again (nothing was removed)")
 
     def _asks_quoting(self, ids: set[int], texts: list[str]) -> list[int]:
         """The ids of the logged asks that quote the chunks ids (quoting)."""
@@ -7284,8 +7299,9 @@ def _glob_regex(pattern: str) -> str:
 
 # Folders and files that are rarely documents and can hold thousands of files:
 # skipped unless --no-default-excludes, or re-included by a .ragignore line ('!venv/').
+# the last two: editors' backups (notes.md~) and auto-saves (#notes.md#)
 DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/",
-                    "*.egg-info/", "package-lock.json")
+                    "*.egg-info/", "package-lock.json", "*~", "[#]*[#]")
 # File systems that describe the running system rather than hold documents.
 _VIRTUAL_FS = frozenset("""proc sysfs devtmpfs devpts devfs cgroup cgroup2 debugfs tracefs
 securityfs pstore bpf configfs fusectl mqueue hugetlbfs autofs binfmt_misc efivarfs nsfs rpc_pipefs
@@ -8186,7 +8202,7 @@ class _IndexRun:
         stats.skipped = sum(n for n, _ in stats.skips.values())
         stats.removed += _handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
         stats.removed += _remove_linked(store, refused, self.seen, log)
-        roots = _keep_roots(store, paths, filters, opts.follow_links)
+        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen)
         stats.removed += _remove_outside(store, roots, self.seen, log)
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
         stats.removed += _prune_or_report(store, self.stale, "can no longer be read and keep "
@@ -8300,19 +8316,22 @@ def indexed_roots(store: Store) -> dict[str, bool]:
     return _roots_from(store, store.meta(Meta.ROOTS))
 
 
-def _roots_from(store: Store, kept: str | None) -> dict[str, bool]:
-    """indexed_roots from the kept value (None: inferred from the documents)."""
+def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, bool]:
+    """indexed_roots from the kept value (None: inferred from the documents
+    but those in seen)."""
     if kept:
         return json.loads(kept)
     return {d.path[:-len(d.rel) - 1]: False for d in store.documents()
-            if d.path.endswith(os.sep + d.rel)}
+            if d.path.endswith(os.sep + d.rel) and d.path not in seen}
 
 
-def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool
-               ) -> dict[str, bool]:
-    """indexed_roots with this run's paths added (or their link setting updated), kept."""
+def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
+                seen=frozenset()) -> dict[str, bool]:
+    """indexed_roots with this run's paths added (or their link setting updated), kept.
+    Inferred (an index from before they were kept) only from documents this
+    run did not read (seen): a file given alone implies no folder around it."""
     kept = store.meta(Meta.ROOTS)
-    roots = _roots_from(store, kept)
+    roots = _roots_from(store, kept, seen)
     for p in paths:
         roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
     new = json.dumps(roots, sort_keys=True)
@@ -8365,8 +8384,9 @@ def _prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log:
 WATCH_CPU_SHARE = 0.02   # of a core an idle watch spends polling: the interval follows its cost
 WATCH_MIN_POLL = 0.5     # seconds between polls however cheap: a change is seen in a quarter of 2 s
 WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them (a save, a checkout)
-WATCH_MAX_SETTLE = 60.0  # seconds a pass waits on files that keep changing (a long copy); then it
-                         # reads, and reads them again once they rest
+WATCH_MAX_SETTLE = 10.0  # seconds a pass waits on files that keep changing (a log written to, a
+                         # long copy): then it reads them as they are, and again once they rest,
+                         # so that other changes wait no longer than this
 WATCH_MAX_BACKOFF = 60.0  # seconds at most between the tries of a pass that keeps failing
 
 
@@ -8386,6 +8406,18 @@ def _stamp(path: str, follow: bool = True) -> tuple | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino
+
+
+class _NewNotes(Log):
+    """A watch's log: a note is said again only once others have been (a pass
+    does not repeat '... are now excluded' at every change)."""
+
+    def note(self, msg: str) -> None:
+        if msg not in self.said:
+            if len(self.said) > _SKIP_NAMES * 100:  # bounded: a long watch's notes come and go
+                self.said.clear()
+            self.said.add(msg)
+            super().note(msg)
 
 
 class _Silent(Log):
@@ -8427,16 +8459,18 @@ class Watcher:
                                                self.opts.default_excludes)}
             for w in walk([root], _Silent(), keep, self.opts.follow_links, folders=listed):
                 files[w.path] = (w.linked, _stamp(w.path, w.linked))
-            files[os.path.join(root, ".ragignore")] = (False, _stamp(os.path.join(root,
-                                                                               ".ragignore")))
-            folders.update((f, _stamp(f)) for f in listed)
-            folders.setdefault(root, _stamp(root))
+            rules = os.path.join(root, ".ragignore")
+            files[rules] = (False, _stamp(rules))
+            folders.update((f, _stamp(f)) for f in listed)  # a file given alone: none
         return Snapshot(files, folders)
 
     def watching(self, snap: Snapshot) -> str:
-        """'N file(s) in M folder(s)' (a root's .ragignore, polled too, is no file of it)."""
-        return (f"{len(snap.files) - len(self.paths)} file(s) in {len(snap.folders)} "
-                "folder(s)")
+        """'N file(s) in M folder(s)' (a root's .ragignore, polled too, is no file of
+        it), and the folders given that are missing now."""
+        missing = [p for p in self.paths if snap.folders.get(p, True) is None]
+        return (f"{len(snap.files) - len(self.paths) + len(missing)} file(s) in "
+                f"{len(snap.folders) - len(missing)} folder(s)"
+                + (f" ({listed(missing)} missing now: watched until back)" if missing else ""))
 
     def changed(self, snap: Snapshot) -> bool:
         """Has any file or folder of snap changed? Stops at the first that has;
@@ -12782,55 +12816,47 @@ def _stop_serving(signum, frame):
 # needs, and a supervisor keeps its single thread; readers are never blocked
 # (WAL), and a document is replaced in one transaction, so never seen half.
 
-def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None,
-                ready=lambda: None) -> None:
+def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> None:
     """Keep the index current with the folders it was built from, read with the
     rules of its last index run (read_rules), until stop is set (a
-    threading.Event) or the parent process is gone; ready() after the first pass."""
+    threading.Event) or the parent process is gone."""
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
         embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
+        quiet = _NewNotes()
         watcher = Watcher(roots, opts, lambda present, unchanged: index_paths(
-            store, embedder, present, opts, log, unchanged), log.note, stop)
+            store, embedder, present, opts, quiet, unchanged), log.note, stop)
         watcher.parent = parent
         snap = watcher.snapshot()
         watcher.once(snap)
         watcher.changed(snap)  # a first poll: what one costs sets the interval
         log.note(f"watching {watcher.watching(snap)}, a poll every {watcher.interval:.1f} s: "
                  "the index follows their changes")
-        ready()
         watcher.run(snap)
 
 
 def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
-    """Start a server's watch (a child process, else a thread) and wait for
-    its first pass (or its end); returns what stops it. Another index run
-    writing the index fails it now."""
+    """Start a server's watch (a child process, else a thread); returns what
+    stops it. Another index run writing the index fails it now. Requests are
+    answered meanwhile from what is indexed: a first pass over a big change
+    may take minutes, longer than a client waits to start."""
     if not cfg.store:
         with index_lock(cfg.db):
             pass
     if not hasattr(os, "fork"):
         import threading
-        stop, passed = threading.Event(), threading.Event()
-        thread = threading.Thread(target=_watch_quietly, args=(cfg, log, stop, None, passed.set),
-                                  daemon=True)
+        stop = threading.Event()
+        thread = threading.Thread(target=_watch_quietly, args=(cfg, log, stop), daemon=True)
         thread.start()
-        while thread.is_alive() and not passed.wait(1):
-            pass
         return lambda: (stop.set(), thread.join())
-    done, told = os.pipe()
     parent, pid = os.getpid(), os.fork()
     if pid == 0:
         code = 1
         try:  # whatever happens, this process never returns into its parent's code
-            os.close(done)
             signal.signal(signal.SIGTERM, _stop_serving)
-            code = _watch_quietly(cfg, log, None, parent, lambda: os.write(told, b"."))
+            code = _watch_quietly(cfg, log, None, parent)
         finally:
             os._exit(code)
-    os.close(told)
-    with contextlib.closing(os.fdopen(done, "rb")) as f:
-        f.read(1)  # a byte after the first pass; nothing when the watch ended first
 
     def stop_child() -> None:
         with contextlib.suppress(OSError):
@@ -12839,12 +12865,11 @@ def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
     return stop_child
 
 
-def _watch_quietly(cfg: Config, log: Log, stop, parent: int | None = None,
-                   ready=lambda: None) -> int:
+def _watch_quietly(cfg: Config, log: Log, stop, parent: int | None = None) -> int:
     """watch_index under the index's lock, its end a note; the exit code."""
     try:
         with index_lock(cfg.db) if not cfg.store else contextlib.nullcontext():
-            watch_index(cfg, log, stop, parent, ready)
+            watch_index(cfg, log, stop, parent)
         return 0
     except KeyboardInterrupt:
         return 0
@@ -13134,7 +13159,8 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     if watcher:
         opts = _index_options(args, cfg, store)
         kept = built_in_kept(embedder, store.meta(Meta.MODEL))
-        watcher.index = lambda present, unchanged: index_paths(store, kept, present, opts, log,
+        quiet = _NewNotes(log.verbose)
+        watcher.index = lambda present, unchanged: index_paths(store, kept, present, opts, quiet,
                                                                unchanged)
         _watch(watcher, snap, log)
     return 0
@@ -13880,13 +13906,32 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
               f"{listed(f.kept)}")
     back = [d for d in docs if os.path.exists(d.path) and any(under(d.path, r) for r in roots)]
     if back:
-        print(f"  note: {len(back)} of them are still in a folder indexed: the next index run "
-              f"reads them again; a line in that folder's .ragignore ('{back[0].rel}') keeps "
-              "them out")
+        lines = _ignore_lines(back, roots, args.targets)
+        print(f"  note: {len(back)} of them are still in folders indexed: the next index run "
+              "reads them again; to keep them out, add " + "; ".join(
+                  f"'{line}' to {shown(os.path.join(root, '.ragignore'))}"
+                  for root, line in lines[:_SKIP_NAMES])
+              + (f" (and {len(lines) - _SKIP_NAMES} more lines)" if len(lines) > _SKIP_NAMES
+                 else ""))
     if f.left:
         raise RagError("their text is still in the index's files (see above); stop every "
                        "process reading the index and run forget again")
     return 0
+
+
+def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
+                  ) -> list[tuple[str, str]]:
+    """(folder indexed, .ragignore line) pairs keeping docs out of every
+    folder indexed that holds them: a folder given to forget as 'folder/'."""
+    folders = [os.path.realpath(t) for t in targets if os.path.isdir(t)]
+    pairs: dict[tuple[str, str], None] = {}
+    for d in docs:
+        for root in (r for r in roots if under(d.path, r) and os.path.isdir(r)):
+            top = next((f for f in folders if under(d.path, f) and under(f, root)), None)
+            line = (os.path.relpath(top, root).replace(os.sep, "/") + "/" if top and top != root
+                    else os.path.relpath(d.path, root).replace(os.sep, "/"))
+            pairs[(root, line)] = None
+    return list(pairs)
 
 
 def _stats_arguments(p: argparse.ArgumentParser) -> None:
