@@ -5827,6 +5827,8 @@ class SqliteStore(Store, Admin):
                 self._put({Meta.FORGETTING: now_iso()})
             busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if busy:
+            with _transaction(self.conn):
+                self._put({Meta.FORGETTING: None})
             raise RagError("another process is reading the index (a server, a search under way), "
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")

@@ -2519,6 +2519,7 @@ class StoreTests(RagTestCase):
         self.assertIn("nothing was removed", line)
         reader.close()
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 4)
+        self.assertEqual(self.rows("SELECT * FROM meta WHERE key = 'forgetting'"), [])
         self.assertIn("forgot 1 document(s)", self.ok("forget", "plans/merger.md"))  # once it is alone
         self.assertEqual(self.runs_left(self.PLAN), [])
 
