@@ -5262,8 +5262,13 @@ class Runs:
                     return at
         return -1
 
-    def holds(self, text: str) -> bool:
-        return self.find(text.encode("utf-8")) >= 0
+    def holds(self, text: str, kept=frozenset()) -> bool:
+        """Does text hold a run of the texts that is not among kept (runs kept documents hold)?"""
+        data = text.encode("utf-8")
+        at = self.find(data)
+        while at >= 0 and data[at:at + FORGET_RUN] in kept:
+            at = self.find(data, at + 1)
+        return at >= 0
 
 
 def runs_batches(texts: list[str]) -> Iterator[Runs]:
@@ -5298,15 +5303,16 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     return left
 
 
-def quoting(asks: list[dict], ids: set[int], texts: list[str]) -> list[int]:
+def quoting(asks: list[dict], ids: set[int], texts: list[str], kept=frozenset()) -> list[int]:
     """Which logged asks (their columns, by position) quote the chunks ids:
     the answer cites one ('[n]', the n-th of its passages), or the question
-    or answer holds a run of texts (an earlier version's). A passage
-    retrieved, not cited, is no quote."""
+    or answer holds a run of texts (an earlier version's) that no kept
+    document holds too (kept: those runs). A passage retrieved, not cited, is no quote."""
     found = {i for i, ask in enumerate(asks) if ids & _cited(ask)}
     for r in runs_batches(texts):
         found.update(i for i, ask in enumerate(asks) if i not in found and (
-            r.holds(str(ask.get("question", ""))) or r.holds(str(ask.get("answer", "")))))
+            r.holds(str(ask.get("question", "")), kept)
+            or r.holds(str(ask.get("answer", "")), kept)))
     return sorted(found)
 
 
@@ -5803,11 +5809,16 @@ class SqliteStore(Store, Admin):
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
                                                  "d.path IN ({marks})", paths)]
+        held, kept = set(), set()  # runs kept documents hold too, and their names
+        for r in runs_batches(texts):
+            more, names = self._kept_runs(r, set(paths))
+            held |= more
+            kept |= names
         self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
         with _transaction(self.conn):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
                                          "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
-            asks = self._asks_quoting(ids, texts)
+            asks = self._asks_quoting(ids, texts, held)
             self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
             # all of it: an earlier version's vectors are there too, and nothing says whose they are
@@ -5816,7 +5827,7 @@ class SqliteStore(Store, Admin):
             self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0, Meta.FORGETTING: None})
             self._touch()
         self._pack_signatures()
-        checked, left, kept = self._check_forgotten(texts)
+        checked, left = self._check_forgotten(texts, held)
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
 
     def _alone(self) -> None:
@@ -5833,23 +5844,21 @@ class SqliteStore(Store, Admin):
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")
 
-    def _asks_quoting(self, ids: set[int], texts: list[str]) -> list[int]:
+    def _asks_quoting(self, ids: set[int], texts: list[str], held: set[bytes]) -> list[int]:
         """The ids of the logged asks that quote the chunks ids (quoting)."""
         rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
         asks = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
-        return [rows[i][0] for i in quoting(asks, ids, texts)]
+        return [rows[i][0] for i in quoting(asks, ids, texts, held)]
 
-    def _check_forgotten(self, texts: list[str]) -> tuple[str, list, set]:
+    def _check_forgotten(self, texts: list[str], held: set[bytes]) -> tuple[str, list]:
         """Vacuum, checkpoint the log, then search the file and the log for
-        runs of texts: (what was checked, places left, kept documents
-        explaining the runs found)."""
+        runs of texts but those held (by kept documents): (what was checked,
+        places left)."""
         self.conn.execute("VACUUM")
         busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         name = self.conn.execute("PRAGMA database_list").fetchone()[2]
-        left, kept = [], set()
+        left = []
         for r in runs_batches(texts):
-            held, names = self._kept_runs(r)
-            kept |= names
             for path in (name, name + "-wal"):
                 left += _runs_left(path, r, held)
         size = sum(os.path.getsize(p) for p in (name, name + "-wal") if os.path.exists(p))
@@ -5857,14 +5866,17 @@ class SqliteStore(Store, Admin):
                    f"write-ahead log ({size_text(size)} read, after a vacuum)")
         if busy:
             checked += "; another process was reading the index, so its log could not be emptied"
-        return checked, left, kept
+        return checked, left
 
-    def _kept_runs(self, runs: Runs) -> tuple[set[bytes], set[str]]:
-        """The runs that kept chunks hold too (read a row at a time), and
-        their documents' names: a copy's runs stay with the copy."""
+    def _kept_runs(self, runs: Runs, gone: set[str]) -> tuple[set[bytes], set[str]]:
+        """The runs that the chunks of documents not gone hold too (read a row
+        at a time), and their documents' names: a copy's runs stay with it."""
         held, names = set(), set()
-        for text, heading, rel in self.conn.execute("SELECT c.text, c.heading, d.rel FROM chunks "
-                                                    "c JOIN documents d ON d.id = c.doc_id"):
+        for text, heading, rel, path in self.conn.execute(
+                "SELECT c.text, c.heading, d.rel, d.path FROM chunks c JOIN documents d "
+                "ON d.id = c.doc_id"):
+            if path in gone:
+                continue
             data = f"{text}\0{heading}".encode("utf-8")
             at = runs.find(data)
             if at >= 0:

@@ -2461,6 +2461,19 @@ class StoreTests(RagTestCase):
         self.assertFalse(runs.holds(text[:39] + "!"))  # 39 bytes of it are no run
         self.assertFalse(rag.Runs(["a" + " " * 60 + "b"]).holds(" " * 60))  # spaces tell nothing
 
+    def test_forget_asks_quoting_are_those_citing_or_holding_text_no_kept_document_holds(self):
+        shared = "The annual meeting takes place in the great hall of the Hotel Adlon in Berlin."
+        forgotten = [f"# Plan\n\n{shared} Acme will buy Globex for 41 million dollars."]
+        board = f"# Board\n\n{shared} Coffee is served at nine.".encode()  # a kept document
+        kept = {board[i:i + 40] for i in range(len(board) - 39)}
+        asks = [{"chunk_ids": "[7, 9]", "answer": f"{shared} [1]", "question": "Where?"},   # cites 7
+                {"chunk_ids": "[8, 9]", "answer": f"{shared} [1]", "question": "Where?"},   # boilerplate
+                {"chunk_ids": "[8]", "answer": "Acme will buy Globex for 41 million dollars. [1]",
+                 "question": "Who buys?"},                                                 # its own words
+                {"chunk_ids": "[8, 7]", "answer": "Hotel Adlon. [1]", "question": "Where?"}]  # 7 not cited
+        self.assertEqual(rag.quoting(asks, {7}, forgotten, kept), [0, 2])
+        self.assertEqual(rag.quoting(asks, {7}, forgotten), [0, 1, 2])  # without what kept documents hold
+
     def test_forget_removes_every_trace_and_checks_the_files(self):
         self.write_docs()
         old = self.PLAN.replace("41 million", "38 million").replace("ninth", "second") + "".join(
