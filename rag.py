@@ -8511,6 +8511,21 @@ class Watcher:
             last = now
         return None
 
+    def into(self, store: Store, embedder: Embedder, opts: IndexOptions, log: Log) -> Watcher:
+        """Passes as index runs into store (their notes said once while they
+        stay the same: _NewNotes); returns the watcher."""
+        quiet = _NewNotes(log.verbose)
+        self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
+                                                            quiet, unchanged)
+        return self
+
+    def follow(self, snap: Snapshot, log: Log, how: str) -> None:
+        """A first poll (what one costs sets the interval), a note saying what
+        is watched, then run from snap."""
+        self.changed(snap)
+        log.note(f"watching {self.watching(snap)}, a poll every {self.interval:.1f} s{how}")
+        self.run(snap)
+
     def run(self, snap: Snapshot) -> None:
         """Watch until stopped, from snap (taken before the first pass read,
         so that nothing changed since goes unseen)."""
@@ -12837,16 +12852,11 @@ def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> 
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
         embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
-        quiet = _NewNotes()
-        watcher = Watcher(roots, opts, lambda present, unchanged: index_paths(
-            store, embedder, present, opts, quiet, unchanged), log.note, stop)
+        watcher = Watcher(roots, opts, None, log.note, stop).into(store, embedder, opts, log)
         watcher.parent = parent
         snap = watcher.snapshot()
         watcher.once(snap)
-        watcher.changed(snap)  # a first poll: what one costs sets the interval
-        log.note(f"watching {watcher.watching(snap)}, a poll every {watcher.interval:.1f} s: "
-                 "the index follows their changes")
-        watcher.run(snap)
+        watcher.follow(snap, log, ": the index follows their changes")
 
 
 def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
@@ -13171,12 +13181,8 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     _print_index_summary(s, time.perf_counter() - t0, log.verbose)
     print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}", flush=True)
     if watcher:
-        opts = _index_options(args, cfg, store)
         kept = built_in_kept(embedder, store.meta(Meta.MODEL))
-        quiet = _NewNotes(log.verbose)
-        watcher.index = lambda present, unchanged: index_paths(store, kept, present, opts, quiet,
-                                                               unchanged)
-        _watch(watcher, snap, log)
+        _watch(watcher.into(store, kept, _index_options(args, cfg, store), log), snap, log)
     return 0
 
 
@@ -13188,14 +13194,11 @@ def _said(line: str) -> None:
 def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
     """Watch until Ctrl-C (or SIGTERM), which ends it cleanly: a pass it cuts
     short keeps what it finished, and the next one finishes it."""
-    watcher.changed(snap)  # a first poll: what one costs sets the interval
-    log.note(f"watching {watcher.watching(snap)}, a poll every {watcher.interval:.1f} s; "
-             "Ctrl-C stops")
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
         previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop
     try:
-        watcher.run(snap)
+        watcher.follow(snap, log, "; Ctrl-C stops")
     except KeyboardInterrupt:
         pass
     finally:
