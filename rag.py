@@ -523,7 +523,8 @@ _SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True
           "link(s) into hidden files or folders": (True, "--follow-links follows them"),
           "link(s) leading nowhere": (True, ""),
           "changed while indexing": (False, "index again to read them"),
-          "need a program not installed": (True, "")}
+          "need a program not installed": (True, ""),
+          "pointers to other pages": (True, "each page named is read under its own name")}
 _SKIP_NAMES = 3  # names shown for each kind in the summary
 
 
@@ -541,8 +542,9 @@ class Log:
 
     def note(self, msg: str) -> None:
         self.clear()
-        # one write: notes from worker threads never share a line
-        self.stream.write(f"rag: {msg}\n")
+        # one write: notes from worker threads never share a line; a file's name or text
+        # quoted in it never reaches the terminal as control (an escape sequence, a newline)
+        self.stream.write(f"rag: {shown(msg)}\n")
         self.stream.flush()
 
     def once(self, msg: str) -> None:
@@ -3581,9 +3583,10 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # overlined titles and levels by first use; HTML's widgets and hidden parts
 # left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
 # gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
-# title heads its heading paths. Bump on change: every document of an older index is read
-# again (only text that changed is embedded again).
-_CHUNKER_VERSION = 7
+# title heads its heading paths; 8: a man page's .so is never followed (an older index kept
+# the page named under the pointing page's path). Bump on change: every document of an older
+# index is read again (only text that changed is embedded again).
+_CHUNKER_VERSION = 8
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -7696,35 +7699,6 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
     return _FileRead(data, st, fmt)
 
 
-def _follow_alias(w: _Walked, alias: str, max_bytes: int, log: Log) -> tuple[str, bytes] | None:
-    """The page a man page's .so names (alias: 'man1/gzip.1'), found as man
-    finds it (from the top of the man tree, the folder above the page's
-    section; else beside the page; compressed or not) and read when it is
-    inside the folder given: (alias as found, its bytes), or None with a note."""
-    here, top = os.path.dirname(w.path), os.path.realpath(w.root)
-    found = next(((alias + sfx, real) for base in (os.path.dirname(here), here)
-                  for sfx in ("", *_COMPRESSIONS)
-                  if os.path.isfile(real := os.path.realpath(os.path.join(base, alias + sfx)))),
-                 None)
-    if found is None or os.path.commonpath([found[1], top]) != top:
-        log.skipped(w.path, "could not be parsed", f"it only points to {alias} (by .so), which "
-                    "is not in the folders given")
-        return None
-    data = None
-    try:
-        with open(found[1], "rb") as f:
-            data = f.read(max_bytes + 1)
-        kind = compression(found[1])
-        data = unpack(data, kind) if kind and data.startswith(kind.magic) else data
-    except (OSError, Unreadable):
-        data = None
-    if data is None or len(data) > max_bytes or man_alias(data):
-        log.skipped(w.path, "could not be parsed", f"it only points to {alias} (by .so), which "
-                    "could not be read, is too large or only points on")
-        return None
-    return found[0], data
-
-
 def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file the walk listed: ('read', document),
@@ -7744,20 +7718,18 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "secret", None
     if got is None:
         return "skipped", None
-    st, fmt, data, via = got.stat, got.fmt, got.data, ""
-    sha = sha256_hex(data)
+    st, fmt, data = got.stat, got.fmt, got.data
     if fmt is FORMATS[".man"] and (alias := man_alias(data)):
-        if (found := _follow_alias(w, alias, opts.max_bytes, log)) is None:
-            return "skipped", None
-        via, data = found
-        sha = sha256_hex(got.data + b"\0" + data)  # either page changed, this one is read again
+        # never followed: the page it names is read under its own path, by the walk's rules
+        log.skipped(path, "pointers to other pages", f"it only points to {shown(alias)} (by "
+                    ".so), which is read under its own name where the folder's rules allow")
+        return "empty", None
+    sha = sha256_hex(data)
     if known == sha:
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
         lines, warning = parse_document(path, data, fmt, opts.ocr_lang)
-        if via:  # cited where the text is: 'man1/zcat.1.gz → man1/gzip.1.gz:40-52'
-            lines = [replace(l, loc=f"→ {via}:{l.no}") for l in lines]
         got = data = None  # the bytes go before chunking: a large file is not held twice
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
@@ -7808,6 +7780,44 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
         return False  # read as usual: the reading says why it is gone
     return stat.S_ISREG(st.st_mode) and _identity(st) == w.ident and (
         _stat_key(st, math.inf) == stored_stat)
+
+
+def root_bases(roots: Iterable[str]) -> dict[str, str]:
+    """For each root (a real path given to index), the folder its documents'
+    paths are relative to: the root itself (a file's own folder) when it is the
+    only one; with several, the folder above as many of its last names as tell
+    it apart from every other root, so that each path starts with its root's
+    name ('hr/public/pay.md', 'team-public/public/faq.md') and --source, keys and
+    citations cannot take one root's documents for another's.
+
+    >>> root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
+    '/home'
+    """
+    roots = sorted(set(roots))
+    if len(roots) == 1:
+        only = roots[0]
+        return {only: only if os.path.isdir(only) else os.path.dirname(only)}
+    tails = {r: 1 for r in roots}
+    while True:  # each pass lengthens a label; a label is at most its whole path
+        labels = {r: _tail(r, n) for r, n in tails.items()}
+        clash = [r for r in roots if tails[r] < len(_parts(r)) and any(
+            o != r and (labels[o] == labels[r] or labels[o].startswith(labels[r] + "/"))
+            for o in roots)]
+        if not clash:
+            return {r: os.path.dirname(r) if n == len(_parts(r)) else
+                    r[:len(r) - len(labels[r])].rstrip(os.sep) or os.sep
+                    for r, n in tails.items()}
+        for r in clash:
+            tails[r] += 1
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.split(os.sep) if p]
+
+
+def _tail(path: str, n: int) -> str:
+    """The last n names of path, joined by '/'."""
+    return "/".join(_parts(path)[-n:])
 
 
 def _doc_rel(path: str, key: str, root: str) -> str:
@@ -8107,7 +8117,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     skipped then (an image without text, a credential) is not read again."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
-    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged)
+    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=root_bases(
+        [*indexed_roots(store), *map(os.path.realpath, paths)]))
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
     store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
@@ -8155,6 +8166,26 @@ class _IndexRun:
     unchanged: frozenset = frozenset()  # (index_paths)
     stale: list = field(default_factory=list)
     batcher: Batcher | None = None
+    bases: dict = field(default_factory=dict)  # root -> its documents' paths are relative to
+    reals: dict = field(default_factory=dict)  # a walk's root as given -> its real path
+
+    def rel_of(self, w: _Walked) -> str:
+        """A document's path relative to its root's base (root_bases)."""
+        real = self.reals.get(w.root) or self.reals.setdefault(w.root, os.path.realpath(w.root))
+        if w.key in self.bases:  # a file given alone
+            return os.path.relpath(w.key, self.bases[w.key])
+        rel = _doc_rel(w.path, w.key, w.root)
+        base = self.bases.get(real, real)
+        return rel if base == real else os.path.join(os.path.relpath(real, base), rel)
+
+    def relabel(self) -> None:
+        """Documents this run did not walk, renamed where the roots' bases
+        changed (a second folder indexed: the first one's paths gain its name)."""
+        roots = sorted(self.bases, key=len, reverse=True)  # the deepest root first
+        for key, rel in self.stored_rel.items():
+            root = key not in self.seen and next((r for r in roots if under(key, r)), None)
+            if root and (new := os.path.relpath(key, self.bases[root])) != rel:
+                self.store.rename(key, new)
 
     def know_stored(self) -> str:
         """Read what is stored; returns the chunking key. Changed chunk settings
@@ -8181,7 +8212,7 @@ class _IndexRun:
         self.seen.add(key)
         if w.path in self.unchanged and key not in self.stored:
             return  # skipped by the watch's last pass, and unchanged since: skipped again
-        rel = _doc_rel(w.path, key, w.root)
+        rel = self.rel_of(w)
         if key in self.stored_stat and _unchanged_on_disk(w, self.stored_stat[key]):
             status, doc = "unchanged", None  # not read: nothing changed since it was
         else:
@@ -8215,8 +8246,9 @@ class _IndexRun:
         stats.skips = dict(log.skips)
         stats.skipped = sum(n for n, _ in stats.skips.values())
         stats.removed += _handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
-        stats.removed += _remove_linked(store, refused, self.seen, log)
+        stats.removed += _remove_linked(store, refused, self.seen, log, self.bases)
         roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen)
+        self.relabel()
         stats.removed += _remove_outside(store, roots, self.seen, log)
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
         stats.removed += _prune_or_report(store, self.stale, "can no longer be read and keep "
@@ -8268,19 +8300,26 @@ def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
                  "in memory until an index run keeps it")
 
 
-def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log) -> int:
+def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log,
+                   bases: dict) -> int:
     """Remove the documents an earlier run read through links this run did not
     follow (refused: root, link, target, from walk): stored under the target,
     by a name through the link. Unlike a vanished file, at once: the link was
-    never meant to bring them in. Returns how many."""
+    never meant to bring them in. bases: root_bases. Returns how many."""
     if not refused:
         return 0
     def through(rel: str, link: str) -> bool:  # named by the link, or (_doc_rel) in a hidden folder
         rel = rel.replace(os.sep, "/")
         return ((rel + "/").startswith(link + "/")
                 or any(part.startswith(".") for part in rel.split("/")))
+    def as_stored(root: str, link: str) -> str:  # the link's path as a document's would be
+        real = os.path.realpath(root)
+        base = bases.get(real, real)
+        return link if base == real else _tail(real, len(_parts(real)) - len(_parts(base))) + (
+            "/" + link)
+    links = [(as_stored(root, link), target) for root, link, target in refused]
     gone = [d.path for d in store.documents() if d.path not in seen and any(
-        under(d.path, target) and through(d.rel, link) for _, link, target in refused)]
+        under(d.path, target) and through(d.rel, link) for link, target in links)]
     if gone:
         store.delete(gone)
         log.note(f"removed {len(gone)} document(s) indexed before through links not followed now: "
@@ -8359,8 +8398,9 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
     where a link under a folder that follows links leads now (nor read by this
     run: seen): brought in by a file swapped for a link while an older version
     read it, or through a link no longer followed."""
+    bases = root_bases(roots)
     def reached(path: str, rel: str) -> bool:
-        return any(follows and os.path.realpath(os.path.join(root, rel)) == path
+        return any(follows and os.path.realpath(os.path.join(bases[root], rel)) == path
                    for root, follows in roots.items())
     return [d.path for d in store.documents() if d.path not in seen
             and not any(under(d.path, root) for root in roots) and not reached(d.path, d.rel)]
@@ -14104,7 +14144,7 @@ def main(argv: list[str] | None = None) -> int:
             import traceback  # what SQLite said and where, which the one line leaves out
             e.__suppress_context__ = False
             traceback.print_exception(e, file=sys.stderr)
-        print(f"rag: error: {e}", file=sys.stderr)
+        print(f"rag: error: {shown(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         tty = sys.stderr.isatty()
@@ -14122,7 +14162,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug, or an OS failure we did not foresee
         if os.environ.get("RAG_DEBUG") == "1":
             raise
-        print(f"rag: error: {type(e).__name__}: {e} (set RAG_DEBUG=1 for a traceback)",
+        print(f"rag: error: {type(e).__name__}: {shown(str(e))} (set RAG_DEBUG=1 for a traceback)",
               file=sys.stderr)
         return 1
 

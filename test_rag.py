@@ -3569,29 +3569,24 @@ class IndexTests(RagTestCase):
         self.write("man/man1/quokka.1.gz", gzip.compress(page.encode()), mode="wb")
         self.write("man/man3/Quokka::Count.3pm", page.replace("QUOKKA 1", "Quokka::Count 3pm")
                    .replace("counts the", "weighs the"))  # not a copy of the other: each is shown
-        self.write("man/man1/qk.1", ".so man1/quokka.1\n")  # followed within the folder
+        self.write("man/man1/qk.1", ".so man1/quokka.1\n")  # a pointer: never followed
         outside = os.path.join(self.dir, "elsewhere", "man1", "secret.1")
         os.makedirs(os.path.dirname(outside))
         with open(outside, "w") as f:
             f.write(page.replace("joeys", "keys"))
-        self.write("man/man1/far.1", ".so ../../elsewhere/man1/secret.1\n")  # not followed
-        code, out, err = self.run_cli("index", self.docs)
+        self.write("man/man1/far.1", ".so ../../elsewhere/man1/secret.1\n")
+        code, out, err = self.run_cli("index", self.docs, "-v")
         self.assertEqual(code, 0, err)
         self.assertIn("far.1: it only points to ../../elsewhere/man1/secret.1 (by .so), which is "
-                      "not in the folders given", err)
-        self.assertIn("indexed 3 file(s), 0 unchanged, 1 skipped", out)
+                      "read under its own name where the folder's rules allow", err)
+        self.assertIn("indexed 2 file(s), 0 unchanged, 2 skipped", out)
+        self.assertIn("2 pointers to other pages (named above; each page named is read under its "
+                      "own name)", out)
         self.assertNotIn("keys", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
-        hit = json.loads(self.ok("search", "quokka tides", "--json", "--source", "*/qk.1"))[0]
-        self.assertEqual((hit["location"], hit["heading"]),
-                         ("→ man1/quokka.1.gz:8-11", "QUOKKA(1) > OPTIONS"))
-        self.assertTrue(hit["source"].endswith("qk.1 → man1/quokka.1.gz:8-11"), hit["source"])
-        os.remove(os.path.join(self.docs, "man", "man1", "far.1"))
-        self.assertIn("indexed 0 file(s), 3 unchanged", self.ok("index", self.docs))
-        self.write("man/man1/quokka.1.gz", gzip.compress(page.replace("tide", "moon").encode()),
-                   mode="wb")  # changed target: the page pointing to it follows
-        self.assertIn("indexed 2 file(s), 1 unchanged", self.ok("index", self.docs))
-        hit = json.loads(self.ok("search", "quokka moon", "--json", "--source", "*/qk.1"))[0]
-        self.assertIn("moon table", hit["text"])
+        self.assertEqual(self.run_cli("search", "quokka tides", "--source", "*/qk.1")[1],
+                         "no matching passages\n")
+        hit = json.loads(self.ok("search", "quokka tides", "--json", "-k", "1"))[0]
+        self.assertTrue(hit["path"].endswith("man/man1/quokka.1.gz"), hit)
         os.remove(os.path.join(self.docs, "man", "man1", "qk.1"))
         self.ok("index", self.docs, "--prune")
         hits = json.loads(self.ok("search", "joeys of Rottnest island", "--json", "--mode", "keyword"))
@@ -3601,6 +3596,61 @@ class IndexTests(RagTestCase):
                           ("quokka.1.gz", 5, 7, "QUOKKA(1) > DESCRIPTION")])
         self.assertIn("\nquokka counts the joeys\nof Rottnest Island.", " ".join(h["text"] for h in hits))
         self.assertNotIn("\\f", " ".join(t for (t,) in self.rows("SELECT text FROM chunks")))
+
+    def test_index_several_folders_keep_their_names_in_paths(self):
+        self.write("team-public/public/faq.md", "# FAQ\n\nThe office opens at nine wombats.\n")
+        self.write("hr/public/draft.md", "# Draft\n\nThe wombat bonus draft is secret.\n")
+        team, hr = (os.path.join(self.docs, d) for d in ("team-public", "hr"))
+        self.ok("index", team)  # one folder: paths relative to it, as always
+        self.assertEqual(self.rows("SELECT rel FROM documents"), [("public/faq.md",)])
+        self.ok("index", hr)  # a second one: every path starts with its folder's name
+        self.assertEqual(sorted(self.rows("SELECT rel FROM documents")),
+                         [("hr/public/draft.md",), ("team-public/public/faq.md",)])
+        code, out, _ = self.run_cli("search", "wombat", "--json", "--source", "public/*")
+        self.assertEqual(out, "[]\n")
+        hits = json.loads(self.ok("search", "wombat", "--json", "--source", "team-public/*"))
+        self.assertEqual({h["path"][len(self.docs) + 1:] for h in hits}, {"team-public/public/faq.md"})
+        hits = json.loads(self.ok("search", "wombat bonus", "--json", "--source", "hr/*"))
+        self.assertEqual({h["path"][len(self.docs) + 1:] for h in hits}, {"hr/public/draft.md"})
+        self.write("elsewhere/hr/x.md", "# X\n\nA wombat elsewhere.\n")  # same name: told apart
+        self.ok("index", os.path.join(self.docs, "elsewhere", "hr"))
+        self.assertEqual(sorted(r for (r,) in self.rows("SELECT rel FROM documents")),
+                         ["docs/hr/public/draft.md", "elsewhere/hr/x.md",
+                          "team-public/public/faq.md"])
+
+    def test_index_man_page_pointer_reads_nothing_past_the_rules(self):
+        import gzip
+        page = ".TH PAY 1\n.SH NAME\npay \\- salary table\n.SH DESCRIPTION\n"
+        self.write("hr/payroll.md", "# Payroll\n\nAlice earns 91234 zorkmids a year.\n")
+        self.write("hr/.pgpass", "db:5432:*:admin:hunter2pgpass\n")
+        self.write(".private/plans.md", "# Plans\n\nProject bluefin ships in May.\n")
+        self.write(".ragignore", "excluded.md\n")
+        self.write("hr/excluded.md", "# Excluded\n\nThe quokka codename is moonbeam.\n")
+        self.write("secrets/id_rsa.gz", gzip.compress(b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl"
+                                                      b"bnNzaA==\n-----END OPENSSH PRIVATE KEY-----\n"), mode="wb")
+        pointers = {"salary.1": "../../hr/payroll.md", "pg.1": "../../hr/.pgpass",
+                    "plans.1": "../../.private/plans.md", "skip.1": "../../hr/excluded.md",
+                    "key.1": "../../secrets/id_rsa", "chain.1": "man1/salary.1",  # two hops
+                    "esc.1": "\x1b[2J\x1b]52;c;cGF5\x07x.1"}  # escape sequences in the name
+        for name, target in pointers.items():
+            self.write(f"public/man1/{name}", f".so {target}\n")
+        self.write("public/man1/real.1", page + "the public page of pay\n")
+        code, out, err = self.run_cli("index", self.docs, "-v")
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("\x1b", err + out)
+        self.assertIn("esc.1: it only points to \\x1b[2J\\x1b]52;c;cGF5\\x07x.1 (by .so)", err)
+        public = " ".join(t for (t,) in self.rows(
+            "SELECT c.text FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE d.rel LIKE 'public/%'"))
+        self.assertIn("public page of pay", public)
+        for secret in ("91234", "hunter2pgpass", "bluefin", "moonbeam", "PRIVATE KEY"):
+            self.assertNotIn(secret, public)
+        everything = " ".join(t for (t,) in self.rows("SELECT text FROM chunks"))
+        for secret in ("hunter2pgpass", "bluefin", "moonbeam", "PRIVATE KEY"):
+            self.assertNotIn(secret, everything)  # each rule held for the page named, too
+        hits = json.loads(self.ok("search", "Alice zorkmids salary", "--json", "--source", "public/*"))
+        self.assertFalse([h for h in hits if "91234" in h["text"]], hits)
+        hit = json.loads(self.ok("search", "Alice zorkmids salary", "--json", "-k", "1"))[0]
+        self.assertTrue(hit["path"].endswith("/hr/payroll.md"), hit)  # under its own path
 
     def test_index_headings_of_asciidoc_org_latex_and_rest_in_the_heading_path(self):
         docs = {"guide.adoc": "= Wombat Guide\n\n== Feeding\n\nCarrots at dawn, kelpnote one.\n\n----\n== not a heading\n----\n",
@@ -3881,7 +3931,7 @@ class IndexTests(RagTestCase):
         outside = os.path.join(self.dir, "home", "id.md")
         conn = sqlite3.connect(self.db)
         with conn:  # as an older version stored a file swapped for a link while it read it
-            conn.execute("UPDATE documents SET path = ? WHERE rel = 'a.md'", (outside,))
+            conn.execute("UPDATE documents SET path = ? WHERE rel = 'docs/a.md'", (outside,))
         conn.close()
         code, out, err = self.run_cli("check")
         self.assertEqual(code, 1, out + err)
@@ -3890,7 +3940,8 @@ class IndexTests(RagTestCase):
         code, out, err = self.run_cli("index", self.docs)  # without --prune
         self.assertEqual(code, 0, err)
         self.assertIn("removed 1 document(s) whose real path is outside the folders indexed", err)
-        self.assertEqual(sorted(r for (r,) in self.rows("SELECT rel FROM documents")), ["a.md", "n.md"])
+        self.assertEqual(sorted(r for (r,) in self.rows("SELECT rel FROM documents")),
+                         ["docs/a.md", "notes/n.md"])  # two folders: each path starts with its name
         self.assertIn("ok: no damage found", self.ok("check"))
         followed = os.path.join(self.dir, "shared.md")  # one a link still leads to, with --follow-links: kept
         with open(followed, "w") as f:
