@@ -583,10 +583,66 @@ def check_ctrl_c_at_start(tmp):
     return p.returncode == 130 and "Traceback" not in err, f"exit {p.returncode}; stderr {err.strip()[:80]!r}"
 
 
+def check_man_include(tmp):
+    """20. A man page's .so brings in nothing its rules refuse, whoever asks (round 3, high)."""
+    import gzip
+    write(os.path.join(tmp, "docs"), {
+        "hr/payroll.md": "# Payroll\n\nAlice earns 91234 zorkmids a year.\n",
+        "hr/.pgpass": "db:5432:*:admin:hunter2pgpass\n", ".ragignore": "hr/ignored.md\n",
+        "hr/ignored.md": "# Ignored\n\nThe codename is moonbeam.\n",
+        "public/man1/salary.1": ".so ../../hr/payroll.md\n", "public/man1/pg.1": ".so ../../hr/.pgpass\n",
+        "public/man1/ig.1": ".so ../../hr/ignored.md\n", "public/man1/two.1": ".so man1/salary.1\n",
+        "public/man1/key.1": ".so ../../hr/id_rsa\n", "public/faq.md": "# FAQ\n\nLunch is at noon.\n"})
+    with open(os.path.join(tmp, "docs", "hr", "id_rsa.gz"), "wb") as f:
+        f.write(gzip.compress(PEM.encode()))
+    rag(["index", "docs"], tmp)
+    with open(os.path.join(tmp, "keys.json"), "w") as f:
+        json.dump([{"name": "pub", "key": "key-pub-0123456789", "source": "public/*"}], f)
+    auth = {"Authorization": "Bearer key-pub-0123456789"}
+    with Serve(["--keys", "keys.json"], tmp) as s:
+        seen = [s.request("POST", path, {"question": q}, auth)[2].decode("utf-8", "replace")
+                for path in ("/search", "/ask")
+                for q in ("Alice salary zorkmids", "admin password", "codename", "private key")]
+    with sqlite3.connect(os.path.join(tmp, "rag.db")) as conn:
+        stored = " ".join(t for (t,) in conn.execute("SELECT text FROM chunks"))
+    leaks = [w for w in ("91234", "hunter2pgpass", "moonbeam", "PRIVATE KEY")
+             if any(w in r for r in seen)] + [w for w in ("hunter2pgpass", "moonbeam", "PRIVATE KEY")
+                                               if w in stored]
+    return not leaks, f"leaked to a public/* key or stored: {leaks or 'nothing'} ({len(seen)} replies)"
+
+
+def check_folder_names(tmp):
+    """21. Two folders indexed together: a key for one never reads the other's subfolder of that name."""
+    write(os.path.join(tmp, "team-public"), {"public/faq.md": "# FAQ\n\nThe office opens at nine.\n"})
+    write(os.path.join(tmp, "hr"), {"public/draft.md": "# Draft\n\nThe office bonus draft is secret.\n"})
+    rag(["index", "team-public", "hr"], tmp)
+    out = rag(["search", "office", "--source", "public/*", "--mode", "keyword"], tmp)[1]
+    with open(os.path.join(tmp, "keys.json"), "w") as f:
+        json.dump([{"name": "team", "key": "key-team-0123456789", "source": "team-public/*"}], f)
+    with Serve(["--keys", "keys.json"], tmp) as s:
+        reply = s.request("POST", "/search", {"question": "office bonus draft"},
+                          {"Authorization": "Bearer key-team-0123456789"})[2].decode()
+    names = ", ".join(re.findall(r"[\w/-]+[.]md", out)) or "none"
+    return "draft" not in out and "draft" not in reply and "faq" in reply, \
+        f"--source public/*: {names}; " \
+        f"team-public/* key sees hr's draft: {'draft' in reply}"
+
+
+def check_note_escapes(tmp):
+    """22. Escape codes in a .so line or a file name never reach the terminal from index's notes."""
+    write(os.path.join(tmp, "docs"), {**DOCS, "man1/evil.1": ".so \x1b[2J\x1b]52;c;Y3VybA==\x07x.1\n",
+                                      "odd\x1b[31mname.md": "# Odd\n\nAn oddly named file.\n"})
+    outs = rag(["index", "docs", "-v"], tmp)[1:] + rag(["index", "docs", "-v", "--max-file-mb", "0"],
+                                                       tmp)[1:]
+    raw = [i for i, o in enumerate(outs) if re.search(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]", o)]
+    return not raw, f"outputs with control characters: {len(raw)} of {len(outs)}"
+
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
-          check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start]
+          check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start,
+          check_man_include, check_folder_names, check_note_escapes]
 
 
 def main(argv):
