@@ -7274,41 +7274,166 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-def _glob_regex(pattern: str) -> str:
-    """A gitignore-style pattern as a regex over '/'-separated relative paths.
+_GLOB_SETS = 4096  # sets of states a pattern remembers: a few per rule in practice; a
+                   # hostile name's new sets are dropped past it, memory stays flat
+
+
+class _Globs:
+    """Gitignore-style patterns over '/'-separated relative paths, all matched
+    in one pass over a path, in time O(len(patterns) * len(path)): sets of
+    states stepped one character at a time (a backtracking regex takes years
+    on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
 
     A pattern without a '/' (other than a trailing one) matches at any depth;
-    '*' stays within a folder, '**' crosses folders.
+    '*' and '?' stay within a folder, '**' crosses folders; '[...]' is a set
+    ('!' or '^' first: any character not in it; '[[]' is '[' itself).
 
-    >>> [bool(re.fullmatch(_glob_regex(p), "a/b/c.md"))
-    ...  for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
-    [True, False, True, False]
+    >>> g = _Globs()
+    >>> [g.add(p) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
+    [0, 1, 2, 3]
+    >>> sorted(g.matches("a/b/c.md"))
+    [0, 2]
     """
-    anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    out, i = [], 0
-    while i < len(pattern):
+
+    def __init__(self):
+        self.tests: list = []  # per state: its character's test; None: a split; an int: a match
+        self.outs: list[tuple] = []  # per state: the states after it
+        self.starts: list[int] = []  # per pattern: its first state
+        self.rows: dict[frozenset, dict] = {}  # sets of states met: their rows (_row)
+        self.first: dict = self._row(frozenset())
+
+    def add(self, pattern: str) -> int:
+        """Add a pattern; its number in matches(). ValueError for one that is
+        none (a reversed range '[z-a]', an empty set '[!]', a '[' without its
+        ']'): nothing added."""
+        kept = len(self.tests)
+        try:
+            self.starts.append(kept)
+            if "/" not in pattern.rstrip("/"):  # at any depth
+                self._any_folders()
+            pattern, i = pattern.strip("/"), 0
+            while i < len(pattern):
+                i = self._element(pattern, i)
+        except ValueError:
+            del self.tests[kept:], self.outs[kept:], self.starts[-1]
+            raise
+        self._add(len(self.starts) - 1)
+        self.rows = {}
+        self.first = self._row(self._closure(self.starts))
+        return len(self.starts) - 1
+
+    def _add(self, test, outs=()) -> None:
+        self.tests.append(test)
+        self.outs.append(outs)
+
+    def _on(self, test) -> None:
+        """A state taking one character that passes test, on to the next state."""
+        self._add(test, (len(self.tests) + 1,))
+
+    def _element(self, pattern: str, i: int) -> int:
+        """Add the states of the element at i; the index after it."""
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            self._any_folders()
+            return i + 3
+        if pattern[i] == "*":
+            deep = pattern.startswith("**", i)
+            loop = len(self.tests)  # a split: one more character, or on
+            self._add(None, (loop + 1, loop + 2))
+            self._add(_ANY if deep else _IN_FOLDER, (loop,))
+            return i + 1 + deep
+        if pattern[i] == "[":
+            if "]" not in pattern[i + 2:]:  # a typo more often than a name holding '[' ('[[]')
+                raise ValueError("a '[' without its ']'")
             end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
+            self._on(_char_set(pattern[i + 1:end]))
+            return end + 1
+        self._on(_IN_FOLDER if pattern[i] == "?" else pattern[i])
+        return i + 1
+
+    def _any_folders(self) -> None:
+        """'(?:.*/)?': nothing, or any characters ending in '/'."""
+        split = len(self.tests)
+        self._add(None, (split + 1, split + 4))
+        self._add(None, (split + 2, split + 3))  # a loop: one more character, or the '/'
+        self._add(_ANY, (split + 1,))
+        self._add("/", (split + 4,))
+
+    def _closure(self, states: Iterable[int]) -> frozenset:
+        """states and every state their splits lead to."""
+        into: set[int] = set()
+        stack = list(states)
+        while stack:
+            s = stack.pop()
+            if s not in into:
+                into.add(s)
+                if self.tests[s] is None:
+                    stack.extend(self.outs[s])
+        return frozenset(into)
+
+    def matches(self, text: str) -> frozenset:
+        """The numbers of the patterns matching the whole of text. Each set of
+        states met is a row kept with the rows each character leads to, so
+        that a path costs a lookup a character once its rows have been met."""
+        row = self.first
+        for ch in text:
+            try:
+                row = row[ch]
+            except KeyError:
+                row = self._step(row, ch)
+        return row[""]
+
+    def _row(self, states: frozenset) -> dict:
+        """The row of a set of states: '' (no character) -> what it matches,
+        None -> the states; then each character met -> the row it leads to."""
+        if len(self.rows) > _GLOB_SETS:  # a hostile name meets new sets at each character:
+            first = self.first  # the rows start again (those in use end with their match)
+            self.first = {"": first[""], None: first[None]}
+            self.rows = {first[None]: self.first}
+        row = self.rows.get(states)
+        if row is None:
+            done = frozenset(t for t in map(self.tests.__getitem__, states) if isinstance(t, int))
+            row = self.rows[states] = {"": done, None: states}
+        return row
+
+    def _step(self, row: dict, ch: str) -> dict:
+        """The row after ch from row (remembered in it)."""
+        moved: list[int] = []
+        for s in row[None]:
+            test = self.tests[s]
+            if isinstance(test, str) and test == ch or callable(test) and test(ch):
+                moved.extend(self.outs[s])
+        row[ch] = self._row(self._closure(moved))
+        return row[ch]
+
+
+def _ANY(ch: str) -> bool:
+    return True
+
+
+def _IN_FOLDER(ch: str) -> bool:
+    return ch != "/"
+
+
+def _char_set(body: str) -> Callable[[str], bool]:
+    """'[body]' as a test: characters and ranges ('a-z'; '-' first or last is
+    itself), or with '!' or '^' first every character but those. ValueError when it
+    matches nothing or a range runs backwards."""
+    negate = body[:1] in ("!", "^")
+    body = body[1:] if negate else body
+    if not body:
+        raise ValueError("an empty set")
+    chars, ranges, i = set(), [], 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            if body[i] > body[i + 2]:
+                raise ValueError(f"the range {body[i:i + 3]} runs backwards")
+            ranges.append((body[i], body[i + 2]))
+            i += 3
         else:
-            out.append(re.escape(pattern[i]))
+            chars.add(body[i])
             i += 1
-    return ("" if anchored else "(?:.*/)?") + "".join(out)
+    inside = lambda ch: ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
+    return (lambda ch: not inside(ch)) if negate else inside
 
 
 # Folders and files that are rarely documents and can hold thousands of files:
@@ -7330,7 +7455,7 @@ FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what 
 class _Rule:
     """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
-    regex: re.Pattern
+    glob: int  # its pattern's number in the filter's _Globs
     negate: bool
     dir_only: bool
     default: bool  # one of DEFAULT_EXCLUDES
@@ -7344,19 +7469,31 @@ class _PathFilter:
     it lets links under the folder lead outside it, as --follow-links does."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
-        self.include = [re.compile(_glob_regex(p)) for p in include]
+        self.bad: list[str] = []  # the lines that are no pattern, as notes say them: skipped
+        self.globs, self.includes = _Globs(), _Globs()
+        # an --include that is none matches nothing: it never widens what is read
+        self.include = [self._glob(self.includes, p, "--include") for p in include]
         self.rules: list[_Rule] = []
         self.follow_links = FOLLOW_LINKS in (line.strip() for line in ignore_lines)
-        lines = [(line, True) for line in (DEFAULT_EXCLUDES if defaults else ())]
-        for line, default in lines + [(line, False) for line in [*ignore_lines, *exclude]]:
+        lines = [(line, True, "") for line in (DEFAULT_EXCLUDES if defaults else ())]
+        lines += [(line, False, ".ragignore line") for line in ignore_lines]
+        for line, default, origin in lines + [(line, False, "--exclude") for line in exclude]:
             line = line.rstrip("\n").rstrip()
             if not line or line.startswith("#") or line == FOLLOW_LINKS:
                 continue
             negate = line.startswith("!")
-            line = line[1:] if negate else line
-            if line.strip("/"):
-                self.rules.append(_Rule(re.compile(_glob_regex(line)), negate, line.endswith("/"),
-                                        default))
+            pattern = line[1:] if negate else line
+            n = self._glob(self.globs, pattern, origin, line) if pattern.strip("/") else None
+            if n is not None:
+                self.rules.append(_Rule(n, negate, pattern.endswith("/"), default))
+
+    def _glob(self, globs: _Globs, pattern: str, origin: str, line: str = "") -> int | None:
+        """The pattern added to globs; None, said in bad, for one that is none."""
+        try:
+            return globs.add(pattern)
+        except ValueError as e:
+            self.bad.append(f"{origin} '{shown(line or pattern)}' is no pattern ({e})")
+            return None
 
     @classmethod
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> _PathFilter:
@@ -7375,7 +7512,7 @@ class _PathFilter:
         rule = self.last_rule(rel, is_dir)
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
-            out = not any(r.fullmatch(rel) for r in self.include)
+            out = not self.includes.matches(rel)
         return out
 
     def by_default(self, rel: str, is_dir: bool = False) -> bool:
@@ -7385,8 +7522,9 @@ class _PathFilter:
 
     def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
         """The last rule matching rel, which decides (None: none does)."""
+        matched = self.globs.matches(rel) if self.rules else ()
         for rule in reversed(self.rules):
-            if (is_dir or not rule.dir_only) and rule.regex.fullmatch(rel):
+            if (is_dir or not rule.dir_only) and rule.glob in matched:
                 return rule
         return None
 
@@ -8113,6 +8251,9 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
     filters = {root: _PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
+    for root, keep in filters.items():
+        for bad in keep.bad:
+            log.note(f"in {shown(root)}: {bad}: skipped, the other lines apply")
     refused: list[tuple[str, str, str]] = []
     own = store.files()  # an index inside the folder indexed is not one of its documents
     log.skips.clear()

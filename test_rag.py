@@ -3229,6 +3229,18 @@ class IndexTests(RagTestCase):
         self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
                          ["errors.md", "garden.txt", "refunds.md", "report.md"])
 
+    def test_index_watch_of_a_bad_ragignore_line_notes_it_once_and_goes_on(self):
+        self.write_docs()
+        code, out, err = self.watched(
+            lambda: self.write(".ragignore", "[z-a]\n*.tmp\n"),
+            lambda: self.write("b.tmp", "Excluded text.\n"),
+            lambda: self.write("notes/wombats.md", "Wombats dig burrows.\n"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count(".ragignore line '[z-a]' is no pattern"), 1, err)
+        self.assertTrue(err.endswith("rag: stopped watching\n"), err)
+        self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
+                         ["errors.md", "garden.txt", "notes/wombats.md", "refunds.md"])
+
     def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
         self.write_docs()
         away = self.docs + "-unmounted"
@@ -4253,6 +4265,65 @@ class FilterTests(RagTestCase):
         for (rel, is_dir), want in cases.items():
             with self.subTest(rel):
                 self.assertEqual(f.excluded(rel, is_dir), want)
+
+    def test_globs_keep_the_rules_of_the_patterns(self):
+        cases = {  # pattern: (paths it matches, paths it does not)
+            "*.md": (["a.md", "x/y/a.md"], ["a.md/b", "a.mdx"]),
+            "/c.md": (["c.md"], ["a/c.md"]),
+            "a/**/*.md": (["a/b.md", "a/x/y/b.md"], ["b/a/c.md", "a/b.txt"]),
+            "a/**": (["a/b", "a/b/c"], ["b/a/c"]),
+            "x?z": (["xyz", "q/xyz"], ["x/z", "xz"]),
+            "sec[0-9].md": (["sec1.md"], ["secx.md"]),
+            "[!a]b": (["bb", "/b"], ["ab"]),  # a set: any character but those, '/' too
+            "[^a]b": (["bb"], ["ab"]),
+            "[]a]": (["]", "a"], ["b"]),
+            "[[]x": (["[x"], ["x"]),
+            "[a-]": (["a", "-"], ["b"]),
+            "*a*a*a*a*a*a*a*a*a*a*a*a*a*c": (["a" * 13 + "c", "x/" + "ab" * 20 + "c"], ["a" * 200])}
+        for pattern, (yes, no) in cases.items():
+            globs = rag._Globs()
+            n = globs.add(pattern)
+            for path, want in [(p, True) for p in yes] + [(p, False) for p in no]:
+                with self.subTest(pattern=pattern, path=path):
+                    self.assertEqual(n in globs.matches(path), want)
+
+    def test_globs_step_each_character_once(self):
+        globs = rag._Globs()
+        globs.add("*a*a*a*a*a*a*a*a*a*a*a*a*a*c")
+        globs.add("**/*b*b*b*b*b*b*b*b*b*b*b*b*d/**")
+        steps = []
+        real = rag._Globs._step
+        with mock.patch.object(rag._Globs, "_step", lambda g, row, ch: steps.append(ch) or real(g, row, ch)):
+            self.assertEqual(globs.matches("a" * 200), frozenset())
+            self.assertEqual(globs.matches("b" * 200), frozenset())
+        self.assertLessEqual(len(steps), 400)  # a set of states a character: no backtracking
+
+    def test_ragignore_of_a_pattern_backtracking_would_never_end_indexes(self):
+        name = "a" * 200 + ".md"
+        self.write(name, "Text of a long name.\n")
+        self.write("b.tmp", "Excluded text.\n")
+        self.write(".ragignore", "*a*a*a*a*a*a*a*a*a*a*a*a*a*c\n*.tmp\n")
+        self.ok("index", self.docs)
+        self.assertEqual(self.indexed(), [name])
+
+    def test_ragignore_bad_line_is_a_note_and_the_other_lines_apply(self):
+        for name in ["a.md", "b.tmp", "c.md", "za.md"]:
+            self.write(name, f"Text of {name}.\n")
+        self.write(".ragignore", "[z-a]\n*.tmp\n[abc\n[!]\nc.md\n")
+        code, out, err = self.run_cli("index", self.docs, "--exclude", "[b-a]*", "--include", "*.[m-a]d",
+                                      "--include", "*.md")
+        self.assertEqual(code, 0, err)
+        for line in ("[z-a]", "[abc", "[!]"):
+            self.assertIn(f"rag: in {self.docs}: .ragignore line '{line}' is no pattern (", err)
+        self.assertIn("rag: in %s: --exclude '[b-a]*' is no pattern (the range b-a runs backwards): "
+                      "skipped, the other lines apply" % self.docs, err)
+        self.assertIn("--include '*.[m-a]d' is no pattern", err)
+        self.assertEqual(self.indexed(), ["a.md", "za.md"])
+        self.write(".ragignore", "\x1b]2;x\x07[z-a]\n")  # a line quoted in a note: escaped
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("'\\x1b]2;x\\x07[z-a]' is no pattern", err)
+        self.assertNotIn("\x1b", err)
 
     def test_source_matches_the_path_relative_to_the_folder_indexed(self):
         corp = os.path.join(self.dir, "corp")
