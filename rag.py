@@ -5596,6 +5596,12 @@ class Store:
     def close(self) -> None:
         """Let go of what the store holds open."""
 
+    def gone(self) -> str | None:
+        """Why what this store writes into is no longer the index its name
+        names (a file deleted or replaced), so that a watch stops rather than
+        write where no one reads; None: it still is (an engine: the engine's)."""
+        return None
+
 
 class Admin:
     """What the commands around an index need of its store besides indexing
@@ -5643,11 +5649,25 @@ class SqliteStore(Store, Admin):
         self.conn = conn
         self.index = SignatureIndex(self)
         self._changed = 0  # chunks this process wrote or removed, not yet counted (_tidy_keywords)
+        self._file: tuple[str, tuple[int, int]] | None = None  # (path, identity) when opened
 
     @classmethod
     def open(cls, path: str, create: bool = False, shared: bool = False) -> SqliteStore:
         """The index in the file path, opened as connect says."""
-        return cls(connect(path, create, shared))
+        store = cls(connect(path, create, shared))
+        with contextlib.suppress(OSError):  # in memory, or gone already: nothing to compare
+            store._file = (path, _identity(os.stat(path)))
+        return store
+
+    def gone(self) -> str | None:
+        if self._file is None:
+            return None
+        path, ident = self._file
+        try:
+            now = _identity(os.stat(path))
+        except OSError:
+            return f"the index {shown(path)} was deleted"
+        return None if now == ident else f"the index {shown(path)} was replaced by another file"
 
     # settings
     def meta(self, key: str) -> str | None:
@@ -8595,6 +8615,7 @@ class Watcher:
         self.interval = WATCH_MIN_POLL
         self.failed: str | None = None  # the last pass's failure, said once until it passes
         self.parent: int | None = None  # a server's process: the watch ends when it is gone
+        self.gone: Callable[[], str | None] = lambda: None  # the store's (into)
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
         """Wait seconds (between polls, or while changes settle); True when
@@ -8658,7 +8679,15 @@ class Watcher:
         quiet = _NewNotes(log.verbose)
         self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
                                                             quiet, unchanged)
+        self.gone = store.gone
         return self
+
+    def still_there(self) -> None:
+        """RagError when the index was deleted or replaced: the watch ends there."""
+        gone = self.gone()
+        if gone:
+            raise RagError(f"{gone} while the watch ran: the watch stops (index again to make "
+                           "it anew)")
 
     def follow(self, snap: Snapshot, log: Log, how: str) -> None:
         """A first poll (what one costs sets the interval), a note saying what
@@ -8672,11 +8701,13 @@ class Watcher:
         so that nothing changed since goes unseen)."""
         backoff = 0.0
         while not self.pause(max(self.interval, backoff)):
+            self.still_there()
             if not self.changed(snap):
                 continue
             settled = self.settled()
             if settled is None:
                 return
+            self.still_there()  # settling took a while
             if self.once(settled, snap):
                 snap, backoff = settled, 0.0
             else:  # snap kept: the change is seen again, and tried again later

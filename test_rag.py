@@ -3241,6 +3241,27 @@ class IndexTests(RagTestCase):
         self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
                          ["errors.md", "garden.txt", "notes/wombats.md", "refunds.md"])
 
+    def test_index_watch_stops_when_its_index_is_deleted_or_replaced(self):
+        for how in ("deleted", "replaced"):
+            with self.subTest(how):
+                if os.path.exists(self.db):
+                    os.remove(self.db)
+                self.write_docs()
+                other = os.path.join(self.dir, "other.db")
+                def away():
+                    if how == "deleted":
+                        os.remove(self.db)
+                    else:
+                        shutil.copyfile(self.db, other)
+                        os.replace(other, self.db)
+                    self.write("notes/wombats.md", "Wombats dig burrows.\n")
+                code, out, err = self.watched(away, lambda: self.fail("watched on"))
+                self.assertEqual(code, 1, err)
+                self.assertTrue(err.endswith(
+                    f"rag: error: the index {self.db} was {how}{' by another file' if how == 'replaced' else ''} "
+                    "while the watch ran: the watch stops (index again to make it anew)\n"), err)
+                self.assertEqual(len(out.splitlines()), 2, out)  # the first run's lines: no pass
+
     def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
         self.write_docs()
         away = self.docs + "-unmounted"
