@@ -430,6 +430,8 @@ class IndexOptions:
     include_secrets: bool = False  # read files that look like credentials (secrets in them
                                    # still redacted)
     ocr_lang: str = OCR_LANG       # tesseract's language for scanned pages and images
+    kept_roots: tuple = ()  # a watch's (path, real path) pairs: a path is read only while it
+                            # leads there (a folder swapped for a link is not followed)
 
 
 @dataclass(frozen=True)
@@ -7597,7 +7599,7 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
 
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
-         refused: list | None = None, folders: list | None = None):
+         refused: list | None = None, folders: list | None = None, kept: dict | None = None):
     """Yield a _Walked record for each file under paths, depth first in name order.
 
     Hidden entries, filtered ones and virtual file systems are skipped; each
@@ -7607,22 +7609,28 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
     by itself (see _link_refusal), unless follow_links or the folder's .ragignore
     says so; refused gets (root, the link relative to it, its target) for the others.
     A folder is entered only if it is still what its parent listed (_open_folder);
-    folders gets the path of each folder listed (what a watch polls).
+    folders gets the path of each folder listed (what a watch polls). kept: a
+    watch's real path of each path given, which it must still lead to (_kept_root).
     """
     virtual = _virtual_mounts()
-    bounds = [os.path.realpath(p) for p in paths]
+    bounds = [(kept or {}).get(p) or os.path.realpath(p) for p in paths]
     for root, real_root in zip(paths, bounds):
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
+        # a watch's root: opened below only if it is what is at its real path (no race)
+        ident = _kept_root(root, real_root, log) if kept and root in kept else _identity(
+            os.stat(root))
+        if ident is None:
+            continue
         keep = (filters or {}).get(root) or _PathFilter()
         if not os.path.isdir(root):  # named on the command line: read even when it is a link
             if not keep.excluded(os.path.basename(root)):
                 yield _Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
-                              real_root, _identity(os.stat(root)), linked=True)
+                              real_root, ident, linked=True)
             continue
         follows = follow_links or keep.follow_links
         seen: set[tuple[int, int]] = set()
-        stack = [(os.path.normpath(root), "", _identity(os.stat(root)), False)]
+        stack = [(os.path.normpath(root), "", ident, False)]
         while stack:
             folder, rel, ident, linked = stack.pop()
             if folders is not None:
@@ -7647,6 +7655,29 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                         os.path.join(real_root, rel + e.name))  # no link on the way
                     yield _Walked(e.path, root, key, target, via)
             stack.extend(reversed(subdirs))
+
+
+def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
+    """The identity of what is at real (never through a link), when a watch's
+    root still leads there, to the folder (or file) it watched at its start;
+    if not (the folder moved and a link put in its place), None and a note: it
+    is not followed, where its link would bring in what is outside the folders
+    given. An index run of the link itself reads where it leads, as asked."""
+    now = os.path.realpath(root)
+    if now != real:
+        log.note(_led_away(root, now, real))
+        return None
+    try:
+        return _identity(os.lstat(real))
+    except OSError as e:  # moved just now
+        log.note(f"skipped {shown(root)}: {e.strerror}")
+        return None
+
+
+def _led_away(root: str, now: str, real: str) -> str:
+    return (f"skipped {shown(root)}: it now leads to {shown(now)}, not to the folder watched "
+            f"({shown(real)}); not followed (watched until it is back; 'index' of it reads where "
+            "it leads)")
 
 
 def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
@@ -8277,7 +8308,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     refused: list[tuple[str, str, str]] = []
     own = store.files()  # an index inside the folder indexed is not one of its documents
     log.skips.clear()
-    files = list(walk(paths, log, filters, opts.follow_links, refused))
+    kept = dict(opts.kept_roots)
+    files = list(walk(paths, log, filters, opts.follow_links, refused, kept=kept))
     run.batcher = Batcher(store, embedder, opts.batch, run.stats, opts.parallel, log.note)
     try:
         for n, w in enumerate(files, 1):
@@ -8377,7 +8409,8 @@ class _IndexRun:
         stats.skipped = sum(n for n, _ in stats.skips.values())
         stats.removed += _handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
         stats.removed += _remove_linked(store, refused, self.seen, log)
-        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen)
+        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen,
+                            dict(opts.kept_roots))
         stats.removed += _remove_outside(store, roots, self.seen, log)
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
         stats.removed += _prune_or_report(store, self.stale, "can no longer be read and keep "
@@ -8501,14 +8534,15 @@ def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, b
 
 
 def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
-                seen=frozenset()) -> dict[str, bool]:
+                seen=frozenset(), real: dict | None = None) -> dict[str, bool]:
     """indexed_roots with this run's paths added (or their link setting updated), kept.
     Inferred (an index from before they were kept) only from documents this
-    run did not read (seen): a file given alone implies no folder around it."""
+    run did not read (seen): a file given alone implies no folder around it.
+    real: a watch's real path of each path (never where a link put since leads)."""
     kept = store.meta(Meta.ROOTS)
     roots = _roots_from(store, kept, seen)
     for p in paths:
-        roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
+        roots[(real or {}).get(p) or os.path.realpath(p)] = follow_links or filters[p].follow_links
     new = json.dumps(roots, sort_keys=True)
     if new != kept:  # a run that changes nothing writes nothing
         store.set_meta({Meta.ROOTS: new})
@@ -8616,6 +8650,10 @@ class Watcher:
         self.failed: str | None = None  # the last pass's failure, said once until it passes
         self.parent: int | None = None  # a server's process: the watch ends when it is gone
         self.gone: Callable[[], str | None] = lambda: None  # the store's (into)
+        # each root's real path at the start: a root swapped for a link is not followed
+        self.real = {p: os.path.realpath(p) for p in paths}
+        self.note = say  # where a root led away is said (into: the log)
+        self.led_away: set[str] = set()  # the roots said to lead away, until they are back
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
         """Wait seconds (between polls, or while changes settle); True when
@@ -8627,7 +8665,8 @@ class Watcher:
         """Walk the folders as an index run would (the same filters and links)."""
         files, folders = {}, {}
         for root in self.paths:
-            if not os.path.exists(root):  # unmounted: watched until it is back
+            # unmounted, or a link put in its place: watched until it is back
+            if not os.path.exists(root) or os.path.realpath(root) != self.real[root]:
                 folders[root] = None
                 continue
             listed: list[str] = []
@@ -8677,9 +8716,10 @@ class Watcher:
         """Passes as index runs into store (their notes said once while they
         stay the same: _NewNotes); returns the watcher."""
         quiet = _NewNotes(log.verbose)
+        opts = replace(opts, kept_roots=tuple(self.real.items()))
         self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
                                                             quiet, unchanged)
-        self.gone = store.gone
+        self.gone, self.note = store.gone, log.note
         return self
 
     def still_there(self) -> None:
@@ -8713,12 +8753,23 @@ class Watcher:
             else:  # snap kept: the change is seen again, and tried again later
                 backoff = min(WATCH_MAX_BACKOFF, max(1.0, backoff * 2))
 
+    def say_led_away(self) -> None:
+        """A note for each root that now leads elsewhere, once until it is back."""
+        for root in self.paths:
+            now = os.path.realpath(root)
+            if now == self.real[root] or not os.path.exists(root):
+                self.led_away.discard(root)
+            elif root not in self.led_away:
+                self.led_away.add(root)
+                self.note(_led_away(root, now, self.real[root]))
+
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
         """One pass over the folders present (the files as they were in
         before, the last pass's snapshot, are index_paths' unchanged); True
         unless it failed."""
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
+        self.say_led_away()
         unchanged = frozenset(p for p, v in settled.files.items()
                               if before and before.files.get(p) == v)
         try:

@@ -3262,6 +3262,75 @@ class IndexTests(RagTestCase):
                     "while the watch ran: the watch stops (index again to make it anew)\n"), err)
                 self.assertEqual(len(out.splitlines()), 2, out)  # the first run's lines: no pass
 
+    def swap_for_link(self):
+        """The folder indexed moved away and a link to a folder outside put in its place."""
+        outside = os.path.join(self.dir, "outside")
+        os.makedirs(outside, exist_ok=True)
+        with open(os.path.join(outside, "payroll.md"), "w") as f:
+            f.write("Pangolin payroll: the outside salary line.\n")
+        os.rename(self.docs, self.docs + ".old")
+        os.symlink(outside, self.docs)
+        return outside
+
+    def swap_back(self):
+        os.remove(self.docs)
+        os.rename(self.docs + ".old", self.docs)
+
+    def assert_nothing_from(self, outside):
+        self.assertEqual([p for (p,) in self.rows("SELECT path FROM documents") if "outside" in p], [])
+        self.assertNotIn("outside", self.rows("SELECT value FROM meta WHERE key = 'roots'")[0][0])
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'pangolin'"), [])
+
+    def test_index_watch_does_not_follow_its_folder_swapped_for_a_link(self):
+        self.write_docs()
+        out_dir = []
+        code, out, err = self.watched(
+            lambda: out_dir.append(self.swap_for_link()),
+            lambda: self.write("new.md", "Written through the link.\n"),
+            lambda: (self.swap_back(), self.write("notes/wombats.md", "Wombats dig burrows.\n")))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count(f"rag: skipped {self.docs}: it now leads to {os.path.realpath(out_dir[0])}, "
+                                   f"not to the folder watched ({os.path.realpath(self.docs)}); not followed"), 1, err)
+        self.assert_nothing_from(out_dir[0])
+        self.assertIn("notes/wombats.md", [rel for (rel,) in self.rows("SELECT rel FROM documents")])
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 0, out + err)
+
+    def test_index_watch_of_a_folder_swapped_for_a_link_during_a_pass_reads_nothing_outside(self):
+        for where in ("before the walk", "after its check"):
+            with self.subTest(where):
+                for gone in (self.db, self.docs):
+                    if os.path.isdir(gone):
+                        shutil.rmtree(gone)
+                    elif os.path.exists(gone):
+                        os.remove(gone)
+                self.write_docs()
+                swap, out_dir = [False], []
+                real_index, real_kept = rag.index_paths, rag._kept_root
+                def index_paths(*args, **kw):  # the swap after the watch settled
+                    if swap[0] and where == "before the walk":
+                        swap[0] = False
+                        out_dir.append(self.swap_for_link())
+                    return real_index(*args, **kw)
+                def kept_root(*args):  # the swap once the walk checked the root, before it opens it
+                    ident = real_kept(*args)
+                    if swap[0] and where == "after its check":
+                        swap[0] = False
+                        out_dir.append(self.swap_for_link())
+                    return ident
+                def change():
+                    swap[0] = True
+                    self.write("notes/wombats.md", "Wombats dig burrows.\n")
+                with mock.patch.object(rag, "index_paths", index_paths), \
+                        mock.patch.object(rag, "_kept_root", kept_root):
+                    code, out, err = self.watched(change, self.swap_back)
+                self.assertEqual(code, 0, err)
+                self.assertTrue(out_dir, err)
+                self.assertIn("not followed" if where == "before the walk" else "changed while the folder "
+                              "was listed", err)
+                self.assert_nothing_from(out_dir[0])
+                shutil.rmtree(out_dir[0])
+
     def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
         self.write_docs()
         away = self.docs + "-unmounted"
