@@ -13571,10 +13571,10 @@ def _cmd_check(args, cfg: Config, closer) -> int:
     if d.found and d.repairable:  # the next index run reads every row, and repairs them
         store.mark_for_checking()
     if not d.found:
+        if outside:  # damage of its own kind: text no rule let in
+            raise RagError(f"the index {cfg.db} is damaged: it holds {len(outside)} document(s) "
+                           "from outside the folders indexed (see above)")
         print("ok: no damage found")
-        if outside:
-            raise RagError(f"the index {cfg.db} holds {len(outside)} document(s) from outside the "
-                           "folders indexed (see above)")
         return 0
     for problem in d.structure[:DAMAGE_SHOWN]:
         print(f"damaged file: {clean_text(problem)}")

@@ -3972,6 +3972,29 @@ class IndexTests(RagTestCase):
         self.assertEqual(self.rows("SELECT rel FROM documents"), [("a.md",)])
         self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'narwhal'"), [])
 
+    def test_check_calls_a_document_a_watch_let_in_from_outside_damage_and_index_removes_it(self):
+        self.write("a.md", "Refunds take five days.\n")
+        self.write("b.md", "Pangolin payroll: the outside salary line.\n")
+        self.ok("index", self.docs)
+        outside = os.path.realpath(os.path.join(self.dir, "outside"))
+        conn = sqlite3.connect(self.db)
+        with conn:  # as an older watch stored a folder swapped for a link to outside: its own rel
+            conn.execute("UPDATE documents SET path = ? WHERE rel = 'b.md'", (os.path.join(outside, "b.md"),))
+        conn.close()
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertNotIn("ok: no damage found", out)
+        self.assertIn(f"outside the folders indexed: 1 document(s) whose real path is outside every folder "
+                      f"given to index: {os.path.join(outside, 'b.md')}", out)
+        self.assertEqual(err, f"rag: error: the index {self.db} is damaged: it holds 1 document(s) from outside "
+                              "the folders indexed (see above)\n")
+        os.remove(os.path.join(self.docs, "b.md"))
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("removed 1 document(s) whose real path is outside the folders indexed", err)
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'pangolin'"), [])
+        self.assertIn("ok: no damage found", self.ok("check"))
+
     def test_index_removes_documents_from_outside_the_folders_indexed(self):
         self.write("a.md", "Refunds take five days.\n")
         self.ok("index", self.docs)
