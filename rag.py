@@ -7580,6 +7580,7 @@ class _Walked:
     key: str
     ident: tuple[int, int]
     linked: bool = False
+    regular: bool = True  # a regular file when listed: a device, pipe or socket is never opened
 
 
 @dataclass(frozen=True)
@@ -7592,6 +7593,7 @@ class _Listed:
     is_dir: bool     # a folder, or a link to one
     is_link: bool
     ident: tuple[int, int]
+    regular: bool    # a regular file (a link: what it leads to)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -7626,7 +7628,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
         if not os.path.isdir(root):  # named on the command line: read even when it is a link
             if not keep.excluded(os.path.basename(root)):
                 yield _Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
-                              real_root, ident, linked=True)
+                              real_root, ident, linked=True,
+                              regular=stat.S_ISREG(os.stat(root).st_mode))
             continue
         follows = follow_links or keep.follow_links
         seen: set[tuple[int, int]] = set()
@@ -7647,13 +7650,15 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                         refused.append((root, rel + e.name, os.path.realpath(e.path)))
                     continue
                 via = linked or e.is_link
-                target = _identity(os.stat(e.path)) if e.is_link else e.ident
+                st = os.stat(e.path) if e.is_link else None  # where the link leads
+                target = _identity(st) if st else e.ident
                 if e.is_dir:
                     subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
                     key = os.path.realpath(e.path) if via else os.path.normpath(
                         os.path.join(real_root, rel + e.name))  # no link on the way
-                    yield _Walked(e.path, root, key, target, via)
+                    yield _Walked(e.path, root, key, target, via,
+                                  stat.S_ISREG(st.st_mode) if st else e.regular)
             stack.extend(reversed(subdirs))
 
 
@@ -7735,10 +7740,11 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
     st = e.stat(follow_symlinks=False)
     link = stat.S_ISLNK(st.st_mode)
     try:
-        is_dir = stat.S_ISDIR(e.stat().st_mode) if link else stat.S_ISDIR(st.st_mode)
+        mode = e.stat().st_mode if link else st.st_mode
     except OSError:  # a link leading nowhere
-        is_dir = False
-    return _Listed(e.name, os.path.join(folder, e.name), is_dir, link, _identity(st))
+        mode = 0
+    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, _identity(st),
+                   stat.S_ISREG(mode))
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
@@ -7840,6 +7846,9 @@ def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: 
     except UnicodeEncodeError:
         log.skipped(path, "name not UTF-8",
                     "the file name is not valid UTF-8 (rename the file to index it)")
+        return None
+    if not w.regular:  # a device or a pipe: opening one may block, rewind a tape, never end
+        log.skipped(path, "not a regular file", "not a regular file")
         return None
     try:
         f, st = _open_walked(w)

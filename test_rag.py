@@ -3394,6 +3394,29 @@ class IndexTests(RagTestCase):
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
         self.assertIn("indexed 1 file(s), 3 unchanged", self.ok("index", self.docs))
 
+    @unittest.skipUnless(hasattr(os, "mkfifo") and hasattr(socket, "AF_UNIX"), "no FIFOs or sockets here")
+    def test_index_never_opens_a_device_pipe_or_socket(self):
+        self.write("a.md", "Refunds take five days.\n")
+        os.mkfifo(os.path.join(self.docs, "pipe.md"))
+        sock = socket.socket(socket.AF_UNIX)
+        self.addCleanup(sock.close)
+        sock.bind(os.path.join(self.docs, "sock.md"))
+        os.symlink(os.devnull, os.path.join(self.docs, "null.md"))  # followed with --follow-links
+        opened, real_open = [], os.open
+        def os_open(path, *args, **kw):
+            opened.append(os.path.basename(str(path)))
+            return real_open(path, *args, **kw)
+        with mock.patch.object(rag.os, "open", os_open):
+            code, out, err = self.run_cli("index", self.docs, "--follow-links", "-v")
+            self.assertEqual(code, 0, err)
+            for name in ("pipe.md", "sock.md", "null.md"):
+                self.assertIn(f"skipped {os.path.join(self.docs, name)}: not a regular file", err)
+            code, out, err = self.run_cli("index", os.path.join(self.docs, "pipe.md"))  # named alone
+        self.assertEqual(code, 1, err)
+        self.assertIn("no readable documents found", err)
+        self.assertEqual([n for n in opened if n in ("pipe.md", "sock.md", "null.md", "null")], [])
+        self.assertEqual(self.rows("SELECT rel FROM documents"), [("a.md",)])
+
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
         self.write("song.mp3", "not read")
