@@ -3331,6 +3331,24 @@ class IndexTests(RagTestCase):
                 self.assert_nothing_from(out_dir[0])
                 shutil.rmtree(out_dir[0])
 
+    def test_server_watch_notes_a_bad_ragignore_line_and_stops_when_its_index_is_deleted(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.write(".ragignore", "[z-a]\n*.tmp\n")
+        steps = [lambda: self.write("notes/wombats.md", "Wombats dig burrows.\n"), lambda: os.remove(self.db),
+                 lambda: self.fail("watched on")]
+        stream = io.StringIO()
+        with mock.patch.object(rag.Watcher, "pause", lambda w, s, settling=False: bool(settling or steps.pop(0)()) and False), \
+                contextlib.redirect_stderr(stream):
+            code = rag._watch_quietly(rag.config_from_env(db=self.db), rag.Log(), threading.Event())
+        err = stream.getvalue()
+        self.assertEqual(code, 1, err)
+        self.assertEqual(err.count(".ragignore line '[z-a]' is no pattern"), 1, err)
+        self.assertIn("indexed 1 file(s), 0 removed", err)
+        self.assertTrue(err.endswith(f"rag: the watch stopped: the index {self.db} was deleted while the watch "
+                                     "ran: the watch stops (index again to make it anew); the index is no longer "
+                                     "kept current\n"), err)
+
     def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
         self.write_docs()
         away = self.docs + "-unmounted"
