@@ -7296,8 +7296,8 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-_GLOB_SETS = 4096  # sets of states a pattern remembers: a few per rule in practice; a
-                   # hostile name's new sets are dropped past it, memory stays flat
+_GLOB_SETS = 4096  # sets of states a filter's patterns remember (a few dozen in practice): a
+                   # hostile name's new sets start them again past it, memory stays flat
 
 
 class _Globs:
