@@ -430,6 +430,8 @@ class IndexOptions:
     include_secrets: bool = False  # read files that look like credentials (secrets in them
                                    # still redacted)
     ocr_lang: str = OCR_LANG       # tesseract's language for scanned pages and images
+    kept_roots: tuple = ()  # a watch's (path, real path) pairs: a path is read only while it
+                            # leads there (a folder swapped for a link is not followed)
 
 
 @dataclass(frozen=True)
@@ -5599,6 +5601,12 @@ class Store:
     def close(self) -> None:
         """Let go of what the store holds open."""
 
+    def gone(self) -> str | None:
+        """Why what this store writes into is no longer the index its name
+        names (a file deleted or replaced), so that a watch stops rather than
+        write where no one reads; None: it still is (an engine: the engine's)."""
+        return None
+
 
 class Admin:
     """What the commands around an index need of its store besides indexing
@@ -5646,11 +5654,25 @@ class SqliteStore(Store, Admin):
         self.conn = conn
         self.index = SignatureIndex(self)
         self._changed = 0  # chunks this process wrote or removed, not yet counted (_tidy_keywords)
+        self._file: tuple[str, tuple[int, int]] | None = None  # (path, identity) when opened
 
     @classmethod
     def open(cls, path: str, create: bool = False, shared: bool = False) -> SqliteStore:
         """The index in the file path, opened as connect says."""
-        return cls(connect(path, create, shared))
+        store = cls(connect(path, create, shared))
+        with contextlib.suppress(OSError):  # in memory, or gone already: nothing to compare
+            store._file = (path, _identity(os.stat(path)))
+        return store
+
+    def gone(self) -> str | None:
+        if self._file is None:
+            return None
+        path, ident = self._file
+        try:
+            now = _identity(os.stat(path))
+        except OSError:
+            return f"the index {shown(path)} was deleted"
+        return None if now == ident else f"the index {shown(path)} was replaced by another file"
 
     # settings
     def meta(self, key: str) -> str | None:
@@ -7277,41 +7299,166 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-def _glob_regex(pattern: str) -> str:
-    """A gitignore-style pattern as a regex over '/'-separated relative paths.
+_GLOB_SETS = 4096  # sets of states a filter's patterns remember (a few dozen in practice): a
+                   # hostile name's new sets start them again past it, memory stays flat
+
+
+class _Globs:
+    """Gitignore-style patterns over '/'-separated relative paths, all matched
+    in one pass over a path, in time O(len(patterns) * len(path)): sets of
+    states stepped one character at a time (a backtracking regex takes years
+    on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
 
     A pattern without a '/' (other than a trailing one) matches at any depth;
-    '*' stays within a folder, '**' crosses folders.
+    '*' and '?' stay within a folder, '**' crosses folders; '[...]' is a set
+    ('!' or '^' first: any character not in it; '[[]' is '[' itself).
 
-    >>> [bool(re.fullmatch(_glob_regex(p), "a/b/c.md"))
-    ...  for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
-    [True, False, True, False]
+    >>> g = _Globs()
+    >>> [g.add(p) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
+    [0, 1, 2, 3]
+    >>> sorted(g.matches("a/b/c.md"))
+    [0, 2]
     """
-    anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    out, i = [], 0
-    while i < len(pattern):
+
+    def __init__(self):
+        self.tests: list = []  # per state: its character's test; None: a split; an int: a match
+        self.outs: list[tuple] = []  # per state: the states after it
+        self.starts: list[int] = []  # per pattern: its first state
+        self.rows: dict[frozenset, dict] = {}  # sets of states met: their rows (_row)
+        self.first: dict = self._row(frozenset())
+
+    def add(self, pattern: str) -> int:
+        """Add a pattern; its number in matches(). ValueError for one that is
+        none (a reversed range '[z-a]', an empty set '[!]', a '[' without its
+        ']'): nothing added."""
+        kept = len(self.tests)
+        try:
+            self.starts.append(kept)
+            if "/" not in pattern.rstrip("/"):  # at any depth
+                self._any_folders()
+            pattern, i = pattern.strip("/"), 0
+            while i < len(pattern):
+                i = self._element(pattern, i)
+        except ValueError:
+            del self.tests[kept:], self.outs[kept:], self.starts[-1]
+            raise
+        self._add(len(self.starts) - 1)
+        self.rows = {}
+        self.first = self._row(self._closure(self.starts))
+        return len(self.starts) - 1
+
+    def _add(self, test, outs=()) -> None:
+        self.tests.append(test)
+        self.outs.append(outs)
+
+    def _on(self, test) -> None:
+        """A state taking one character that passes test, on to the next state."""
+        self._add(test, (len(self.tests) + 1,))
+
+    def _element(self, pattern: str, i: int) -> int:
+        """Add the states of the element at i; the index after it."""
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+            self._any_folders()
+            return i + 3
+        if pattern[i] == "*":
+            deep = pattern.startswith("**", i)
+            loop = len(self.tests)  # a split: one more character, or on
+            self._add(None, (loop + 1, loop + 2))
+            self._add(_ANY if deep else _IN_FOLDER, (loop,))
+            return i + 1 + deep
+        if pattern[i] == "[":
+            if "]" not in pattern[i + 2:]:  # a typo more often than a name holding '[' ('[[]')
+                raise ValueError("a '[' without its ']'")
             end = pattern.index("]", i + 2)
-            body = pattern[i + 1:end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
+            self._on(_char_set(pattern[i + 1:end]))
+            return end + 1
+        self._on(_IN_FOLDER if pattern[i] == "?" else pattern[i])
+        return i + 1
+
+    def _any_folders(self) -> None:
+        """'(?:.*/)?': nothing, or any characters ending in '/'."""
+        split = len(self.tests)
+        self._add(None, (split + 1, split + 4))
+        self._add(None, (split + 2, split + 3))  # a loop: one more character, or the '/'
+        self._add(_ANY, (split + 1,))
+        self._add("/", (split + 4,))
+
+    def _closure(self, states: Iterable[int]) -> frozenset:
+        """states and every state their splits lead to."""
+        into: set[int] = set()
+        stack = list(states)
+        while stack:
+            s = stack.pop()
+            if s not in into:
+                into.add(s)
+                if self.tests[s] is None:
+                    stack.extend(self.outs[s])
+        return frozenset(into)
+
+    def matches(self, text: str) -> frozenset:
+        """The numbers of the patterns matching the whole of text. Each set of
+        states met is a row kept with the rows each character leads to, so
+        that a path costs a lookup a character once its rows have been met."""
+        row = self.first
+        for ch in text:
+            try:
+                row = row[ch]
+            except KeyError:
+                row = self._step(row, ch)
+        return row[""]
+
+    def _row(self, states: frozenset) -> dict:
+        """The row of a set of states: '' (no character) -> what it matches,
+        None -> the states; then each character met -> the row it leads to."""
+        if len(self.rows) > _GLOB_SETS:  # a hostile name meets new sets at each character:
+            first = self.first  # the rows start again (those in use end with their match)
+            self.first = {"": first[""], None: first[None]}
+            self.rows = {first[None]: self.first}
+        row = self.rows.get(states)
+        if row is None:
+            done = frozenset(t for t in map(self.tests.__getitem__, states) if isinstance(t, int))
+            row = self.rows[states] = {"": done, None: states}
+        return row
+
+    def _step(self, row: dict, ch: str) -> dict:
+        """The row after ch from row (remembered in it)."""
+        moved: list[int] = []
+        for s in row[None]:
+            test = self.tests[s]
+            if isinstance(test, str) and test == ch or callable(test) and test(ch):
+                moved.extend(self.outs[s])
+        row[ch] = self._row(self._closure(moved))
+        return row[ch]
+
+
+def _ANY(ch: str) -> bool:
+    return True
+
+
+def _IN_FOLDER(ch: str) -> bool:
+    return ch != "/"
+
+
+def _char_set(body: str) -> Callable[[str], bool]:
+    """'[body]' as a test: characters and ranges ('a-z'; '-' first or last is
+    itself), or with '!' or '^' first every character but those. ValueError when it
+    matches nothing or a range runs backwards."""
+    negate = body[:1] in ("!", "^")
+    body = body[1:] if negate else body
+    if not body:
+        raise ValueError("an empty set")
+    chars, ranges, i = set(), [], 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            if body[i] > body[i + 2]:
+                raise ValueError(f"the range {body[i:i + 3]} runs backwards")
+            ranges.append((body[i], body[i + 2]))
+            i += 3
         else:
-            out.append(re.escape(pattern[i]))
+            chars.add(body[i])
             i += 1
-    return ("" if anchored else "(?:.*/)?") + "".join(out)
+    inside = lambda ch: ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
+    return (lambda ch: not inside(ch)) if negate else inside
 
 
 # Folders and files that are rarely documents and can hold thousands of files:
@@ -7333,7 +7480,7 @@ FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what 
 class _Rule:
     """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
-    regex: re.Pattern
+    glob: int  # its pattern's number in the filter's _Globs
     negate: bool
     dir_only: bool
     default: bool  # one of DEFAULT_EXCLUDES
@@ -7347,19 +7494,31 @@ class _PathFilter:
     it lets links under the folder lead outside it, as --follow-links does."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
-        self.include = [re.compile(_glob_regex(p)) for p in include]
+        self.bad: list[str] = []  # the lines that are no pattern, as notes say them: skipped
+        self.globs, self.includes = _Globs(), _Globs()
+        # an --include that is none matches nothing: it never widens what is read
+        self.include = [self._glob(self.includes, p, "--include") for p in include]
         self.rules: list[_Rule] = []
         self.follow_links = FOLLOW_LINKS in (line.strip() for line in ignore_lines)
-        lines = [(line, True) for line in (DEFAULT_EXCLUDES if defaults else ())]
-        for line, default in lines + [(line, False) for line in [*ignore_lines, *exclude]]:
+        lines = [(line, True, "") for line in (DEFAULT_EXCLUDES if defaults else ())]
+        lines += [(line, False, ".ragignore line") for line in ignore_lines]
+        for line, default, origin in lines + [(line, False, "--exclude") for line in exclude]:
             line = line.rstrip("\n").rstrip()
             if not line or line.startswith("#") or line == FOLLOW_LINKS:
                 continue
             negate = line.startswith("!")
-            line = line[1:] if negate else line
-            if line.strip("/"):
-                self.rules.append(_Rule(re.compile(_glob_regex(line)), negate, line.endswith("/"),
-                                        default))
+            pattern = line[1:] if negate else line
+            n = self._glob(self.globs, pattern, origin, line) if pattern.strip("/") else None
+            if n is not None:
+                self.rules.append(_Rule(n, negate, pattern.endswith("/"), default))
+
+    def _glob(self, globs: _Globs, pattern: str, origin: str, line: str = "") -> int | None:
+        """The pattern added to globs; None, said in bad, for one that is none."""
+        try:
+            return globs.add(pattern)
+        except ValueError as e:
+            self.bad.append(f"{origin} '{shown(line or pattern)}' is no pattern ({e})")
+            return None
 
     @classmethod
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> _PathFilter:
@@ -7378,7 +7537,7 @@ class _PathFilter:
         rule = self.last_rule(rel, is_dir)
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
-            out = not any(r.fullmatch(rel) for r in self.include)
+            out = not self.includes.matches(rel)
         return out
 
     def by_default(self, rel: str, is_dir: bool = False) -> bool:
@@ -7388,8 +7547,9 @@ class _PathFilter:
 
     def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
         """The last rule matching rel, which decides (None: none does)."""
+        matched = self.globs.matches(rel) if self.rules else ()
         for rule in reversed(self.rules):
-            if (is_dir or not rule.dir_only) and rule.regex.fullmatch(rel):
+            if (is_dir or not rule.dir_only) and rule.glob in matched:
                 return rule
         return None
 
@@ -7423,6 +7583,7 @@ class _Walked:
     key: str
     ident: tuple[int, int]
     linked: bool = False
+    regular: bool = True  # a regular file when listed: a device, pipe or socket is never opened
 
 
 @dataclass(frozen=True)
@@ -7435,6 +7596,7 @@ class _Listed:
     is_dir: bool     # a folder, or a link to one
     is_link: bool
     ident: tuple[int, int]
+    regular: bool    # a regular file (a link: what it leads to)
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -7442,7 +7604,7 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
 
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
-         refused: list | None = None, folders: list | None = None):
+         refused: list | None = None, folders: list | None = None, kept: dict | None = None):
     """Yield a _Walked record for each file under paths, depth first in name order.
 
     Hidden entries, filtered ones and virtual file systems are skipped; each
@@ -7452,22 +7614,29 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
     by itself (see _link_refusal), unless follow_links or the folder's .ragignore
     says so; refused gets (root, the link relative to it, its target) for the others.
     A folder is entered only if it is still what its parent listed (_open_folder);
-    folders gets the path of each folder listed (what a watch polls).
+    folders gets the path of each folder listed (what a watch polls). kept: a
+    watch's real path of each path given, which it must still lead to (_kept_root).
     """
     virtual = _virtual_mounts()
-    bounds = [os.path.realpath(p) for p in paths]
+    bounds = [(kept or {}).get(p) or os.path.realpath(p) for p in paths]
     for root, real_root in zip(paths, bounds):
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
+        # a watch's root: opened below only if it is what is at its real path (no race)
+        ident = _kept_root(root, real_root, log) if kept and root in kept else _identity(
+            os.stat(root))
+        if ident is None:
+            continue
         keep = (filters or {}).get(root) or _PathFilter()
         if not os.path.isdir(root):  # named on the command line: read even when it is a link
             if not keep.excluded(os.path.basename(root)):
                 yield _Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
-                              real_root, _identity(os.stat(root)), linked=True)
+                              real_root, ident, linked=True,
+                              regular=stat.S_ISREG(os.stat(root).st_mode))
             continue
         follows = follow_links or keep.follow_links
         seen: set[tuple[int, int]] = set()
-        stack = [(os.path.normpath(root), "", _identity(os.stat(root)), False)]
+        stack = [(os.path.normpath(root), "", ident, False)]
         while stack:
             folder, rel, ident, linked = stack.pop()
             if folders is not None:
@@ -7484,14 +7653,39 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                         refused.append((root, rel + e.name, os.path.realpath(e.path)))
                     continue
                 via = linked or e.is_link
-                target = _identity(os.stat(e.path)) if e.is_link else e.ident
+                st = os.stat(e.path) if e.is_link else None  # where the link leads
+                target = _identity(st) if st else e.ident
                 if e.is_dir:
                     subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
                     key = os.path.realpath(e.path) if via else os.path.normpath(
                         os.path.join(real_root, rel + e.name))  # no link on the way
-                    yield _Walked(e.path, root, key, target, via)
+                    yield _Walked(e.path, root, key, target, via,
+                                  stat.S_ISREG(st.st_mode) if st else e.regular)
             stack.extend(reversed(subdirs))
+
+
+def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
+    """The identity of what is at real (never through a link), when a watch's
+    root still leads there, to the folder (or file) it watched at its start;
+    if not (the folder moved and a link put in its place), None and a note: it
+    is not followed, where its link would bring in what is outside the folders
+    given. An index run of the link itself reads where it leads, as asked."""
+    now = os.path.realpath(root)
+    if now != real:
+        log.note(_led_away(root, now, real))
+        return None
+    try:
+        return _identity(os.lstat(real))
+    except OSError as e:  # moved just now
+        log.note(f"skipped {shown(root)}: {e.strerror}")
+        return None
+
+
+def _led_away(root: str, now: str, real: str) -> str:
+    return (f"skipped {shown(root)}: it now leads to {shown(now)}, not to the folder watched "
+            f"({shown(real)}); not followed (watched until it is back; 'index' of it reads where "
+            "it leads)")
 
 
 def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
@@ -7549,10 +7743,11 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
     st = e.stat(follow_symlinks=False)
     link = stat.S_ISLNK(st.st_mode)
     try:
-        is_dir = stat.S_ISDIR(e.stat().st_mode) if link else stat.S_ISDIR(st.st_mode)
+        mode = e.stat().st_mode if link else st.st_mode
     except OSError:  # a link leading nowhere
-        is_dir = False
-    return _Listed(e.name, os.path.join(folder, e.name), is_dir, link, _identity(st))
+        mode = 0
+    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, _identity(st),
+                   stat.S_ISREG(mode))
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
@@ -7654,6 +7849,9 @@ def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: 
     except UnicodeEncodeError:
         log.skipped(path, "name not UTF-8",
                     "the file name is not valid UTF-8 (rename the file to index it)")
+        return None
+    if not w.regular:  # a device or a pipe: opening one may block, rewind a tape, never end
+        log.skipped(path, "not a regular file", "not a regular file")
         return None
     try:
         f, st = _open_walked(w)
@@ -8117,17 +8315,21 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     skipped then (an image without text, a credential) is not read again."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
+    kept = dict(opts.kept_roots)
     run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=root_bases(
-        [*indexed_roots(store), *map(os.path.realpath, paths)]))
+        [*indexed_roots(store), *(kept.get(p) or os.path.realpath(p) for p in paths)]))
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
     store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
     filters = {root: _PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
+    for root, keep in filters.items():
+        for bad in keep.bad:
+            log.note(f"in {shown(root)}: {bad}: skipped, the other lines apply")
     refused: list[tuple[str, str, str]] = []
     own = store.files()  # an index inside the folder indexed is not one of its documents
     log.skips.clear()
-    files = list(walk(paths, log, filters, opts.follow_links, refused))
+    files = list(walk(paths, log, filters, opts.follow_links, refused, kept=kept))
     run.batcher = Batcher(store, embedder, opts.batch, run.stats, opts.parallel, log.note)
     try:
         for n, w in enumerate(files, 1):
@@ -8247,7 +8449,8 @@ class _IndexRun:
         stats.skipped = sum(n for n, _ in stats.skips.values())
         stats.removed += _handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
         stats.removed += _remove_linked(store, refused, self.seen, log, self.bases)
-        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen)
+        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen,
+                            dict(opts.kept_roots))
         self.relabel()
         stats.removed += _remove_outside(store, roots, self.seen, log)
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
@@ -8379,14 +8582,15 @@ def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, b
 
 
 def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
-                seen=frozenset()) -> dict[str, bool]:
+                seen=frozenset(), real: dict | None = None) -> dict[str, bool]:
     """indexed_roots with this run's paths added (or their link setting updated), kept.
     Inferred (an index from before they were kept) only from documents this
-    run did not read (seen): a file given alone implies no folder around it."""
+    run did not read (seen): a file given alone implies no folder around it.
+    real: a watch's real path of each path (never where a link put since leads)."""
     kept = store.meta(Meta.ROOTS)
     roots = _roots_from(store, kept, seen)
     for p in paths:
-        roots[os.path.realpath(p)] = follow_links or filters[p].follow_links
+        roots[(real or {}).get(p) or os.path.realpath(p)] = follow_links or filters[p].follow_links
     new = json.dumps(roots, sort_keys=True)
     if new != kept:  # a run that changes nothing writes nothing
         store.set_meta({Meta.ROOTS: new})
@@ -8494,6 +8698,11 @@ class Watcher:
         self.interval = WATCH_MIN_POLL
         self.failed: str | None = None  # the last pass's failure, said once until it passes
         self.parent: int | None = None  # a server's process: the watch ends when it is gone
+        self.gone: Callable[[], str | None] = lambda: None  # the store's (into)
+        # each root's real path at the start: a root swapped for a link is not followed
+        self.real = {p: os.path.realpath(p) for p in paths}
+        self.note = say  # where a root led away is said (into: the log)
+        self.led_away: set[str] = set()  # the roots said to lead away, until they are back
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
         """Wait seconds (between polls, or while changes settle); True when
@@ -8505,7 +8714,8 @@ class Watcher:
         """Walk the folders as an index run would (the same filters and links)."""
         files, folders = {}, {}
         for root in self.paths:
-            if not os.path.exists(root):  # unmounted: watched until it is back
+            # unmounted, or a link put in its place: watched until it is back
+            if not os.path.exists(root) or os.path.realpath(root) != self.real[root]:
                 folders[root] = None
                 continue
             listed: list[str] = []
@@ -8555,9 +8765,18 @@ class Watcher:
         """Passes as index runs into store (their notes said once while they
         stay the same: _NewNotes); returns the watcher."""
         quiet = _NewNotes(log.verbose)
+        opts = replace(opts, kept_roots=tuple(self.real.items()))
         self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
                                                             quiet, unchanged)
+        self.gone, self.note = store.gone, log.note
         return self
+
+    def still_there(self) -> None:
+        """RagError when the index was deleted or replaced: the watch ends there."""
+        gone = self.gone()
+        if gone:
+            raise RagError(f"{gone} while the watch ran: the watch stops (index again to make "
+                           "it anew)")
 
     def follow(self, snap: Snapshot, log: Log, how: str) -> None:
         """A first poll (what one costs sets the interval), a note saying what
@@ -8571,15 +8790,27 @@ class Watcher:
         so that nothing changed since goes unseen)."""
         backoff = 0.0
         while not self.pause(max(self.interval, backoff)):
+            self.still_there()
             if not self.changed(snap):
                 continue
             settled = self.settled()
             if settled is None:
                 return
+            self.still_there()  # settling took a while
             if self.once(settled, snap):
                 snap, backoff = settled, 0.0
             else:  # snap kept: the change is seen again, and tried again later
                 backoff = min(WATCH_MAX_BACKOFF, max(1.0, backoff * 2))
+
+    def say_led_away(self) -> None:
+        """A note for each root that now leads elsewhere, once until it is back."""
+        for root in self.paths:
+            now = os.path.realpath(root)
+            if now == self.real[root] or not os.path.exists(root):
+                self.led_away.discard(root)
+            elif root not in self.led_away:
+                self.led_away.add(root)
+                self.note(_led_away(root, now, self.real[root]))
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
         """One pass over the folders present (the files as they were in
@@ -8587,6 +8818,7 @@ class Watcher:
         unless it failed."""
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
+        self.say_led_away()
         unchanged = frozenset(p for p, v in settled.files.items()
                               if before and before.files.get(p) == v)
         try:
@@ -13388,10 +13620,10 @@ def _cmd_check(args, cfg: Config, closer) -> int:
     if d.found and d.repairable:  # the next index run reads every row, and repairs them
         store.mark_for_checking()
     if not d.found:
+        if outside:  # damage of its own kind: text no rule let in
+            raise RagError(f"the index {cfg.db} is damaged: it holds {len(outside)} document(s) "
+                           "from outside the folders indexed (see above)")
         print("ok: no damage found")
-        if outside:
-            raise RagError(f"the index {cfg.db} holds {len(outside)} document(s) from outside the "
-                           "folders indexed (see above)")
         return 0
     for problem in d.structure[:DAMAGE_SHOWN]:
         print(f"damaged file: {clean_text(problem)}")

@@ -3229,6 +3229,126 @@ class IndexTests(RagTestCase):
         self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
                          ["errors.md", "garden.txt", "refunds.md", "report.md"])
 
+    def test_index_watch_of_a_bad_ragignore_line_notes_it_once_and_goes_on(self):
+        self.write_docs()
+        code, out, err = self.watched(
+            lambda: self.write(".ragignore", "[z-a]\n*.tmp\n"),
+            lambda: self.write("b.tmp", "Excluded text.\n"),
+            lambda: self.write("notes/wombats.md", "Wombats dig burrows.\n"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count(".ragignore line '[z-a]' is no pattern"), 1, err)
+        self.assertTrue(err.endswith("rag: stopped watching\n"), err)
+        self.assertEqual(sorted(rel for (rel,) in self.rows("SELECT rel FROM documents")),
+                         ["errors.md", "garden.txt", "notes/wombats.md", "refunds.md"])
+
+    def test_index_watch_stops_when_its_index_is_deleted_or_replaced(self):
+        for how in ("deleted", "replaced"):
+            with self.subTest(how):
+                if os.path.exists(self.db):
+                    os.remove(self.db)
+                self.write_docs()
+                other = os.path.join(self.dir, "other.db")
+                def away():
+                    if how == "deleted":
+                        os.remove(self.db)
+                    else:
+                        shutil.copyfile(self.db, other)
+                        os.replace(other, self.db)
+                    self.write("notes/wombats.md", "Wombats dig burrows.\n")
+                code, out, err = self.watched(away, lambda: self.fail("watched on"))
+                self.assertEqual(code, 1, err)
+                self.assertTrue(err.endswith(
+                    f"rag: error: the index {self.db} was {how}{' by another file' if how == 'replaced' else ''} "
+                    "while the watch ran: the watch stops (index again to make it anew)\n"), err)
+                self.assertEqual(len(out.splitlines()), 2, out)  # the first run's lines: no pass
+
+    def swap_for_link(self):
+        """The folder indexed moved away and a link to a folder outside put in its place."""
+        outside = os.path.join(self.dir, "outside")
+        os.makedirs(outside, exist_ok=True)
+        with open(os.path.join(outside, "payroll.md"), "w") as f:
+            f.write("Pangolin payroll: the outside salary line.\n")
+        os.rename(self.docs, self.docs + ".old")
+        os.symlink(outside, self.docs)
+        return outside
+
+    def swap_back(self):
+        os.remove(self.docs)
+        os.rename(self.docs + ".old", self.docs)
+
+    def assert_nothing_from(self, outside):
+        self.assertEqual([p for (p,) in self.rows("SELECT path FROM documents") if "outside" in p], [])
+        self.assertNotIn("outside", self.rows("SELECT value FROM meta WHERE key = 'roots'")[0][0])
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'pangolin'"), [])
+
+    def test_index_watch_does_not_follow_its_folder_swapped_for_a_link(self):
+        self.write_docs()
+        out_dir = []
+        code, out, err = self.watched(
+            lambda: out_dir.append(self.swap_for_link()),
+            lambda: self.write("new.md", "Written through the link.\n"),
+            lambda: (self.swap_back(), self.write("notes/wombats.md", "Wombats dig burrows.\n")))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err.count(f"rag: skipped {self.docs}: it now leads to {os.path.realpath(out_dir[0])}, "
+                                   f"not to the folder watched ({os.path.realpath(self.docs)}); not followed"), 1, err)
+        self.assert_nothing_from(out_dir[0])
+        self.assertIn("notes/wombats.md", [rel for (rel,) in self.rows("SELECT rel FROM documents")])
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 0, out + err)
+
+    def test_index_watch_of_a_folder_swapped_for_a_link_during_a_pass_reads_nothing_outside(self):
+        for where in ("before the walk", "after its check"):
+            with self.subTest(where):
+                for gone in (self.db, self.docs):
+                    if os.path.isdir(gone):
+                        shutil.rmtree(gone)
+                    elif os.path.exists(gone):
+                        os.remove(gone)
+                self.write_docs()
+                swap, out_dir = [False], []
+                real_index, real_kept = rag.index_paths, rag._kept_root
+                def index_paths(*args, **kw):  # the swap after the watch settled
+                    if swap[0] and where == "before the walk":
+                        swap[0] = False
+                        out_dir.append(self.swap_for_link())
+                    return real_index(*args, **kw)
+                def kept_root(*args):  # the swap once the walk checked the root, before it opens it
+                    ident = real_kept(*args)
+                    if swap[0] and where == "after its check":
+                        swap[0] = False
+                        out_dir.append(self.swap_for_link())
+                    return ident
+                def change():
+                    swap[0] = True
+                    self.write("notes/wombats.md", "Wombats dig burrows.\n")
+                with mock.patch.object(rag, "index_paths", index_paths), \
+                        mock.patch.object(rag, "_kept_root", kept_root):
+                    code, out, err = self.watched(change, self.swap_back)
+                self.assertEqual(code, 0, err)
+                self.assertTrue(out_dir, err)
+                self.assertIn("not followed" if where == "before the walk" else "changed while the folder "
+                              "was listed", err)
+                self.assert_nothing_from(out_dir[0])
+                shutil.rmtree(out_dir[0])
+
+    def test_server_watch_notes_a_bad_ragignore_line_and_stops_when_its_index_is_deleted(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.write(".ragignore", "[z-a]\n*.tmp\n")
+        steps = [lambda: self.write("notes/wombats.md", "Wombats dig burrows.\n"), lambda: os.remove(self.db),
+                 lambda: self.fail("watched on")]
+        stream = io.StringIO()
+        with mock.patch.object(rag.Watcher, "pause", lambda w, s, settling=False: bool(settling or steps.pop(0)()) and False), \
+                contextlib.redirect_stderr(stream):
+            code = rag._watch_quietly(rag.config_from_env(db=self.db), rag.Log(), threading.Event())
+        err = stream.getvalue()
+        self.assertEqual(code, 1, err)
+        self.assertEqual(err.count(".ragignore line '[z-a]' is no pattern"), 1, err)
+        self.assertIn("indexed 1 file(s), 0 removed", err)
+        self.assertTrue(err.endswith(f"rag: the watch stopped: the index {self.db} was deleted while the watch "
+                                     "ran: the watch stops (index again to make it anew); the index is no longer "
+                                     "kept current\n"), err)
+
     def test_index_watch_keeps_a_folder_that_went_away_and_reads_it_when_back(self):
         self.write_docs()
         away = self.docs + "-unmounted"
@@ -3291,6 +3411,29 @@ class IndexTests(RagTestCase):
         patcher.stop()
         self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
         self.assertIn("indexed 1 file(s), 3 unchanged", self.ok("index", self.docs))
+
+    @unittest.skipUnless(hasattr(os, "mkfifo") and hasattr(socket, "AF_UNIX"), "no FIFOs or sockets here")
+    def test_index_never_opens_a_device_pipe_or_socket(self):
+        self.write("a.md", "Refunds take five days.\n")
+        os.mkfifo(os.path.join(self.docs, "pipe.md"))
+        sock = socket.socket(socket.AF_UNIX)
+        self.addCleanup(sock.close)
+        sock.bind(os.path.join(self.docs, "sock.md"))
+        os.symlink(os.devnull, os.path.join(self.docs, "null.md"))  # followed with --follow-links
+        opened, real_open = [], os.open
+        def os_open(path, *args, **kw):
+            opened.append(os.path.basename(str(path)))
+            return real_open(path, *args, **kw)
+        with mock.patch.object(rag.os, "open", os_open):
+            code, out, err = self.run_cli("index", self.docs, "--follow-links", "-v")
+            self.assertEqual(code, 0, err)
+            for name in ("pipe.md", "sock.md", "null.md"):
+                self.assertIn(f"skipped {os.path.join(self.docs, name)}: not a regular file", err)
+            code, out, err = self.run_cli("index", os.path.join(self.docs, "pipe.md"))  # named alone
+        self.assertEqual(code, 1, err)
+        self.assertIn("no readable documents found", err)
+        self.assertEqual([n for n in opened if n in ("pipe.md", "sock.md", "null.md", "null")], [])
+        self.assertEqual(self.rows("SELECT rel FROM documents"), [("a.md",)])
 
     def test_index_skips_summed_up_by_reason_and_with_v_noted_one_by_one(self):
         self.write_docs()
@@ -3920,6 +4063,29 @@ class IndexTests(RagTestCase):
         self.assertEqual(self.rows("SELECT rel FROM documents"), [("a.md",)])
         self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'narwhal'"), [])
 
+    def test_check_calls_a_document_a_watch_let_in_from_outside_damage_and_index_removes_it(self):
+        self.write("a.md", "Refunds take five days.\n")
+        self.write("b.md", "Pangolin payroll: the outside salary line.\n")
+        self.ok("index", self.docs)
+        outside = os.path.realpath(os.path.join(self.dir, "outside"))
+        conn = sqlite3.connect(self.db)
+        with conn:  # as an older watch stored a folder swapped for a link to outside: its own rel
+            conn.execute("UPDATE documents SET path = ? WHERE rel = 'b.md'", (os.path.join(outside, "b.md"),))
+        conn.close()
+        code, out, err = self.run_cli("check")
+        self.assertEqual(code, 1, out + err)
+        self.assertNotIn("ok: no damage found", out)
+        self.assertIn(f"outside the folders indexed: 1 document(s) whose real path is outside every folder "
+                      f"given to index: {os.path.join(outside, 'b.md')}", out)
+        self.assertEqual(err, f"rag: error: the index {self.db} is damaged: it holds 1 document(s) from outside "
+                              "the folders indexed (see above)\n")
+        os.remove(os.path.join(self.docs, "b.md"))
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("removed 1 document(s) whose real path is outside the folders indexed", err)
+        self.assertEqual(self.rows("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'pangolin'"), [])
+        self.assertIn("ok: no damage found", self.ok("check"))
+
     def test_index_removes_documents_from_outside_the_folders_indexed(self):
         self.write("a.md", "Refunds take five days.\n")
         self.ok("index", self.docs)
@@ -4304,6 +4470,65 @@ class FilterTests(RagTestCase):
         for (rel, is_dir), want in cases.items():
             with self.subTest(rel):
                 self.assertEqual(f.excluded(rel, is_dir), want)
+
+    def test_globs_keep_the_rules_of_the_patterns(self):
+        cases = {  # pattern: (paths it matches, paths it does not)
+            "*.md": (["a.md", "x/y/a.md"], ["a.md/b", "a.mdx"]),
+            "/c.md": (["c.md"], ["a/c.md"]),
+            "a/**/*.md": (["a/b.md", "a/x/y/b.md"], ["b/a/c.md", "a/b.txt"]),
+            "a/**": (["a/b", "a/b/c"], ["b/a/c"]),
+            "x?z": (["xyz", "q/xyz"], ["x/z", "xz"]),
+            "sec[0-9].md": (["sec1.md"], ["secx.md"]),
+            "[!a]b": (["bb", "/b"], ["ab"]),  # a set: any character but those, '/' too
+            "[^a]b": (["bb"], ["ab"]),
+            "[]a]": (["]", "a"], ["b"]),
+            "[[]x": (["[x"], ["x"]),
+            "[a-]": (["a", "-"], ["b"]),
+            "*a*a*a*a*a*a*a*a*a*a*a*a*a*c": (["a" * 13 + "c", "x/" + "ab" * 20 + "c"], ["a" * 200])}
+        for pattern, (yes, no) in cases.items():
+            globs = rag._Globs()
+            n = globs.add(pattern)
+            for path, want in [(p, True) for p in yes] + [(p, False) for p in no]:
+                with self.subTest(pattern=pattern, path=path):
+                    self.assertEqual(n in globs.matches(path), want)
+
+    def test_globs_step_each_character_once(self):
+        globs = rag._Globs()
+        globs.add("*a*a*a*a*a*a*a*a*a*a*a*a*a*c")
+        globs.add("**/*b*b*b*b*b*b*b*b*b*b*b*b*d/**")
+        steps = []
+        real = rag._Globs._step
+        with mock.patch.object(rag._Globs, "_step", lambda g, row, ch: steps.append(ch) or real(g, row, ch)):
+            self.assertEqual(globs.matches("a" * 200), frozenset())
+            self.assertEqual(globs.matches("b" * 200), frozenset())
+        self.assertLessEqual(len(steps), 400)  # a set of states a character: no backtracking
+
+    def test_ragignore_of_a_pattern_backtracking_would_never_end_indexes(self):
+        name = "a" * 200 + ".md"
+        self.write(name, "Text of a long name.\n")
+        self.write("b.tmp", "Excluded text.\n")
+        self.write(".ragignore", "*a*a*a*a*a*a*a*a*a*a*a*a*a*c\n*.tmp\n")
+        self.ok("index", self.docs)
+        self.assertEqual(self.indexed(), [name])
+
+    def test_ragignore_bad_line_is_a_note_and_the_other_lines_apply(self):
+        for name in ["a.md", "b.tmp", "c.md", "za.md"]:
+            self.write(name, f"Text of {name}.\n")
+        self.write(".ragignore", "[z-a]\n*.tmp\n[abc\n[!]\nc.md\n")
+        code, out, err = self.run_cli("index", self.docs, "--exclude", "[b-a]*", "--include", "*.[m-a]d",
+                                      "--include", "*.md")
+        self.assertEqual(code, 0, err)
+        for line in ("[z-a]", "[abc", "[!]"):
+            self.assertIn(f"rag: in {self.docs}: .ragignore line '{line}' is no pattern (", err)
+        self.assertIn("rag: in %s: --exclude '[b-a]*' is no pattern (the range b-a runs backwards): "
+                      "skipped, the other lines apply" % self.docs, err)
+        self.assertIn("--include '*.[m-a]d' is no pattern", err)
+        self.assertEqual(self.indexed(), ["a.md", "za.md"])
+        self.write(".ragignore", "\x1b]2;x\x07[z-a]\n")  # a line quoted in a note: escaped
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("'\\x1b]2;x\\x07[z-a]' is no pattern", err)
+        self.assertNotIn("\x1b", err)
 
     def test_source_matches_the_path_relative_to_the_folder_indexed(self):
         corp = os.path.join(self.dir, "corp")

@@ -638,11 +638,95 @@ def check_note_escapes(tmp):
     return not raw, f"outputs with control characters: {len(raw)} of {len(outs)}"
 
 
+class Watch:
+    """rag.py index --watch in its own process, its output lines gathered as they come; stopped on exit."""
+
+    def __init__(self, args, cwd):
+        self.proc = subprocess.Popen([sys.executable, RAG, "index", *args, "--watch"], cwd=cwd, env=clean_env(),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines, self.cond = [], threading.Condition()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            threading.Thread(target=self.gather, args=(stream,), daemon=True).start()
+
+    def gather(self, stream):
+        for raw in stream:
+            with self.cond:
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+                self.cond.notify_all()
+
+    def wait_for(self, text, after=0) -> int:
+        """The number of lines once one after the first `after` holds text (STEP at most); -1: none did."""
+        with self.cond:
+            ok = self.cond.wait_for(lambda: any(text in line for line in self.lines[after:]), STEP)
+            return len(self.lines) if ok else -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(STEP)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def check_watch_link_swap(tmp):
+    """23. A watched folder moved away and replaced by a link to outside brings nothing in, for good."""
+    write(os.path.join(tmp, "docs"), DOCS)
+    outside = write(os.path.join(tmp, "outside"), {"payroll.md": "# Payroll\n\nWATCHSECRET salary line.\n"})
+    docs = os.path.join(tmp, "docs")
+    with Watch(["docs"], tmp) as w:
+        seen = w.wait_for("watching")
+        os.rename(docs, docs + ".old")
+        os.symlink(outside, docs)
+        noted = w.wait_for("not followed", seen)
+        os.remove(docs)
+        os.rename(docs + ".old", docs)
+        write(docs, {"guide/new.md": "# New\n\nA fresh wombat note.\n"})
+        back = w.wait_for("indexed 1 file(s)", max(seen, noted))
+    code, out, err = rag(["index", "docs"], tmp)
+    found = "WATCHSECRET" in rag(["search", "WATCHSECRET salary", "--mode", "keyword"], tmp)[1]
+    conn = sqlite3.connect(os.path.join(tmp, "rag.db"))
+    roots = conn.execute("SELECT value FROM meta WHERE key = 'roots'").fetchone()[0]
+    conn.close()
+    checked = rag(["check"], tmp)[0]
+    outside_root = "outside" in roots
+    return noted > 0 and back > 0 and not found and not outside_root and checked == 0, \
+        f"link noted, not followed: {noted > 0}; folder read again when back: {back > 0}; outside text " \
+        f"found: {found}; outside recorded as a root: {outside_root}; check exit {checked}"
+
+
+def check_ragignore_patterns(tmp):
+    """24. A .ragignore line that backtracks forever, and lines that are no pattern: notes, the rest applies."""
+    name = "a" * 200 + ".md"
+    write(os.path.join(tmp, "docs"), {**DOCS, name: "# Long\n\nA long-named wombat note.\n",
+                                      "draft.tmp": "# Draft\n\nDRAFTSECRET text.\n",
+                                      ".ragignore": "*a*a*a*a*a*a*a*a*a*a*a*a*a*c\n*.tmp\n"})
+    t0 = time.monotonic()
+    code, out, err = rag(["index", "docs"], tmp)  # backtracking: STEP passes, and the check breaks
+    took = time.monotonic() - t0
+    with open(os.path.join(tmp, "docs", ".ragignore"), "a") as f:
+        f.write("[z-a]\n[abc\n")
+    code, out, err = rag(["index", "docs"], tmp) if code == 0 else (code, out, err)
+    notes = err.count("is no pattern")
+    draft = "DRAFTSECRET" in rag(["search", "DRAFTSECRET", "--mode", "keyword"], tmp)[1]
+    with Watch(["docs"], tmp) as w:  # the watch reads the same lines at each pass, and goes on
+        seen = w.wait_for("watching")
+        write(os.path.join(tmp, "docs"), {"guide/new.md": "# New\n\nA fresh quokka note.\n"})
+        passed = w.wait_for("indexed 1 file(s)", seen)
+    return code == 0 and notes == 2 and not draft and passed > 0, \
+        f"index exit {code} in {took:.2f} s; bad lines noted: {notes} of 2; excluded file read: {draft}; " \
+        f"the watch went on: {passed > 0}"
+
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
           check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start,
-          check_man_include, check_folder_names, check_note_escapes]
+          check_man_include, check_folder_names, check_note_escapes, check_watch_link_swap,
+          check_ragignore_patterns]
 
 
 def main(argv):
