@@ -7992,9 +7992,17 @@ def root_bases(roots: Iterable[str]) -> dict[str, str]:
     '/home'
     """
     roots = sorted(set(roots))
+    # a root inside another (a file of it given alone) is named as that one names it
+    top = [r for r in roots if not any(o != r and under(r, o) for o in roots)]
+    bases = _top_bases(top)
+    return {r: bases[next(t for t in top if under(r, t))] for r in roots}
+
+
+def _top_bases(roots: list[str]) -> dict[str, str]:
+    """root_bases of roots none of which is inside another."""
     if len(roots) == 1:
         only = roots[0]
-        return {only: only if os.path.isdir(only) else os.path.dirname(only)}
+        return {only: os.path.dirname(only) if os.path.isfile(only) else only}
     tails = {r: 1 for r in roots}
     while True:  # each pass lengthens a label; a label is at most its whole path
         labels = {r: _tail(r, n) for r, n in tails.items()}
@@ -8383,7 +8391,8 @@ class _IndexRun:
     def relabel(self) -> None:
         """Documents this run did not walk, renamed where the roots' bases
         changed (a second folder indexed: the first one's paths gain its name)."""
-        roots = sorted(self.bases, key=len, reverse=True)  # the deepest root first
+        # the deepest root first; one that is gone keeps its documents' names
+        roots = sorted(filter(os.path.exists, self.bases), key=len, reverse=True)
         for key, rel in self.stored_rel.items():
             root = key not in self.seen and next((r for r in roots if under(key, r)), None)
             if root and (new := os.path.relpath(key, self.bases[root])) != rel:

@@ -3745,6 +3745,8 @@ class IndexTests(RagTestCase):
         self.write("hr/public/draft.md", "# Draft\n\nThe wombat bonus draft is secret.\n")
         team, hr = (os.path.join(self.docs, d) for d in ("team-public", "hr"))
         self.ok("index", team)  # one folder: paths relative to it, as always
+        self.write("team-public/public/faq.md", "# FAQ\n\nThe office opens at nine wombats.\n\n")
+        self.ok("index", os.path.join(team, "public", "faq.md"))  # a file of it: named as it names it
         self.assertEqual(self.rows("SELECT rel FROM documents"), [("public/faq.md",)])
         self.ok("index", hr)  # a second one: every path starts with its folder's name
         self.assertEqual(sorted(self.rows("SELECT rel FROM documents")),
