@@ -10591,7 +10591,25 @@ class Claim:
 # A list item's number or bullet ('2.', '-'): a label, not a claim.
 _LIST_MARKER = LazyPattern(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
 _LEADING_CITATIONS = LazyPattern(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
+# A number, whole: digits with the separators inside it ('1.5', '12:30', '3.9.1'); never
+# compared by its first digits ('41' is not '417').
 _NUMBER = LazyPattern(r"\d+(?:[.,:]\d+)*")
+# Thousands grouped by a comma or a space ('1,000,000', '1 000', '12\u202f500'): one number.
+_THOUSANDS = LazyPattern(r"(?<![\d.,])\d{1,3}([, \u00a0\u2009\u202f])\d{3}(?:\1\d{3})*(?!\d|,\d)")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (r"(jan(?:uary|\.)?|feb(?:ruary|\.)?|mar(?:ch|\.)?|apr(?:il|\.)?|may|jun(?:e|\.)?"
+          r"|jul(?:y|\.)?|aug(?:ust|\.)?|sep(?:tember|t\.?|\.)?|oct(?:ober|\.)?|nov(?:ember|\.)?"
+          r"|dec(?:ember|\.)?)")
+_DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:,?\s+(\d{4})(?!\d))?"
+# A date in the common forms, compared as a whole day ('March 3' is not 'March 1'), each form
+# with its groups' order: d day, m month, y year, n a number that may be the month or the day
+# ('03/04/2024': 3 April or March 4).
+_DATE_FORMS = (
+    (LazyPattern(rf"\b{_MONTH}\s+{_DAY}{_YEAR}", re.I), "mdy"),           # March 3, 2024
+    (LazyPattern(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March 2024
+    (LazyPattern(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), "ymd"),             # 2024-03-03
+    (LazyPattern(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b"), "nny"),       # 03/03/2024
+    (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))         # 3/3/24
 _INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
 _NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
 # Of a sentence's words (each weighed by its rarity in the index), the share the
@@ -10619,6 +10637,95 @@ def _answer_statements(text: str) -> list[str]:
             if piece[len(lead):].strip():
                 out.append(piece[len(lead):].strip())
     return out
+
+
+class _Date(NamedTuple):
+    """A date as written (text, span), the days it may be ((month, day) readings), its year."""
+
+    text: str
+    span: tuple
+    days: frozenset
+    year: int | None
+
+
+# A two-digit year below this is in the 2000s ('3/3/24'), else the 1900s, as POSIX strptime's %y.
+_CENTURY_PIVOT = 69
+
+
+def _dates(text: str) -> list[_Date]:
+    """The dates of a text in the common forms (_DATE_FORMS), none inside another.
+
+    >>> [(d.text, sorted(d.days), d.year) for d in _dates("May 3, 2024; 3 May; 4/3/24")]
+    [('May 3, 2024', [(5, 3)], 2024), ('3 May', [(5, 3)], None), ('4/3/24', [(3, 4), (4, 3)], 2024)]
+    """
+    found: list[_Date] = []
+    for pattern, order in _DATE_FORMS:
+        for m in pattern.finditer(text):
+            if not any(m.start() < d.span[1] and d.span[0] < m.end() for d in found):
+                found += [d for d in [_date_read(m, order)] if d]
+    return sorted(found, key=lambda d: d.span)
+
+
+def _date_read(m: re.Match, order: str) -> _Date | None:
+    """A date form's match (its groups in order: _DATE_FORMS) as a _Date; None when no
+    reading of it is a day of the calendar."""
+    got = m.groups()
+    year = next((int(v) for k, v in zip(order, got) if k == "y" and v), None)
+    if year is not None and year < 100:
+        year += 2000 if year < _CENTURY_PIVOT else 1900
+    if order == "nny":
+        pairs = {(int(got[0]), int(got[1])), (int(got[1]), int(got[0]))}
+    else:
+        month = got[order.index("m")]
+        month = int(month) if month.isdigit() else _MONTHS.index(month[:3].lower()) + 1
+        pairs = {(month, int(got[order.index("d")]))}
+    days = frozenset((mo, d) for mo, d in pairs if 1 <= mo <= 12 and 1 <= d <= 31)
+    return _Date(m.group(), m.span(), days, year) if days else None
+
+
+def _numbers(text: str, spaced_apart: bool = False) -> list[str]:
+    """The numbers of a text, whole, in order: '1,000' is 1000, '1,5' 1.5, '09:30' 9:30;
+    spaced_apart: a number grouped by spaces is also read as its groups ('3 100' may be two).
+
+    >>> _numbers("417 million, 1,000,000 or 1 000 at 09:30 (v3.9.1, 1,5)")
+    ['417', '1000000', '1000', '9:30', '3.9.1', '1.5']
+    """
+    def joined(m: re.Match) -> str:
+        return m.group() if spaced_apart and m.group(1) != "," else re.sub(r"\D", "", m.group())
+    return [re.sub(r"^0+(?=\d)", "", n.replace(",", "."))
+            for n in _NUMBER.findall(_THOUSANDS.sub(joined, text))]
+
+
+def _number_held(n: str, numbers: set[str]) -> bool:
+    """Whether a statement's number n is among a passage's numbers, whole. A version or a
+    time is also held by a longer one it begins, at a separator: 3.9 by 3.9.1 (a release of
+    3.9), 12:30 by 12:30:15; never a plain number by a longer one (41 is not 417), nor 3.9.1
+    by 3.9."""
+    return n in numbers or (("." in n or ":" in n) and any(
+        d.startswith(n) and d[len(n):len(n) + 1] in (".", ":") for d in numbers))
+
+
+def _numbers_missing(body: str, source: str) -> str:
+    """Why the dates and numbers of a statement are not all in source ('' when they are):
+    a date must be a day source names (its year too, when the statement gives one), and each
+    other number one of source's, whole (_number_held)."""
+    numbers = set(_numbers(source)) | set(_numbers(source, spaced_apart=True))
+    dates, claimed = _dates(source), _dates(body)
+    for c in claimed:
+        if not any(c.days & s.days and (c.year in (None, s.year) or
+                                        (s.year is None and str(c.year) in numbers))
+                   for s in dates):
+            return f"{c.text} is not in [?]"
+    return next((f"{n} is not in [?]" for n in _numbers(_undated(body, claimed))
+                 if not _number_held(n, numbers)), "")
+
+
+def _undated(text: str, dates: list[_Date]) -> str:
+    """text without its dates (checked as days: their numbers and month names are not
+    checked again one by one)."""
+    for start, end in reversed([d.span for d in dates]):
+        text = text[:start] + " " + text[end:]
+    return text
 
 
 def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, ...]:
@@ -10660,18 +10767,18 @@ def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
                    if l.strip() and l.strip() not in lines and l.strip() != "…"]
         return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
     source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
-    flat, digits = " ".join(source.split()).lower(), set(_NUMBER.findall(source.replace(",", "")))
-    for n in _NUMBER.findall(body.replace(",", "")):
-        if n.rstrip(".:") not in digits and not any(d.startswith(n.rstrip(".:")) for d in digits):
-            return f"{n} is not in [?]"
+    if why := _numbers_missing(body, source):
+        return why
+    flat = " ".join(source.split()).lower()
     for code in _INLINE_CODE.findall(body):
         if " ".join(code.split()).lower() not in flat:
             return f"`{shortened(code, 40)}` is not in [?]"
     stems = set(map(stem, lexical_words(source)))
-    for name in _NAME.findall(body):
+    words = _undated(body, _dates(body))  # a date's month and day are checked as a day
+    for name in _NAME.findall(words):
         if name.lower() not in STOPWORDS and not all(stem(w) in stems for w in lexical_words(name)):
             return f"{name!r} is not in [?]"
-    weights = {w: max(idf(w), 0.0) for w in content_words(body)}
+    weights = {w: max(idf(w), 0.0) for w in content_words(words)}
     missing = sorted((w for w in weights if stem(w) not in stems), key=lambda w: -weights[w])
     if sum(weights[w] for w in missing) > (1 - _GROUNDED_SHARE) * sum(weights.values()):
         return f"most of its words are not in [?] ({', '.join(missing[:3])})"

@@ -5273,6 +5273,37 @@ class AnswerTests(RagTestCase):
         self.assertEqual(rag.ground("Bishops, synods, councils and churches merged [1].", (passage,),
                                     lambda w: 1.0)[0].why, "most of its words are not in [1] (bishops, synods, councils)")
 
+    def test_ground_compares_whole_numbers_and_dates(self):
+        passage = hit(1, "Acme bought Globex for 417 million dollars on March 3, 2024 at 12:30 for a 4.5% stake; "
+                         "1,000 staff and 12 500 users moved; it ships version 3.9.1 and closed 2024-05-06 "
+                         "(audit 07/08/2024, 3.5 years).")
+
+        def why(statement):
+            return rag.ground(statement + " [1]", (passage,), lambda w: 1.0)[0].why
+
+        held = ["Acme bought Globex for 417 million dollars.", "Acme bought Globex on March 3.",
+                "Acme bought Globex on 3 March 2024.", "Acme bought Globex on 2024-03-03.",
+                "Acme bought Globex on 03/03/2024.", "Acme bought Globex on the 3rd of March.",
+                "Acme bought Globex at 12:30.", "Acme bought a 4.5% stake.", "Acme moved 1000 staff.",
+                "Acme moved 1 000 staff.", "Acme moved 12,500 users.", "Acme bought Globex in 2024.",
+                "Acme closed on May 6, 2024.", "Acme closed on 6 May.", "Acme ships version 3.9.",
+                "Acme ships version 3.9.1.", "The audit was on 8 July 2024.", "The audit was on August 7."]
+        for statement in held:
+            self.assertEqual(why(statement), "", statement)
+        wrong = {"Acme bought Globex for 41 million dollars.": "41", "Acme bought Globex on March 1.": "March 1",
+                 "Acme bought Globex on 1 March.": "1 March", "Acme bought Globex on March 3, 2023.": "March 3, 2023",
+                 "Acme bought Globex on 2024-03-01.": "2024-03-01", "Acme bought Globex on 01/03/2024.": "01/03/2024",
+                 "Acme bought Globex at 12:35.": "12:35", "Acme bought Globex at 2:30.": "2:30",
+                 "Acme bought a 45% stake.": "45", "Acme bought a 4% stake.": "4", "Acme moved 100 staff.": "100",
+                 "Acme moved 1,250 users.": "1250", "Acme bought Globex in 202.": "202",
+                 "Acme ships version 3.9.2.": "3.9.2", "Acme took 35 years.": "35",
+                 "Acme took 9 years.": "9", "The audit was on July 9.": "July 9"}
+        for statement, number in wrong.items():
+            self.assertEqual(why(statement), f"{number} is not in [1]", statement)
+        old = hit(1, "Python 3.9 was released with the new parser.")
+        self.assertEqual(rag.ground("Python 3.9.1 was released with the new parser [1].", (old,), lambda w: 1.0)[0].why,
+                         "3.9.1 is not in [1]")  # a series does not hold one of its releases
+
     def test_ask_flags_an_unsupported_model_sentence_and_can_drop_it(self):
         server = self.online()
         self.write_docs()
