@@ -11665,25 +11665,25 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
 # Serve: one warm index for agents (MCP over stdio) and apps (HTTP)
 # ---------------------------------------------------------------------------
 
-def hit_json(h: Hit, n: int) -> dict:
+def hit_json(h: Hit, n: int, ids: Callable[[int], int | str] = int) -> dict:
     """A passage as search --json, ask --json and the servers give it; also_in:
     the sources of its first copies (the same text, nearly, elsewhere),
-    also_in_more: how many more."""
+    also_in_more: how many more; its chunk id as ids shows it (Service.chunk_ids)."""
     shown, more = h.also()
-    return {"n": n, "chunk_id": h.chunk_id, "source": h.source, "path": h.path,
+    return {"n": n, "chunk_id": ids(h.chunk_id), "source": h.source, "path": h.path,
             "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
             "heading": h.chunk.heading, "score": round(h.score, 6),
             "similarity": None if h.similarity is None else round(h.similarity, 6),
             "text": h.chunk.text, "also_in": shown, "also_in_more": more}
 
 
-def answer_json(a: Answer, floor: Floor) -> dict:
-    """An answer as ask --json and the servers give it."""
+def answer_json(a: Answer, floor: Floor, ids: Callable[[int], int | str] = int) -> dict:
+    """An answer as ask --json and the servers give it (chunk ids as ids shows them)."""
     return {"answer": a.text, "refused": a.refused, "cited": a.cites,
             "citations": [{"n": n, "source": a.hits[n - 1].source if ok else None, "valid": ok}
                           for n, ok in a.cited],
             "invalid_citations": [n for n, ok in a.cited if not ok],
-            "passages": [hit_json(h, n) for n, h in enumerate(a.hits, 1)],
+            "passages": [hit_json(h, n, ids) for n, h in enumerate(a.hits, 1)],
             "usage": a.usage, "model": a.model, "fallback": a.fallback is not None,
             "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
             "floor": a.floor, "floor_source": floor.source, "search_query": a.search_query,
@@ -11744,6 +11744,10 @@ _WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no fast
 # bytes of a too-large body read before the 413; beyond it, the connection is cut
 _DRAIN_LIMIT = 8 * MAX_BODY
 _MAX_K = 50             # passages one request may ask for
+# A restricted caller's chunk ids (Service.chunk_ids): the hex digits kept of an HMAC-SHA256
+# (64 bits: no two of an index's chunks alike in practice), under a key of this many random
+# bytes made when the server starts (128 bits: no caller can try them all).
+_SHOWN_ID_HEX, _ID_KEY_BYTES = 16, 16
 
 
 def _request_args(params, defaults) -> dict:
@@ -11916,6 +11920,14 @@ class _Warm(NamedTuple):
     state: str | None
 
 
+def _opaque_id(key: bytes, chunk_id: int) -> str:
+    """A chunk id as a restricted caller sees it (Service.chunk_ids): its HMAC-SHA256 under
+    the server's key, cut to _SHOWN_ID_HEX hex digits."""
+    import hashlib
+    import hmac
+    return hmac.new(key, str(chunk_id).encode(), hashlib.sha256).hexdigest()[:_SHOWN_ID_HEX]
+
+
 class Service:
     """search, ask and stats over one index for the servers. Each worker
     takes a warm retriever from a pool (its own connection, its loaded
@@ -11931,6 +11943,7 @@ class Service:
         import threading  # here: the other commands never need it
         self.lock = threading.Lock()
         self.rerank = make_rerank(cfg, log.note)
+        self.id_key = os.urandom(_ID_KEY_BYTES)  # before any fork: every worker shows the same ids
         # a missing, empty or mismatched index fails now, not per request
         with self.retriever() as r:
             for warning in r.store.source_warnings(opts.source):
@@ -12011,7 +12024,19 @@ class Service:
             query, _ = search_query(asked.question, asked.history, r, rewriter, self.log.note)
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
             warnings = self.source_warnings(r, a["source"])
-        return _Searched([hit_json(h, n) for n, h in enumerate(hits, 1)], query, warnings)
+        ids = self.chunk_ids(caller)
+        return _Searched([hit_json(h, n, ids) for n, h in enumerate(hits, 1)], query, warnings)
+
+    def sees_all(self, caller: _Caller | None) -> bool:
+        """Whether a caller may read the whole index: no key's globs, no --source."""
+        return not (caller and caller.globs) and not self.opts.source
+
+    def chunk_ids(self, caller: _Caller | None) -> Callable[[int], int | str]:
+        """A caller's chunk ids: as stored when it may read the whole index; else an
+        opaque digest keyed by this server (the same in every worker, while it runs), so that
+        no id tells how many chunks the index holds, nor what came before the caller's own."""
+        key = self.id_key
+        return int if self.sees_all(caller) else lambda i: _opaque_id(key, i)
 
     @staticmethod
     def source_warnings(r: _ServedRetriever, source: str | None) -> list[str]:
@@ -12220,7 +12245,7 @@ class _McpServer:
 
     def tool_ask(self, args) -> tuple[dict, str]:
         answer, floor = self.service.ask(args)
-        return (answer_json(answer, floor),
+        return (answer_json(answer, floor, self.service.chunk_ids(None)),
                 "".join(f"{w}\n\n" for w in answer.warnings) + answer.with_sources())
 
     def tool_stats(self, args) -> tuple[dict, str]:
@@ -12353,7 +12378,7 @@ class HttpApi:
         info = self.service.stats(caller)  # counted under --source and the caller's key
         # when the index last changed: only to a caller who may read all of it (the change
         # may be in a document others may not read)
-        whole = not (caller and caller.globs) and not self.service.opts.source
+        whole = self.service.sees_all(caller)
         return self.json(200, {"status": "ok", "documents": info["documents"],
                                "chunks": info["chunks"], "embed_model": info["embed_model"],
                                "watching": self.service.watching,
@@ -12375,7 +12400,8 @@ class HttpApi:
         return self.json(200, passages)
 
     def ask(self, body, caller: _Caller | None = None):
-        return self.json(200, answer_json(*self.service.ask(body, caller=caller)))
+        return self.json(200, answer_json(*self.service.ask(body, caller=caller),
+                                          self.service.chunk_ids(caller)))
 
     def chat(self, body, caller: _Caller | None = None):
         """An OpenAI chat completion; for a body asking for a stream, the
@@ -12391,7 +12417,7 @@ class HttpApi:
                                "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                    "role": "assistant", "content": a.with_sources()}}],
                                **({"usage": a.usage} if a.usage else {}),
-                               "rag": answer_json(a, floor)})
+                               "rag": answer_json(a, floor, self.service.chunk_ids(caller))})
 
     def chat_params(self, body) -> dict:
         """A chat request as Service.ask takes it, every field checked (a bad
@@ -12443,7 +12469,7 @@ class HttpApi:
                 out.write(a.text)
             ends = len(out.text) - len(out.text.rstrip("\n"))  # the blank line before the sources
             out.write("" if a.refused else "\n" * max(0, 2 - ends) + "\n".join(a.sources()))
-            out.event(chunk({}, "stop", rag=answer_json(a, floor)))
+            out.event(chunk({}, "stop", rag=answer_json(a, floor, self.service.chunk_ids(caller))))
             if a.usage and (body.get("stream_options") or {}).get("include_usage"):
                 out.event({**chunk({}), "choices": [], "usage": a.usage})
         wfile.write(b"data: [DONE]\n\n")

@@ -6149,6 +6149,16 @@ class McpTests(RagTestCase):
         self.assertEqual({p["path"] for p in passages}, {"refunds.md"})
         self.assertNotIn(self.dir, json.dumps(replies))
 
+    def test_mcp_chunk_ids_under_source_are_opaque(self):
+        question = "How long do refunds take?"
+        messages = (self.call(1, "search", question=question, k=5), self.call(2, "ask", question=question, k=5))
+        ids = [[p["chunk_id"] for p in r["result"]["structuredContent"]["passages"]]
+               for r in self.mcp(*messages, args=("--source", "refunds.md"))[0]]
+        self.assertTrue(ids[0] and all(re.fullmatch(r"[0-9a-f]{16}", i) for i in ids[0] + ids[1]), ids)
+        self.assertEqual(sorted(set(ids[1])), sorted(set(ids[0]) & set(ids[1])))  # one id per passage
+        stored = {i for (i,) in self.rows("SELECT id FROM chunks")}
+        whole = [[p["chunk_id"] for p in r["result"]["structuredContent"]["passages"]] for r in self.mcp(*messages)[0]]
+        self.assertTrue(set(whole[0] + whole[1]) <= stored, whole)  # the whole index: ids as stored
 
     def test_mcp_tools_give_a_copied_text_once_and_say_where_else_it_is(self):
         self.write_docs(copied_docs())
@@ -6612,6 +6622,41 @@ class HttpTests(RagTestCase):
         asks = self.rows("SELECT * FROM asks")
         self.assertEqual(sorted({r for (r,) in self.rows("SELECT caller FROM asks")}), ["alice", "bob"])
         self.assertNotIn("-key-", json.dumps(asks))  # the log names who asked, never a key
+
+    def test_serve_chunk_ids_tell_a_restricted_key_nothing_of_other_documents(self):
+        words = re.findall(r"[a-z]{4,}", " ".join(DOCS.values()).lower())
+        rnd = random.Random(5)
+        for i in range(30):  # many chunks she may not read
+            self.write(f"b/n{i:02}.md", f"# Note {i}\n\n{' '.join(rnd.sample(words, 12))}.\n")
+        keys = self.keys_setup()
+        with open(keys) as f:
+            entries = json.load(f) + [{"name": "all", "key": "all-key-0123456789"}]
+        with open(keys, "w") as f:
+            json.dump(entries, f)
+        self.serve(keys=keys)
+        alice, everyone = ({"Authorization": f"Bearer {who}-key-0123456789"} for who in ("alice", "all"))
+        question = "When does Project Falcon ship and what is its budget?"
+        chat = {"model": "rag.py", "messages": [{"role": "user", "content": question}]}
+
+        def ids(headers):
+            search = self.request("POST", "/search", {"question": question}, headers)[2]
+            ask = self.request("POST", "/ask", {"question": question}, headers)[2]["passages"]
+            done = self.request("POST", "/v1/chat/completions", chat, headers)[2]["rag"]["passages"]
+            streamed = self.request("POST", "/v1/chat/completions", {**chat, "stream": True}, headers)[2]
+            last = json.loads([e for e in self.events(streamed) if '"rag"' in e][0])["rag"]["passages"]
+            return [{p["path"]: p["chunk_id"] for p in got} for got in (search, ask, done, last)]
+        mine = ids(alice)
+        stored = dict(self.rows("SELECT d.rel, c.id FROM chunks c JOIN documents d ON d.id = c.doc_id"))
+        self.assertEqual(set(mine[0]), {"a/plan.md"})
+        shown = mine[0]["a/plan.md"]
+        self.assertRegex(shown, r"^[0-9a-f]{16}$")  # opaque: no count, no order
+        self.assertEqual(mine, [{"a/plan.md": shown}] * 4)  # the same passage, the same id, on every route
+        full = ids(everyone)[0]  # a key that may read everything sees the ids as stored
+        self.assertEqual(full, {rel: stored[rel] for rel in full})
+        self.write("b/later.md", f"# Later\n\n{' '.join(rnd.sample(words, 12))}.\n")
+        os.remove(os.path.join(self.docs, "b", "n00.md"))
+        self.ok("index", self.docs)  # others' documents come and go: her ids stay as they were
+        self.assertEqual(ids(alice), mine)
 
     def test_serve_source_that_matches_nothing_the_caller_may_read_is_said(self):
         self.serve(keys=self.keys_setup())
