@@ -9995,8 +9995,9 @@ def _context_order(n: int) -> list[int]:
 
 
 def _attribute(text: str) -> str:
-    """A value for source="..." or heading="...": one line, no double quote."""
-    return fenced(" ".join(text.split()).replace('"', "'"))
+    """A value for source="..." or heading="...": one line, no double quote (nor a
+    full-width one, which NFKC makes one: a file name cannot add an attribute)."""
+    return fenced(" ".join(text.split()).replace('"', "'").replace("\uff02", "'"))
 
 
 def build_prompt(question: str, hits: list[Hit], searched: str | None = None) -> str:
