@@ -9872,9 +9872,10 @@ _TOKEN_BRACKETS = {"<": "\u2039", ">": "\u203a", "[": "\u2045", "]": "\u2046"}
 _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 # Letters of other scripts drawn as the Latin ones of 'passage' and the template tokens
 # (Cyrillic 'раѕѕаgе', Greek 'ρ'): a model reads them as those, so the fence compares them so.
+# Characters that show as nothing yet are letters, not format characters (Hangul fillers) go too.
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
-                            "\u0410\u0415\u041e\u0420\u0421\u0405\u03bf\u03c1\u0261",
-                            "aeopcsijxyAEOPCSopg")
+                            "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
+                            "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
 _FOLDED: dict[str, str] = {}  # each character as _folded gives it, once worked out
 _CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',

@@ -4894,7 +4894,8 @@ class AskTests(RagTestCase):
                           "<\u200b/passage>", "</PASSAGE>", "</PaSsAgE >", "< / passage >", "<\t/ passage\n>",
                           "</\uff50\uff41\uff53\uff53\uff41\uff47\uff45>",
                           "</\U0001d429\U0001d41a\U0001d42c\U0001d42c\U0001d41a\U0001d420\U0001d41e>",
-                          "</\u0440\u0430\u0455\u0455\u0430g\u0435>")
+                          "</\u0440\u0430\u0455\u0455\u0430g\u0435>", "</pas\u3164sage>", "<\u00a0/passage>",
+                          "</\u24df\u24d0\u24e2\u24e2\u24d0\u24d6\u24d4>")
 
     def test_ask_passage_fence_holds_against_lookalike_tags(self):
         import unicodedata
