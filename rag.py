@@ -10646,16 +10646,16 @@ _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
 _MONTH = (r"(jan(?:uary|\.)?|feb(?:ruary|\.)?|mar(?:ch|\.)?|apr(?:il|\.)?|may|jun(?:e|\.)?"
           r"|jul(?:y|\.)?|aug(?:ust|\.)?|sep(?:tember|t\.?|\.)?|oct(?:ober|\.)?|nov(?:ember|\.)?"
           r"|dec(?:ember|\.)?)")
-_DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:,?\s+(\d{4})(?!\d))?"
+_DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:(?:,?\s+|-)(\d{4})(?!\d))?"
 # A date in the common forms, compared as a whole day ('March 3' is not 'March 1'), each form
 # with its groups' order: d day, m month, y year, n a number that may be the month or the day
 # ('03/04/2024': 3 April or March 4).
 _DATE_FORMS = (
-    (LazyPattern(rf"\b{_MONTH}\s+{_DAY}{_YEAR}", re.I), "mdy"),           # March 3, 2024
-    (LazyPattern(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March 2024
-    (LazyPattern(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b"), "ymd"),             # 2024-03-03
-    (LazyPattern(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b"), "nny"),       # 03/03/2024
-    (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))         # 3/3/24
+    (LazyPattern(rf"\b{_MONTH}(?:\s+|-){_DAY}{_YEAR}", re.I), "mdy"),          # March 3, 2024
+    (LazyPattern(rf"\b{_DAY}(?:\s+(?:of\s+)?|-){_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March
+    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), "ymd"),         # 2024-03-03
+    (LazyPattern(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b"), "nny"),         # 03/03/2024
+    (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))           # 3/3/24
 _INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
 _NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
 # Of a sentence's words (each weighed by its rarity in the index), the share the

@@ -5327,7 +5327,8 @@ class AnswerTests(RagTestCase):
                 "Acme bought Globex at 12:30.", "Acme bought a 4.5% stake.", "Acme moved 1000 staff.",
                 "Acme moved 1 000 staff.", "Acme moved 12,500 users.", "Acme bought Globex in 2024.",
                 "Acme closed on May 6, 2024.", "Acme closed on 6 May.", "Acme ships version 3.9.",
-                "Acme ships version 3.9.1.", "The audit was on 8 July 2024.", "The audit was on August 7."]
+                "Acme ships version 3.9.1.", "The audit was on 8 July 2024.", "The audit was on August 7.",
+                "Acme bought Globex on 3-Mar-2024.", "Acme bought Globex on 2024/03/03."]
         for statement in held:
             self.assertEqual(why(statement), "", statement)
         wrong = {"Acme bought Globex for 41 million dollars.": "41", "Acme bought Globex on March 1.": "March 1",
@@ -5337,7 +5338,9 @@ class AnswerTests(RagTestCase):
                  "Acme bought a 45% stake.": "45", "Acme bought a 4% stake.": "4", "Acme moved 100 staff.": "100",
                  "Acme moved 1,250 users.": "1250", "Acme bought Globex in 202.": "202",
                  "Acme ships version 3.9.2.": "3.9.2", "Acme took 35 years.": "35",
-                 "Acme took 9 years.": "9", "The audit was on July 9.": "July 9"}
+                 "Acme took 9 years.": "9", "The audit was on July 9.": "July 9",
+                 "Acme bought Globex on 1-Mar-2024.": "1-Mar-2024", "Acme bought Globex on 2024/03/01.": "2024/03/01",
+                 "Acme bought Globex at 12:30:15.": "12:30:15"}
         for statement, number in wrong.items():
             self.assertEqual(why(statement), f"{number} is not in [1]", statement)
         old = hit(1, "Python 3.9 was released with the new parser.")
