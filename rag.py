@@ -104,6 +104,7 @@ import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C show
 import codecs
 import contextlib
 import errno
+import functools
 import heapq
 import json
 import math
@@ -10157,7 +10158,6 @@ _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
                             "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
                             "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
-_FOLDED: dict[str, str] = {}  # each character as _folded gives it, once worked out
 _CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
 # '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
@@ -10198,17 +10198,15 @@ def _defuse_citations(text: str) -> str:
     return _CITATION_LIKE.sub(lambda m: _MARKER_OPEN + m.group(1) + _MARKER_CLOSE, text)
 
 
+@functools.lru_cache(maxsize=4096)  # each character worked out once; a text has few kinds
 def _folded(ch: str) -> str:
     """A character as the fence compares it: its compatibility form (NFKD: '＜' is '<',
     'ｐ' and '𝐩' are 'p', '≮' is '<' and a mark), without marks and format characters
     (category Cf: zero-width space and joiners, word joiner, byte-order mark, soft hyphen),
     a look-alike letter as the Latin one (_CONFUSABLE)."""
-    if (out := _FOLDED.get(ch)) is None:
-        import unicodedata  # only for text that has more than ASCII
-        out = "".join(c for c in unicodedata.normalize("NFKD", ch)
-                      if unicodedata.category(c) not in ("Mn", "Cf")).translate(_CONFUSABLE)
-        _FOLDED[ch] = out
-    return out
+    import unicodedata  # only for text that has more than ASCII
+    return "".join(c for c in unicodedata.normalize("NFKD", ch)
+                   if unicodedata.category(c) not in ("Mn", "Cf")).translate(_CONFUSABLE)
 
 
 def _fence_view(text: str) -> tuple[str, list[int]]:
