@@ -2490,7 +2490,7 @@ class StoreTests(RagTestCase):
         self.assertIn("forgot 1 document(s): " + os.path.join("plans", "merger.md"), out)
         self.assertRegex(out, r"removed: 1 document\(s\), 1 chunk\(s\) .*; 1 logged ask\(s\) .*; the embedding cache \(\d\d vector")
         self.assertIn("checked: no 40-byte run of their text in index.db or its write-ahead log", out)
-        self.assertIn("the next index run reads them again; to keep them out, add 'plans/merger.md' to "
+        self.assertIn("the next index run reads them again; to keep them out, add '/plans/merger.md' to "
                       + os.path.join(self.docs, ".ragignore"), out)
         self.assertEqual((self.runs_left(self.PLAN), self.runs_left(old)), ([], []))
         self.assertEqual(self.rows("SELECT question FROM asks"), [("How long do refunds take?",)])
@@ -2543,15 +2543,15 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         self.ok("index", os.path.join(self.docs, "plans"))  # a folder inside, indexed on its own too
         out = self.ok("forget", os.path.join(self.docs, "plans", "merger.md"))
-        self.assertIn(f"add 'plans/merger.md' to {os.path.join(self.docs, '.ragignore')}; 'merger.md' "
+        self.assertIn(f"add '/plans/merger.md' to {os.path.join(self.docs, '.ragignore')}; '/merger.md' "
                       f"to {os.path.join(self.docs, 'plans', '.ragignore')}", out)
-        for folder, line in ((self.docs, "plans/merger.md"), (os.path.join(self.docs, "plans"), "merger.md")):
+        for folder, line in ((self.docs, "/plans/merger.md"), (os.path.join(self.docs, "plans"), "/merger.md")):
             with open(os.path.join(folder, ".ragignore"), "a") as f:
                 f.write(line + "\n")
         self.ok("index", self.docs)
         self.ok("index", os.path.join(self.docs, "plans"))
         self.assertEqual(self.runs_left(self.PLAN), [])  # kept out, as the receipt said
-        self.assertIn(f"add 'plans/' to {os.path.join(self.docs, '.ragignore')}",  # a folder: its line
+        self.assertIn(f"add '/plans/' to {os.path.join(self.docs, '.ragignore')}",  # a folder: its line
                       self.ok("forget", os.path.join(self.docs, "plans")))
 
 
