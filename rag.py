@@ -6891,11 +6891,12 @@ class EngineStore(Store, Admin):
         in its text fields as stored. The engine's own files are its to compact."""
         docs = [_document_number(p) for p in paths]
         chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
-                                       include=("metadatas",)))
+                                       include=("metadatas",))) if docs else []
         sought = _Sought([f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
                           for r in chunks], list(more))
         ids = {int(r["id"]) for r in chunks}
-        self.delete(paths)  # first: the state an ask reads with FORGETS moves before it (forgets)
+        if paths:  # first: the state an ask reads with FORGETS moves before it (forgets)
+            self.delete(paths)
         self.set_meta({Meta.FORGETS: _next_forget(self._fresh_meta(Meta.FORGETS))})
         logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
         records = [r["metadata"] for r in logged]
@@ -14034,11 +14035,14 @@ _GLOB_CHARS = LazyPattern(r"[*?\[]")  # what makes a forget target that names no
 
 
 class _Target(NamedTuple):
-    """A forget target, read as a path or as a glob (never both), and the documents it names."""
+    """A forget target, read as a path or as a glob (never both), the
+    documents it names, and when it names none, the files it names on disk
+    now (what is left of their text is looked for)."""
 
     given: str
     kind: str  # "path" or "glob"
     docs: list
+    files: list = []
 
 
 def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
@@ -14058,14 +14062,30 @@ def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
         d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)])
 
 
+def _files_named(target: _Target, roots: list[str]) -> list[str]:
+    """The files a target naming no document names on disk: the path itself,
+    or under a folder indexed (a path, or a glob, relative to it)."""
+    import glob
+    t = target.given
+    if target.kind == "path":
+        return [p for p in [t] + [os.path.join(r, t) for r in roots] if os.path.isfile(p)][:1]
+    bases = [""] if t.startswith("/") else [r + os.sep for r in roots]
+    return sorted({p for b in bases for p in glob.glob(glob.escape(b) + t)
+                   if os.path.isfile(p)})
+
+
 def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
     """Each target, read (a usage error for one naming no document and no file)."""
-    docs, read = store.documents(), []
+    docs, roots, read = store.documents(), list(indexed_roots(store)), []
     for t in targets:
         target = _forget_target(docs, t)
-        if not target.docs and not (target.kind == "path" and os.path.exists(t)):
-            raise UsageError(f"{shown(repr(t))} names no indexed document (a path, or a glob on "
-                             "the path relative to the folder indexed: 'notes/*.md')")
+        if not target.docs:
+            target = target._replace(files=_files_named(target, roots))
+        if not target.docs and not target.files:
+            raise UsageError(f"{shown(repr(t))} names no indexed document and no file (a path, "
+                             "or a glob on the path relative to the folder indexed: "
+                             "'notes/*.md'; what is left of a forgotten one whose file is gone: "
+                             "--text)")
         read.append(target)
     return read
 
@@ -14082,7 +14102,7 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
     targets = _forget_targets(store, args.targets)
     docs = list({d.path: d for t in targets for d in t.docs}.values())
     roots = indexed_roots(store)
-    more = [*_texts_on_disk([t.given for t in targets if not t.docs]), *args.text]
+    more = [*_texts_on_disk([p for t in targets for p in t.files]), *args.text]
     f = store.forget([d.path for d in docs], more)
     _forget_receipt(targets, docs, f, args.text)
     back = [d for d in docs if os.path.exists(d.path) and any(under(d.path, r) for r in roots)]
@@ -14104,9 +14124,10 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
 def _forget_receipt(targets: list[_Target], docs: list, f: Forgotten, texts: list[str]) -> None:
     """What forget removed and checked, each target said as read (path or glob)."""
     names = sorted(d.rel for d in docs)
-    print(f"forgot {len(docs)} document(s): {listed(names)}")
+    print(f"forgot {len(docs)} document(s)" + (f": {listed(names)}" if names else ""))
     said = [f"{shown(repr(t.given))} as a {t.kind}" + (
-        "" if t.docs else " (no document left: what is left of the file's text now)")
+        "" if t.docs else f" (no document left: what is left of the text of {len(t.files)} "
+                          "file(s) as they are now)")
         for t in targets] + [f"{len(texts)} text(s) given"] * bool(texts)
     print(f"  targets: {'; '.join(said)}")
     print(f"  removed: {len(docs)} document(s), {f.chunks} chunk(s) with their keyword entries, "
@@ -14123,12 +14144,9 @@ def _forget_receipt(targets: list[_Target], docs: list, f: Forgotten, texts: lis
 
 def _texts_on_disk(paths: list[str]) -> list[str]:
     """The text of each file at paths as rag reads it now (a forgotten
-    document's file: what is left of it is looked for); a folder is a usage error."""
+    document's file: what is left of it is looked for)."""
     texts = []
     for p in paths:
-        if not os.path.isfile(p):
-            raise UsageError(f"{shown(repr(p))} names no indexed document (what is left of a "
-                             "forgotten one: give its file's path, or --text)")
         try:
             with open(p, "rb") as f:
                 data = f.read(MAX_FILE_MB * 1_000_000 + 1)
