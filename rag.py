@@ -14063,15 +14063,18 @@ def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
 
 
 def _files_named(target: _Target, roots: list[str]) -> list[str]:
-    """The files a target naming no document names on disk: the path itself,
-    or under a folder indexed (a path, or a glob, relative to it)."""
+    """The files under a folder indexed that a target naming no document names
+    on disk: the path itself, or a path or glob relative to such a folder."""
     import glob
     t = target.given
     if target.kind == "path":
-        return [p for p in [t] + [os.path.join(r, t) for r in roots] if os.path.isfile(p)][:1]
-    bases = [""] if t.startswith("/") else [r + os.sep for r in roots]
-    return sorted({p for b in bases for p in glob.glob(glob.escape(b) + t)
-                   if os.path.isfile(p)})
+        found = [t] + [os.path.join(r, t) for r in roots]
+    else:
+        found = sorted(p for b in ([""] if t.startswith("/") else [r + os.sep for r in roots])
+                       for p in glob.glob(glob.escape(b) + t))
+    inside = [p for p in found if os.path.isfile(p)
+              and any(under(os.path.realpath(p), r) for r in roots)]
+    return inside[:1] if target.kind == "path" else list(dict.fromkeys(inside))
 
 
 def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:

@@ -2622,6 +2622,12 @@ class StoreTests(RagTestCase):
         self.assertIn("checked: no 40-byte run of their text, nor the 1 shorter text(s) given, in index.db", out)
         self.assertEqual(self.rows("SELECT question FROM asks"), [("How long do refunds take?",)])
         self.assertIn("give what to forget", self.error_line("forget", code=2))
+        path = os.path.join(self.dir, "blocks")
+        with open(path, "wb") as f:
+            f.write(b"x" * 1020 + b"Bluebird" + b"y" * 2000 + b"Bluebird")
+        with mock.patch.object(rag, "_READ_BLOCK", 1024):  # across two blocks read, then inside one
+            self.assertEqual(rag._needles_left(path, ["Bluebird", "Zorblax"]),
+                             ["blocks at byte 1020", "blocks at byte 3028"])
 
     def test_forget_removes_refused_asks_asking_with_a_word_only_they_held(self):
         self.write_docs()
@@ -2656,6 +2662,11 @@ class StoreTests(RagTestCase):
         out = self.ok("forget", "a?.md")
         self.assertIn("forgot 1 document(s): a1.md", out)
         self.assertIn("targets: 'a?.md' as a glob", out)
+        outside = os.path.join(self.dir, "b.md")  # a file, but not under a folder indexed
+        with open(outside, "w") as f:
+            f.write("A third file stays.\n")
+        self.assertIn("names no indexed document and no file", self.error_line("forget", outside, code=2))
+        self.assertEqual(self.rows("SELECT rel FROM documents"), [("b.md",)])
 
     def test_forget_suggests_a_ragignore_line_that_keeps_out_that_file_alone(self):
         names = ["a[1].md", "#plan.md", "!notes.md", " lead.md", "trail.md ", "back\\slash.md", "st*r.md",
