@@ -5330,7 +5330,7 @@ def _cited(ask: dict) -> set[int]:
         return set()
 
 
-class _Sought:
+class Sought:
     """What a forget looks for: the removed documents' texts, and more texts
     (a file's text as it is now, a --text): long ones by their FORGET_RUN-byte
     runs, short ones (a codename) as written."""
@@ -5387,14 +5387,7 @@ def _needles_left(path: str, needles: list[str]) -> list[str]:
     return left
 
 
-def _record_text(record: dict) -> str:
-    """An engine record's text fields as stored (its document, its metadata's
-    strings), one after another: what a forget looks in."""
-    values = [record.get("document")] + list((record.get("metadata") or {}).values())
-    return "\0".join(v for v in values if isinstance(v, str))
-
-
-def _next_forget(value: str | None) -> str:
+def next_forget(value: str | None) -> str:
     """Meta.FORGETS after one more forget (an unreadable value starts again)."""
     try:
         return str(int(value or 0) + 1)
@@ -5893,7 +5886,7 @@ class SqliteStore(Store, Admin):
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
                                                  "d.path IN ({marks})", paths)]
-        sought = _Sought(texts, list(more))
+        sought = Sought(texts, list(more))
         held, kept = set(), set()  # runs kept documents hold too, and their names
         for r in runs_batches(sought.long):
             more_held, names = self._kept_runs(r, set(paths))
@@ -5911,7 +5904,7 @@ class SqliteStore(Store, Admin):
             cached = self.conn.execute("DELETE FROM embed_cache").rowcount
             self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
             self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0, Meta.FORGETTING: None,
-                       Meta.FORGETS: _next_forget(self.meta(Meta.FORGETS))})
+                       Meta.FORGETS: next_forget(self.meta(Meta.FORGETS))})
             self._touch()
         self._pack_signatures()
         checked, left = self._check_forgotten(sought, held)
@@ -5931,7 +5924,7 @@ class SqliteStore(Store, Admin):
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")
 
-    def _asks_quoting(self, ids: set[int], sought: _Sought, held: set[bytes]) -> list[int]:
+    def _asks_quoting(self, ids: set[int], sought: Sought, held: set[bytes]) -> list[int]:
         """The ids of the logged asks that quote the chunks ids or the texts sought
         (quoting), or whose question holds a word only the documents removed held."""
         rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
@@ -5940,7 +5933,7 @@ class SqliteStore(Store, Admin):
         found += only_theirs(asks, sought.texts, lambda w: self.doc_freq(w) == 0)
         return [rows[i][0] for i in sorted(set(found))]
 
-    def _check_forgotten(self, sought: _Sought, held: set[bytes]) -> tuple[str, list]:
+    def _check_forgotten(self, sought: Sought, held: set[bytes]) -> tuple[str, list]:
         """Vacuum, checkpoint the log, then search the file and the log for
         runs of texts but those held (by kept documents), and for the short
         texts sought that no kept document holds: (what was checked, places left)."""
@@ -5967,7 +5960,7 @@ class SqliteStore(Store, Admin):
             "SELECT DISTINCT d.rel, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE instr(c.text, ?) OR instr(c.heading, ?)", (text, text)) if path not in gone]
 
-    def _kept_short(self, sought: _Sought, gone: set[str]) -> set[str]:
+    def _kept_short(self, sought: Sought, gone: set[str]) -> set[str]:
         """The kept documents holding a short text sought (it stays with them)."""
         return {rel for t in sought.short for rel in self._holding(t, gone)}
 
@@ -6606,6 +6599,13 @@ class _EngineWriter:
         self.thread.join()
 
 
+def _record_text(record: dict) -> str:
+    """An engine record's text fields as stored (its document, its metadata's
+    strings), one after another: what a forget looks in."""
+    values = [record.get("document")] + list((record.get("metadata") or {}).values())
+    return "\0".join(v for v in values if isinstance(v, str))
+
+
 class EngineStore(Store, Admin):
     """An index in a server engine. Chunks (vector, text, place, its words for
     keyword search) are the engine's records; every document has a marker
@@ -6892,12 +6892,12 @@ class EngineStore(Store, Admin):
         docs = [_document_number(p) for p in paths]
         chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
                                        include=("metadatas",))) if docs else []
-        sought = _Sought([f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
+        sought = Sought([f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
                           for r in chunks], list(more))
         ids = {int(r["id"]) for r in chunks}
         if paths:  # first: the state an ask reads with FORGETS moves before it (forgets)
             self.delete(paths)
-        self.set_meta({Meta.FORGETS: _next_forget(self._fresh_meta(Meta.FORGETS))})
+        self.set_meta({Meta.FORGETS: next_forget(self._fresh_meta(Meta.FORGETS))})
         logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
         records = [r["metadata"] for r in logged]
         found = quoting(records, ids, sought.long) + sought.holders(records) + only_theirs(
@@ -6912,7 +6912,7 @@ class EngineStore(Store, Admin):
         return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
                          sorted(kept))
 
-    def _left(self, sought: _Sought) -> tuple[list[str], set[str]]:
+    def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
         """The records holding what forget sought in their text fields (as stored,
         not escaped as JSON), and the kept documents among them."""
         left, kept = [], set()
@@ -14042,7 +14042,7 @@ class _Target(NamedTuple):
     given: str
     kind: str  # "path" or "glob"
     docs: list
-    files: list = []
+    files: tuple = ()
 
 
 def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
@@ -14083,7 +14083,7 @@ def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
     for t in targets:
         target = _forget_target(docs, t)
         if not target.docs:
-            target = target._replace(files=_files_named(target, roots))
+            target = target._replace(files=tuple(_files_named(target, roots)))
         if not target.docs and not target.files:
             raise UsageError(f"{shown(repr(t))} names no indexed document and no file (a path, "
                              "or a glob on the path relative to the folder indexed: "
