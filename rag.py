@@ -14022,10 +14022,11 @@ def _serve_keys(args) -> tuple[str | None, tuple]:
 def _forget_arguments(p: argparse.ArgumentParser) -> None:
     """Forget's own arguments."""
     p.add_argument("targets", nargs="*", metavar="PATH|GLOB",
-                   help="a file or folder (the documents read from it, there or deleted; a path "
-                        "whose documents are gone: what is left of the file's text now), or, when "
-                        "no such file or document exists, a glob on the path relative to the "
-                        "folder indexed ('notes/*.md'; '/...': the whole path)")
+                   help="a path: a file or folder, or a document's path relative to the folder "
+                        "indexed (the documents read from it, there or deleted; none left: what "
+                        "is left of the file's text now); else, when it holds * ? or [, a glob "
+                        "on that relative path ('notes/*.md'; '/...': the whole path); the "
+                        "receipt says which")
     p.add_argument("--text", action="append", default=[], metavar="TEXT",
                    help="also remove what is left of this text: the logged asks holding it, "
                         "and a check of the index's files for it (repeatable)")
