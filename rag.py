@@ -5090,7 +5090,7 @@ class Meta:
     RUNNING = "running"              # an index run that has not finished: when it started,
                                      # the chunking it applies (JSON; stats says so)
     FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
-    FORGETS = "forgets"              # how many forgets removed anything: an ask answered while
+    FORGETS = "forgets"              # moved by every forget's removal: an ask answered while
                                      # it moved is not logged (log_ask)
     READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
                                      # what a server's watch applies (read_rules)
