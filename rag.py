@@ -7234,12 +7234,17 @@ class EngineStore(Store, Admin):
         name = f"ask:{now_iso()}:{os.urandom(6).hex()}"
         try:
             self.put(True, [{"id": name, "metadata": dict(record, kind="ask")}])
-            if self._fresh_meta(Meta.FORGETS) != since:
-                self.remove(True, ids=[name])
-                return FORGOT_MEANWHILE
         except RagError as e:  # the answer matters more than its log
             return f"the ask log failed ({e})"
-        return None
+        try:
+            if self._fresh_meta(Meta.FORGETS) == since:
+                return None
+            self.remove(True, ids=[name])
+            return FORGOT_MEANWHILE
+        except RagError as e:  # not known to be kept safely: not kept
+            with contextlib.suppress(RagError):
+                self.remove(True, ids=[name])
+            return f"the ask log failed ({e})"
 
     @_engine_reply
     def asks(self) -> int:
