@@ -6320,6 +6320,41 @@ class HttpTests(RagTestCase):
             out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
         return out
 
+    def test_serve_a_streamed_chat_in_flight_across_forget_is_not_logged(self):
+        self.write("plans/merger.md", StoreTests.PLAN)
+        self.ok("index", self.docs)
+        chat = FakeServer()
+        self.addCleanup(chat.close)
+        os.environ.update(LLM_BASE_URL=chat.url, LLM_API_KEY=SECRET, EMBED_MODEL=rag.BUILTIN_MODEL)
+        asked, release = threading.Event(), threading.Event()
+        quote = "Acme will buy Globex for 41 million dollars in the third quarter [1]."
+        def held(body):  # the model still writing when forget runs
+            asked.set()
+            release.wait()
+            events = [json.dumps({"choices": [{"delta": {"content": quote[i:i + 9]}}]}) for i in range(0, len(quote), 9)]
+            return 200, {"Content-Type": "text/event-stream"}, "".join(f"data: {e}\n\n" for e in events + ["[DONE]"]).encode()
+        chat.chat_faults = [held]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # the server's notes
+            self.serve()
+        got = []
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "What will Acme pay for Globex?"}]}
+        streamer = threading.Thread(target=lambda: got.append(self.request("POST", "/v1/chat/completions", body)))
+        streamer.start()
+        asked.wait()
+        out = self.ok("forget", "plans/merger.md")
+        release.set()
+        streamer.join()
+        self.assertIn("checked: no 40-byte run", out)
+        self.assertIn("41 million", "".join(json.loads(e)["choices"][0]["delta"].get("content", "")
+                                          for e in self.events(got[0][2]) if e != "[DONE]" and json.loads(e)["choices"]))
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+        self.assertIn("a forget ran while it was answered", err.getvalue())
+        for path in (self.db, self.db + "-wal"):
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    self.assertNotIn(b"41 million dollars in the third quarter", f.read())
+
     def test_serve_search_and_ask_give_what_the_cli_gives(self):
         self.serve()
         status, _, hits = self.request("POST", "/search", {"question": "card declined", "k": 3})
