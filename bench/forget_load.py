@@ -43,7 +43,8 @@ OTHERS = {f"guide/topic{n}.md": f"# Topic {n}\n\nThe {w} team meets on floor {n}
           f"its handbook covers {w} rotas, {w} budgets and the yearly {w} review.\n"
           for n, (w, d) in enumerate(zip(
               ["support", "billing", "design", "legal", "sales", "research", "security", "travel"],
-              ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "morning", "evening", "week"]))}
+              ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "morning", "evening",
+               "week"]))}
 
 
 def plan(n: int) -> str:
@@ -238,7 +239,8 @@ def main(argv):
     a.rag = os.path.abspath(a.rag)
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="rag-forget-load-"))
     chat = FakeChat(a.delay)
-    env = {k: v for k, v in os.environ.items() if not re.match(r"(LLM|OPENAI|EMBED|RERANK|RAG)_", k)}
+    env = {k: v for k, v in os.environ.items()
+           if not re.match(r"(LLM|OPENAI|EMBED|RERANK|RAG)_", k)}
     env.update(LLM_BASE_URL=chat.url, LLM_API_KEY="sk-bench", EMBED_MODEL="builtin-hash-v2")
     server = None
     try:
@@ -256,11 +258,12 @@ def main(argv):
             print(json.dumps(r), flush=True)
         false = sum(r["false"] for r in rounds)
         failed_again = sum(r["again_exit"] != 0 for r in rounds)
-        print(f"rounds {len(rounds)}; receipts that said clean {sum(r['said_clean'] for r in rounds)}"
-              f", false {false}; forget refused or found runs {sum(r['forget_exit'] != 0 for r in rounds)}"
+        total = lambda key: sum(r[key] for r in rounds)  # noqa: E731
+        print(f"rounds {len(rounds)}; receipts that said clean {total('said_clean')}, false {false}"
+              f"; forget refused or found runs {sum(r['forget_exit'] != 0 for r in rounds)}"
               f"; second forget failed {failed_again}; replies quoting the plan "
-              f"{sum(r['quoting'] for r in rounds)}; requests in flight as forget returned "
-              f"{sum(r['in_flight'] for r in rounds)}; request errors {sum(r['errors'] for r in rounds)}"
+              f"{total('quoting')}; requests in flight as forget returned {total('in_flight')}"
+              f"; request errors {total('errors')}"
               f"; forget seconds median {sorted(r['seconds'] for r in rounds)[len(rounds) // 2]}")
         return 1 if false or failed_again else 0
     finally:
