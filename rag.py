@@ -5096,6 +5096,8 @@ class Meta:
     RUNNING = "running"              # an index run that has not finished: when it started,
                                      # the chunking it applies (JSON; stats says so)
     FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
+    FORGETS = "forgets"              # moved by every forget's removal: an ask answered while
+                                     # it moved is not logged (log_ask)
     READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
                                      # what a server's watch applies (read_rules)
 
@@ -5222,6 +5224,8 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 # Forgetting: a document's text removed from every place the index keeps it,
 # then the index's own bytes searched for what is left of it (Store.forget).
 
+FORGOT_MEANWHILE = ("a forget ran while it was answered, so it is not logged (it may quote what "
+                    "was forgotten)")
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
 _FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
 _READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
@@ -5330,6 +5334,71 @@ def _cited(ask: dict) -> set[int]:
                                                          len(passages)) if real}
     except (ValueError, TypeError, IndexError):
         return set()
+
+
+class Sought:
+    """What a forget looks for: the removed documents' texts, and more texts
+    (a file's text as it is now, a --text): long ones by their FORGET_RUN-byte
+    runs, short ones (a codename) as written."""
+
+    def __init__(self, texts: list[str], more: list[str]):
+        self.texts = texts
+        self.long = texts + [t for t in more if len(t.encode("utf-8")) >= FORGET_RUN]
+        self.short = list(dict.fromkeys(
+            t.strip() for t in more
+            if len(t.encode("utf-8")) < FORGET_RUN and _HAS_WORD.search(t.encode("utf-8"))))
+
+    def holders(self, asks: list[dict]) -> list[int]:
+        """Which logged asks hold a short text in their question or answer (any case)."""
+        short = [t.casefold() for t in self.short]
+        return [i for i, ask in enumerate(asks) if any(
+            t in f"{ask.get('question', '')}\0{ask.get('answer', '')}".casefold() for t in short)]
+
+    @staticmethod
+    def also(short: list[str]) -> str:
+        """The receipt's words for the short texts looked for in the files."""
+        return f", nor the {len(short)} shorter text(s) given," if short else ""
+
+
+def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool]) -> list[int]:
+    """Which logged asks' questions hold a word of texts (content_words) that
+    unheld says no kept document holds: a codename only the forgotten
+    documents held, asked about and refused, goes with them."""
+    words = {w for t in texts for w in content_words(t)}
+    told: dict[str, bool] = {}
+    def theirs(w: str) -> bool:
+        if w not in told:
+            told[w] = w in words and unheld(w)
+        return told[w]
+    return [i for i, ask in enumerate(asks)
+            if any(theirs(w) for w in content_words(str(ask.get("question", ""))))]
+
+
+def _needles_left(path: str, needles: list[str]) -> list[str]:
+    """The places ('FILE at byte N') in the file at path that hold one of the
+    needles (short texts) as written; read _READ_BLOCK at a time."""
+    wanted = [n.encode("utf-8") for n in needles]
+    left, offset, tail = [], 0, b""
+    if not wanted:
+        return left
+    keep = max(map(len, wanted)) - 1
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:
+        while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+            data = tail + block  # a needle across two blocks is whole in one
+            for n in wanted:
+                at = data.find(n, max(0, len(tail) - len(n) + 1))
+                if at >= 0 and len(left) < _SKIP_NAMES:
+                    left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
+            tail, offset = data[-keep:] if keep else b"", offset + len(block)
+    return left
+
+
+def next_forget(value: str | None) -> str:
+    """Meta.FORGETS after one more forget (an unreadable value starts again)."""
+    try:
+        return str(int(value or 0) + 1)
+    except ValueError:
+        return "1"
 
 
 @dataclass
@@ -5578,10 +5647,15 @@ class Store:
         """(chunk id, document id) of every chunk: what measuring the null level samples."""
         raise NotImplementedError
 
-    def log_ask(self, row: tuple) -> str | None:
+    def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         """Keep an ask (ASK_COLUMNS): None once kept, else why it could not be
-        (read-only here, the disk full, another writer past _ASK_LOG_WAIT)."""
+        (read-only here, the disk full, another writer past _ASK_LOG_WAIT, or a
+        forget since the ask began: Meta.FORGETS is no longer since)."""
         raise NotImplementedError
+
+    def forgets(self) -> str | None:
+        """Meta.FORGETS as stored now: an ask reads it before it retrieves (log_ask)."""
+        return self.meta(Meta.FORGETS)
 
     def inherit(self, older: Store) -> None:
         """Keep what an older store of the same index loaded that is still valid."""
@@ -5630,8 +5704,9 @@ class Admin:
         """(chunk id, text) of every chunk (eval's gold by quote)."""
         raise NotImplementedError
 
-    def forget(self, paths: list[str]) -> Forgotten:
-        """Remove these documents and every trace of their text; the receipt."""
+    def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
+        """Remove these documents and every trace of their text, and what is
+        left of the texts more (a file's text now, a --text); the receipt."""
         raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
@@ -5825,35 +5900,40 @@ class SqliteStore(Store, Admin):
         if not self.pack_is_fresh():
             self._pack_signatures()
 
-    def forget(self, paths: list[str]) -> Forgotten:
+    def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
         """Remove these documents from every table (chunks, keyword index,
         signatures, cached vectors, the asks that quoted them) with SQLite's
         secure_delete on, merge the keyword index; then vacuum (pages freed by
         earlier runs may hold earlier versions of them), empty the log, and look
-        for their text in the file and its log."""
+        for their text, and for the texts more, in the file and its log. The
+        removal moves Meta.FORGETS in its transaction: an ask answered across it
+        is not logged (log_ask), so no text of theirs lands after the check."""
         self._alone()
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
                                                  "d.path IN ({marks})", paths)]
+        sought = Sought(texts, list(more))
         held, kept = set(), set()  # runs kept documents hold too, and their names
-        for r in runs_batches(texts):
-            more, names = self._kept_runs(r, set(paths))
-            held |= more
+        for r in runs_batches(sought.long):
+            more_held, names = self._kept_runs(r, set(paths))
+            held |= more_held
             kept |= names
+        kept |= self._kept_short(sought, set(paths))
         self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
         with _transaction(self.conn):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
                                          "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
-            asks = self._asks_quoting(ids, texts, held)
-            self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
+            asks = self._asks_quoting(ids, sought, held)  # after: words only they held
+            self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
             # all of it: an earlier version's vectors are there too, and nothing says whose they are
             cached = self.conn.execute("DELETE FROM embed_cache").rowcount
             self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
-            self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0, Meta.FORGETTING: None})
+            self._put({Meta.LAST_INDEXED: now_iso(), Meta.FTS_CHANGED: 0, Meta.FORGETTING: None,
+                       Meta.FORGETS: next_forget(self.meta(Meta.FORGETS))})
             self._touch()
         self._pack_signatures()
-        checked, left = self._check_forgotten(texts, held)
+        checked, left = self._check_forgotten(sought, held)
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
 
     def _alone(self) -> None:
@@ -5870,29 +5950,45 @@ class SqliteStore(Store, Admin):
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")
 
-    def _asks_quoting(self, ids: set[int], texts: list[str], held: set[bytes]) -> list[int]:
-        """The ids of the logged asks that quote the chunks ids (quoting)."""
+    def _asks_quoting(self, ids: set[int], sought: Sought, held: set[bytes]) -> list[int]:
+        """The ids of the logged asks that quote the chunks ids or the texts sought
+        (quoting), or whose question holds a word only the documents removed held."""
         rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
         asks = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
-        return [rows[i][0] for i in quoting(asks, ids, texts, held)]
+        found = quoting(asks, ids, sought.long, held) + sought.holders(asks)
+        found += only_theirs(asks, sought.texts, lambda w: self.doc_freq(w) == 0)
+        return [rows[i][0] for i in sorted(set(found))]
 
-    def _check_forgotten(self, texts: list[str], held: set[bytes]) -> tuple[str, list]:
+    def _check_forgotten(self, sought: Sought, held: set[bytes]) -> tuple[str, list]:
         """Vacuum, checkpoint the log, then search the file and the log for
-        runs of texts but those held (by kept documents): (what was checked,
-        places left)."""
+        runs of texts but those held (by kept documents), and for the short
+        texts sought that no kept document holds: (what was checked, places left)."""
         self.conn.execute("VACUUM")
         busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         name = self.conn.execute("PRAGMA database_list").fetchone()[2]
-        left = []
-        for r in runs_batches(texts):
-            for path in (name, name + "-wal"):
+        files, left = (name, name + "-wal"), []
+        for r in runs_batches(sought.long):
+            for path in files:
                 left += _runs_left(path, r, held)
-        size = sum(os.path.getsize(p) for p in (name, name + "-wal") if os.path.exists(p))
-        checked = (f"no {FORGET_RUN}-byte run of their text in {os.path.basename(name)} or its "
-                   f"write-ahead log ({size_text(size)} read, after a vacuum)")
+        short = [t for t in sought.short if not self._holding(t)]
+        left += [place for path in files for place in _needles_left(path, short)]
+        size = sum(os.path.getsize(p) for p in files if os.path.exists(p))
+        checked = (f"no {FORGET_RUN}-byte run of their text" + sought.also(short)
+                   + f" in {os.path.basename(name)} or its write-ahead log ({size_text(size)} "
+                   "read, after a vacuum)")
         if busy:
             checked += "; another process was reading the index, so its log could not be emptied"
         return checked, left
+
+    def _holding(self, text: str, gone=frozenset()) -> list[str]:
+        """The documents (but those gone) whose chunks hold text as written (a short text)."""
+        return [rel for rel, path in self.conn.execute(
+            "SELECT DISTINCT d.rel, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE instr(c.text, ?) OR instr(c.heading, ?)", (text, text)) if path not in gone]
+
+    def _kept_short(self, sought: Sought, gone: set[str]) -> set[str]:
+        """The kept documents holding a short text sought (it stays with them)."""
+        return {rel for t in sought.short for rel in self._holding(t, gone)}
 
     def _kept_runs(self, runs: Runs, gone: set[str]) -> tuple[set[bytes], set[str]]:
         """The runs that the chunks of documents not gone hold too (read a row
@@ -6064,9 +6160,12 @@ class SqliteStore(Store, Admin):
     def close(self) -> None:
         self.conn.close()
 
-    def log_ask(self, row: tuple) -> str | None:
+    def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         try:
             with self._patience(_ASK_LOG_WAIT), _transaction(self.conn):
+                # in the write lock, as forget moves it in its own: one of the two comes first
+                if self.meta(Meta.FORGETS) != since:
+                    return FORGOT_MEANWHILE
                 self.conn.execute(f"INSERT INTO asks({', '.join(ASK_COLUMNS)}) VALUES "
                                   f"({', '.join('?' * len(ASK_COLUMNS))})", row)
         except sqlite3.OperationalError as e:  # the answer matters more than its log
@@ -6526,6 +6625,13 @@ class _EngineWriter:
         self.thread.join()
 
 
+def _record_text(record: dict) -> str:
+    """An engine record's text fields as stored (its document, its metadata's
+    strings), one after another: what a forget looks in."""
+    values = [record.get("document")] + list((record.get("metadata") or {}).values())
+    return "\0".join(v for v in values if isinstance(v, str))
+
+
 class EngineStore(Store, Admin):
     """An index in a server engine. Chunks (vector, text, place, its words for
     keyword search) are the engine's records; every document has a marker
@@ -6803,36 +6909,63 @@ class EngineStore(Store, Admin):
         self.wrote([], ids, stamp)
 
     @_engine_reply
-    def forget(self, paths: list[str]) -> Forgotten:
-        """Remove these documents (their chunks and markers) and the logged
-        asks that quoted them, then read every record the engine keeps for
-        runs of their text. The engine's own files are its to compact."""
+    def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
+        """Remove these documents (their chunks and markers), then move
+        Meta.FORGETS (an ask logged from then on that began before removes its
+        own row: log_ask), then the logged asks that quoted them, then read every
+        record the engine keeps for runs of their text (or of the texts more)
+        in its text fields as stored. The engine's own files are its to compact."""
         docs = [_document_number(p) for p in paths]
         chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
-                                       include=("metadatas",)))
-        texts = [f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
-                 for r in chunks]
+                                       include=("metadatas",))) if docs else []
+        sought = Sought([f"{r['metadata'].get('text', '')}\0{r['metadata'].get('heading', '')}"
+                          for r in chunks], list(more))
         ids = {int(r["id"]) for r in chunks}
+        if paths:  # first: the state an ask reads with FORGETS moves before it (forgets)
+            self.delete(paths)
+        self.set_meta({Meta.FORGETS: next_forget(self._fresh_meta(Meta.FORGETS))})
         logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
-        asks = [logged[i]["id"] for i in quoting([r["metadata"] for r in logged], ids, texts)]
+        records = [r["metadata"] for r in logged]
+        found = quoting(records, ids, sought.long) + sought.holders(records) + only_theirs(
+            records, sought.texts, lambda w: self.doc_freq(w) == 0)
+        asks = [logged[i]["id"] for i in sorted(set(found))]
         if asks:
             self.remove(True, ids=asks)
-        self.delete(paths)
-        left, kept = [], set()
-        for r in runs_batches(texts):
-            for side in (False, True):
-                for record in self.all_records(side, include=("metadatas", "documents")):
-                    if not r.holds(json.dumps(record, ensure_ascii=False)):
-                        continue
-                    name = None if side else self._doc_name(record)  # a kept copy's chunk
-                    if name:
-                        kept.add(name)
-                    else:
-                        left.append(f"record {record['id']}")
-        checked = (f"no {FORGET_RUN}-byte run of their text in any record of the engine's two "
-                   "collections (the engine's own files are its to compact)")
+        left, kept = self._left(sought)
+        checked = (f"no {FORGET_RUN}-byte run of their text" + sought.also(sought.short)
+                   + " in any record of the engine's two collections (the engine's own files "
+                   "are its to compact; an ask answered across the forget removes its own row)")
         return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
                          sorted(kept))
+
+    def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
+        """The records holding what forget sought in their text fields (as stored,
+        not escaped as JSON), and the kept documents among them."""
+        left, kept = [], set()
+        batches = list(runs_batches(sought.long)) or [Runs([])]
+        for side in (False, True):
+            for record in self.all_records(side, include=("metadatas", "documents")):
+                text = _record_text(record)
+                if not (any(r.holds(text) for r in batches)
+                        or any(t in text for t in sought.short)):
+                    continue
+                name = None if side else self._doc_name(record)  # a kept copy's chunk
+                if name:
+                    kept.add(name)
+                else:
+                    left.append(f"record {record['id']}")
+        return left, kept
+
+    def _fresh_meta(self, key: str) -> str | None:
+        """A setting as the engine holds it now (another process may have written)."""
+        self._meta = None
+        return self.meta(key)
+
+    def forgets(self) -> str | None:
+        """Read with the state (one request): a FORGETS moved means the state
+        moved first, so what this process read of the documents is read again."""
+        self.state()
+        return self.meta(Meta.FORGETS)
 
     def _doc_name(self, record: dict) -> str | None:
         """A chunk record's document, by its path relative to the folder indexed."""
@@ -7120,14 +7253,24 @@ class EngineStore(Store, Admin):
                 for r in self.all_records(False, include=("metadatas",))
                 if r["metadata"]["doc"] in docs]
 
-    def log_ask(self, row: tuple) -> str | None:
+    def log_ask(self, row: tuple, since: str | None = None) -> str | None:
+        """Written, then FORGETS read again: a forget that moved it before the
+        write ends after it, and may not have seen the row, so the row goes."""
         record = {k: v for k, v in zip(ASK_COLUMNS, row) if v is not None}
+        name = f"ask:{now_iso()}:{os.urandom(6).hex()}"
         try:
-            self.put(True, [{"id": f"ask:{now_iso()}:{os.urandom(6).hex()}",
-                             "metadata": dict(record, kind="ask")}])
+            self.put(True, [{"id": name, "metadata": dict(record, kind="ask")}])
         except RagError as e:  # the answer matters more than its log
             return f"the ask log failed ({e})"
-        return None
+        try:
+            if self._fresh_meta(Meta.FORGETS) == since:
+                return None
+            self.remove(True, ids=[name])
+            return FORGOT_MEANWHILE
+        except RagError as e:  # not known to be kept safely: not kept
+            with contextlib.suppress(RagError):
+                self.remove(True, ids=[name])
+            return f"the ask log failed ({e})"
 
     @_engine_reply
     def asks(self) -> int:
@@ -11206,6 +11349,7 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     number the citations as shown and check each statement against them;
     caller: the name of who asked, for the ask log (a server's key entry)."""
     t0 = time.perf_counter()
+    since = retriever.store.forgets()  # before anything is read: see log_ask
     asked = asked if isinstance(asked, Conversation) else Conversation(asked)
     question = asked.question
     query, judge = search_query(question, asked.history, retriever, generator, log.note)
@@ -11231,7 +11375,7 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     result = Answer(REFUSAL if refusal else s.text, bool(refusal), s.hits, cited, reply.usage,
                     model, prompt, ms, fallback, verdict.relevance, opts.floor, query, tuple(turns),
                     claims=s.claims, refusal=refusal, coverage=verdict.coverage)
-    _record_ask(retriever.store, question, result, log, caller)
+    _record_ask(retriever.store, question, result, log, caller, since)
     return result
 
 
@@ -11329,17 +11473,20 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
 
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
-                caller: str | None = None) -> None:
+                caller: str | None = None, since: str | None = None) -> None:
     """Keep every ask in the index for later inspection, when it can be
     written now (else one note a run, however many questions); caller: the
-    name of who asked (a server's key entry), never a key."""
+    name of who asked (a server's key entry), never a key; since: the
+    store's forgets() before the ask retrieved (a forget since: not kept)."""
     usage = a.usage or {}
     row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
            json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
            usage.get("prompt_tokens"), usage.get("completion_tokens"),
            round(a.latency_ms, 1), caller)
-    why = store.log_ask(row)
-    if why:
+    why = store.log_ask(row, since)
+    if why == FORGOT_MEANWHILE:
+        log.note(f"note: {why}")
+    elif why:
         log.once(f"note: {why}; questions are answered but not logged")
 
 
@@ -14337,61 +14484,145 @@ def _serve_keys(args) -> tuple[str | None, tuple]:
 
 def _forget_arguments(p: argparse.ArgumentParser) -> None:
     """Forget's own arguments."""
-    p.add_argument("targets", nargs="+", metavar="PATH|GLOB",
-                   help="a file or folder (the documents read from it, there or deleted), or a "
-                        "glob on the path relative to the folder indexed ('notes/*.md'; '/...': "
-                        "the whole path)")
+    p.add_argument("targets", nargs="*", metavar="PATH|GLOB",
+                   help="a path: a file or folder, or a document's path relative to the folder "
+                        "indexed (the documents read from it, there or deleted; none left: what "
+                        "is left of the file's text now); else, when it holds * ? or [, a glob "
+                        "on that relative path ('notes/*.md'; '/...': the whole path); the "
+                        "receipt says which")
+    p.add_argument("--text", action="append", default=[], metavar="TEXT",
+                   help="also remove what is left of this text: the logged asks holding it, "
+                        "and a check of the index's files for it (repeatable)")
 
 
-def _forget_targets(store: Store, targets: list[str]) -> list[StoredDocument]:
-    """The stored documents each target names (a usage error for one naming none)."""
+_GLOB_CHARS = LazyPattern(r"[*?\[]")  # what makes a forget target that names no file a glob
+
+
+class _Target(NamedTuple):
+    """A forget target, read as a path or as a glob (never both), the
+    documents it names, and when it names none, the files it names on disk
+    now (what is left of their text is looked for)."""
+
+    given: str
+    kind: str  # "path" or "glob"
+    docs: list
+    files: tuple = ()
+
+
+def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
+    """A target is a path when a file is there, or indexed documents (by
+    real path, or by the path relative to the folder indexed, as written);
+    else a glob when it holds glob characters; else a path naming nothing."""
     import fnmatch
-    docs, chosen = store.documents(), {}
+    if not t.strip():
+        raise UsageError("an empty target names no document (an unset shell variable?); give a "
+                         "path or a glob")
+    real = os.path.realpath(t)
+    found = [d for d in docs if under(d.path, real)] or [
+        d for d in docs if d.rel.replace(os.sep, "/") == t.replace(os.sep, "/")]
+    if found or os.path.lexists(t) or not _GLOB_CHARS.search(t):
+        return _Target(t, "path", found)
+    return _Target(t, "glob", [d for d in docs if fnmatch.fnmatchcase(
+        d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)])
+
+
+def _files_named(target: _Target, roots: list[str]) -> list[str]:
+    """The files under a folder indexed that a target naming no document names
+    on disk: the path itself, or a path or glob relative to such a folder."""
+    import glob
+    t = target.given
+    if target.kind == "path":
+        found = [t] + [os.path.join(r, t) for r in roots]
+    else:
+        found = sorted(p for b in ([""] if t.startswith("/") else [r + os.sep for r in roots])
+                       for p in glob.glob(glob.escape(b) + t))
+    inside = [p for p in found if os.path.isfile(p)
+              and any(under(os.path.realpath(p), r) for r in roots)]
+    return inside[:1] if target.kind == "path" else list(dict.fromkeys(inside))
+
+
+def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
+    """Each target, read (a usage error for one naming no document and no file)."""
+    docs, roots, read = store.documents(), list(indexed_roots(store)), []
     for t in targets:
-        real = os.path.realpath(t)
-        found = [d for d in docs if under(d.path, real) or fnmatch.fnmatchcase(
-            d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)]
-        if not found:
-            raise UsageError(f"{t!r} names no indexed document (a path, or a glob on the path "
-                             "relative to the folder indexed: 'notes/*.md')")
-        chosen.update((d.path, d) for d in found)
-    return list(chosen.values())
+        target = _forget_target(docs, t)
+        if not target.docs:
+            target = target._replace(files=tuple(_files_named(target, roots)))
+        if not target.docs and not target.files:
+            raise UsageError(f"{shown(repr(t))} names no indexed document and no file (a path, "
+                             "or a glob on the path relative to the folder indexed: "
+                             "'notes/*.md'; what is left of a forgotten one whose file is gone: "
+                             "--text)")
+        read.append(target)
+    return read
 
 
 def _cmd_forget(args, cfg: Config, closer) -> int:
     """Remove documents from the index and show that their text left its file."""
+    if not args.targets and not args.text:
+        raise UsageError("give what to forget: a path, a glob, or --text TEXT")
     if not cfg.store:
         if not os.path.isfile(cfg.db):
             raise RagError(f"no index at {shown(cfg.db)}")
         closer.enter_context(index_lock(cfg.db))
     store = closer.enter_context(contextlib.closing(open_store(cfg)))
-    docs = _forget_targets(store, args.targets)
+    targets = _forget_targets(store, args.targets)
+    docs = list({d.path: d for t in targets for d in t.docs}.values())
     roots = indexed_roots(store)
-    f = store.forget([d.path for d in docs])
-    names = sorted(d.rel for d in docs)
-    print(f"forgot {len(docs)} document(s): {listed(names)}")
-    print(f"  removed: {len(docs)} document(s), {f.chunks} chunk(s) with their keyword entries, "
-          f"signatures and vectors; {f.asks} logged ask(s) that quoted them" + (
-              "" if f.cached is None else f"; the embedding cache ({f.cached} vector(s) of removed "
-              "passages, earlier versions of these among them)"))
-    print(f"  checked: {f.checked}" if not f.left else
-          f"  checked: FOUND runs of their text still at {', '.join(f.left)}")
-    if f.kept:
-        print(f"  kept: documents not forgotten hold runs of the same text, which stay with them: "
-              f"{listed(f.kept)}")
+    more = [*_texts_on_disk([p for t in targets for p in t.files]), *args.text]
+    f = store.forget([d.path for d in docs], more)
+    _forget_receipt(targets, docs, f, args.text)
     back = [d for d in docs if os.path.exists(d.path) and any(under(d.path, r) for r in roots)]
     if back:
         lines = _ignore_lines(back, roots, args.targets)
         print(f"  note: {len(back)} of them are still in folders indexed: the next index run "
               "reads them again; to keep them out, add " + "; ".join(
-                  f"'{line}' to {shown(os.path.join(root, '.ragignore'))}"
+                  f"'{shown(line)}' to {shown(os.path.join(root, '.ragignore'))}"
                   for root, line in lines[:_SKIP_NAMES])
               + (f" (and {len(lines) - _SKIP_NAMES} more lines)" if len(lines) > _SKIP_NAMES
                  else ""))
     if f.left:
         raise RagError("their text is still in the index's files (see above); stop every "
-                       "process reading the index and run forget again")
+                       "process reading the index and run forget again (the same paths, or "
+                       "--text with the text)")
     return 0
+
+
+def _forget_receipt(targets: list[_Target], docs: list, f: Forgotten, texts: list[str]) -> None:
+    """What forget removed and checked, each target said as read (path or glob)."""
+    names = sorted(d.rel for d in docs)
+    print(f"forgot {len(docs)} document(s)" + (f": {listed(names)}" if names else ""))
+    said = [f"{shown(repr(t.given))} as a {t.kind}" + (
+        "" if t.docs else f" (no document left: what is left of the text of {len(t.files)} "
+                          "file(s) as they are now)")
+        for t in targets] + [f"{len(texts)} text(s) given"] * bool(texts)
+    print(f"  targets: {'; '.join(said)}")
+    print(f"  removed: {len(docs)} document(s), {f.chunks} chunk(s) with their keyword entries, "
+          f"signatures and vectors; {f.asks} logged ask(s) that quoted them (cited them, held a "
+          f"{FORGET_RUN}-byte run of their text or a text given, or asked with a word only they "
+          "held)" + ("" if f.cached is None else f"; the embedding cache ({f.cached} vector(s) "
+                     "of removed passages, earlier versions of these among them)"))
+    print(f"  checked: {f.checked}" if not f.left else
+          f"  checked: FOUND runs of their text still at {', '.join(f.left)}")
+    if f.kept:
+        print(f"  kept: documents not forgotten hold runs of the same text, which stay with them: "
+              f"{listed(f.kept)}")
+
+
+def _texts_on_disk(paths: list[str]) -> list[str]:
+    """The text of each file at paths as rag reads it now (a forgotten
+    document's file: what is left of it is looked for)."""
+    texts = []
+    for p in paths:
+        try:
+            with open(p, "rb") as f:
+                data = f.read(MAX_FILE_MB * 1_000_000 + 1)
+            lines, _ = parse_document(p, data[:MAX_FILE_MB * 1_000_000])
+        except (OSError, Unreadable, RagError) as e:
+            raise RagError(f"cannot read {shown(p)} to look for what is left of it "
+                           f"({getattr(e, 'strerror', None) or e}); give --text") from None
+        texts.append("\n".join(line.text for line in lines))
+    return texts
 
 
 def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
@@ -14403,10 +14634,25 @@ def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
     for d in docs:
         for root in (r for r in roots if under(d.path, r) and os.path.isdir(r)):
             top = next((f for f in folders if under(d.path, f) and under(f, root)), None)
-            line = (os.path.relpath(top, root).replace(os.sep, "/") + "/" if top and top != root
-                    else os.path.relpath(d.path, root).replace(os.sep, "/"))
+            line = (ignore_line(os.path.relpath(top, root)) + "/" if top and top != root
+                    else ignore_line(os.path.relpath(d.path, root)))
             pairs[(root, line)] = None
     return list(pairs)
+
+
+def ignore_line(rel: str) -> str:
+    """A .ragignore line naming exactly rel (relative to its folder) as
+    _PathFilter reads lines: anchored by a '/' (so '#' or '!' cannot lead,
+    and no folder deeper matches), each glob character in brackets, trailing
+    spaces too (a line's end is stripped). A line break cannot be in a line:
+    there it is '?' (any one character).
+
+    >>> ignore_line("a[1].md"), ignore_line("#plan.md"), ignore_line("sub/!n *.md ")
+    ('/a[[]1].md', '/#plan.md', '/sub/!n [*].md[ ]')
+    """
+    name = "".join("?" if c.splitlines() != [c] else f"[{c}]" if c in "*?[" else c
+                   for c in rel.replace(os.sep, "/"))
+    return "/" + re.sub(r"\s+$", lambda m: "".join(f"[{c}]" for c in m.group()), name)
 
 
 def _stats_arguments(p: argparse.ArgumentParser) -> None:

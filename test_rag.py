@@ -2490,7 +2490,7 @@ class StoreTests(RagTestCase):
         self.assertIn("forgot 1 document(s): " + os.path.join("plans", "merger.md"), out)
         self.assertRegex(out, r"removed: 1 document\(s\), 1 chunk\(s\) .*; 1 logged ask\(s\) .*; the embedding cache \(\d\d vector")
         self.assertIn("checked: no 40-byte run of their text in index.db or its write-ahead log", out)
-        self.assertIn("the next index run reads them again; to keep them out, add 'plans/merger.md' to "
+        self.assertIn("the next index run reads them again; to keep them out, add '/plans/merger.md' to "
                       + os.path.join(self.docs, ".ragignore"), out)
         self.assertEqual((self.runs_left(self.PLAN), self.runs_left(old)), ([], []))
         self.assertEqual(self.rows("SELECT question FROM asks"), [("How long do refunds take?",)])
@@ -2543,16 +2543,147 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         self.ok("index", os.path.join(self.docs, "plans"))  # a folder inside, indexed on its own too
         out = self.ok("forget", os.path.join(self.docs, "plans", "merger.md"))
-        self.assertIn(f"add 'plans/merger.md' to {os.path.join(self.docs, '.ragignore')}; 'merger.md' "
+        self.assertIn(f"add '/plans/merger.md' to {os.path.join(self.docs, '.ragignore')}; '/merger.md' "
                       f"to {os.path.join(self.docs, 'plans', '.ragignore')}", out)
-        for folder, line in ((self.docs, "plans/merger.md"), (os.path.join(self.docs, "plans"), "merger.md")):
+        for folder, line in ((self.docs, "/plans/merger.md"), (os.path.join(self.docs, "plans"), "/merger.md")):
             with open(os.path.join(folder, ".ragignore"), "a") as f:
                 f.write(line + "\n")
         self.ok("index", self.docs)
         self.ok("index", os.path.join(self.docs, "plans"))
         self.assertEqual(self.runs_left(self.PLAN), [])  # kept out, as the receipt said
-        self.assertIn(f"add 'plans/' to {os.path.join(self.docs, '.ragignore')}",  # a folder: its line
+        self.assertIn(f"add '/plans/' to {os.path.join(self.docs, '.ragignore')}",  # a folder: its line
                       self.ok("forget", os.path.join(self.docs, "plans")))
+
+    def test_forget_an_ask_answered_across_it_is_not_logged(self):
+        self.write_docs()
+        self.write("plans/merger.md", self.PLAN)
+        self.ok("index", self.docs)
+        entered, release = threading.Event(), threading.Event()
+
+        class Slow(rag.Generator):  # a chat server that answers after the forget has run
+            model = "slow"
+
+            def generate(self, system, prompt, history=(), evidence=None):
+                entered.set()
+                release.wait()
+                return rag.Reply("Acme will buy Globex for 41 million dollars in the third quarter [1].")
+        store = rag.SqliteStore.open(self.db, shared=True)  # a server's, used by its threads
+        self.addCleanup(store.close)
+        done, err = [], io.StringIO()
+        def ask():
+            try:
+                done.append(rag.answer_question(rag.Retriever(store, rag.HashEmbedder()), Slow(),
+                                                "What will Acme pay for Globex?", rag.AskOptions(floor=-1.0),
+                                                rag.Log()))  # its notes to err
+            finally:
+                entered.set()  # a failure before the model is asked ends the wait too
+        asker = threading.Thread(target=ask)
+        with contextlib.redirect_stderr(err):
+            asker.start()
+            entered.wait()
+            self.assertEqual(done, [])  # in flight, at the model
+            out = self.ok("forget", "plans/merger.md")
+            release.set()
+            asker.join()
+        self.assertIn("checked: no 40-byte run", out)
+        self.assertIn("41 million", done[0].text)  # answered, from what it read before
+        self.assertEqual(self.rows("SELECT question FROM asks"), [])  # but not logged after the receipt
+        self.assertEqual(self.runs_left(self.PLAN), [])
+        self.assertIn("a forget ran while it was answered, so it is not logged", err.getvalue())
+        self.ok("ask", "What will Acme pay for Globex?")  # asked after it: logged
+        self.assertEqual(len(self.rows("SELECT question FROM asks")), 1)
+
+    def test_forget_again_finds_what_is_left_by_the_file_or_by_text(self):
+        self.write_docs()
+        plan = self.write("plans/merger.md", self.PLAN)
+        self.ok("index", self.docs)
+        self.ok("forget", "plans/merger.md")
+        def leftover(question, answer):  # as a race, or an older rag.py, left it
+            conn = sqlite3.connect(self.db)
+            conn.execute("INSERT INTO asks(at, question, chunk_ids, scores, answer, refused, model, latency_ms) "
+                         "VALUES ('now', ?, '[]', '[]', ?, 0, 'x', 1.0)", (question, answer))
+            conn.commit()
+            conn.close()
+        leftover("Who buys whom?", "Acme will buy Globex for 41 million dollars in the third quarter.")
+        leftover("How long do refunds take?", "Refunds take 5 to 7 business days.")
+        self.assertTrue(self.runs_left(self.PLAN))
+        out = self.ok("forget", "plans/merger.md")  # no document left: the file's text now
+        self.assertIn("forgot 0 document(s)", out)
+        self.assertIn("targets: 'plans/merger.md' as a path (no document left: what is left of the text of 1 "
+                      "file(s) as they are now)", out)
+        self.assertIn("1 logged ask(s)", out)
+        self.assertEqual((self.runs_left(self.PLAN), self.rows("SELECT question FROM asks")),
+                         ([], [("How long do refunds take?",)]))
+        os.remove(plan)  # gone from disk too: only the text itself names it
+        leftover("Is Bluebird late?", "I could not find the answer in the provided documents.")
+        self.assertIn("whose file is gone: --text", self.error_line("forget", "plans/*", code=2))
+        out = self.ok("forget", "--text", "bluebird")
+        self.assertIn("targets: 1 text(s) given", out)
+        self.assertIn("checked: no 40-byte run of their text, nor the 1 shorter text(s) given, in index.db", out)
+        self.assertEqual(self.rows("SELECT question FROM asks"), [("How long do refunds take?",)])
+        self.assertIn("give what to forget", self.error_line("forget", code=2))
+        path = os.path.join(self.dir, "blocks")
+        with open(path, "wb") as f:
+            f.write(b"x" * 1020 + b"Bluebird" + b"y" * 2000 + b"Bluebird")
+        with mock.patch.object(rag, "_READ_BLOCK", 1024):  # across two blocks read, then inside one
+            self.assertEqual(rag._needles_left(path, ["Bluebird", "Zorblax"]),
+                             ["blocks at byte 1020", "blocks at byte 3028"])
+
+    def test_forget_removes_refused_asks_asking_with_a_word_only_they_held(self):
+        self.write_docs()
+        self.write("plans/merger.md", "# Project Bluebird\n\n" + self.PLAN)
+        self.ok("index", self.docs)
+        for question in ("Is Bluebird on schedule?", "How long do refunds take?", "Who is Zorblax?"):
+            a = json.loads(self.ok("ask", question, "--min-score", "0.99", "--json"))
+            self.assertTrue(a["refused"], question)  # nothing cited, no run of the text quoted
+        out = self.ok("forget", "plans/*")
+        self.assertIn("1 logged ask(s) that quoted them (cited them, held a 40-byte run of their text or a "
+                      "text given, or asked with a word only they held)", out)
+        self.assertEqual(sorted(self.rows("SELECT question FROM asks")),
+                         [("How long do refunds take?",), ("Who is Zorblax?",)])  # words others hold, or none held
+
+    def test_forget_target_is_a_path_or_a_glob_never_both(self):
+        self.write("a[1].md", "# One\n\nThe bracketed file holds the first draft.\n")
+        self.write("a1.md", "# Two\n\nThe plain file holds the second draft.\n")
+        self.write("b.md", "# Three\n\nA third file stays.\n")
+        self.ok("index", self.docs)
+        here = os.getcwd()
+        os.chdir(self.docs)  # an unset variable here would name every document
+        try:
+            line = self.error_line("forget", "", code=2)
+        finally:
+            os.chdir(here)
+        self.assertIn("an empty target names no document", line)
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
+        out = self.ok("forget", "a[1].md")  # its name: a path, never the glob that names a1.md
+        self.assertIn("forgot 1 document(s): a[1].md", out)
+        self.assertIn("targets: 'a[1].md' as a path", out)
+        self.assertEqual(sorted(self.rows("SELECT rel FROM documents")), [("a1.md",), ("b.md",)])
+        out = self.ok("forget", "a?.md")
+        self.assertIn("forgot 1 document(s): a1.md", out)
+        self.assertIn("targets: 'a?.md' as a glob", out)
+        outside = os.path.join(self.dir, "b.md")  # a file, but not under a folder indexed
+        with open(outside, "w") as f:
+            f.write("A third file stays.\n")
+        self.assertIn("names no indexed document and no file", self.error_line("forget", outside, code=2))
+        self.assertEqual(self.rows("SELECT rel FROM documents"), [("b.md",)])
+
+    def test_forget_suggests_a_ragignore_line_that_keeps_out_that_file_alone(self):
+        names = ["a[1].md", "#plan.md", "!notes.md", " lead.md", "trail.md ", "back\\slash.md", "st*r.md",
+                 "sub/q?.md", "sub/[x].md"]
+        decoys = ["a1.md", "plan.md", "notes.md", "lead.md", "trail.md", "slash.md", "stXr.md", "sub/qx.md",
+                  "sub/x.md", "deep/a[1].md", "deep/#plan.md"]
+        for n, name in enumerate(names + decoys):
+            self.write(name, f"# File {n}\n\nThis is file number {n} of the set.\n")
+        self.assertEqual(self.run_cli("index", self.docs)[0], 0)  # alike: a note on the floor
+        lines = []
+        for name in names:
+            out = self.ok("forget", os.path.join(self.docs, name))
+            lines += re.findall(r"add '(.*)' to " + re.escape(os.path.join(self.docs, ".ragignore")), out)
+        self.assertEqual(len(lines), len(names), lines)
+        self.write(".ragignore", "".join(line + "\n" for line in lines))
+        self.assertEqual(self.run_cli("index", self.docs)[0], 0)
+        self.assertEqual(sorted(r for (r,) in self.rows("SELECT rel FROM documents")), sorted(decoys))
 
 
 class ExportTests(RagTestCase):
@@ -2629,6 +2760,40 @@ class EngineTests(RagTestCase):
         self.assertEqual([plan[i:i + 40] for i in range(len(plan) - 39) if plan[i:i + 40] in data], [])
         self.assertIn("How long do refunds take?", held())
         self.assertEqual(json.loads(self.ok("stats", "--json", "--store", engine.url()))["documents"], 3)
+
+    def test_engine_forget_finds_runs_across_a_newline_or_a_quote_as_stored(self):
+        engine = self.engine()
+        self.write_docs()
+        self.write("plans/merger.md", StoreTests.PLAN)
+        self.ok("index", self.docs, "--store", engine.url())
+        self.ok("ask", "What will Acme pay for Globex?", "--store", engine.url())
+        text = 'He said "Acme will buy Globex for 41 million dollars in the third quarter;\nthe board votes"'
+        engine.records("docs-rag")["note:1"] = {"id": "note:1", "metadata": {"kind": "note", "value": text},
+                                                "embedding": [0.0], "document": None}
+        line = self.error_line("forget", "plans/merger.md", "--store", engine.url())
+        self.assertIn("their text is still in the index's files", line)
+        code, out, _ = self.run_cli("forget", "plans/merger.md", "--store", engine.url())  # again: the file now
+        self.assertEqual(code, 1)
+        self.assertIn("FOUND runs of their text still at record note:1", out)
+        del engine.records("docs-rag")["note:1"]
+        out = self.ok("forget", "--text", "Globex for 41 million", "--store", engine.url())
+        self.assertIn("checked: no 40-byte run of their text, nor the 1 shorter text(s) given, in any record", out)
+
+    def test_engine_an_ask_answered_across_a_forget_removes_its_own_row(self):
+        engine = self.engine()
+        self.write_docs()
+        self.write("plans/merger.md", StoreTests.PLAN)
+        self.ok("index", self.docs, "--store", engine.url())
+        store = rag.open_store(rag.config_from_env(store=engine.url()))
+        self.addCleanup(store.close)
+        since = store.forgets()  # an ask begins
+        self.ok("forget", "plans/merger.md", "--store", engine.url())
+        row = ("now", "What will Acme pay?", "[]", "[]", "Acme will buy Globex for 41 million dollars.", 0, "x",
+               None, None, 1.0, None)
+        self.assertEqual(store.log_ask(row, since), rag.FORGOT_MEANWHILE)
+        self.assertNotIn("41 million", json.dumps(engine.records("docs-rag")))
+        self.assertIsNone(store.log_ask(row, store.forgets()))  # one that began after it is kept
+        self.assertIn("41 million", json.dumps(engine.records("docs-rag")))
 
     def test_engine_commands_answer_as_on_sqlite(self):
         engine = self.engine()
@@ -6516,6 +6681,41 @@ class HttpTests(RagTestCase):
             rel = os.path.relpath(h["path"], self.docs)
             out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
         return out
+
+    def test_serve_a_streamed_chat_in_flight_across_forget_is_not_logged(self):
+        self.write("plans/merger.md", StoreTests.PLAN)
+        self.ok("index", self.docs)
+        chat = FakeServer()
+        self.addCleanup(chat.close)
+        os.environ.update(LLM_BASE_URL=chat.url, LLM_API_KEY=SECRET, EMBED_MODEL=rag.BUILTIN_MODEL)
+        asked, release = threading.Event(), threading.Event()
+        quote = "Acme will buy Globex for 41 million dollars in the third quarter [1]."
+        def held(body):  # the model still writing when forget runs
+            asked.set()
+            release.wait()
+            events = [json.dumps({"choices": [{"delta": {"content": quote[i:i + 9]}}]}) for i in range(0, len(quote), 9)]
+            return 200, {"Content-Type": "text/event-stream"}, "".join(f"data: {e}\n\n" for e in events + ["[DONE]"]).encode()
+        chat.chat_faults = [held]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):  # the server's notes
+            self.serve()
+        got = []
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "What will Acme pay for Globex?"}]}
+        streamer = threading.Thread(target=lambda: got.append(self.request("POST", "/v1/chat/completions", body)))
+        streamer.start()
+        asked.wait()
+        out = self.ok("forget", "plans/merger.md")
+        release.set()
+        streamer.join()
+        self.assertIn("checked: no 40-byte run", out)
+        self.assertIn("41 million", "".join(json.loads(e)["choices"][0]["delta"].get("content", "")
+                                          for e in self.events(got[0][2]) if e != "[DONE]" and json.loads(e)["choices"]))
+        self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(0,)])
+        self.assertIn("a forget ran while it was answered", err.getvalue())
+        for path in (self.db, self.db + "-wal"):
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    self.assertNotIn(b"41 million dollars in the third quarter", f.read())
 
     def test_serve_search_and_ask_give_what_the_cli_gives(self):
         self.serve()

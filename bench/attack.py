@@ -791,12 +791,93 @@ def check_chunk_ids(tmp):
         f"ids shown: {sorted(set(map(str, ids)))}; as numbers: {len(numbers)}"
 
 
+class SlowQuoter:
+    """A chat server on a free loopback port that holds each answer until
+    released, then quotes the first passage it was given (cited [1])."""
+
+    def __init__(self):
+        self.asked, self.release = threading.Event(), threading.Event()
+        quoter = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                quoter.asked.set()
+                quoter.release.wait(STEP)
+                m = re.search(r'<passage n="1"[^>]*>\n(.*?)\n</passage>', body["messages"][-1]["content"], re.S)
+                text = (m.group(1).split("\n\n")[-1] if m else "Nothing") + " [1]"
+                out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def check_forget_true_under_load(tmp):
+    """28. Forget: an ask in flight logs no forgotten text after the receipt; a second forget works;
+    '' is a usage error; 'a[1].md' is that file, never a1.md; the .ragignore line keeps out that file alone."""
+    secret = "Acme will buy Globex for 417 million dollars in week 9; Bluebird is the codename."
+    write(os.path.join(tmp, "docs"), {**DOCS, "plans/merger.md": f"# Merger\n\n{secret}\n",
+                                      "a[1].md": "# One\n\nThe bracketed draft.\n",
+                                      "a1.md": "# Two\n\nThe plain draft.\n"})
+    quoter, bad = SlowQuoter(), []
+    env = clean_env(LLM_BASE_URL=quoter.url, LLM_API_KEY="sk-attack", EMBED_MODEL="builtin-hash-v2")
+    db = os.path.join(tmp, "rag.db")
+    def runs_left():
+        data = b"".join(open(p, "rb").read() for p in (db, db + "-wal") if os.path.exists(p))
+        return sum(secret[i:i + 40].encode() in data for i in range(len(secret) - 39))
+    try:
+        rag(["index", "docs"], tmp, env)
+        with Serve([], tmp, env) as s:
+            asker = threading.Thread(target=s.request, args=("POST", "/ask", {"question": "What will Acme pay for Globex?"}))
+            asker.start()
+            quoter.asked.wait(STEP)
+            code, out, err = rag(["forget", "plans/merger.md"], tmp, env)
+            quoter.release.set()
+            asker.join(STEP)
+        if code or "checked: no 40-byte run" not in out or runs_left():
+            bad.append(f"in flight: forget exit {code}, {runs_left()} runs of the text left after the receipt")
+        code, out, err = rag(["forget", "plans/merger.md"], tmp, env)
+        if code:
+            bad.append(f"a second forget: exit {code} {err.strip()[:80]!r}")
+        code, _, _ = rag(["forget", "", "--db", db], os.path.join(tmp, "docs"), env)
+        if code != 2:
+            bad.append(f"forget '' exit {code}")
+        code, out, _ = rag(["forget", "a[1].md"], tmp, env)
+        line = re.search(r"add '([^']*)' to ", out)
+        with open(os.path.join(tmp, "docs", ".ragignore"), "w") as f:
+            f.write((line.group(1) if line else "") + "\n")
+        rag(["index", "docs"], tmp, env)
+        conn = sqlite3.connect(db)
+        rels = sorted(r for (r,) in conn.execute("SELECT rel FROM documents"))
+        conn.close()
+        if "a1.md" not in rels or "a[1].md" in rels:
+            bad.append(f"after forget 'a[1].md' and its .ragignore line: {rels}")
+    finally:
+        quoter.close()
+    return not bad, "; ".join(bad) or "no run after the receipt; forget again exit 0; '' exit 2; only a[1].md went and stays out"
+
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
           check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start,
           check_man_include, check_folder_names, check_note_escapes, check_watch_link_swap,
-          check_ragignore_patterns, check_passage_lookalike, check_ground_numbers, check_chunk_ids]
+          check_ragignore_patterns, check_passage_lookalike, check_ground_numbers, check_chunk_ids,
+          check_forget_true_under_load]
 
 
 def main(argv):
