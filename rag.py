@@ -186,6 +186,9 @@ OCR_TIMEOUT = 60              # seconds for one page or image
 OCR_FILE_TIMEOUT = 600        # seconds for all the scanned pages of one PDF
 OCR_DPI = 300                 # scanned pages rendered at the resolution tesseract reads best
 OCR_LANG = "eng"              # tesseract's language unless --ocr-lang or RAG_OCR_LANG
+# tesseract held 231 MB for a colour picture of 18.9 million pixels (bench/README.md, "Bounded
+# work"); an A3 page at OCR_DPI is 17.4 million: a larger page or picture is refused unread.
+OCR_MAX_PIXELS = 20_000_000
 
 DEFAULT_DB = "rag.db"
 DEFAULT_CHUNK_SIZE = 1200
@@ -1132,8 +1135,8 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
         data = unpack(data, kind)
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        lines = fmt.from_bytes(path, data, ocr_lang) if fmt.ocr else fmt.from_bytes(path, data)
-        warning = None
+        lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
+                          else (fmt.from_bytes(path, data), None))
     else:
         text, warning = _decode(data)
         lines = fmt.text(text)
@@ -2302,6 +2305,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
     # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
     # 2 cores (bench/README.md, "OCR"), as its own documentation warns
+    _ocr_budget(_image_size(image))
     env = {"OMP_THREAD_LIMIT": "1", **os.environ}
     try:
         out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
@@ -2314,9 +2318,104 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     return out.decode("utf-8", "replace").replace("\f", "")
 
 
-def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
+    """Unreadable unless a picture's size (width, height; None: unknown) is
+    within OCR_MAX_PIXELS: checked before anything decodes or renders it."""
+    if size is None:
+        raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
+    if size[0] * size[1] > OCR_MAX_PIXELS:
+        raise Unreadable(f"not read: the {what} is {size[0]:,} x {size[1]:,} pixels, over OCR's "
+                         f"budget of {OCR_MAX_PIXELS:,}")
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """A picture's width and height from its header (the largest page of a
+    TIFF); None for a format or header not known here."""
+    import struct
+    try:
+        for magic, reader in _IMAGE_HEADERS:
+            if data.startswith(magic):
+                return reader(data, struct)
+    except struct.error:  # cut short
+        return None
+    return None
+
+
+def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The first frame header's size, found segment by segment."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF:
+        marker = data[i + 1]
+        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:  # fill, no length
+            i += 1 if marker == 0xFF else 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame
+            h, w = struct.unpack_from(">HH", data, i + 5)
+            return w, h
+        i += 2 + struct.unpack_from(">H", data, i + 2)[0]
+    return None
+
+
+_TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is not read
+
+
+def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest page's size: each page's directory holds its width (tag 256)
+    and height (257), as a short or a long."""
+    order = "<" if data[:2] == b"II" else ">"
+    if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
+        return None
+    at, pages, seen = struct.unpack_from(order + "I", data, 4)[0], [], set()
+    while at and at not in seen and len(seen) < _TIFF_PAGES:
+        seen.add(at)
+        n, tags = struct.unpack_from(order + "H", data, at)[0], {}
+        for e in range(at + 2, at + 2 + 12 * n, 12):
+            tag, kind = struct.unpack_from(order + "HH", data, e)
+            if tag in (256, 257) and kind in (3, 4):
+                tags[tag] = struct.unpack_from(order + ("H" if kind == 3 else "I"), data, e + 8)[0]
+        if len(tags) < 2:
+            return None
+        pages.append((tags[256], tags[257]))
+        at = struct.unpack_from(order + "I", data, at + 2 + 12 * n)[0]
+    return None if at else max(pages, key=lambda p: p[0] * p[1])
+
+
+def _webp_size(data: bytes, struct) -> tuple[int, int] | None:
+    """From the first chunk: lossy (VP8), lossless (VP8L) or extended (VP8X)."""
+    kind = data[12:16]
+    if data[8:12] != b"WEBP" or kind not in (b"VP8 ", b"VP8L", b"VP8X"):
+        return None
+    if kind == b"VP8 ":
+        w, h = struct.unpack_from("<HH", data, 26)
+        return w & 0x3FFF, h & 0x3FFF
+    if kind == b"VP8L":
+        bits = struct.unpack_from("<I", data, 21)[0]
+        return (bits & 0x3FFF) + 1, (bits >> 14 & 0x3FFF) + 1
+    w, h = (int.from_bytes(struct.unpack_from("3s", data, at)[0], "little") + 1
+            for at in (24, 27))
+    return w, h
+
+
+_PNM_SIZE = LazyPattern(rb"P[1-6](?:\s+|#[^\n]*\n)+(\d{1,9})(?:\s+|#[^\n]*\n)+(\d{1,9})")
+
+
+def _pnm_size(data: bytes, struct) -> tuple[int, int] | None:
+    m = _PNM_SIZE.match(data[:512])
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+_IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
+    (b"\x89PNG\r\n\x1a\n", lambda d, st: st.unpack_from(">II", d, 16) if d[12:16] == b"IHDR"
+     else None),
+    (b"GIF8", lambda d, st: st.unpack_from("<HH", d, 6)), (b"\xff\xd8", _jpeg_size),
+    (b"II*\0", _tiff_size), (b"MM\0*", _tiff_size), (b"RIFF", _webp_size), (b"P", _pnm_size))
+
+
+def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
+               ) -> tuple[list[Line], str | None]:
     """A PDF's text through poppler's pdftotext, cited by page; a page with no
-    text layer (or almost none) is read by OCR instead, when tesseract is here."""
+    text layer (or almost none) is read by OCR instead, when tesseract is here
+    (the warning names the pages over its budget)."""
     exe = _shutil_which("pdftotext")
     if not exe:
         raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
@@ -2329,8 +2428,9 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
         pages.pop()  # pdftotext ends each page with a form feed
     scanned = [n for n, page in enumerate(pages, 1)
                if sum(c.isalnum() for c in page) < _SCANNED_BELOW]
+    refused: list[str] = []
     try:
-        read = _ocr_pages(data, scanned, lang)
+        read = _ocr_pages(data, scanned, lang, refused)
     except MissingTool:
         if len(scanned) == len(pages):
             raise  # nothing else to read: the file is skipped, and the tool named once a run
@@ -2338,32 +2438,64 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
     out = _Outline()
     for n, page in enumerate(pages, 1):
         out.paras(read.get(n, page), f"p.{n}")
-    return out.lines
+    return out.lines, "; ".join(refused) or None
 
 
-def _ocr_pages(data: bytes, numbers: list[int], lang: str) -> dict[int, str]:
+def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
+               ) -> dict[int, str]:
     """The text OCR reads on these pages of a PDF (rendered by poppler's
-    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone."""
+    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone; a page
+    over OCR's budget is not rendered (refused: why, for the note)."""
     exe = _shutil_which("pdftoppm")
     if numbers and not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
     deadline = time.monotonic() + OCR_FILE_TIMEOUT
+    sizes = _pdf_page_pixels(data, numbers) if numbers else {}
     read = {}
     for n in numbers:
         left = deadline - time.monotonic()
         if left <= 0:
             break
+        try:
+            _ocr_budget(sizes.get(n), "page")
+        except Unreadable as e:
+            refused.append(f"p.{n} {e}")
+            continue
+        w, h = sizes[n]  # also the most pdftoppm draws, whatever else the page says
         image = _run_tool(exe, ["-f", str(n), "-l", str(n), "-r", str(OCR_DPI), "-gray",
+                                "-x", "0", "-y", "0", "-W", str(w), "-H", str(h),
                                 "-singlefile", "-"], data, min(PDF_TIMEOUT, left))
         read[n] = ocr_text(image, lang, min(OCR_TIMEOUT, left), OCR_DPI)
     return read
 
 
-def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+# pdfinfo's lines 'Page    3 size:  612 x 792 pts (letter)' and 'Page    3 rot:   90'
+_PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.]+))?", re.M)
+
+
+def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
+    """These pages' sizes in pixels at OCR_DPI as pdftoppm renders them (turned
+    by their rotation), from poppler's pdfinfo: known before any is rendered."""
+    exe = _shutil_which("pdfinfo")
+    if not exe:
+        raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
+    said = _run_tool(exe, ["-f", str(min(numbers)), "-l", str(max(numbers)), "-"], data,
+                     PDF_TIMEOUT).decode("utf-8", "replace")
+    sizes, turned = {}, {}
+    for m in _PDF_PAGE_SIZE.finditer(said):  # the page lines come last: a title cannot fake them
+        n = int(m.group(1))
+        if m.group(2) == "rot":
+            turned[n] = float(m.group(3)) % 180 == 90
+        elif m.group(4):
+            sizes[n] = tuple(math.ceil(float(pts) * OCR_DPI / 72) for pts in m.group(3, 4))
+    return {n: (h, w) if turned.get(n) else (w, h) for n, (w, h) in sizes.items()}
+
+
+def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Line], None]:
     """The text OCR reads in an image, cited as the image."""
     out = _Outline()
     out.paras(ocr_text(data, lang), "image")
-    return out.lines
+    return out.lines, None
 
 
 # Man pages: troff source with the man(7) macros, or BSD's mdoc(7). Each line
@@ -2963,7 +3095,7 @@ class Format:
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes], list[Line]] | None = None
     definitions: str | None = None
-    ocr: bool = False  # from_bytes may read images: it takes OCR's language too
+    ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
 
     @property
     def binary(self) -> bool:
