@@ -5224,6 +5224,8 @@ class Meta:
     FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
     READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
                                      # what a server's watch applies (read_rules)
+    NO_TEXT = "no_text"              # the files read with no text, by real path, with their
+                                     # stat then: not read again while unchanged (JSON)
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -7912,7 +7914,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         log.note(f"{shown(path)}: {warning}")
     if not chunks:
         log.skipped(path, "no text", "no text")
-        return "empty", None
+        return "empty", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
+                                   _stat_key(st, time.time()))
     return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
                               _stat_key(st, time.time()))
 
@@ -8263,7 +8266,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         run.batcher.close()
     # only once every document has been redone
     store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
-                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None})
+                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None,
+                    Meta.NO_TEXT: _no_text_json(run.no_text_now, opts)})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
     return run.stats
@@ -8285,6 +8289,8 @@ class _IndexRun:
     restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
     unchanged: frozenset = frozenset()  # (index_paths)
+    no_text: dict = field(default_factory=dict)  # path -> its stat when read with no text
+    no_text_now: dict = field(default_factory=dict)  # the same, as this run leaves it
     stale: list = field(default_factory=list)
     batcher: Batcher | None = None
 
@@ -8301,6 +8307,7 @@ class _IndexRun:
             self.stored_stat = {d.path: d.stat for d in rows if d.stat}
         elif read_with is not None:  # until this run ends: stats untrusted
             self.store.set_meta({Meta.READ_WITH: None})
+        self.no_text = _no_text_read(self.store.meta(Meta.NO_TEXT), self.opts)
         if self.stored and kept not in (None, chunking):
             self.log.note(f"chunk settings changed ({kept} -> {chunking}): re-chunking every "
                           "document; unchanged text is not embedded again")
@@ -8312,7 +8319,14 @@ class _IndexRun:
         key, store, stats = w.key, self.store, self.stats
         self.seen.add(key)
         if w.path in self.unchanged and key not in self.stored:
+            if key in self.no_text:
+                self.no_text_now[key] = self.no_text[key]
             return  # skipped by the watch's last pass, and unchanged since: skipped again
+        if key in self.no_text and key not in self.stored and _unchanged_on_disk(
+                w, self.no_text[key]):
+            self.no_text_now[key] = self.no_text[key]
+            self.log.skipped(w.path, "no text", "no text (unchanged since it was read)")
+            return
         rel = _doc_rel(w.path, key, w.root)
         if key in self.stored_stat and _unchanged_on_disk(w, self.stored_stat[key]):
             status, doc = "unchanged", None  # not read: nothing changed since it was
@@ -8331,9 +8345,12 @@ class _IndexRun:
         elif status == "skipped" and key in self.stored:
             # indexed before, unreadable now: its old text must not be quoted
             self.stale.append(key)
-        elif status == "empty" and key in self.stored:
-            store.delete([key])
-            stats.removed += 1
+        elif status == "empty":
+            if doc and doc.stat:  # not read again while it stays as it is
+                self.no_text_now[key] = doc.stat
+            if key in self.stored:
+                store.delete([key])
+                stats.removed += 1
         elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
@@ -8355,6 +8372,25 @@ class _IndexRun:
                                           "their old text", opts.prune, log)
         store.keep_stats(self.restat)
         store.finished()
+
+
+def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
+    """The files this run found no text in (path -> stat), as Meta.NO_TEXT keeps
+    them: with what decides a file's text (OCR's language too); None for none."""
+    if not files:
+        return None
+    return json.dumps({"read_with": _read_with(opts) + f" ocr_lang={opts.ocr_lang}",
+                       "files": files}, sort_keys=True)
+
+
+def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
+    """Meta.NO_TEXT's files, when read as this run reads (else {}: read again)."""
+    try:
+        got = json.loads(kept or "{}")
+        same = got.get("read_with") == _read_with(opts) + f" ocr_lang={opts.ocr_lang}"
+        return {str(k): str(v) for k, v in got["files"].items()} if same else {}
+    except (ValueError, TypeError, KeyError, AttributeError):  # damaged: each is read again
+        return {}
 
 
 def _read_with(opts: IndexOptions) -> str:

@@ -3440,6 +3440,41 @@ class IndexTests(RagTestCase):
                 self.ok("index", self.docs, "--max-file-mb", "5")
                 self.assertEqual(sorted(reads), sorted(DOCS))
 
+    def test_index_does_not_read_a_file_with_no_text_again_while_unchanged(self):
+        """A file that gave no text (a blank page, an image OCR finds nothing
+        in) is remembered by its stat in the index, not only by a watch: a
+        plain index run does not read it again until it changes or goes."""
+        self.write_docs()
+        blank = self.write("blank.md", "\n   \n\n")
+        reads = []
+        read = rag._read_file
+        def counted(w, *args, **kwargs):
+            reads.append(os.path.basename(w.path))
+            return read(w, *args, **kwargs)
+        with mock.patch.object(rag, "_read_file", counted), \
+                mock.patch.object(rag, "_SETTLE_SECONDS", -1.0):
+            self.ok("index", self.docs)
+            reads.clear()
+            out = self.ok("index", self.docs)
+            self.assertIn("nothing changed", out)
+            self.assertIn("1 no text", out)  # still said, not read again
+            self.assertEqual(reads, [])
+            with open(blank, "a") as f:
+                f.write("\n")  # changed, still no text: read again, then trusted again
+            self.ok("index", self.docs)
+            self.assertEqual(reads, ["blank.md"])
+            reads.clear()
+            self.ok("index", self.docs, "--ocr-lang", "deu")  # another reading: every file again
+            self.assertIn("blank.md", reads)
+            reads.clear()
+            self.ok("index", self.docs, "--ocr-lang", "deu")
+            self.assertEqual(reads, [])
+            with open(blank, "a") as f:
+                f.write("Blank no more: the quarry opens at nine.\n")
+            self.assertIn("indexed 1 file(s)", self.ok("index", self.docs, "--ocr-lang", "deu"))
+            self.assertEqual(reads, ["blank.md"])
+        self.assertIsNone(rag.SqliteStore.open(self.db).meta(rag.Meta.NO_TEXT))
+
     def test_index_a_removal_is_a_change_in_the_summary(self):
         self.write_docs()
         self.ok("index", self.docs)
