@@ -319,7 +319,7 @@ class TimedOut(RagError):
     """The server did not answer within the timeout (it may still be working on it)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 33 MB log is 400,000 of them
 class Line:
     """One line of extracted text, the source lines it came from (an HTML
     paragraph can span several), and for formats without lines its natural
@@ -805,9 +805,12 @@ def _text_lines(text: str) -> list[Line]:
     >>> [(l.no, l.text) for l in _text_lines("a\\r\\nb\\x0cc\\n")]
     [(1, 'a'), (2, 'b\\x0cc')]
     """
-    if text.endswith("\n"):
-        text = text[:-1]
-    return [Line(i, t.rstrip()) for i, t in enumerate(text.split("\n"), 1)] if text else []
+    if text in ("", "\n"):
+        return []
+    parts = text.split("\n")  # not text[:-1] first: a copy of a 33 MB log held beside its lines
+    if parts[-1] == "":
+        parts.pop()  # the last newline ends the last line
+    return [Line(i, t.rstrip()) for i, t in enumerate(parts, 1)]
 
 
 # Byte-order marks and what they mean (UTF-32 LE's begins with UTF-16 LE's, so it is tried first).
@@ -3672,7 +3675,7 @@ def _is_heading(block: _Block, text: str, size: int) -> bool:
 
 def _has_title(blocks: list[_Block], size: int) -> bool:
     """Does the document open with its title: a heading no other heading is above or beside?"""
-    heads = [b for b in blocks if not b.definition
+    heads = [b for b in blocks if not b.definition and b.level
              and _is_heading(b, "\n".join(l.text for l in b.lines).strip(), size)]
     return bool(heads) and heads[0] is blocks[0] and all(b.level > heads[0].level
                                                          for b in heads[1:])
@@ -3693,7 +3696,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
                      _silent_lines(lines), "" if _has_title(blocks, size) else name)
     for block in blocks:
-        text = "\n".join(line.text for line in block.lines).strip()
+        # a heading's text only: a log's one paragraph of 33 MB is not joined here too
+        text = "\n".join(line.text for line in block.lines).strip() if block.level else ""
         if block.definition:
             packer.open_definition(block.title)
         if _is_heading(block, text, size):
@@ -4925,14 +4929,19 @@ def vector_json(vec: list[float]) -> str:
 
 
 class _VectorCodes:
-    """What is stored for a unit vector: its JSON text; its sign-bit
-    signature, byte sketch and the sketch's scale, made when SQLite's write
-    asks (an engine stores none of them)."""
+    """What is stored for a unit vector: its JSON text (as read from the store,
+    else made when a write asks: a large document's vectors wait for their
+    write without it); its sign-bit signature, byte sketch and the sketch's
+    scale, made when SQLite's write asks (an engine stores none of them)."""
 
-    __slots__ = ("json", "vec")
+    __slots__ = ("text", "vec")
 
-    def __init__(self, text: str, vec: array):
-        self.json, self.vec = text, vec
+    def __init__(self, text: str | None, vec: array):
+        self.text, self.vec = text, vec
+
+    @property
+    def json(self) -> str:
+        return self.text or vector_json(self.vec)
 
     @property
     def signature(self) -> bytes:
@@ -4946,7 +4955,7 @@ class _VectorCodes:
 def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
     """A unit vector's _VectorCodes (text: its JSON as stored before). (A sketch
     made again from the stored text may differ slightly: the text is rounded.)"""
-    return _VectorCodes(text or vector_json(vec), array("d", vec))  # 8 bytes a number
+    return _VectorCodes(text, array("d", vec))  # 8 bytes a number
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
@@ -5853,7 +5862,7 @@ class SqliteStore(Store, Admin):
             self.check_model(model, dim, convention)
             stamp = now_iso()
             self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
-            chunk_rows, sig_rows = [], []
+            rows = []  # (id, document's id, chunk, key): each row's texts made as it is written
             next_id = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
             self._changed += self._chunks_of([doc.path for doc, _ in docs])  # replaced
             for doc, keys in docs:
@@ -5863,19 +5872,20 @@ class SqliteStore(Store, Admin):
                     "VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp, doc.stat))
                 for c, key in zip(doc.chunks, keys):
-                    codes = vectors[key]
-                    chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                       c.start_line, c.end_line, c.loc, codes.json, key))
-                    sig_rows.append((next_id, codes.signature, *codes.sketch()))
+                    rows.append((next_id, cur.lastrowid, c, key))
                     next_id += 1
             self.conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, "
                                   "start_line, end_line, loc, vector, key) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  ((i, d, c.ordinal, c.text, c.heading, c.start_line, c.end_line,
+                                    c.loc, vectors[k].json, k) for i, d, c, k in rows))
             self.conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) "
-                                  "VALUES (?, ?, ?, ?)", sig_rows)
+                                  "VALUES (?, ?, ?, ?)", ((i, vectors[k].signature,
+                                                           *vectors[k].sketch())
+                                                          for i, _, _, k in rows))
             self._put({Meta.LAST_INDEXED: stamp})
             self._touch()
-        self._changed += len(chunk_rows)
+        self._changed += len(rows)
 
     def delete(self, paths: list[str]) -> None:
         with _transaction(self.conn):
@@ -8126,6 +8136,7 @@ class Batcher:
                 self.waiting.setdefault(k, t)
         self.docs.append((doc, keys))
         self.held += len(doc.chunks)
+        texts = None  # each text goes once sent: a large document's are not all held
         while len(self.waiting) >= self.pace.batch or (self.waiting and self.held >= self.limit):
             self.send()
         while self.pool and self.pool.pending and self.held >= self.limit:

@@ -167,7 +167,7 @@ def nochange(a, work):
 
 
 def main():
-    global RAG
+    global RAG, DATA
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=["ocr", "log", "nochange"])
     p.add_argument("--mb", type=int, default=33, help="log: its size")
@@ -175,9 +175,10 @@ def main():
     p.add_argument("--icons", type=int, default=52, help="nochange: pictures without text")
     p.add_argument("--runs", type=int, default=5, help="nochange: runs with nothing changed")
     p.add_argument("--keep", metavar="FOLDER", help="work here and keep it (nochange: reuse)")
+    p.add_argument("--data", default=DATA, help="the shared data sets (SciFact, SQuAD)")
     p.add_argument("--rag", default=RAG, help="the rag.py to run (an older one: before)")
     a = p.parse_args()
-    RAG = a.rag
+    RAG, DATA = a.rag, a.data
     work = a.keep or tempfile.mkdtemp(prefix="rag-bounds-")
     os.makedirs(work, exist_ok=True)
     try:
