@@ -1142,6 +1142,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
                           else (fmt.from_bytes(path, data), None))
     else:
         text, warning = _decode(data)
+        data = None  # (a caller that let go of them too: _load_document) its bytes go now
         lines = fmt.text(text)
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return _redact_lines(lines), warning
@@ -3364,12 +3365,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
+def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
+    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size;
+    made as they are packed (a log's one paragraph of 33 MB is not held twice more)."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
-        return [_Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)]
-    offsets, pos = [], 0
+        yield _Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)
+        return
+    offsets, pos = array("q"), 0  # 8 bytes a line, not an int object's 32
     for line in lines:
         offsets.append(pos)
         pos += len(line.text) + 1
@@ -3381,14 +3384,13 @@ def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
             lo, hi = (mid, hi) if offsets[mid] <= i else (lo, mid - 1)
         return lines[lo]
 
-    units: list[_Unit] = []
+    first = True
     for a, b in sentence_spans(text):
         for c, d in _split_spans(text, a, b, size):
             piece = _as_written(text, c, d)
             if piece:
-                units.append(_Unit(piece, line_at(c).no, line_at(d - 1).last,
-                                   " " if units else "\n\n"))
-    return units
+                yield _Unit(piece, line_at(c).no, line_at(d - 1).last, "\n\n" if first else " ")
+                first = False
 
 
 def _as_written(text: str, c: int, d: int) -> str:
@@ -5292,6 +5294,10 @@ class PendingDoc:
     mtime: float
     chunks: tuple
     stat: str = ""  # _stat_key
+    # A large document is written in parts (Batcher.add): the first replaces what is stored
+    # under its path, the last writes its SHA-256 and stat (until then, it is read again).
+    opens: bool = True
+    closes: bool = True
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
@@ -5601,6 +5607,8 @@ class Store:
     """Storage for one index: what indexing and retrieval need. Subclasses
     give the primitives; the rest is built on them here."""
 
+    writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
+
     # settings (the meta table's keys, Meta)
     def meta(self, key: str) -> str | None:
         raise NotImplementedError
@@ -5781,6 +5789,7 @@ class SqliteStore(Store, Admin):
     candidates from the signatures and sketches (SignatureIndex)."""
 
     name = "sqlite"
+    writes_parts = True
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -5864,15 +5873,11 @@ class SqliteStore(Store, Admin):
             self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
             rows = []  # (id, document's id, chunk, key): each row's texts made as it is written
             next_id = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
-            self._changed += self._chunks_of([doc.path for doc, _ in docs])  # replaced
+            self._changed += self._chunks_of([doc.path for doc, _ in docs if doc.opens])
             for doc, keys in docs:
-                self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
-                cur = self.conn.execute(
-                    "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp, doc.stat))
+                doc_id = self._document_row(doc, stamp)
                 for c, key in zip(doc.chunks, keys):
-                    rows.append((next_id, cur.lastrowid, c, key))
+                    rows.append((next_id, doc_id, c, key))
                     next_id += 1
             self.conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, "
                                   "start_line, end_line, loc, vector, key) "
@@ -5886,6 +5891,21 @@ class SqliteStore(Store, Admin):
             self._put({Meta.LAST_INDEXED: stamp})
             self._touch()
         self._changed += len(rows)
+
+    def _document_row(self, doc: PendingDoc, stamp: str) -> int:
+        """The id of doc's row: a new one when doc opens (what was stored under its
+        path goes), else the one its first part made; its SHA-256 and stat when it closes."""
+        done = (doc.sha256, doc.stat) if doc.closes else ("", "")
+        if not doc.opens:
+            (doc_id,), = self.conn.execute("SELECT id FROM documents WHERE path = ?", (doc.path,))
+            self.conn.execute("UPDATE documents SET sha256 = ?, stat = ? WHERE id = ?",
+                              (*done, doc_id))
+            return doc_id
+        self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
+        return self.conn.execute(
+            "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (doc.path, doc.rel, done[0], doc.size, doc.mtime, stamp, done[1])).lastrowid
 
     def delete(self, paths: list[str]) -> None:
         with _transaction(self.conn):
@@ -7899,7 +7919,10 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
-        lines, warning = parse_document(path, data, fmt, opts.ocr_lang)
+        # parse_document holds the only reference: the bytes go once decoded, not held
+        # beside a large file's lines
+        data, got = [data], None
+        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
         if via:  # cited where the text is: 'man1/zcat.1.gz → man1/gzip.1.gz:40-52'
             lines = [replace(l, loc=f"→ {via}:{l.no}") for l in lines]
         got = data = None  # the bytes go before chunking: a large file is not held twice
@@ -8123,6 +8146,16 @@ class Batcher:
         self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
+        """Embed and store doc: a document of more chunks than are held at most
+        is written in parts of that many (a 33 MB log's vectors are not all held)."""
+        n, step = len(doc.chunks), self.limit
+        if n <= step or not self.store.writes_parts:
+            return self._add(doc)
+        for i in range(0, n, step):
+            self._add(replace(doc, chunks=doc.chunks[i:i + step], opens=i == 0,
+                              closes=i + step >= n))
+
+    def _add(self, doc: PendingDoc) -> None:
         texts = [embed_text(c) for c in doc.chunks]
         keys = [text_key(t) for t in texts]
         unknown = [k for k in dict.fromkeys(keys)

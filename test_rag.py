@@ -3475,6 +3475,52 @@ class IndexTests(RagTestCase):
             self.assertEqual(reads, ["blank.md"])
         self.assertIsNone(rag.SqliteStore.open(self.db).meta(rag.Meta.NO_TEXT))
 
+    def test_index_a_large_document_written_in_parts_as_if_whole(self):
+        """A document of more chunks than a run holds at once is written in parts
+        (its vectors are not all held): the same rows as written whole; its
+        SHA-256 only with its last part, so a run stopped midway reads it again."""
+        self.write("big.md", "\n\n".join(f"Paragraph {n} tells of harbour {n} and its ships."
+                                          for n in range(40)))
+        def rows(db):
+            conn = sqlite3.connect(db)
+            try:
+                return conn.execute("SELECT c.id, c.ordinal, c.text, c.vector, s.sig, s.sketch, "
+                                    "d.sha256, d.stat FROM chunks c JOIN documents d ON "
+                                    "d.id = c.doc_id JOIN sigs s ON s.chunk_id = c.id "
+                                    "ORDER BY c.id").fetchall()
+            finally:
+                conn.close()
+        args = ("index", self.docs, "--chunk-size", "60", "--overlap", "0", "--batch-size", "2")
+        whole = os.path.join(self.dir, "whole.db")
+        with mock.patch.object(rag.SqliteStore, "writes_parts", False):
+            self.assertEqual(self.run_cli(*args, db=whole)[0], 0)
+        writes = []
+        write = rag.SqliteStore.write
+        def counted(store, docs, *rest):
+            writes.append([len(d.chunks) for d, _ in docs])
+            return write(store, docs, *rest)
+        with mock.patch.object(rag.Batcher, "HOLD", 2), \
+                mock.patch.object(rag.SqliteStore, "write", counted):
+            self.assertEqual(self.run_cli(*args)[0], 0)  # (a note: the passages are alike)
+        self.assertEqual(len(rows(whole)), 40)
+        self.assertEqual(rows(self.db), rows(whole))
+        self.assertEqual(writes, [[4]] * 10)  # parts of HOLD x batch chunks, one at a time
+        embed = rag.HashEmbedder.embed
+        calls = []
+        def failing(embedder, texts, *rest):
+            calls.append(1)
+            if len(calls) > 5:
+                raise rag.RagError("the embedder stopped")
+            return embed(embedder, texts, *rest)
+        self.write("big.md", "\n\n".join(f"Paragraph {n} tells of river {n} and its boats."
+                                          for n in range(40)))  # none of it embedded before
+        with mock.patch.object(rag.Batcher, "HOLD", 2), \
+                mock.patch.object(rag.HashEmbedder, "embed", failing):
+            self.assertIn("the embedder stopped", self.error_line(*args))
+        self.assertEqual({r[6] for r in rows(self.db)}, {""})  # not complete: not trusted
+        self.assertIn("indexed 1 file(s)", self.run_cli(*args)[1])
+        self.assertNotIn("", {r[6] for r in rows(self.db)})
+
     def test_index_a_removal_is_a_change_in_the_summary(self):
         self.write_docs()
         self.ok("index", self.docs)

@@ -135,21 +135,28 @@ def texts():
                 yield f"{corpus}-{name}", f.read()
 
 
+FILE_CHARS = 200_000  # characters a file of the big folder holds, about
+CHARS_A_CHUNK = 850   # SciFact and SQuAD at the default chunk size: enough copies for --chunks
+
+
 def nochange(a, work):
     folder, db = os.path.join(work, "big"), os.path.join(work, "big.db")
     if not os.path.exists(db):
-        corpus = list(texts())
-        copies = 0
-        while True:  # whole copies until the chunks reach --chunks (about 600 characters each)
-            copies += 1
-            if copies * sum(len(t) for _, t in corpus) / 800 >= a.chunks:
-                break
-        for c in range(copies):
+        # files of about FILE_CHARS, as a documentation folder has (not one a paragraph)
+        corpus, files, size = list(texts()), [[]], 0
+        for name, text in corpus:
+            if size > FILE_CHARS:
+                files.append([])
+                size = 0
+            files[-1].append(f"# {name}\n\n{text}\n")
+            size += len(text)
+        per_copy = sum(len(t) for _, t in corpus) / CHARS_A_CHUNK
+        for c in range(int(a.chunks / per_copy) + 1):
             sub = os.path.join(folder, f"copy{c:02d}")
             os.makedirs(sub)
-            for name, text in corpus:
-                with open(os.path.join(sub, name), "w") as f:
-                    f.write(text)
+            for n, parts in enumerate(files):
+                with open(os.path.join(sub, f"part{n:04d}.md"), "w") as f:
+                    f.write(f"copy {c}\n\n" + "\n".join(parts))
         icons = os.path.join(folder, "icons")
         os.makedirs(icons)
         for n in range(a.icons):  # pictures without text: tesseract finds nothing in them
