@@ -167,6 +167,8 @@ def nochange(a, work):
               + next((l for l in said.splitlines() if "chunks" in l), "").strip())
     time.sleep(2.5)  # past _SETTLE_SECONDS: files read within it are read again, as designed
     runs = [timed(["index", folder, "--db", db]) for _ in range(a.runs)]
+    if not runs:
+        return
     print(f"index, nothing changed: median {statistics.median(s for s, _, _ in runs):.2f} s "
           f"(runs {', '.join(f'{s:.2f}' for s, _, _ in runs)}), "
           f"peak {max(m for _, m, _ in runs):.0f} MB; "
