@@ -2307,9 +2307,9 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
         raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
     if not _OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
+    _ocr_budget(_image_size(image))  # before tesseract decodes it
     # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
     # 2 cores (bench/README.md, "OCR"), as its own documentation warns
-    _ocr_budget(_image_size(image))
     env = {"OMP_THREAD_LIMIT": "1", **os.environ}
     try:
         out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
