@@ -2340,7 +2340,7 @@ def _image_size(data: bytes) -> tuple[int, int] | None:
         for magic, reader in _IMAGE_HEADERS:
             if data.startswith(magic):
                 return reader(data, struct)
-    except struct.error:  # cut short
+    except (struct.error, IndexError):  # cut short
         return None
     return None
 
@@ -2358,6 +2358,26 @@ def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
             return w, h
         i += 2 + struct.unpack_from(">H", data, i + 2)[0]
     return None
+
+
+def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest of the screen and each frame (giflib gives a frame the
+    memory its own header asks for): blocks walked from the header on."""
+    sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
+    at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
+    while at < len(data) and data[at] != 0x3B:  # the trailer
+        if data[at] == 0x2C:  # a frame: its size, its colour table, its data's first byte
+            sizes.append(struct.unpack_from("<HH", data, at + 5))
+            local = data[at + 9]
+            at += 11 + (3 << (local & 7) + 1 if local & 0x80 else 0)
+        elif data[at] == 0x21:  # an extension: its label
+            at += 2
+        else:
+            return None
+        while at < len(data) and data[at]:  # the sub-blocks, each its length then its bytes
+            at += 1 + data[at]
+        at += 1
+    return max(sizes, key=lambda wh: wh[0] * wh[1])
 
 
 _TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is not read
@@ -2411,7 +2431,7 @@ def _pnm_size(data: bytes, struct) -> tuple[int, int] | None:
 _IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
     (b"\x89PNG\r\n\x1a\n", lambda d, st: st.unpack_from(">II", d, 16) if d[12:16] == b"IHDR"
      else None),
-    (b"GIF8", lambda d, st: st.unpack_from("<HH", d, 6)), (b"\xff\xd8", _jpeg_size),
+    (b"GIF8", _gif_size), (b"\xff\xd8", _jpeg_size),
     (b"II*\0", _tiff_size), (b"MM\0*", _tiff_size), (b"RIFF", _webp_size), (b"P", _pnm_size))
 
 

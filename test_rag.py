@@ -904,7 +904,9 @@ class ParseTests(RagTestCase):
         self.write("huge.pdf", b"%PDF-1.4 a page of 7000 x 7000 pt", "wb")
         self.write("huge.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + struct.pack(">II", 25000, 25000)
                    + b"\x08\0\0\0\0", "wb")
-        self.write("huge.gif", b"GIF89a" + struct.pack("<HH", 60000, 60000) + b"\0" * 8, "wb")
+        frame = b"\x2c" + struct.pack("<4H", 0, 0, 60000, 60000) + b"\0\x02\x02\x4c\x01\0"
+        self.write("huge.gif", b"GIF89a" + struct.pack("<HH", 10, 10) + b"\0\0\0"  # a small screen
+                   + b"\x21\xf9\x04\0\0\0\0\0" + frame + b"\x3b", "wb")  # a huge frame
         self.write("a.md", "# A\n\nSomething else.\n")
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
