@@ -187,6 +187,9 @@ OCR_TIMEOUT = 60              # seconds for one page or image
 OCR_FILE_TIMEOUT = 600        # seconds for all the scanned pages of one PDF
 OCR_DPI = 300                 # scanned pages rendered at the resolution tesseract reads best
 OCR_LANG = "eng"              # tesseract's language unless --ocr-lang or RAG_OCR_LANG
+# tesseract held 231 MB for a colour picture of 18.9 million pixels (bench/README.md, "Bounded
+# work"); an A3 page at OCR_DPI is 17.4 million: a larger page or picture is refused unread.
+OCR_MAX_PIXELS = 20_000_000
 
 DEFAULT_DB = "rag.db"
 DEFAULT_CHUNK_SIZE = 1200
@@ -317,7 +320,7 @@ class TimedOut(RagError):
     """The server did not answer within the timeout (it may still be working on it)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a 33 MB log is 400,000 of them
 class Line:
     """One line of extracted text, the source lines it came from (an HTML
     paragraph can span several), and for formats without lines its natural
@@ -807,9 +810,12 @@ def _text_lines(text: str) -> list[Line]:
     >>> [(l.no, l.text) for l in _text_lines("a\\r\\nb\\x0cc\\n")]
     [(1, 'a'), (2, 'b\\x0cc')]
     """
-    if text.endswith("\n"):
-        text = text[:-1]
-    return [Line(i, t.rstrip()) for i, t in enumerate(text.split("\n"), 1)] if text else []
+    if text in ("", "\n"):
+        return []
+    parts = text.split("\n")  # not text[:-1] first: a copy of a 33 MB log held beside its lines
+    if parts[-1] == "":
+        parts.pop()  # the last newline ends the last line
+    return [Line(i, t.rstrip()) for i, t in enumerate(parts, 1)]
 
 
 # Byte-order marks and what they mean (UTF-32 LE's begins with UTF-16 LE's, so it is tried first).
@@ -1137,10 +1143,11 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
         data = unpack(data, kind)
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
-        lines = fmt.from_bytes(path, data, ocr_lang) if fmt.ocr else fmt.from_bytes(path, data)
-        warning = None
+        lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
+                          else (fmt.from_bytes(path, data), None))
     else:
         text, warning = _decode(data)
+        data = None  # (a caller that let go of them too: _load_document) its bytes go now
         lines = fmt.text(text)
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return _redact_lines(lines), warning
@@ -2305,6 +2312,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
         raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
     if not _OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
+    _ocr_budget(_image_size(image))  # before tesseract decodes it
     # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
     # 2 cores (bench/README.md, "OCR"), as its own documentation warns
     env = {"OMP_THREAD_LIMIT": "1", **os.environ}
@@ -2319,9 +2327,124 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     return out.decode("utf-8", "replace").replace("\f", "")
 
 
-def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
+    """Unreadable unless a picture's size (width, height; None: unknown) is
+    within OCR_MAX_PIXELS: checked before anything decodes or renders it."""
+    if size is None:
+        raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
+    if size[0] * size[1] > OCR_MAX_PIXELS:
+        raise Unreadable(f"not read: the {what} is {size[0]:,} x {size[1]:,} pixels, over OCR's "
+                         f"budget of {OCR_MAX_PIXELS:,}")
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """A picture's width and height from its header (the largest page of a
+    TIFF); None for a format or header not known here."""
+    import struct
+    try:
+        for magic, reader in _IMAGE_HEADERS:
+            if data.startswith(magic):
+                return reader(data, struct)
+    except (struct.error, IndexError):  # cut short
+        return None
+    return None
+
+
+def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The first frame header's size, found segment by segment."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF:
+        marker = data[i + 1]
+        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:  # fill, no length
+            i += 1 if marker == 0xFF else 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame
+            h, w = struct.unpack_from(">HH", data, i + 5)
+            return w, h
+        i += 2 + struct.unpack_from(">H", data, i + 2)[0]
+    return None
+
+
+def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest of the screen and each frame (giflib gives a frame the
+    memory its own header asks for): blocks walked from the header on."""
+    sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
+    at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
+    while at < len(data) and data[at] != 0x3B:  # the trailer
+        if data[at] == 0x2C:  # a frame: its size, its colour table, its data's first byte
+            sizes.append(struct.unpack_from("<HH", data, at + 5))
+            local = data[at + 9]
+            at += 11 + (3 << (local & 7) + 1 if local & 0x80 else 0)
+        elif data[at] == 0x21:  # an extension: its label
+            at += 2
+        else:
+            return None
+        while at < len(data) and data[at]:  # the sub-blocks, each its length then its bytes
+            at += 1 + data[at]
+        at += 1
+    return max(sizes, key=lambda wh: wh[0] * wh[1])
+
+
+_TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is not read
+
+
+def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest page's size: each page's directory holds its width (tag 256)
+    and height (257), as a short or a long."""
+    order = "<" if data[:2] == b"II" else ">"
+    if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
+        return None
+    at, pages, seen = struct.unpack_from(order + "I", data, 4)[0], [], set()
+    while at and at not in seen and len(seen) < _TIFF_PAGES:
+        seen.add(at)
+        n, tags = struct.unpack_from(order + "H", data, at)[0], {}
+        for e in range(at + 2, at + 2 + 12 * n, 12):
+            tag, kind = struct.unpack_from(order + "HH", data, e)
+            if tag in (256, 257) and kind in (3, 4):
+                tags[tag] = struct.unpack_from(order + ("H" if kind == 3 else "I"), data, e + 8)[0]
+        if len(tags) < 2:
+            return None
+        pages.append((tags[256], tags[257]))
+        at = struct.unpack_from(order + "I", data, at + 2 + 12 * n)[0]
+    return None if at else max(pages, key=lambda p: p[0] * p[1])
+
+
+def _webp_size(data: bytes, struct) -> tuple[int, int] | None:
+    """From the first chunk: lossy (VP8), lossless (VP8L) or extended (VP8X)."""
+    kind = data[12:16]
+    if data[8:12] != b"WEBP" or kind not in (b"VP8 ", b"VP8L", b"VP8X"):
+        return None
+    if kind == b"VP8 ":
+        w, h = struct.unpack_from("<HH", data, 26)
+        return w & 0x3FFF, h & 0x3FFF
+    if kind == b"VP8L":
+        bits = struct.unpack_from("<I", data, 21)[0]
+        return (bits & 0x3FFF) + 1, (bits >> 14 & 0x3FFF) + 1
+    w, h = (int.from_bytes(struct.unpack_from("3s", data, at)[0], "little") + 1
+            for at in (24, 27))
+    return w, h
+
+
+_PNM_SIZE = LazyPattern(rb"P[1-6](?:\s+|#[^\n]*\n)+(\d{1,9})(?:\s+|#[^\n]*\n)+(\d{1,9})")
+
+
+def _pnm_size(data: bytes, struct) -> tuple[int, int] | None:
+    m = _PNM_SIZE.match(data[:512])
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+_IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
+    (b"\x89PNG\r\n\x1a\n", lambda d, st: st.unpack_from(">II", d, 16) if d[12:16] == b"IHDR"
+     else None),
+    (b"GIF8", _gif_size), (b"\xff\xd8", _jpeg_size),
+    (b"II*\0", _tiff_size), (b"MM\0*", _tiff_size), (b"RIFF", _webp_size), (b"P", _pnm_size))
+
+
+def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
+               ) -> tuple[list[Line], str | None]:
     """A PDF's text through poppler's pdftotext, cited by page; a page with no
-    text layer (or almost none) is read by OCR instead, when tesseract is here."""
+    text layer (or almost none) is read by OCR instead, when tesseract is here
+    (the warning names the pages over its budget)."""
     exe = _shutil_which("pdftotext")
     if not exe:
         raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
@@ -2334,8 +2457,9 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
         pages.pop()  # pdftotext ends each page with a form feed
     scanned = [n for n, page in enumerate(pages, 1)
                if sum(c.isalnum() for c in page) < _SCANNED_BELOW]
+    refused: list[str] = []
     try:
-        read = _ocr_pages(data, scanned, lang)
+        read = _ocr_pages(data, scanned, lang, refused)
     except MissingTool:
         if len(scanned) == len(pages):
             raise  # nothing else to read: the file is skipped, and the tool named once a run
@@ -2343,32 +2467,64 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
     out = _Outline()
     for n, page in enumerate(pages, 1):
         out.paras(read.get(n, page), f"p.{n}")
-    return out.lines
+    return out.lines, "; ".join(refused) or None
 
 
-def _ocr_pages(data: bytes, numbers: list[int], lang: str) -> dict[int, str]:
+def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
+               ) -> dict[int, str]:
     """The text OCR reads on these pages of a PDF (rendered by poppler's
-    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone."""
+    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone; a page
+    over OCR's budget is not rendered (refused: why, for the note)."""
     exe = _shutil_which("pdftoppm")
     if numbers and not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
     deadline = time.monotonic() + OCR_FILE_TIMEOUT
+    sizes = _pdf_page_pixels(data, numbers) if numbers else {}
     read = {}
     for n in numbers:
         left = deadline - time.monotonic()
         if left <= 0:
             break
+        try:
+            _ocr_budget(sizes.get(n), "page")
+        except Unreadable as e:
+            refused.append(f"p.{n} {e}")
+            continue
+        w, h = sizes[n]  # also the most pdftoppm draws, whatever else the page says
         image = _run_tool(exe, ["-f", str(n), "-l", str(n), "-r", str(OCR_DPI), "-gray",
+                                "-x", "0", "-y", "0", "-W", str(w), "-H", str(h),
                                 "-singlefile", "-"], data, min(PDF_TIMEOUT, left))
         read[n] = ocr_text(image, lang, min(OCR_TIMEOUT, left), OCR_DPI)
     return read
 
 
-def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> list[Line]:
+# pdfinfo's lines 'Page    3 size:  612 x 792 pts (letter)' and 'Page    3 rot:   90'
+_PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.]+))?", re.M)
+
+
+def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
+    """These pages' sizes in pixels at OCR_DPI as pdftoppm renders them (turned
+    by their rotation), from poppler's pdfinfo: known before any is rendered."""
+    exe = _shutil_which("pdfinfo")
+    if not exe:
+        raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
+    said = _run_tool(exe, ["-f", str(min(numbers)), "-l", str(max(numbers)), "-"], data,
+                     PDF_TIMEOUT).decode("utf-8", "replace")
+    sizes, turned = {}, {}
+    for m in _PDF_PAGE_SIZE.finditer(said):  # the page lines come last: a title cannot fake them
+        n = int(m.group(1))
+        if m.group(2) == "rot":
+            turned[n] = float(m.group(3)) % 180 == 90
+        elif m.group(4):
+            sizes[n] = tuple(math.ceil(float(pts) * OCR_DPI / 72) for pts in m.group(3, 4))
+    return {n: (h, w) if turned.get(n) else (w, h) for n, (w, h) in sizes.items()}
+
+
+def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Line], None]:
     """The text OCR reads in an image, cited as the image."""
     out = _Outline()
     out.paras(ocr_text(data, lang), "image")
-    return out.lines
+    return out.lines, None
 
 
 # Man pages: troff source with the man(7) macros, or BSD's mdoc(7). Each line
@@ -2968,7 +3124,7 @@ class Format:
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes], list[Line]] | None = None
     definitions: str | None = None
-    ocr: bool = False  # from_bytes may read images: it takes OCR's language too
+    ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
 
     @property
     def binary(self) -> bool:
@@ -3234,12 +3390,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
+def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
+    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size;
+    made as they are packed (a log's one paragraph of 33 MB is not held twice more)."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
-        return [_Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)]
-    offsets, pos = [], 0
+        yield _Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)
+        return
+    offsets, pos = array("q"), 0  # 8 bytes a line, not an int object's 32
     for line in lines:
         offsets.append(pos)
         pos += len(line.text) + 1
@@ -3251,14 +3409,13 @@ def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
             lo, hi = (mid, hi) if offsets[mid] <= i else (lo, mid - 1)
         return lines[lo]
 
-    units: list[_Unit] = []
+    first = True
     for a, b in sentence_spans(text):
         for c, d in _split_spans(text, a, b, size):
             piece = _as_written(text, c, d)
             if piece:
-                units.append(_Unit(piece, line_at(c).no, line_at(d - 1).last,
-                                   " " if units else "\n\n"))
-    return units
+                yield _Unit(piece, line_at(c).no, line_at(d - 1).last, "\n\n" if first else " ")
+                first = False
 
 
 def _as_written(text: str, c: int, d: int) -> str:
@@ -3545,7 +3702,7 @@ def _is_heading(block: _Block, text: str, size: int) -> bool:
 
 def _has_title(blocks: list[_Block], size: int) -> bool:
     """Does the document open with its title: a heading no other heading is above or beside?"""
-    heads = [b for b in blocks if not b.definition
+    heads = [b for b in blocks if not b.definition and b.level
              and _is_heading(b, "\n".join(l.text for l in b.lines).strip(), size)]
     return bool(heads) and heads[0] is blocks[0] and all(b.level > heads[0].level
                                                          for b in heads[1:])
@@ -3566,7 +3723,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
                      _silent_lines(lines), "" if _has_title(blocks, size) else name)
     for block in blocks:
-        text = "\n".join(line.text for line in block.lines).strip()
+        # a heading's text only: a log's one paragraph of 33 MB is not joined here too
+        text = "\n".join(line.text for line in block.lines).strip() if block.level else ""
         if block.definition:
             packer.open_definition(block.title)
         if _is_heading(block, text, size):
@@ -4799,14 +4957,19 @@ def vector_json(vec: list[float]) -> str:
 
 
 class _VectorCodes:
-    """What is stored for a unit vector: its JSON text; its sign-bit
-    signature, byte sketch and the sketch's scale, made when SQLite's write
-    asks (an engine stores none of them)."""
+    """What is stored for a unit vector: its JSON text (as read from the store,
+    else made when a write asks: a large document's vectors wait for their
+    write without it); its sign-bit signature, byte sketch and the sketch's
+    scale, made when SQLite's write asks (an engine stores none of them)."""
 
-    __slots__ = ("json", "vec")
+    __slots__ = ("text", "vec")
 
-    def __init__(self, text: str, vec: array):
-        self.json, self.vec = text, vec
+    def __init__(self, text: str | None, vec: array):
+        self.text, self.vec = text, vec
+
+    @property
+    def json(self) -> str:
+        return self.text or vector_json(self.vec)
 
     @property
     def signature(self) -> bytes:
@@ -4820,7 +4983,7 @@ class _VectorCodes:
 def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
     """A unit vector's _VectorCodes (text: its JSON as stored before). (A sketch
     made again from the stored text may differ slightly: the text is rounded.)"""
-    return _VectorCodes(text or vector_json(vec), array("d", vec))  # 8 bytes a number
+    return _VectorCodes(text, array("d", vec))  # 8 bytes a number
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
@@ -5100,6 +5263,8 @@ class Meta:
                                      # it moved is not logged (log_ask)
     READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
                                      # what a server's watch applies (read_rules)
+    NO_TEXT = "no_text"              # the files read with no text, by real path, with their
+                                     # stat then: not read again while unchanged (JSON)
 
 
 def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
@@ -5157,6 +5322,10 @@ class PendingDoc:
     mtime: float
     chunks: tuple
     stat: str = ""  # _stat_key
+    # A large document is written in parts (Batcher.add): the first replaces what is stored
+    # under its path, the last writes its SHA-256 and stat (until then, it is read again).
+    opens: bool = True
+    closes: bool = True
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
@@ -5533,6 +5702,8 @@ class Store:
     """Storage for one index: what indexing and retrieval need. Subclasses
     give the primitives; the rest is built on them here."""
 
+    writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
+
     # settings (the meta table's keys, Meta)
     def meta(self, key: str) -> str | None:
         raise NotImplementedError
@@ -5725,6 +5896,7 @@ class SqliteStore(Store, Admin):
     candidates from the signatures and sketches (SignatureIndex)."""
 
     name = "sqlite"
+    writes_parts = True
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
@@ -5820,29 +5992,41 @@ class SqliteStore(Store, Admin):
             self.check_model(model, dim, convention)
             stamp = now_iso()
             self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
-            chunk_rows, sig_rows = [], []
+            rows = []  # (id, document's id, chunk, key): each row's texts made as it is written
             next_id = self.conn.execute("SELECT coalesce(max(id), 0) + 1 FROM chunks").fetchone()[0]
-            self._changed += self._chunks_of([doc.path for doc, _ in docs])  # replaced
+            self._changed += self._chunks_of([doc.path for doc, _ in docs if doc.opens])
             for doc, keys in docs:
-                self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
-                cur = self.conn.execute(
-                    "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (doc.path, doc.rel, doc.sha256, doc.size, doc.mtime, stamp, doc.stat))
+                doc_id = self._document_row(doc, stamp)
                 for c, key in zip(doc.chunks, keys):
-                    codes = vectors[key]
-                    chunk_rows.append((next_id, cur.lastrowid, c.ordinal, c.text, c.heading,
-                                       c.start_line, c.end_line, c.loc, codes.json, key))
-                    sig_rows.append((next_id, codes.signature, *codes.sketch()))
+                    rows.append((next_id, doc_id, c, key))
                     next_id += 1
             self.conn.executemany("INSERT INTO chunks(id, doc_id, ordinal, text, heading, "
                                   "start_line, end_line, loc, vector, key) "
-                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", chunk_rows)
+                                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                  ((i, d, c.ordinal, c.text, c.heading, c.start_line, c.end_line,
+                                    c.loc, vectors[k].json, k) for i, d, c, k in rows))
             self.conn.executemany("INSERT INTO sigs(chunk_id, sig, sketch, scale) "
-                                  "VALUES (?, ?, ?, ?)", sig_rows)
+                                  "VALUES (?, ?, ?, ?)", ((i, vectors[k].signature,
+                                                           *vectors[k].sketch())
+                                                          for i, _, _, k in rows))
             self._put({Meta.LAST_INDEXED: stamp})
             self._touch()
-        self._changed += len(chunk_rows)
+        self._changed += len(rows)
+
+    def _document_row(self, doc: PendingDoc, stamp: str) -> int:
+        """The id of doc's row: a new one when doc opens (what was stored under its
+        path goes), else the one its first part made; its SHA-256 and stat when it closes."""
+        done = (doc.sha256, doc.stat) if doc.closes else ("", "")
+        if not doc.opens:
+            (doc_id,), = self.conn.execute("SELECT id FROM documents WHERE path = ?", (doc.path,))
+            self.conn.execute("UPDATE documents SET sha256 = ?, stat = ? WHERE id = ?",
+                              (*done, doc_id))
+            return doc_id
+        self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
+        return self.conn.execute(
+            "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (doc.path, doc.rel, done[0], doc.size, doc.mtime, stamp, done[1])).lastrowid
 
     def delete(self, paths: list[str]) -> None:
         with _transaction(self.conn):
@@ -8071,7 +8255,10 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
                                        _stat_key(st, time.time()))
     try:
-        lines, warning = parse_document(path, data, fmt, opts.ocr_lang)
+        # parse_document holds the only reference: the bytes go once decoded, not held
+        # beside a large file's lines
+        data, got = [data], None
+        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
         got = data = None  # the bytes go before chunking: a large file is not held twice
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
@@ -8094,7 +8281,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         log.note(f"{shown(path)}: {warning}")
     if not chunks:
         log.skipped(path, "no text", "no text")
-        return "empty", None
+        return "empty", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
+                                   _stat_key(st, time.time()))
     return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
                               _stat_key(st, time.time()))
 
@@ -8338,6 +8526,16 @@ class Batcher:
         self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
+        """Embed and store doc: a document of more chunks than are held at most
+        is written in parts of that many (a 33 MB log's vectors are not all held)."""
+        n, step = len(doc.chunks), self.limit
+        if n <= step or not self.store.writes_parts:
+            return self._add(doc)
+        for i in range(0, n, step):
+            self._add(replace(doc, chunks=doc.chunks[i:i + step], opens=i == 0,
+                              closes=i + step >= n))
+
+    def _add(self, doc: PendingDoc) -> None:
         texts = [embed_text(c) for c in doc.chunks]
         keys = [text_key(t) for t in texts]
         unknown = [k for k in dict.fromkeys(keys)
@@ -8351,6 +8549,7 @@ class Batcher:
                 self.waiting.setdefault(k, t)
         self.docs.append((doc, keys))
         self.held += len(doc.chunks)
+        texts = None  # each text goes once sent: a large document's are not all held
         while len(self.waiting) >= self.pace.batch or (self.waiting and self.held >= self.limit):
             self.send()
         while self.pool and self.pool.pending and self.held >= self.limit:
@@ -8496,7 +8695,8 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
         run.batcher.close()
     # only once every document has been redone
     store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
-                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None})
+                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None,
+                    Meta.NO_TEXT: _no_text_json(run.no_text_now, opts)})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
     return run.stats
@@ -8518,6 +8718,8 @@ class _IndexRun:
     restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
     unchanged: frozenset = frozenset()  # (index_paths)
+    no_text: dict = field(default_factory=dict)  # path -> its stat when read with no text
+    no_text_now: dict = field(default_factory=dict)  # the same, as this run leaves it
     stale: list = field(default_factory=list)
     batcher: Batcher | None = None
     bases: dict = field(default_factory=dict)  # root -> its documents' paths are relative to
@@ -8555,6 +8757,7 @@ class _IndexRun:
             self.stored_stat = {d.path: d.stat for d in rows if d.stat}
         elif read_with is not None:  # until this run ends: stats untrusted
             self.store.set_meta({Meta.READ_WITH: None})
+        self.no_text = _no_text_read(self.store.meta(Meta.NO_TEXT), self.opts)
         if self.stored and kept not in (None, chunking):
             self.log.note(f"chunk settings changed ({kept} -> {chunking}): re-chunking every "
                           "document; unchanged text is not embedded again")
@@ -8566,7 +8769,14 @@ class _IndexRun:
         key, store, stats = w.key, self.store, self.stats
         self.seen.add(key)
         if w.path in self.unchanged and key not in self.stored:
+            if key in self.no_text:
+                self.no_text_now[key] = self.no_text[key]
             return  # skipped by the watch's last pass, and unchanged since: skipped again
+        if key in self.no_text and key not in self.stored and _unchanged_on_disk(
+                w, self.no_text[key]):
+            self.no_text_now[key] = self.no_text[key]
+            self.log.skipped(w.path, "no text", "no text (unchanged since it was read)")
+            return
         rel = self.rel_of(w)
         if key in self.stored_stat and _unchanged_on_disk(w, self.stored_stat[key]):
             status, doc = "unchanged", None  # not read: nothing changed since it was
@@ -8585,9 +8795,12 @@ class _IndexRun:
         elif status == "skipped" and key in self.stored:
             # indexed before, unreadable now: its old text must not be quoted
             self.stale.append(key)
-        elif status == "empty" and key in self.stored:
-            store.delete([key])
-            stats.removed += 1
+        elif status == "empty":
+            if doc and doc.stat:  # not read again while it stays as it is
+                self.no_text_now[key] = doc.stat
+            if key in self.stored:
+                store.delete([key])
+                stats.removed += 1
         elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
@@ -8611,6 +8824,25 @@ class _IndexRun:
                                           "their old text", opts.prune, log)
         store.keep_stats(self.restat)
         store.finished()
+
+
+def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
+    """The files this run found no text in (path -> stat), as Meta.NO_TEXT keeps
+    them: with what decides a file's text (OCR's language too); None for none."""
+    if not files:
+        return None
+    return json.dumps({"read_with": _read_with(opts) + f" ocr_lang={opts.ocr_lang}",
+                       "files": files}, sort_keys=True)
+
+
+def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
+    """Meta.NO_TEXT's files, when read as this run reads (else {}: read again)."""
+    try:
+        got = json.loads(kept or "{}")
+        same = got.get("read_with") == _read_with(opts) + f" ocr_lang={opts.ocr_lang}"
+        return {str(k): str(v) for k, v in got["files"].items()} if same else {}
+    except (ValueError, TypeError, KeyError, AttributeError):  # damaged: each is read again
+        return {}
 
 
 def _read_with(opts: IndexOptions) -> str:

@@ -864,7 +864,7 @@ class ParseTests(RagTestCase):
         self.assertIn("3 need a program not installed", out)
         bin_dir = os.path.join(self.dir, "bin")  # poppler's tools, no tesseract
         os.makedirs(bin_dir)
-        for tool in ("pdftotext", "pdftoppm"):
+        for tool in ("pdftotext", "pdftoppm", "pdfinfo"):
             os.symlink(rag._shutil_which(tool), os.path.join(bin_dir, tool))
         with mock.patch.dict(os.environ, {"PATH": bin_dir}):
             code, out, err = self.run_cli("index", self.docs)
@@ -873,6 +873,69 @@ class ParseTests(RagTestCase):
         self.assertIn("3 need a program not installed", out)
         self.assertIn("not an OCR language", self.error_line("index", self.docs,
                                                              "--ocr-lang=-psm", code=2))
+
+    def fake_ocr_tools(self, page_pts):
+        """poppler's tools and tesseract as scripts on PATH, each writing its name
+        to calls.log: pdftotext sees one page without text, pdfinfo says it is
+        page_pts points a side, tesseract reads 'Scanned harbour ledger.'."""
+        if os.name == "nt":
+            self.skipTest("fake tools are shell scripts")
+        bin_dir, log = os.path.join(self.dir, "bin"), os.path.join(self.dir, "calls.log")
+        os.makedirs(bin_dir, exist_ok=True)
+        says = {"pdftotext": r"printf '\f'",
+                "pdfinfo": f"printf 'Page    1 size:  {page_pts} x {page_pts} pts\\nPage    1 rot:   0\\n'",
+                "pdftoppm": "printf 'P5 10 10 255 '", "tesseract": "echo Scanned harbour ledger."}
+        for tool, said in says.items():
+            path = os.path.join(bin_dir, tool)
+            with open(path, "w") as f:
+                f.write(f"#!/bin/sh\n/bin/cat >/dev/null\necho {tool} >>{log}\n{said}\n")
+            os.chmod(path, 0o755)
+        env = mock.patch.dict(os.environ, {"PATH": bin_dir})
+        env.start()
+        self.addCleanup(env.stop)
+        def calls():
+            with contextlib.suppress(FileNotFoundError), open(log) as f:
+                return f.read().split()
+            return []
+        return calls
+
+    def test_ocr_budget_refuses_a_page_or_picture_before_rendering(self):
+        calls = self.fake_ocr_tools(7000)  # 29,167 pixels a side at 300 dpi
+        self.write("huge.pdf", b"%PDF-1.4 a page of 7000 x 7000 pt", "wb")
+        self.write("huge.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + struct.pack(">II", 25000, 25000)
+                   + b"\x08\0\0\0\0", "wb")
+        frame = b"\x2c" + struct.pack("<4H", 0, 0, 60000, 60000) + b"\0\x02\x02\x4c\x01\0"
+        self.write("huge.gif", b"GIF89a" + struct.pack("<HH", 10, 10) + b"\0\0\0"  # a small screen
+                   + b"\x21\xf9\x04\0\0\0\0\0" + frame + b"\x3b", "wb")  # a huge frame
+        self.write("a.md", "# A\n\nSomething else.\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(calls(), ["pdftotext", "pdfinfo"])  # nothing rendered, nothing OCR'd
+        self.assertIn("huge.pdf: p.1 not read: the page is 29,167 x 29,167 pixels, over OCR's "
+                      "budget of 20,000,000", err)
+        self.assertIn("huge.png: not read: the picture is 25,000 x 25,000 pixels", err)
+        self.assertIn("huge.gif: not read: the picture is 60,000 x 60,000 pixels", err)
+
+    def test_ocr_budget_lets_a_page_within_it_through(self):
+        calls = self.fake_ocr_tools(612)
+        self.write("scan.pdf", b"%PDF-1.4 a page of 612 x 612 pt", "wb")
+        self.ok("index", self.docs)
+        self.assertEqual(calls(), ["pdftotext", "pdfinfo", "pdftoppm", "tesseract"])
+        self.assertIn("scan.pdf p.1", self.ok("search", "harbour ledger", "-k", "1"))
+
+    def test_image_size_read_from_each_header(self):
+        jpeg = (b"\xff\xd8\xff\xe0\0\x10" + b"JFIF\0" + b"\0" * 9
+                + b"\xff\xc2\0\x11\x08" + struct.pack(">HH", 480, 640))  # progressive
+        tiff = (b"II*\0" + struct.pack("<I", 8) + struct.pack("<H", 2)
+                + struct.pack("<HHII", 256, 4, 1, 3000) + struct.pack("<HHIHH", 257, 3, 1, 2000, 0)
+                + struct.pack("<I", 0))
+        webp = b"RIFF\0\0\0\0WEBPVP8X" + b"\0" * 8 + (999).to_bytes(3, "little") * 2
+        cases = {jpeg: (640, 480), tiff: (3000, 2000), webp: (1000, 1000),
+                 b"P5\n# made by hand\n20 30\n255\n": (20, 30),
+                 b"\x89PNG\r\n\x1a\n": None, b"BM a bitmap": None, b"\xff\xd8\xff\xe0": None}
+        for data, size in cases.items():
+            with self.subTest(data[:8]):
+                self.assertEqual(rag._image_size(data), size)
 
     def test_every_format_indexed_and_cited_by_its_location(self):
         files = {
@@ -3686,6 +3749,87 @@ class IndexTests(RagTestCase):
                 reads.clear()
                 self.ok("index", self.docs, "--max-file-mb", "5")
                 self.assertEqual(sorted(reads), sorted(DOCS))
+
+    def test_index_does_not_read_a_file_with_no_text_again_while_unchanged(self):
+        """A file that gave no text (a blank page, an image OCR finds nothing
+        in) is remembered by its stat in the index, not only by a watch: a
+        plain index run does not read it again until it changes or goes."""
+        self.write_docs()
+        blank = self.write("blank.md", "\n   \n\n")
+        reads = []
+        read = rag._read_file
+        def counted(w, *args, **kwargs):
+            reads.append(os.path.basename(w.path))
+            return read(w, *args, **kwargs)
+        with mock.patch.object(rag, "_read_file", counted), \
+                mock.patch.object(rag, "_SETTLE_SECONDS", -1.0):
+            self.ok("index", self.docs)
+            reads.clear()
+            out = self.ok("index", self.docs)
+            self.assertIn("nothing changed", out)
+            self.assertIn("1 no text", out)  # still said, not read again
+            self.assertEqual(reads, [])
+            with open(blank, "a") as f:
+                f.write("\n")  # changed, still no text: read again, then trusted again
+            self.ok("index", self.docs)
+            self.assertEqual(reads, ["blank.md"])
+            reads.clear()
+            self.ok("index", self.docs, "--ocr-lang", "deu")  # another reading: every file again
+            self.assertIn("blank.md", reads)
+            reads.clear()
+            self.ok("index", self.docs, "--ocr-lang", "deu")
+            self.assertEqual(reads, [])
+            with open(blank, "a") as f:
+                f.write("Blank no more: the quarry opens at nine.\n")
+            self.assertIn("indexed 1 file(s)", self.ok("index", self.docs, "--ocr-lang", "deu"))
+            self.assertEqual(reads, ["blank.md"])
+        self.assertIsNone(rag.SqliteStore.open(self.db).meta(rag.Meta.NO_TEXT))
+
+    def test_index_a_large_document_written_in_parts_as_if_whole(self):
+        """A document of more chunks than a run holds at once is written in parts
+        (its vectors are not all held): the same rows as written whole; its
+        SHA-256 only with its last part, so a run stopped midway reads it again."""
+        self.write("big.md", "\n\n".join(f"Paragraph {n} tells of harbour {n} and its ships."
+                                          for n in range(40)))
+        def rows(db):
+            conn = sqlite3.connect(db)
+            try:
+                return conn.execute("SELECT c.id, c.ordinal, c.text, c.vector, s.sig, s.sketch, "
+                                    "d.sha256, d.stat FROM chunks c JOIN documents d ON "
+                                    "d.id = c.doc_id JOIN sigs s ON s.chunk_id = c.id "
+                                    "ORDER BY c.id").fetchall()
+            finally:
+                conn.close()
+        args = ("index", self.docs, "--chunk-size", "60", "--overlap", "0", "--batch-size", "2")
+        whole = os.path.join(self.dir, "whole.db")
+        with mock.patch.object(rag.SqliteStore, "writes_parts", False):
+            self.assertEqual(self.run_cli(*args, db=whole)[0], 0)
+        writes = []
+        write = rag.SqliteStore.write
+        def counted(store, docs, *rest):
+            writes.append([len(d.chunks) for d, _ in docs])
+            return write(store, docs, *rest)
+        with mock.patch.object(rag.Batcher, "HOLD", 2), \
+                mock.patch.object(rag.SqliteStore, "write", counted):
+            self.assertEqual(self.run_cli(*args)[0], 0)  # (a note: the passages are alike)
+        self.assertEqual(len(rows(whole)), 40)
+        self.assertEqual(rows(self.db), rows(whole))
+        self.assertEqual(writes, [[4]] * 10)  # parts of HOLD x batch chunks, one at a time
+        embed = rag.HashEmbedder.embed
+        calls = []
+        def failing(embedder, texts, *rest):
+            calls.append(1)
+            if len(calls) > 5:
+                raise rag.RagError("the embedder stopped")
+            return embed(embedder, texts, *rest)
+        self.write("big.md", "\n\n".join(f"Paragraph {n} tells of river {n} and its boats."
+                                          for n in range(40)))  # none of it embedded before
+        with mock.patch.object(rag.Batcher, "HOLD", 2), \
+                mock.patch.object(rag.HashEmbedder, "embed", failing):
+            self.assertIn("the embedder stopped", self.error_line(*args))
+        self.assertEqual({r[6] for r in rows(self.db)}, {""})  # not complete: not trusted
+        self.assertIn("indexed 1 file(s)", self.run_cli(*args)[1])
+        self.assertNotIn("", {r[6] for r in rows(self.db)})
 
     def test_index_a_removal_is_a_change_in_the_summary(self):
         self.write_docs()
