@@ -124,7 +124,22 @@ def index_docs(tmp):
     rag(["index", "docs"], tmp)
 
 
-class Serve:
+class Child:
+    """A rag.py process (self.proc) stopped when its with-block ends."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(STEP)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Serve(Child):
     """rag.py serve on a free port, stopped on exit."""
 
     def __init__(self, args, cwd, env=None):
@@ -162,17 +177,6 @@ class Serve:
         out = r.read()
         conn.close()
         return r.status, dict(r.getheaders()), out
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(STEP)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def write(root, files: dict) -> str:
@@ -639,7 +643,7 @@ def check_note_escapes(tmp):
     return not raw, f"outputs with control characters: {len(raw)} of {len(outs)}"
 
 
-class Watch:
+class Watch(Child):
     """rag.py index --watch in its own process, its output lines gathered as they come; stopped on exit."""
 
     def __init__(self, args, cwd):
@@ -660,17 +664,6 @@ class Watch:
         with self.cond:
             ok = self.cond.wait_for(lambda: any(text in line for line in self.lines[after:]), STEP)
             return len(self.lines) if ok else -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.proc.terminate()
-        try:
-            self.proc.wait(STEP)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def check_watch_link_swap(tmp):
