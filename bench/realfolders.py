@@ -208,7 +208,8 @@ def row(name: str, f: dict) -> str:
     def part(n, d):
         return f"{n / d:.2f}" if d else "n/a"
     return (f"| {name} | {f['answerable']} | {f['right']} | {part(f['right'], f['answerable'])} "
-            f"| {f['refused']} | {f['unanswerable']} | {part(f['off_refused'], f['unanswerable'])} |")
+            f"| {f['refused']} | {f['unanswerable']} "
+            f"| {part(f['off_refused'], f['unanswerable'])} |")
 
 
 def show_failures(report: dict) -> None:
@@ -222,7 +223,8 @@ def show_failures(report: dict) -> None:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dbs", default="/work/wt/dbs/realfolders",
-                   help="where the indexes, the log folder and the reports go (outside the project)")
+                   help="where the indexes, the log folder and the reports go "
+                        "(outside the project)")
     p.add_argument("--group", action="append", help="run only this folder (repeatable)")
     p.add_argument("--rag", default=os.path.join(HERE, "..", "rag.py"), help="the rag.py to run")
     p.add_argument("--stdlib", default=STDLIB if os.path.isdir(STDLIB) else None,
