@@ -242,7 +242,8 @@ def main() -> int:
         if args.group and name not in args.group:
             continue
         if not all(p and os.path.isdir(p) for p in paths):
-            print(f"realfolders: {name}: {paths[0]} is not on this machine; skipped",
+            where = paths[0] or "no Python standard library folder (--stdlib DIR)"
+            print(f"realfolders: {name}: {where} is not on this machine; skipped",
                   file=sys.stderr)
             continue
         mine = [c for c in cases if c.get("group") == name]
