@@ -11784,6 +11784,7 @@ def _check_case(case, i: int) -> dict | None:
               "unanswerable": lambda v: isinstance(v, bool),
               "answer": lambda v: isinstance(v, str),
               "reference": lambda v: isinstance(v, str),
+              "group": lambda v: isinstance(v, str) and v,
               "answers": lambda v: isinstance(v, list) and v and all(isinstance(a, str) and a
                                                                      for a in v)}
     for key, ok in checks.items():
@@ -11967,6 +11968,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
             row["refused_on"] = verdict.on
         if query != asked.question:
             row["search_query"] = query
+        if "group" in case:
+            row["group"] = case["group"]
         figures, relevant = _gold_figures(gold, case, ranked, paths, opts.k)
         row.update(figures)
         if generator is not None:
@@ -12071,6 +12074,31 @@ def _answer_figures(judged: list[dict], citing: list[dict]) -> dict:
     }
 
 
+def _group_figures(rows: list[dict]) -> dict[str, dict]:
+    """Per case group (a case's "group"; ungrouped cases aside): answerable
+    cases, those answered right (None without --generate; a case whose
+    retrieval failed is not answered, so not right), refused, and unanswerable
+    ones answered. A judged answer's refusal counts, else the floor's."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        if "group" in r:
+            groups.setdefault(r["group"], []).append(r)
+    out = {}
+    for name, rs in sorted(groups.items()):
+        answerable = [r for r in rs if not r.get("unanswerable")]
+        off = [r for r in rs if r.get("unanswerable")]
+        refused = [r.get("answer_refused", r["refused"]) for r in answerable]
+        right = (sum(bool(r.get("answer_ok")) for r in answerable)
+                 if any("answer_ok" in r for r in rs) else None)
+        out[name] = {"answerable": len(answerable), "right": right,
+                     "right_share": (round(right / len(answerable), 4)
+                                     if right is not None and answerable else None),
+                     "refused": sum(refused), "unanswerable": len(off),
+                     "unanswerable_answered": sum(not r.get("answer_refused", r["refused"])
+                                                  for r in off)}
+    return out
+
+
 def _summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
     """Average per-case figures into the report."""
     answerable = [r for r in rows if not r.get("unanswerable")]
@@ -12098,6 +12126,7 @@ def _summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
         "answers_citing": mean("cited", citing),
         "citations_gold": mean("cited_gold", [r for r in citing if r["cited"]]),
         **(_answer_figures(judged, citing) if judged else {}),
+        **({"groups": _group_figures(rows)} if any("group" in r for r in rows) else {}),
         "misses": [{"id": r["id"], "question": r["question"], "first_gold_rank": r["first"],
                     "gold_found": r["found"], "gold": r["gold"]} for r in answerable
                    if r["recall@k"] < 1.0],
@@ -14462,6 +14491,18 @@ def _print_report(r: dict, k: int) -> None:
     print(f"{'refused on':<16}{refused_on or 'none refused'}")
     if r["answers_judged"]:
         _print_answer_figures(r)
+    if r.get("groups"):
+        _print_groups(r["groups"])
+
+
+def _print_groups(groups: dict[str, dict]) -> None:
+    """eval's per-group lines: answerable, right, refused; unanswerable answered."""
+    print(f"\n{'group':<16}{'answerable':>11}{'right':>7}{'refused':>8}{'unanswerable':>13}"
+          f"{'answered':>9}")
+    for name, g in groups.items():
+        right = "n/a" if g["right"] is None else str(g["right"])
+        print(f"{shortened(shown(name), 15):<16}{g['answerable']:>11}{right:>7}{g['refused']:>8}"
+              f"{g['unanswerable']:>13}{g['unanswerable_answered']:>9}")
 
 
 def _print_answer_figures(r: dict) -> None:

@@ -6400,6 +6400,29 @@ class EvalTests(RagTestCase):
         self.assertEqual(report["answers_judged"], 4)
         self.assertEqual([r.get("answer_ok") for r in report["cases_detail"]], [True, False, True, True])
 
+    def test_eval_groups_reports_each_group(self):
+        self.write_docs()
+        self.ok("index", self.docs)
+        refunds = {"question": "How long do refunds take?", "sources": ["refunds.md"]}
+        path = self.cases([dict(refunds, group="money", answer="5 to 7 business days"),
+                           dict(refunds, group="money", answer="three weeks"),
+                           dict(refunds, group="codes", answer="5 to 7"),
+                           {"question": "Which planet is largest?", "unanswerable": True,
+                            "group": "codes"},
+                           dict(refunds, answer="5 to 7")])  # no group: in no group's figures
+        report = json.loads(self.ok("eval", path, "--generate", "--json"))
+        self.assertEqual(report["groups"], {
+            "codes": {"answerable": 1, "right": 1, "right_share": 1.0, "refused": 0,
+                      "unanswerable": 1, "unanswerable_answered": 0},
+            "money": {"answerable": 2, "right": 1, "right_share": 0.5, "refused": 0,
+                      "unanswerable": 0, "unanswerable_answered": 0}})
+        self.assertRegex(self.ok("eval", path, "--generate"), r"\nmoney\s+2\s+1\s+0\s+0\s+0\n")
+        plain = json.loads(self.ok("eval", path, "--json"))["groups"]["money"]
+        self.assertEqual((plain["right"], plain["answerable"]), (None, 2))  # no answers judged
+        self.assertNotIn("groups", json.loads(self.ok("eval", self.cases([refunds]), "--json")))
+        bad = self.cases([dict(refunds, group=3)])
+        self.assertIn("field 'group' has the wrong type", self.error_line("eval", bad))
+
     def test_eval_generate_reports_citing_answers_and_gold_citations(self):
         server = self.online()
         self.write_docs()
