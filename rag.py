@@ -9007,7 +9007,7 @@ def index_lock(db: str):
         try:
             f = open(path, "a+b")
         except OSError as e:
-            raise RagError(f"cannot create the lock file {path}: {e.strerror}") from None
+            raise _cannot_lock(db, path, e) from None
         with f:
             _take_lock(f, db)
             if not _names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
@@ -9015,6 +9015,22 @@ def index_lock(db: str):
             yield path
             return
     raise RagError(f"the lock file {path} keeps being removed; run this again")
+
+
+def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
+    """Why DB.lock cannot be made, with what to do: its folder missing or read-only."""
+    folder = shown(display_path(os.path.dirname(path)))
+    if e.errno == errno.ENOENT:
+        return RagError(f"cannot create the index in {folder}: no such folder; make it, or "
+                        "give --db PATH in a folder that exists")
+    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RagError(f"cannot create the lock file {shown(path)}: {e.strerror}")
+    if os.path.isfile(db):
+        return RagError(f"cannot write the index {shown(display_path(db))}: its folder {folder} is "
+                        "read-only here; run this as a user who can write that folder, or "
+                        "make it writable")
+    return RagError(f"cannot create the index in {folder} (read-only here): give --db PATH "
+                    "in a folder you can write")
 
 
 _LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
@@ -13573,8 +13589,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors worded like every other error ('rag: error: ...')."""
 
     def error(self, message):
-        self.print_usage(sys.stderr)
-        self.exit(2, f"rag: error: {_URL_USER.sub('[user name or password hidden]@', message)}\n")
+        # one line, as README promises: the usage block is what --help is for
+        message = _URL_USER.sub('[user name or password hidden]@', message)
+        self.exit(2, f"rag: error: {shown(message)} (see '{self.prog} --help')\n")
 
 
 # config_from_env's overrides by the flag that gives each.
@@ -14570,7 +14587,14 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
     docs = list({d.path: d for t in targets for d in t.docs}.values())
     roots = indexed_roots(store)
     more = [*_texts_on_disk([p for t in targets for p in t.files]), *args.text]
-    f = store.forget([d.path for d in docs], more)
+    try:
+        f = store.forget([d.path for d in docs], more)
+    except sqlite3.OperationalError as e:  # opened read-only: this process cannot write it
+        if cannot_write(e) != "the index is read-only here":
+            raise
+        raise RagError(f"cannot forget: the index {shown(index_name(cfg))} is read-only here; run "
+                       "forget as a user who can write it and its folder, or make them "
+                       "writable") from None
     _forget_receipt(targets, docs, f, args.text)
     back = [d for d in docs if os.path.exists(d.path) and any(under(d.path, r) for r in roots)]
     if back:

@@ -2000,6 +2000,26 @@ class StoreTests(RagTestCase):
                           self.error_line("eval", os.path.join(self.dir, "cases.json"), "--calibrate"))
             self.assertEqual(self.fingerprint(), before)
 
+    def test_index_lock_read_only_folder_says_what_to_do(self):
+        """A new --db, or forget, in a folder this process cannot write: one
+        line that says to give --db elsewhere, or who can run forget."""
+        self.write_docs()
+        folder = os.path.join(self.dir, "shared")
+        os.makedirs(folder)
+        self.db = os.path.join(folder, "index.db")
+        self.ok("index", self.docs)
+        os.remove(self.db + ".lock")  # as an index copied into the folder has none
+        with self.read_only(self.db, folder):
+            line = self.error_line("index", self.docs, db=os.path.join(folder, "new.db"))
+            self.assertIn("(read-only here): give --db PATH in a folder you can write", line)
+            self.assertIn("its folder", self.error_line("forget", os.path.join(self.docs, "refunds.md")))
+        missing = os.path.join(self.dir, "no", "such", "new.db")
+        self.assertIn("no such folder; make it", self.error_line("index", self.docs, db=missing))
+        with mock.patch.object(rag.os, "access", lambda path, mode: False):  # opened read-only
+            line = self.error_line("forget", os.path.join(self.docs, "refunds.md"))
+        self.assertIn("cannot forget: the index", line)
+        self.assertIn("is read-only here; run forget as a user who can write it", line)
+
     def test_read_only_folder_with_changes_only_in_the_log_is_one_error(self):
         """A read-only folder with an index and a write-ahead log holding
         changes (a writer that crashed) but no -shm: the file alone would
@@ -7638,6 +7658,19 @@ class CommandLineTests(RagTestCase):
                 code, out, err = self.run_cli(*argv)
                 self.assertEqual(code, 2)
                 self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: argument --[\w-]+: ")
+
+    def test_parser_usage_errors_are_one_line(self):
+        """Every usage error argparse finds, in every subcommand, is one line
+        (README: 'rag: error: ...', exit 2), never the usage block before it."""
+        cases = [[name, "--no-such-option"] for name in rag.COMMANDS]
+        cases += [["ask", "x", "-k", "0"], ["search", "x", "--mode", "fuzzy"], ["bogus"], [],
+                  ["index"], ["search", "x", "-k"]]
+        for argv in cases:
+            with self.subTest(argv):
+                line = self.error_line(*argv, code=2, db=False)
+                self.assertIn("--help", line)
+        self.assertIn("argument -k: must be at least 1",
+                      self.error_line("ask", "x", "-k", "0", code=2, db=False))
 
     def test_network_defaults_differ_for_index_and_questions(self):
         parser = rag.build_parser()
