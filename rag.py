@@ -9960,6 +9960,52 @@ def focus_words(question: str) -> list[str]:
 _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
 
 
+def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
+    """Best share, over the hits, of what the question asks of its subject that
+    a passage holds: the IDF weight of the question's focus_words outside the
+    heaviest run of adjacent ones the passage holds (the subject: 'mona lisa')
+    that it holds too (the ask: 'painted'); 1.0 when nothing is outside that run.
+    Only capitalised words make a run (a name); any other held word is one alone.
+
+    >>> h = Hit(1, "a", Chunk(0, 'char text0[] = "Mona Lisa";', "", 1, 1), 0, 0)
+    >>> joint_coverage("Who painted the Mona Lisa?", [h], lambda w: 1.0)
+    0.0
+    >>> joint_coverage("What is Mona Lisa?", [h], lambda w: 1.0)
+    1.0
+    """
+    focus = set(focus_words(question))
+    at = [(i, t.lower(), t[:1].isupper()) for i, t in enumerate(FTS_WORD.findall(question))
+          if t.lower() in focus]
+    weight = {w: idf(w) for _, w, _ in at}
+    stems_of, total = {w: stem(w) for w in weight}, sum(weight.values())
+    if not hits or not total:
+        return 0.0
+    best = 0.0
+    for h in hits:
+        present = (stems or chunk_stems)(h)
+        held = {w for w in weight if stems_of[w] in present}
+        run = _heaviest_run(at, held, weight)
+        rest = total - sum(weight[w] for w in run)
+        best = max(best, 1.0 if rest <= 0 else sum(weight[w] for w in held - run) / rest)
+    return best
+
+
+def _heaviest_run(at: list[tuple[int, str, bool]], held: set[str], weight: dict) -> set[str]:
+    """Of the runs of held capitalised words next to each other in the question
+    (at: position, word, capitalised), the one of most weight: a name ('Mona
+    Lisa') counts once; a held word not capitalised is a run alone."""
+    runs: list[set[str]] = []
+    prev = -2
+    for i, w, capital in at:
+        if w in held:
+            if capital and i == prev + 1:
+                runs[-1].add(w)
+            else:
+                runs.append({w})
+            prev = i if capital else -2
+    return max(runs, key=lambda r: sum(weight[w] for w in r), default=set())
+
+
 def chunk_stems(h: Hit) -> set[str]:
     return set(map(stem, lexical_words(h.chunk.heading + "\n" + h.chunk.text)))
 
@@ -9993,17 +10039,27 @@ def refuses(relevance: float, floor: float) -> bool:
 # (bench/README.md, "Answers grounded in the passages"). Words, not vectors: one
 # share for every model.
 _EVIDENCE_SHARE = 0.2
+# Refusing on what is asked: a passage that holds the question's subject (its heaviest run of
+# adjacent words: 'Mona Lisa', 'capital') but less than _JOINT_SHARE of the rest of its words
+# ('painted', 'Peru') answers only when its relevance clears the floor by _JOINT_MARGIN too: one
+# rare name shared is not evidence, while a passage about the subject may answer in other words
+# ('ethnicity': 'a Serbian American'). Chosen on the trade-off curve of real folders and two
+# benchmarks, built-in embedder and all-MiniLM-L6-v2 (bench/README.md, "Refusing what is asked").
+_JOINT_SHARE = 0.2
+_JOINT_MARGIN = 0.1
 
 
 @dataclass(frozen=True)
 class Verdict:
     """Whether the passages answer a question: their relevance, the share of
-    the question's words the best of them holds, and why it is refused ('': it is not)."""
+    the question's words the best of them holds, the share of what it asks
+    of its subject (joint_coverage), and why it is refused ('': it is not)."""
 
     relevance: float
     coverage: float
     refusal: str = ""
     on: str = ""  # what the refusal was decided on: "floor" or "evidence"
+    joint: float = 1.0
 
 
 def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
@@ -10023,7 +10079,14 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
         return Verdict(rel, coverage,
                        f"the passages hold {coverage:.0%} of the question's words, weighed by "
                        f"rarity ({_EVIDENCE_SHARE:.0%} needed)", "evidence")
-    return Verdict(rel, coverage)
+    joint = joint_coverage(question, hits, retriever.idf, stems)
+    if (joint < _JOINT_SHARE and not opts.by_evidence
+            and refuses(rel, opts.floor + _JOINT_MARGIN)):
+        return Verdict(rel, coverage,
+                       f"the passages hold the question's subject but {joint:.0%} of what it "
+                       f"asks of it ({_JOINT_SHARE:.0%} needed, or relevance "
+                       f"{opts.floor + _JOINT_MARGIN:.2f}; it is {rel:.2f})", "evidence", joint)
+    return Verdict(rel, coverage, joint=joint)
 
 
 def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:

@@ -5856,6 +5856,29 @@ class AnswerTests(RagTestCase):
                                   "--min-score", "-5"))
         self.assertFalse(data["refused"], data["refusal_reason"])
 
+    def test_ask_refuses_a_question_whose_passage_holds_only_its_rare_subject(self):
+        """One rare name shared ('Mona Lisa' in a test image's text) is not
+        evidence: what the question asks of it ('painted') must be held too,
+        unless the passage clears the floor by _JOINT_MARGIN; a question about
+        what the passage does say is answered at the same floor."""
+        self.write_docs(dict(DOCS, **{"pngtest.c": (
+            "/* Write the text chunks of the test image. */\n"
+            "static void write_text(png_structp png, png_infop info)\n{\n"
+            "    char text0[] = \"Mona Lisa\";\n"
+            "    /* png_set_text sets the title text chunk of the image */\n"
+            "    png_set_text(png, info, text0, 1);\n}\n")}))
+        self.ok("index", self.docs)
+        unrelated, related = "Who painted the Mona Lisa?", "Which function sets the Mona Lisa title text?"
+        free = {q: json.loads(self.ok("ask", q, "--json", "--min-score", "-5")) for q in (unrelated, related)}
+        self.assertFalse(free[unrelated]["refused"])  # no floor: the rule yields to relevance
+        floor = str(free[unrelated]["relevance"] - rag._JOINT_MARGIN / 2)
+        data = json.loads(self.ok("ask", unrelated, "--json", "--min-score", floor))
+        self.assertTrue(data["refused"])
+        self.assertIn("hold the question's subject but 0% of what it asks", data["refusal_reason"])
+        data = json.loads(self.ok("ask", related, "--json", "--min-score", floor))
+        self.assertFalse(data["refused"], data["refusal_reason"])
+        self.assertIn("pngtest.c", data["passages"][0]["source"])
+
     @all_probes
     def test_log_like_index_answers_its_lines_and_refuses_the_rest(self):
         self.write("syslog", syslog(needles=[(834, "kernel: Out of memory: Killed process 4242 (java)"),
