@@ -7686,12 +7686,15 @@ class CommandLineTests(RagTestCase):
         """Every usage error argparse finds, in every subcommand, is one line
         (README: 'rag: error: ...', exit 2), never the usage block before it."""
         cases = [[name, "--no-such-option"] for name in rag.COMMANDS]
+        cases += [[name, "--db"] for name in rag.COMMANDS]  # found by each subcommand's parser
         cases += [["ask", "x", "-k", "0"], ["search", "x", "--mode", "fuzzy"], ["bogus"], [],
                   ["index"], ["search", "x", "-k"]]
         for argv in cases:
             with self.subTest(argv):
                 line = self.error_line(*argv, code=2, db=False)
                 self.assertIn("--help", line)
+                if argv[1:] == ["--db"]:
+                    self.assertIn(f"{argv[0]} --help", line)
         self.assertIn("argument -k: must be at least 1",
                       self.error_line("ask", "x", "-k", "0", code=2, db=False))
 
