@@ -2063,6 +2063,26 @@ class StoreTests(RagTestCase):
                           self.error_line("eval", os.path.join(self.dir, "cases.json"), "--calibrate"))
             self.assertEqual(self.fingerprint(), before)
 
+    def test_index_lock_read_only_folder_says_what_to_do(self):
+        """A new --db, or forget, in a folder this process cannot write: one
+        line that says to give --db elsewhere, or who can run forget."""
+        self.write_docs()
+        folder = os.path.join(self.dir, "shared")
+        os.makedirs(folder)
+        self.db = os.path.join(folder, "index.db")
+        self.ok("index", self.docs)
+        os.remove(self.db + ".lock")  # as an index copied into the folder has none
+        with self.read_only(self.db, folder):
+            line = self.error_line("index", self.docs, db=os.path.join(folder, "new.db"))
+            self.assertIn("(read-only here): give --db PATH in a folder you can write", line)
+            self.assertIn("its folder", self.error_line("forget", os.path.join(self.docs, "refunds.md")))
+        missing = os.path.join(self.dir, "no", "such", "new.db")
+        self.assertIn("no such folder; make it", self.error_line("index", self.docs, db=missing))
+        with mock.patch.object(rag.os, "access", lambda path, mode: False):  # opened read-only
+            line = self.error_line("forget", os.path.join(self.docs, "refunds.md"))
+        self.assertIn("cannot forget: the index", line)
+        self.assertIn("is read-only here; run forget as a user who can write it", line)
+
     def test_read_only_folder_with_changes_only_in_the_log_is_one_error(self):
         """A read-only folder with an index and a write-ahead log holding
         changes (a writer that crashed) but no -shm: the file alone would
@@ -5980,6 +6000,29 @@ class AnswerTests(RagTestCase):
                                   "--min-score", "-5"))
         self.assertFalse(data["refused"], data["refusal_reason"])
 
+    def test_ask_refuses_a_question_whose_passage_holds_only_its_rare_subject(self):
+        """One rare name shared ('Mona Lisa' in a test image's text) is not
+        evidence: what the question asks of it ('painted') must be held too,
+        unless the passage clears the floor by _JOINT_MARGIN; a question about
+        what the passage does say is answered at the same floor."""
+        self.write_docs(dict(DOCS, **{"pngtest.c": (
+            "/* Write the text chunks of the test image. */\n"
+            "static void write_text(png_structp png, png_infop info)\n{\n"
+            "    char text0[] = \"Mona Lisa\";\n"
+            "    /* png_set_text sets the title text chunk of the image */\n"
+            "    png_set_text(png, info, text0, 1);\n}\n")}))
+        self.ok("index", self.docs)
+        unrelated, related = "Who painted the Mona Lisa?", "Which function sets the Mona Lisa title text?"
+        free = {q: json.loads(self.ok("ask", q, "--json", "--min-score", "-5")) for q in (unrelated, related)}
+        self.assertFalse(free[unrelated]["refused"])  # no floor: the rule yields to relevance
+        floor = str(free[unrelated]["relevance"] - rag._JOINT_MARGIN / 2)
+        data = json.loads(self.ok("ask", unrelated, "--json", "--min-score", floor))
+        self.assertTrue(data["refused"])
+        self.assertIn("hold the question's subject but 0% of what it asks", data["refusal_reason"])
+        data = json.loads(self.ok("ask", related, "--json", "--min-score", floor))
+        self.assertFalse(data["refused"], data["refusal_reason"])
+        self.assertIn("pngtest.c", data["passages"][0]["source"])
+
     @all_probes
     def test_log_like_index_answers_its_lines_and_refuses_the_rest(self):
         self.write("syslog", syslog(needles=[(834, "kernel: Out of memory: Killed process 4242 (java)"),
@@ -7805,6 +7848,22 @@ class CommandLineTests(RagTestCase):
                 code, out, err = self.run_cli(*argv)
                 self.assertEqual(code, 2)
                 self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: argument --[\w-]+: ")
+
+    def test_parser_usage_errors_are_one_line(self):
+        """Every usage error argparse finds, in every subcommand, is one line
+        (README: 'rag: error: ...', exit 2), never the usage block before it."""
+        cases = [[name, "--no-such-option"] for name in rag.COMMANDS]
+        cases += [[name, "--db"] for name in rag.COMMANDS]  # found by each subcommand's parser
+        cases += [["ask", "x", "-k", "0"], ["search", "x", "--mode", "fuzzy"], ["bogus"], [],
+                  ["index"], ["search", "x", "-k"]]
+        for argv in cases:
+            with self.subTest(argv):
+                line = self.error_line(*argv, code=2, db=False)
+                self.assertIn("--help", line)
+                if argv[1:] == ["--db"]:
+                    self.assertIn(f"{argv[0]} --help", line)
+        self.assertIn("argument -k: must be at least 1",
+                      self.error_line("ask", "x", "-k", "0", code=2, db=False))
 
     def test_network_defaults_differ_for_index_and_questions(self):
         parser = rag.build_parser()
