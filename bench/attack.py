@@ -864,13 +864,36 @@ def check_forget_true_under_load(tmp):
     return not bad, "; ".join(bad) or "no run after the receipt; forget again exit 0; '' exit 2; only a[1].md went and stays out"
 
 
+def check_bounded_reads(tmp):
+    """29. A hostile page and picture are refused before rendering (under 300 MB); a pipe is never opened."""
+    from bounds import pdf_page, png  # bench/bounds.py's builders of hostile files
+    docs = write(os.path.join(tmp, "docs"), DOCS)
+    for name, data in (("page.pdf", pdf_page(7000, 7000)), ("picture.png", png(25000, 25000))):
+        with open(os.path.join(docs, name), "wb") as f:
+            f.write(data)
+    os.mkfifo(os.path.join(docs, "pipe.md"))  # opened, it would block the run for ever
+    proc = subprocess.Popen([sys.executable, RAG, "index", "docs", "-v"], cwd=tmp, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timer = threading.Timer(STEP, proc.kill)
+    timer.start()
+    said = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    peak = usage.ru_maxrss / 1024
+    refused = len(re.findall(r"pixels, over", said))
+    return (os.waitstatus_to_exitcode(status) == 0 and peak <= 300 and "not a regular file" in said
+            and refused == 2), \
+        f"exit {os.waitstatus_to_exitcode(status)}; peak {peak:.0f} MB; over the pixel budget " \
+        f"refused: {refused} of 2; pipe skipped: {'not a regular file' in said}"
+
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
           check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start,
           check_man_include, check_folder_names, check_note_escapes, check_watch_link_swap,
           check_ragignore_patterns, check_passage_lookalike, check_ground_numbers, check_chunk_ids,
-          check_forget_true_under_load]
+          check_forget_true_under_load, check_bounded_reads]
 
 
 def main(argv):
