@@ -2985,8 +2985,11 @@ def _formats() -> dict[str, Format]:
              ".html": Format(_html_lines), ".htm": Format(_html_lines),
              ".xhtml": Format(_html_lines),
              ".csv": Format(lambda t: _delimited_lines(t, ",")),
-             ".tsv": Format(lambda t: _delimited_lines(t, "\t")), ".json": Format(_json_lines),
-             ".jsonl": Format(_jsonl_lines), ".ndjson": Format(_jsonl_lines),
+             ".tsv": Format(lambda t: _delimited_lines(t, "\t")),
+             # lines kept as written: a record is shown with its braces
+             ".json": Format(_json_lines, definitions="none"),
+             ".jsonl": Format(_jsonl_lines, definitions="none"),
+             ".ndjson": Format(_jsonl_lines, definitions="none"),
              ".ipynb": Format(_notebook_lines), ".man": Format(_man_lines),
              ".rtf": Format(_rtf_lines)}
     for markup, exts in (("asciidoc", ".adoc .asciidoc"), ("org", ".org"),
@@ -3065,8 +3068,56 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
     if _MAN_PAGE.match(head) and _MAN_TITLE.search(head):
         return FORMATS[".man"]
-    return next((FORMATS[ext] for start, ext in _CONTENT_STARTS if start.match(head)),
-                FORMATS[".txt"])
+    fmt = next((FORMATS[ext] for start, ext in _CONTENT_STARTS if start.match(head)), None)
+    if fmt is None and looks_like_config(head.decode("utf-8", "replace").splitlines()[:-1]):
+        return FORMATS[".conf"]  # its '#' lines are comments, not headings
+    return fmt or FORMATS[".txt"]
+
+
+def read_as(fmt: Format) -> str:
+    """What a file was read as, for -v's note: 'configuration', 'python code', 'pdf'.
+
+    >>> read_as(FORMATS[".ini"]), read_as(FORMATS[".py"]), read_as(FORMATS[".md"])
+    ('configuration', 'python code', 'text (md)')
+    """
+    if fmt.definitions == "ini":
+        return "configuration"  # comments explain the setting below them; never headings
+    if fmt.definitions == "none":
+        return "data, lines as written"
+    if fmt.definitions:
+        return f"{fmt.definitions} code"
+    ext = next((e for e, f in FORMATS.items() if f is fmt), "")
+    return "a man page" if ext == ".man" else f"text ({ext[1:]})" if fmt.text else ext[1:]
+
+
+# Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
+# passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
+_CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
+_CONFIG_SETTING = LazyPattern(
+    r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
+    r"|[\w.@*/-]+:?(?:\t|  )\s*\S.*"           # key, a tab or two spaces, its value
+    # key value (a short value): not a capitalised word and one space, as a line of a note starts
+    r"|(?![A-Z][a-z]+ )[\w.@*/-]+:?(?:[ \t]+[^\s#]\S*){1,4}(?:[ \t]+#.*)?)\s*")
+_CONFIG_SHARE = 0.9       # of the non-blank lines comments or settings: a few lines of prose not
+_CONFIG_MIN_SETTINGS = 2  # one 'key value' line alone could be a line of anything
+
+
+def looks_like_config(lines: list[str], passage: bool = False) -> bool:
+    """Whether lines read as configuration: nearly all comments or settings,
+    some of each (a passage of one: all comments will do).
+
+    >>> looks_like_config(["# Default umask.", "UMASK\t\t022", "PASS_MAX_DAYS 99999"])
+    True
+    >>> looks_like_config(["# Shopping", "Buy milk", "Call Bob about the lease"])
+    False
+    """
+    lines = [l for l in lines if l.strip()]
+    comments = sum(bool(_CONFIG_COMMENT.match(l)) for l in lines)
+    settings = sum(not _CONFIG_COMMENT.match(l) and bool(_CONFIG_SETTING.fullmatch(l))
+                   for l in lines)
+    return (comments > 0 and comments + settings >= _CONFIG_SHARE * len(lines)
+            and settings >= min(_CONFIG_MIN_SETTINGS, len(lines) - comments)
+            and (settings > 0 or passage))
 
 
 # ---------------------------------------------------------------------------
@@ -3219,19 +3270,39 @@ def _split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, 
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences in text, whitespace excluded.
+    """Spans of the sentences in text, whitespace excluded; an abbreviation's
+    period ends none (_ABBREVIATION).
 
     >>> sentence_spans("One. Two!  Three")
     [(0, 4), (5, 9), (11, 16)]
+    >>> len(sentence_spans("Use a tool, e.g. Make. See Fig. 2 and apples etc. for more."))
+    2
     """
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
+        if _abbreviated(text, m.start(), m.end()):
+            continue
         end = m.end() - (len(m.group()) - len(m.group().rstrip()))
         spans.append((start, end))
         start = m.end()
     if text[start:].strip():
         spans.append((start, len(text.rstrip())))
     return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def _abbreviated(text: str, stop: int, after: int) -> bool:
+    """Whether the period at text[stop] ends an abbreviation rather than a
+    sentence: always for those never ending one ('e.g.', 'Dr.'), and for the
+    others ('etc.', 'Fig.') when lowercase or a digit follows."""
+    if text[stop] != "." or not (m := _ABBREVIATION.search(text, max(0, stop - 8), stop)):
+        return False
+    return bool(m.group(1)) or not text[after:after + 1].isupper()
+
+
+# Abbreviations whose period ends no sentence: group 1 those that never end one, group 2 those
+# that may ('... pears, etc. The next').
+_ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|viz)"
+                            r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
 
 
 def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
@@ -3587,9 +3658,10 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
 # gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
 # title heads its heading paths; 8: a man page's .so is never followed (an older index kept
-# the page named under the pointing page's path). Bump on change: every document of an older
-# index is read again (only text that changed is embedded again).
-_CHUNKER_VERSION = 8
+# the page named under the pointing page's path); 9: configuration by content (comments are
+# not headings), JSON's lines as written, no sentence ends at an abbreviation. Bump on change:
+# every document of an older index is read again (only text that changed is embedded again).
+_CHUNKER_VERSION = 9
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -8092,6 +8164,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "skipped", None
     if warning:
         log.note(f"{shown(path)}: {warning}")
+    if log.verbose:
+        log.note(f"{shown(path)}: read as {read_as(fmt)}")
     if not chunks:
         log.skipped(path, "no text", "no text")
         return "empty", None
@@ -10308,9 +10382,13 @@ _CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # citations() nor Unicode normalisation (NFKC, as some tokenizers apply: it
 # makes '［' a '[') turns back into '[n]'. So a document cannot cite a passage
 # in an extractive answer, nor show a model a label to copy.
-_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+# (a word joiner after the bracket: a number an extractive answer showed as written)
+_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016][\s\u2060]*"
+                             r"(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
                              r"[\]\uff3d\u3011\u3015\u3017]")
 _MARKER_OPEN, _MARKER_CLOSE = "\u27e6", "\u27e7"
+_DEFUSED = LazyPattern("\u27e6([^\u27e6\u27e7]*)\u27e7")  # a number _defuse_citations marked
+_WORD_JOINER = "\u2060"  # invisible: '[\u206023]' reads '[23]', yet is no citation
 # The control tokens of chat templates, as a document (or a file name, or an
 # earlier turn) could write them. Servers (vLLM, llama.cpp, Ollama) may read
 # such a string in a message as the token itself, which would let a document
@@ -10537,6 +10615,7 @@ class _Piece:
     text: str
     code: bool = False
     before: str = ""
+    about: str = ""  # what it is about, not shown: a setting's whole comment
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
@@ -10557,8 +10636,21 @@ class _Piece:
 
 
 def _cite_each(text: str, label: str) -> str:
-    """Each sentence of text followed by label (a log line or list item may hold more than one)."""
-    return " ".join(text[a:b] + label for a, b in sentence_spans(text)) or text + label
+    """Each sentence of text followed by label (a log line or list item may hold more than one),
+    a document's bracketed number shown as written (_as_written_number)."""
+    return _as_written_number(" ".join(text[a:b] + label for a, b in sentence_spans(text))
+                              or text + label)
+
+
+def _as_written_number(text: str) -> str:
+    """A document's bracketed number, defused (_defuse_citations), as a reader sees it written:
+    '[23]' with a word joiner after its '[', which no citation pattern reads as '[23]' (nor
+    NFKC, which keeps the joiner), and which _defuse_citations defuses again in a later prompt.
+
+    >>> _as_written_number("HTTP/\u27e623\u27e7") == "HTTP/[\u206023]"
+    True
+    """
+    return _DEFUSED.sub(lambda m: "[" + _WORD_JOINER + m.group(1) + "]", text)
 
 
 class ExtractiveGenerator(Generator):
@@ -10789,7 +10881,10 @@ _CODE_LINE = LazyPattern(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|fo
 
 def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
     """The pieces of passage n an answer may quote: each prose sentence
-    (titles and refusal-shaped text left out) and each block of code."""
+    (titles and refusal-shaped text left out) and each block of code; of
+    configuration, each setting with its comment."""
+    if _is_config_passage(h):
+        return _config_pieces(h.chunk.text, n)
     out, code, before = [], _is_code_path(h.path), ""
     for is_code, lines in _passage_blocks(h.chunk.text, code):
         block = "\n".join(lines[:_MAX_CODE_LINES]).strip("\n")
@@ -10810,6 +10905,125 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
     return out
+
+
+def _is_config_passage(h: Hit) -> bool:
+    """A passage of configuration: of a file named as one ('.conf', '.ini'), or
+    of a file its name does not place whose lines read as one (file_format)."""
+    fmt = FORMATS.get(os.path.splitext(_inner_name(h.path))[1].lower())
+    if fmt is not None and fmt.definitions != "ini":
+        return False
+    return looks_like_config(h.chunk.text.splitlines(), passage=True)
+
+
+# A setting's comment shows at most this many lines: those naming the setting, then the
+# nearest (a comment may run to twenty lines of history before the setting it explains).
+_CONFIG_COMMENT_LINES = 4
+_SETTING_KEY = LazyPattern(r"\s*\[?([\w.@*/-]+)")
+
+
+def _config_pieces(text: str, n: int) -> list[_Piece]:
+    """Each setting of a passage of configuration as a piece: the setting line
+    and the comment above it (commented-out settings are comment). Settings in
+    a row share that comment, but not its lines that name another of them
+    (login.defs explains ERASECHAR, KILLCHAR and UMASK in one comment)."""
+    out: list[_Piece] = []
+    comment: list[str] = []
+    group: list[str] = []  # the settings in a row after comment
+    for line in text.splitlines() + [""]:  # a blank line ends the last comment's paragraph
+        if _CONFIG_COMMENT.match(line):
+            if group:
+                out += _setting_pieces(comment, group, n, len(out))
+                comment, group = [], []
+            comment.append(line.rstrip())
+        elif line.strip():
+            if not group:
+                comment = _commented_settings(comment, out, n)
+            group.append(line.rstrip())
+        elif comment and not group:
+            comment = _commented_settings(comment, out, n)
+            comment += [""] if comment else []  # its paragraphs: the nearest is shown first
+    if group:
+        out += _setting_pieces(comment, group, n, len(out))
+    elif any(l.strip("#; \t") for l in comment):  # its setting is in the next passage
+        shown = _comment_shown(comment, "")
+        out.append(_Piece(n, len(out), "\n".join(shown), True, "", " ".join(comment)))
+    return out
+
+
+def _commented_settings(comment: list[str], out: list[_Piece], n: int) -> list[str]:
+    """Settings left commented out (each a default) that end a comment: pieces
+    added to out, each with the comment before them; what is left of the comment."""
+    run = len(comment)
+    while run and _commented_setting(comment[run - 1]):
+        run -= 1
+    if run == len(comment):
+        return comment
+    out += _setting_pieces(comment[:run], comment[run:], n, len(out))
+    return []
+
+
+# A key as configuration writes it: 'x=', CamelCase, UPPER, snake_case ('PASS_MAX_DAYS')
+_CONFIG_KEY = LazyPattern(r"[\w.@*/-]*(?:=|(?:[a-z][A-Z]|[A-Z]{2}|_)[\w.@*/-]*"
+                          r"(?:[ \t]*[=:]?[ \t]|$))")
+
+
+def _commented_setting(line: str) -> bool:
+    """Whether a comment line is a setting left commented out ('#DSHELL=/bin/bash',
+    '#   ForwardAgent no'), not a line of prose ('# the "mesg y" command.')."""
+    text = line.lstrip("#; \t").rstrip()
+    if not text or text.endswith((".", ",", ":", ";")):
+        return False
+    if _CONFIG_KEY.match(text):  # a key no prose word looks like: any value
+        return True
+    # 'Port 22', 'Tunnel no' (a two-word line of prose is rare and harmless: shown with
+    # its comment); a short value after a tab or a number
+    return bool(re.fullmatch(r"\S+ \S+", text)) or bool(
+        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  |\d)", text))
+
+
+def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) -> list[_Piece]:
+    """The pieces of settings in a row (group) under one comment."""
+    keys = [_SETTING_KEY.match(s.lstrip("#;")).group(1).lower() for s in group]
+    out = []
+    for setting, key in zip(group, keys):
+        others = [k for k in keys if k != key]
+        own = [l if not any(_names(l, k) for k in others) or _names(l, key) else ""
+               for l in comment]
+        # its key's words too: 'ForwardAgent', 'PASS_MAX_DAYS'
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ",
+                       _SETTING_KEY.match(setting.lstrip("#;")).group(1))
+        about = " ".join([l.strip().lstrip("#;") for l in own if l] + [words])
+        out.append(_Piece(n, order + len(out), "\n".join(_comment_shown(own, key) + [setting]),
+                          True, "", about))
+    return out
+
+
+def _names(line: str, key: str) -> bool:
+    """Whether a comment line names a setting's key (any case, as a whole word)."""
+    return re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", line.lower()) is not None
+
+
+def _comment_shown(comment: list[str], key: str) -> list[str]:
+    """The lines of a setting's comment shown with it, in their order: the
+    nearest that name its key, then the nearest, at most _CONFIG_COMMENT_LINES;
+    '…' where lines are left out between them."""
+    lines = [i for i, l in enumerate(comment) if l.strip("#; \t")]
+    keep = [i for i in lines if key and _names(comment[i], key)][-(_CONFIG_COMMENT_LINES - 1):]
+    last = next((i for i in range(len(comment) - 1, -1, -1) if not comment[i]), -1)
+    for i in reversed(lines):
+        if len(keep) >= _CONFIG_COMMENT_LINES or i < last:  # the nearest paragraph's
+            break
+        keep = keep if i in keep else keep + [i]
+    shown, prev = [], None
+    for i in sorted(keep):
+        if prev is not None and any(j in lines for j in range(prev + 1, i)):
+            shown.append("…")
+        shown.append(comment[i])
+        prev = i
+    if keep and max(keep) < lines[-1]:
+        shown.append("…")
+    return shown
 
 
 def _holds_refusal(text: str) -> bool:
@@ -10844,6 +11058,7 @@ def _piece_stems(p: _Piece) -> set[str]:
     """The stems of a piece's words, and its dotted numbers whole ('#1.12',
     see Evidence.weights)."""
     text = p.before + "\n" + p.text if p.code or p.leans() else p.text  # with what it is read with
+    text += "\n" + p.about if p.about else ""
     return set(map(stem, lexical_words(text))) | {"#" + v for v in _VERSION.findall(text)}
 
 

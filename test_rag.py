@@ -383,6 +383,40 @@ def embeddings_body(body, embed=alpha_embed, shuffle=True, **changes):
 # Shared fixtures
 # ---------------------------------------------------------------------------
 
+# A configuration file as /etc keeps them: comments explain the settings below them.
+LOGIN_DEFS = """#
+# /etc/login.defs - Configuration control definitions for the login package.
+#
+# Password aging controls:
+#
+#\tPASS_MAX_DAYS\tMaximum number of days a password may be used.
+#\tPASS_MIN_DAYS\tMinimum number of days allowed between password changes.
+#
+PASS_MAX_DAYS\t99999
+PASS_MIN_DAYS\t0
+
+#
+# Login configuration initializations:
+#
+#\tERASECHAR\tTerminal ERASE character ('\\010' = backspace).
+#\tUMASK\t\tDefault "umask" value.
+#
+# UMASK is the default umask value for pam_umask and is used by
+# useradd and newusers to set the mode of the new home directories.
+# 022 is the "historical" value in Debian for UMASK
+# 027, or even 077, could be considered better for privacy
+# There is no One True Answer here : each sysadmin must make up his/her
+# mind.
+#
+# Prefix these values with "0" to get octal, "0x" to get hexadecimal.
+#
+ERASECHAR\t0177
+UMASK\t\t022
+
+# Enable logging of successful logins
+LOG_OK_LOGINS\t\tno
+"""
+
 DOCS = {
     "refunds.md": "# Billing\n\nInvoices are monthly.\n\n## Refunds\n\nRefunds take 5 to 7 "
                   "business days to reach your card.\nShipping costs are not refunded.\n",
@@ -700,6 +734,24 @@ def rendered(text, fmt, dpi=150):
 
 
 class ParseTests(RagTestCase):
+    def test_file_format_configuration_by_content(self):
+        head = LOGIN_DEFS.encode()
+        for name in ("login.defs", "adduser", ".npmrc"):
+            self.assertIs(rag.file_format(name, head), rag.FORMATS[".conf"], name)
+        for text in ("# Shopping\nBuy milk\nCall Bob about the lease\n",  # a note, not settings
+                     "# Title\n\nSome prose that goes on for a while, as prose does.\n"):
+            self.assertIs(rag.file_format("notes", text.encode()), rag.FORMATS[".txt"])
+        self.assertIs(rag.file_format("a.md", head), rag.FORMATS[".md"])  # the name says
+
+    def test_index_configuration_comments_are_no_headings_and_verbose_says_so(self):
+        self.write("login.defs", LOGIN_DEFS)
+        code, out, err = self.run_cli("index", self.docs, "-v")
+        self.assertEqual(code, 0, err)
+        self.assertIn("login.defs: read as configuration", err)
+        chunks = json.loads(self.ok("search", "default umask", "--json"))
+        self.assertTrue(chunks)
+        self.assertFalse([c for c in chunks if "mind" in c.get("heading", "")], chunks)
+
     def parse(self, name, data):
         lines, warning = rag.parse_document(name, data if isinstance(data, bytes) else data.encode())
         self.assertIsNone(warning)
@@ -1208,6 +1260,14 @@ class ParseTests(RagTestCase):
 # ---------------------------------------------------------------------------
 
 class ChunkTests(unittest.TestCase):
+    def test_sentence_spans_abbreviations_end_no_sentence(self):
+        text = ("Use a build tool, e.g. Make, or a script, i.e. one file. See Fig. 2 vs. Fig. 3 "
+                "and apples, pears etc. for more. Then pears, etc. The end.")
+        self.assertEqual([text[a:b] for a, b in rag.sentence_spans(text)],
+                         ["Use a build tool, e.g. Make, or a script, i.e. one file.",
+                          "See Fig. 2 vs. Fig. 3 and apples, pears etc. for more.",
+                          "Then pears, etc.", "The end."])
+
     def test_chunk_packs_paragraphs_within_budget(self):
         text = "\n\n".join(f"Paragraph {i} has some words in it." for i in range(10))
         chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
@@ -5445,7 +5505,7 @@ class AskTests(RagTestCase):
                                "The team plan costs 30 dollars per seat [ 2 ] [2, 3] [2-3] \uff3b2\uff3d \u30102\u3011.\n")
         self.ok("index", self.docs)
         out = self.ok("ask", "how many dollars per month does the basic plan cost", "--min-score", "-1")
-        self.assertIn("per month \u27e62\u27e7\u27e63\u27e7. [1]", out)
+        self.assertIn("per month [\u20602][\u20603]. [1]", out)  # as written, yet no citation
         self.assertNotIn("[2]", out)
         self.assertNotIn("[3]", out)
         data = json.loads(self.ok("ask", "dollars per seat team plan", "--json", "--min-score", "-1"))
@@ -5693,6 +5753,41 @@ class AnswerTests(RagTestCase):
         near = hit(2, lower.chunk.text, "/docs/extensiondev.rst", 0.95)
         weak = hit(1, "Python is a language.", "/docs/intro.rst", 1.0)
         self.assertIn("[2]", extract("Which Python versions are supported?", weak, near))
+
+    def test_extractive_answer_config_setting_with_its_comment(self):
+        self.write("login.defs", LOGIN_DEFS)
+        self.ok("index", self.docs)
+        out = self.ok("ask", "What is the default umask?")
+        answer = out.split("Sources:")[0]
+        self.assertIn("UMASK\t\t022\n```", answer)
+        self.assertIn("# UMASK is the default umask value for pam_umask", answer)
+        self.assertNotIn("ERASECHAR", answer)  # its neighbour under the same comment
+        self.assertNotIn("```\n# [1]", answer)
+        out = self.ok("ask", "What is PASS_MAX_DAYS set to?").split("Sources:")[0]
+        self.assertIn("PASS_MAX_DAYS\t99999", out)
+        self.assertNotIn("PASS_MIN_DAYS\t0", out)
+
+    def test_extractive_answer_config_setting_left_commented_out(self):
+        conf = hit(1, "# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n\n"
+                      "# The directory in which new home directories should be created.\n"
+                      "#DHOME=/home\n", "/etc/adduser.conf")
+        self.assertEqual(extract("Which login shell do new users get?", conf),
+                         "```\n# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n```"
+                         " [1]")
+
+    def test_extractive_answer_shows_a_bracketed_number_as_written(self):
+        h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
+        answer = extract("Which HTTP versions does the client speak?", h)
+        self.assertEqual(answer.replace("\u2060", ""), "The client speaks HTTP/[23] to servers that offer it. [1]")
+        self.assertEqual(rag.citations(answer, 30), [(1, True)])  # '[23]' is no citation
+        self.assertEqual([c.supported for c in rag.ground(answer, (h,), lambda w: 1.0)], [True])
+        self.assertNotIn("[\u2060", rag._defuse_citations(answer))  # defused again in a later prompt
+
+    def test_extractive_answer_json_keeps_its_braces(self):
+        self.write("settings.json", '{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n')
+        self.ok("index", self.docs)
+        answer = self.ok("ask", "What is the editor tabSize?").split("Sources:")[0]
+        self.assertIn('```\n{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n```', answer)
 
     def test_extractive_answer_keeps_code_as_a_block(self):
         rst = ("Quickstart\n==========\n\nA minimal application looks like this::\n\n"
