@@ -3305,11 +3305,55 @@ _ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|vi
                             r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
 
 
+# A line that is a record of its own, never run on from the line before: one opening with a
+# timestamp (ISO, syslog's, a time), a list bullet, or a field ('Start-Date: 2024-01-02',
+# 'Commandline: apt install x', as apt's history and mail headers write them).
+RECORD_START = LazyPattern(r"\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+                           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
+                           r"|[A-Z][\w-]{1,30}: \S)")
+# Lines of a paragraph all shorter than this were not wrapped (a note, a list without bullets):
+# each ends what it says when the next starts like a sentence. Wrapped prose fills 60-80.
+_UNWRAPPED_WIDTH = 50
+# A line this share of its paragraph's widest, before one that starts like a sentence, ends
+# what it says ('Call Bob' in a note), as a wrapped line ends only its paragraph's last.
+_SHORT_LINE = 0.6
+_SENTENCE_START = LazyPattern(r"\s*[A-Z][a-z]")  # a capitalised word: not 'PATH,' nor '-n'
+
+
+def line_ends(lines: list[str]) -> list[bool]:
+    """For each line of a paragraph, whether what it says ends with it (the last
+    line's does): before a record (RECORD_START), or, in a note's unwrapped
+    lines or after a short line, before a line that starts like a sentence.
+
+    >>> line_ends(["Call Bob about the lease", "Buy milk", "and bread"])
+    [True, False, True]
+    >>> line_ends(["Start-Date: 2024-01-02  10:00:01", "Commandline: apt install x"])
+    [True, True]
+    """
+    width = max((len(l.rstrip()) for l in lines), default=0)
+    out = []
+    for cur, nxt in zip(lines, lines[1:]):
+        short = width < _UNWRAPPED_WIDTH or len(cur.rstrip()) < _SHORT_LINE * width
+        out.append(bool(RECORD_START.match(nxt)) or short and bool(_SENTENCE_START.match(nxt))
+                   and not cur.rstrip().endswith((",", "-", "(", ":")))
+    return out + [True] if lines else []
+
+
 def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size."""
+    """A paragraph as one unit, or cut at sentences and the ends of its lines'
+    records (line_ends; then whitespace) to fit size."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
         return [_Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)]
+    ends = line_ends([line.text for line in lines])
+    if any(ends[:-1]):  # each record its own units, on a line of its own
+        units, start = [], 0
+        for i, end in enumerate(ends):
+            if end:
+                units += [replace(u, glue="\n") if j == 0 and units else u
+                          for j, u in enumerate(_prose_units(lines[start:i + 1], size))]
+                start = i + 1
+        return units
     offsets, pos = [], 0
     for line in lines:
         offsets.append(pos)
@@ -3659,7 +3703,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
 # title heads its heading paths; 8: a man page's .so is never followed (an older index kept
 # the page named under the pointing page's path); 9: configuration by content (comments are
-# not headings), JSON's lines as written, no sentence ends at an abbreviation. Bump on change:
+# not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
+# note's lines each on its own (line_ends). Bump on change:
 # every document of an older index is read again (only text that changed is embedded again).
 _CHUNKER_VERSION = 9
 
@@ -10616,11 +10661,13 @@ class _Piece:
     code: bool = False
     before: str = ""
     about: str = ""  # what it is about, not shown: a setting's whole comment
+    stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
-        or answers the question that sentence asks (a FAQ)."""
-        return bool(self.before) and (bool(_CRYPTIC.match(self.text)) or self.before.endswith("?"))
+        answers the question that sentence asks (a FAQ), or that line dates its record."""
+        return bool(self.before) and (bool(_CRYPTIC.match(self.text)) or self.before.endswith("?")
+                                      or self.stamped)
 
     def shown(self, limit: int, after: str = "") -> str:
         """As an answer shows it, each sentence cited (after: the piece shown
@@ -10630,6 +10677,9 @@ class _Piece:
         if self.code:
             block = "```\n" + self.text + "\n```" + label
             return (_cite_each(before, label) + "\n" if before else "") + block
+        if before and self.stamped:
+            return (_cite_each(before, label) + " "
+                    + _cite_each(shortened(self.text, max(limit - len(before), 1)), label))
         if before and self.leans() and len(before) + len(self.text) < limit:
             return _cite_each(before, label) + " " + _cite_each(self.text, label)
         return _cite_each(shortened(self.text, limit), label)
@@ -10685,7 +10735,9 @@ class ExtractiveGenerator(Generator):
         if not chosen:
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
-        after = [""] + [p.text if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
+        # what the piece before it showed last (a record's time line, shown once)
+        after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
+                        if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
         return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
 
     def scored(self, evidence: Evidence) -> list[_Scored]:
@@ -10770,11 +10822,6 @@ _INLINE_MARKUP = (
     (LazyPattern(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
                  r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
 )
-# A line that is a record of its own: one opening with a timestamp (ISO, syslog, a time)
-# or a list bullet.
-_RECORD_LINE = LazyPattern(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
-                           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
-                           r"|(?:[-*+\u2022]|\d{1,3}[.)])\s)")
 # a line this short with no closing punctuation, before more text, is a title, not a sentence
 _HEADING_WORDS = 8
 _MAX_CODE_LINES = 15  # lines of a code block shown; a longer block is cut there
@@ -10897,13 +10944,31 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             more = "\n…" if len(lines) > _MAX_CODE_LINES else ""
             out.append(_Piece(n, len(out), textwrap.dedent(block) + more, True, intro))
         before = ""
+        stamp = "" if is_code else _record_time(lines)
         for sentence in [] if is_code else _prose_sentences(lines):
             # a question asked is no answer
             if not _holds_refusal(sentence) and not sentence.endswith("?"):
-                out.append(_Piece(n, len(out), sentence, False, before))
+                dated = bool(stamp) and sentence != stamp
+                out.append(_Piece(n, len(out), sentence, False, stamp if dated else before,
+                                  stamped=dated))
             before = sentence
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
+    return _with_lists(out)
+
+
+def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
+    """Each sentence ending in ':' followed by list items ('• changing directories')
+    with those items, a line each: an introduction says little without its list."""
+    out = list(pieces)
+    for i, p in enumerate(out):
+        items = []
+        for q in out[i + 1:] if not p.code and p.text.endswith(":") else ():
+            if q.code or not _BULLET.match(q.text):
+                break
+            items.append(q.text)
+        if items:
+            out[i] = replace(p, text="\n".join([p.text, *items]))
     return out
 
 
@@ -11026,6 +11091,19 @@ def _comment_shown(comment: list[str], key: str) -> list[str]:
     return shown
 
 
+# A record's first field giving its time ('Start-Date: 2024-01-02  10:00:01', apt's history)
+_TIME_FIELD = LazyPattern(r"\s*[A-Z][\w-]{1,30}: .*(?:\d{4}-\d\d-\d\d|\d\d:\d\d)")
+
+
+def _record_time(lines: list[str]) -> str:
+    """A paragraph's time when it is a record of fields that its first line
+    dates (as _prose_sentences gives that line), else ''."""
+    if len(lines) < 2 or not _TIME_FIELD.match(lines[0]) or not all(
+            RECORD_START.match(l) for l in lines[1:] if not l[:1].isspace()):
+        return ""
+    return " ".join(plain(lines[0]).split())
+
+
 def _holds_refusal(text: str) -> bool:
     """True when text holds the refusal sentence (case and punctuation aside):
     a document's copy of it is never an answer.
@@ -11039,19 +11117,22 @@ def _holds_refusal(text: str) -> bool:
 def _prose_sentences(lines: list[str]) -> list[str]:
     """A prose paragraph's sentences, markup reduced; a title line at its
     start (short, unpunctuated, before more text) is left out, never glued to
-    the sentence after it; a paragraph of records (log lines, list items) is
-    one piece a line."""
-    # (a chunk may start in the middle of one)
-    records = sum(bool(_RECORD_LINE.match(l)) for l in lines)
-    if 2 * records >= len(lines) > 1 and (_RECORD_LINE.match(lines[0]) or len(lines) > 2):
-        return [" ".join(plain(l).split()) for l in lines if l.strip()]
+    the sentence after it; a line that ends what it says (line_ends: a log's,
+    a record's field, a note's) ends a sentence."""
     term = ""  # an option a man page or a reference describes ('-h, --human-readable'): said first
-    while (len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS
-           and not re.search(r"[.!?:;,]\s*$", lines[0])):
+    # (titles before a sentence; a note's lines end in no punctuation and are all said)
+    prose = any(re.search(r"[.!?]\W*$", l) for l in lines)
+    while (prose and len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS
+           and not re.search(r"[.!?:;,]\s*$", lines[0]) and not RECORD_START.match(lines[0])):
         term = lines[0].strip() + ": " if lines[0].lstrip().startswith("-") else ""
         lines = lines[1:]
-    body = term + plain(" ".join(l.strip() for l in lines))
-    return [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
+    out, start = [], 0
+    # a note's lines, a record's fields (line_ends): never run into one sentence
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        body = (term if not start else "") + plain(" ".join(l.strip() for l in lines[start:i + 1]))
+        out += [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
+        start = i + 1
+    return out
 
 
 def _piece_stems(p: _Piece) -> set[str]:

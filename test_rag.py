@@ -1260,6 +1260,20 @@ class ParseTests(RagTestCase):
 # ---------------------------------------------------------------------------
 
 class ChunkTests(unittest.TestCase):
+    def test_chunk_log_and_note_lines_never_run_together(self):
+        log = "\n".join(f"2024-05-0{d} 10:00:0{d} worker-{d} processed batch {d}{d}{d}" for d in range(1, 8))
+        for text, first in ((log, "2024-05-01 10:00:01 worker-1 processed batch 111"),
+                            ("Call Bob about the lease renewal\nBuy milk and bread\n"
+                             "Dentist on Tuesday at three\nPay the gas bill", "Call Bob about the lease renewal")):
+            chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
+            self.assertGreater(len(chunks), 1)
+            self.assertTrue(all(line in text.splitlines() for c in chunks for line in c.text.splitlines()),
+                            [c.text for c in chunks])  # each line whole, on a line of its own
+            self.assertEqual(chunks[0].text.splitlines()[0], first)
+        wrapped = ("This paragraph is wrapped at seventy columns as prose usually is, so\n"
+                   "Python and other names may start a line without ending a sentence there.")
+        self.assertEqual(rag.line_ends(wrapped.splitlines()), [False, True])
+
     def test_sentence_spans_abbreviations_end_no_sentence(self):
         text = ("Use a build tool, e.g. Make, or a script, i.e. one file. See Fig. 2 vs. Fig. 3 "
                 "and apples, pears etc. for more. Then pears, etc. The end.")
@@ -1298,7 +1312,7 @@ class ChunkTests(unittest.TestCase):
             self.assertTrue(c.text.endswith("ends here."), c.text)  # whole sentences only
         # overlap: each chunk starts with the last sentence of the previous one
         for a, b in zip(chunks, chunks[1:]):
-            last = a.text.split(". ")[-1]
+            last = re.split(r"(?<=\.)\s", a.text)[-1]  # (each sentence keeps its own line)
             self.assertTrue(b.text.startswith(last.rstrip(".")), (a.text, b.text))
             self.assertEqual(b.start_line, a.end_line)
         # every sentence appears whole somewhere
@@ -5788,6 +5802,32 @@ class AnswerTests(RagTestCase):
         self.ok("index", self.docs)
         answer = self.ok("ask", "What is the editor tabSize?").split("Sources:")[0]
         self.assertIn('```\n{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n```', answer)
+
+    def test_extractive_answer_log_record_with_its_time_install_not_upgrade(self):
+        history = ("Start-Date: 2024-01-02  10:00:01\nCommandline: apt-get install -y nodejs\n"
+                   "Install: nodejs:amd64 (18.19.0), libuv1:amd64 (1.44.2, automatic)\n"
+                   "End-Date: 2024-01-02  10:00:09\n\n"
+                   "Start-Date: 2024-03-05  08:12:44\nCommandline: apt-get upgrade -y\n"
+                   "Upgrade: nodejs:amd64 (18.19.0, 18.20.1)\nEnd-Date: 2024-03-05  08:12:58")
+        h = hit(1, history, "/var/log/apt/history.log")
+        answer = extract("When was nodejs installed?", h)
+        self.assertTrue(answer.startswith("Start-Date: 2024-01-02 10:00:01 [1] "), answer)
+        self.assertIn("Install: nodejs:amd64 (18.19.0), libuv1:amd64 (1.44.2, automatic) [1]", answer)
+        self.assertNotIn("2024-03-05", answer)
+        self.assertNotIn("automatic) End-Date", answer)  # never glued to the next field
+        self.assertEqual(answer.count("Start-Date"), 1)
+        upgraded = extract("When was nodejs upgraded?", h)
+        self.assertTrue(upgraded.startswith("Start-Date: 2024-03-05 08:12:44 [1] Upgrade: nodejs"), upgraded)
+
+    def test_extractive_answer_introduction_comes_with_its_list(self):
+        page = hit(1, "RESTRICTED SHELL\n\nA restricted shell behaves like bash except that the following are "
+                      "disallowed:\n\n\u2022 changing directories with cd\n\n\u2022 setting or unsetting the "
+                      "values of\nSHELL,\nPATH\n\n\u2022 redirecting output\n\nIt is used by administrators.",
+                   "/man/man1/bash.1")
+        answer = extract("What does a restricted shell disallow?", page)
+        self.assertEqual(answer, "A restricted shell behaves like bash except that the following are disallowed:\n"
+                                 "\u2022 changing directories with cd\n\u2022 setting or unsetting the values of SHELL, "
+                                 "PATH\n\u2022 redirecting output [1]")
 
     def test_extractive_answer_keeps_code_as_a_block(self):
         rst = ("Quickstart\n==========\n\nA minimal application looks like this::\n\n"
