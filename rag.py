@@ -3339,6 +3339,19 @@ def line_ends(lines: list[str]) -> list[bool]:
     return out + [True] if lines else []
 
 
+def _line_statements(text: str) -> list[str]:
+    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+
+    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
+    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
+    """
+    lines, out, start = text.splitlines(), [], 0
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
+        start = i + 1
+    return [s for s in out if s]
+
+
 def _prose_units(lines: list[Line], size: int) -> list[_Unit]:
     """A paragraph as one unit, or cut at sentences and the ends of its lines'
     records (line_ends; then whitespace) to fit size."""
@@ -9936,7 +9949,9 @@ def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
         chunk = texts[cid].chunk if cid in texts else None
         sentences = [chunk.text[a:b].split()
                      for a, b in sentence_spans(chunk.text)] if chunk else []
-        sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]
+        sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]] or [
+            w for w in map(str.split, _line_statements(chunk.text) if chunk else [])
+            if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]  # a log's lines end no sentence
         if sentences:
             out.append(" ".join(rnd.choice(sentences)[::2]))
             if len(out) == n:
@@ -10984,7 +10999,7 @@ def _is_config_passage(h: Hit) -> bool:
 # A setting's comment shows at most this many lines: those naming the setting, then the
 # nearest (a comment may run to twenty lines of history before the setting it explains).
 _CONFIG_COMMENT_LINES = 4
-_SETTING_KEY = LazyPattern(r"\s*\[?([\w.@*/-]+)")
+_SETTING_KEY = LazyPattern(r"[#;\s]*\[?([\w.@*/-]*)")  # "" when it starts otherwise ("$if")
 
 
 def _config_pieces(text: str, n: int) -> list[_Piece]:
@@ -11011,8 +11026,8 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
     if group:
         out += _setting_pieces(comment, group, n, len(out))
     elif any(l.strip("#; \t") for l in comment):  # its setting is in the next passage
-        shown = _comment_shown(comment, "")
-        out.append(_Piece(n, len(out), "\n".join(shown), True, "", " ".join(comment)))
+        shown = "\n".join(_comment_shown(comment, ""))
+        out.append(_Piece(n, len(out), shown, True, "", " ".join(comment)))
     return out
 
 
@@ -11029,8 +11044,8 @@ def _commented_settings(comment: list[str], out: list[_Piece], n: int) -> list[s
 
 
 # A key as configuration writes it: 'x=', CamelCase, UPPER, snake_case ('PASS_MAX_DAYS')
-_CONFIG_KEY = LazyPattern(r"[\w.@*/-]*(?:=|(?:[a-z][A-Z]|[A-Z]{2}|_)[\w.@*/-]*"
-                          r"(?:[ \t]*[=:]?[ \t]|$))")
+_CONFIG_KEY = LazyPattern(r"[A-Za-z_][\w.@*/-]*[ \t]*=|[\w.@*/-]*(?:[a-z][A-Z]|[A-Z]{2}|_)"
+                          r"[\w.@*/-]*(?:[ \t]*[=:]?[ \t]|$)")
 
 
 def _commented_setting(line: str) -> bool:
@@ -11041,23 +11056,22 @@ def _commented_setting(line: str) -> bool:
         return False
     if _CONFIG_KEY.match(text):  # a key no prose word looks like: any value
         return True
-    # 'Port 22', 'Tunnel no' (a two-word line of prose is rare and harmless: shown with
-    # its comment); a short value after a tab or a number
-    return bool(re.fullmatch(r"\S+ \S+", text)) or bool(
-        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  |\d)", text))
+    # 'Port 22', 'Tunnel no', not 'as possible' (two words of prose, rarely capitalised:
+    # harmless, shown with its comment); a short value after a tab or a number
+    return bool(re.fullmatch(r"(?![a-z]+ [a-z]+$)\S+ \S+", text)) or bool(
+        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
 
 
 def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) -> list[_Piece]:
     """The pieces of settings in a row (group) under one comment."""
-    keys = [_SETTING_KEY.match(s.lstrip("#;")).group(1).lower() for s in group]
+    keys = [_SETTING_KEY.match(s).group(1).lower() for s in group]
     out = []
     for setting, key in zip(group, keys):
         others = [k for k in keys if k != key]
         own = [l if not any(_names(l, k) for k in others) or _names(l, key) else ""
                for l in comment]
         # its key's words too: 'ForwardAgent', 'PASS_MAX_DAYS'
-        words = re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ",
-                       _SETTING_KEY.match(setting.lstrip("#;")).group(1))
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ", _SETTING_KEY.match(setting).group(1))
         about = " ".join([l.strip().lstrip("#;") for l in own if l] + [words])
         out.append(_Piece(n, order + len(out), "\n".join(_comment_shown(own, key) + [setting]),
                           True, "", about))
@@ -11066,7 +11080,7 @@ def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) ->
 
 def _names(line: str, key: str) -> bool:
     """Whether a comment line names a setting's key (any case, as a whole word)."""
-    return re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", line.lower()) is not None
+    return bool(key) and bool(re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", line.lower()))
 
 
 def _comment_shown(comment: list[str], key: str) -> list[str]:
@@ -11074,8 +11088,8 @@ def _comment_shown(comment: list[str], key: str) -> list[str]:
     nearest that name its key, then the nearest, at most _CONFIG_COMMENT_LINES;
     '…' where lines are left out between them."""
     lines = [i for i, l in enumerate(comment) if l.strip("#; \t")]
-    keep = [i for i in lines if key and _names(comment[i], key)][-(_CONFIG_COMMENT_LINES - 1):]
-    last = next((i for i in range(len(comment) - 1, -1, -1) if not comment[i]), -1)
+    keep = [i for i in lines if _names(comment[i], key)][-(_CONFIG_COMMENT_LINES - 1):]
+    last = next((i for i in range(max(lines, default=-1), -1, -1) if not comment[i]), -1)
     for i in reversed(lines):
         if len(keep) >= _CONFIG_COMMENT_LINES or i < last:  # the nearest paragraph's
             break

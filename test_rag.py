@@ -5788,6 +5788,12 @@ class AnswerTests(RagTestCase):
         self.assertEqual(extract("Which login shell do new users get?", conf),
                          "```\n# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n```"
                          " [1]")
+        useradd = hit(1, "# The SHELL variable specifies the default login shell on your\n# system.\n"
+                         "# useradd is a low level utility and should be as general\n# as possible\n"
+                         "SHELL=/bin/sh\n#\n# The default group for users\n# 100=users on Debian systems\n"
+                         "GROUP=100\n", "/etc/default/useradd")
+        self.assertTrue(extract("Which login shell does useradd give by default?", useradd).endswith(
+            "# as possible\nSHELL=/bin/sh\n``` [1]"))  # prose is no setting left commented out
 
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
@@ -5997,6 +6003,21 @@ class AnswerTests(RagTestCase):
         self.assertTrue(json.loads(self.ok("ask", question, "--json"))["refused"])
         self.assertIn("so alike", self.run_cli("index", self.docs)[2])  # nothing changed, measured again
         self.assertFalse(json.loads(self.ok("ask", question, "--json"))["refused"])
+
+    @all_probes
+    def test_log_without_sentence_ends_is_told_alike_and_its_line_answers(self):
+        rnd = random.Random(7)  # a worker log: no line ends in a period, so no 'sentence' to ask from
+        lines = [f"2026-03-02 {i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d},{rnd.randint(100, 999)} INFO  "
+                 f"[worker-{rnd.randint(1, 12):02d}] batch {100000 + 7 * i} processed: "
+                 f"{rnd.choice((256, 512, 1024))} records in {rnd.uniform(0.4, 4):.2f} s" for i in range(1500)]
+        lines[717] = "2026-03-02 00:11:57,113 WARN  [worker-09] batch 731905 slow: 48.2 s for 512 records"
+        self.write("app/worker.log", "\n".join(lines) + "\n")
+        err = self.run_cli("index", self.docs)[2]
+        self.assertIn("so alike", err)
+        a = json.loads(self.ok("ask", "Which worker processed batch 731905?", "--json"))
+        self.assertFalse(a["refused"], a["refusal_reason"])
+        self.assertIn("2026-03-02 00:11:57,113 WARN [worker-09] batch 731905 slow", a["answer"])
+        self.assertTrue(json.loads(self.ok("ask", "How do I bake sourdough bread?", "--json"))["refused"])
 
     def test_answerer_and_check_fuzz_never_raise_and_keep_their_promises(self):
         """Any passage text and any model answer: pieces, an extractive answer and its check never
