@@ -3306,9 +3306,11 @@ _ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|vi
 
 
 # A line that is a record of its own, never run on from the line before: one opening with a
-# timestamp (ISO, syslog's, a time), a list bullet, or a field ('Start-Date: 2024-01-02',
-# 'Commandline: apt install x', as apt's history and mail headers write them).
-RECORD_START = LazyPattern(r"\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+# timestamp (ISO, syslog's, a time; after a program's name: 'update-alternatives 2025-06-24
+# 14:36:53: ...'), a list bullet, or a field ('Start-Date: 2024-01-02', 'Commandline: apt
+# install x', as apt's history and mail headers write them).
+RECORD_START = LazyPattern(r"\s*(?:[\w.-]+:? \[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
+                           r"|\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
                            r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
                            r"|[A-Z][\w-]{1,30}: \S)")
 # Lines of a paragraph all shorter than this were not wrapped (a note, a list without bullets):
