@@ -11028,8 +11028,8 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
     if group:
         out += _setting_pieces(comment, group, n, len(out))
     elif any(l.strip("#; \t") for l in comment):  # its setting is in the next passage
-        shown = "\n".join(_comment_shown(comment, ""))
-        out.append(_Piece(n, len(out), shown, True, "", " ".join(comment)))
+        # weighed by what it shows: a header's many lines would outweigh any one setting
+        out.append(_Piece(n, len(out), "\n".join(_comment_shown(comment, "")), True))
     return out
 
 
