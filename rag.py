@@ -10930,7 +10930,10 @@ def _looks_like_code(lines: list[str]) -> bool:
     of them at least (prose indented as a whole, or a list item whose lines
     hang under its bullet, a NEWS entry, is not code)."""
     first = lines[0].lstrip()
-    return first.startswith((">>> ", "$ ", "% ")) or (
+    # a block in braces ('/var/log/dpkg.log {' ... '}', a JSON record): kept whole, as written
+    braced = len(lines) > 2 and lines[0].rstrip().endswith(("{", "[")) \
+        and lines[-1].strip().rstrip(",;") in ("}", "]")
+    return braced or first.startswith((">>> ", "$ ", "% ")) or (
         len(lines) > 1 and not _BULLET.match(first)
         and all(l.startswith(("    ", "\t")) for l in lines[1:])
         and 2 * sum(bool(_CODE_LINE.search(l)) for l in lines) >= len(lines))

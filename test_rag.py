@@ -5803,6 +5803,11 @@ class AnswerTests(RagTestCase):
         self.assertEqual([c.supported for c in rag.ground(answer, (h,), lambda w: 1.0)], [True])
         self.assertNotIn("[\u2060", rag._defuse_citations(answer))  # defused again in a later prompt
 
+    def test_extractive_answer_braced_block_kept_whole(self):
+        rotate = hit(1, "/var/log/dpkg.log {\n\tmonthly\n\trotate 12\n\tcompress\n}", "/etc/logrotate.d/dpkg")
+        self.assertEqual(extract("How often is dpkg.log rotated?", rotate),
+                         "```\n/var/log/dpkg.log {\n\tmonthly\n\trotate 12\n\tcompress\n}\n``` [1]")
+
     def test_extractive_answer_json_keeps_its_braces(self):
         self.write("settings.json", '{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n')
         self.ok("index", self.docs)
