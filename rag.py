@@ -3141,8 +3141,11 @@ def _formats() -> dict[str, Format]:
              ".html": Format(_html_lines), ".htm": Format(_html_lines),
              ".xhtml": Format(_html_lines),
              ".csv": Format(lambda t: _delimited_lines(t, ",")),
-             ".tsv": Format(lambda t: _delimited_lines(t, "\t")), ".json": Format(_json_lines),
-             ".jsonl": Format(_jsonl_lines), ".ndjson": Format(_jsonl_lines),
+             ".tsv": Format(lambda t: _delimited_lines(t, "\t")),
+             # lines kept as written: a record is shown with its braces
+             ".json": Format(_json_lines, definitions="none"),
+             ".jsonl": Format(_jsonl_lines, definitions="none"),
+             ".ndjson": Format(_jsonl_lines, definitions="none"),
              ".ipynb": Format(_notebook_lines), ".man": Format(_man_lines),
              ".rtf": Format(_rtf_lines)}
     for markup, exts in (("asciidoc", ".adoc .asciidoc"), ("org", ".org"),
@@ -3221,8 +3224,56 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
     if _MAN_PAGE.match(head) and _MAN_TITLE.search(head):
         return FORMATS[".man"]
-    return next((FORMATS[ext] for start, ext in _CONTENT_STARTS if start.match(head)),
-                FORMATS[".txt"])
+    fmt = next((FORMATS[ext] for start, ext in _CONTENT_STARTS if start.match(head)), None)
+    if fmt is None and looks_like_config(head.decode("utf-8", "replace").splitlines()[:-1]):
+        return FORMATS[".conf"]  # its '#' lines are comments, not headings
+    return fmt or FORMATS[".txt"]
+
+
+def read_as(fmt: Format) -> str:
+    """What a file was read as, for -v's note: 'configuration', 'python code', 'pdf'.
+
+    >>> read_as(FORMATS[".ini"]), read_as(FORMATS[".py"]), read_as(FORMATS[".md"])
+    ('configuration', 'python code', 'text (md)')
+    """
+    if fmt.definitions == "ini":
+        return "configuration"  # comments explain the setting below them; never headings
+    if fmt.definitions == "none":
+        return "data, lines as written"
+    if fmt.definitions:
+        return f"{fmt.definitions} code"
+    ext = next((e for e, f in FORMATS.items() if f is fmt), "")
+    return "a man page" if ext == ".man" else f"text ({ext[1:]})" if fmt.text else ext[1:]
+
+
+# Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
+# passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
+_CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
+_CONFIG_SETTING = LazyPattern(
+    r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
+    r"|[\w.@*/-]+:?(?:\t|  )\s*\S.*"           # key, a tab or two spaces, its value
+    # key value (a short value): not a capitalised word and one space, as a line of a note starts
+    r"|(?![A-Z][a-z]+ )[\w.@*/-]+:?(?:[ \t]+[^\s#]\S*){1,4}(?:[ \t]+#.*)?)\s*")
+_CONFIG_SHARE = 0.9       # of the non-blank lines comments or settings: a few lines of prose not
+_CONFIG_MIN_SETTINGS = 2  # one 'key value' line alone could be a line of anything
+
+
+def looks_like_config(lines: list[str], passage: bool = False) -> bool:
+    """Whether lines read as configuration: nearly all comments or settings,
+    some of each (a passage of one: all comments will do).
+
+    >>> looks_like_config(["# Default umask.", "UMASK\t\t022", "PASS_MAX_DAYS 99999"])
+    True
+    >>> looks_like_config(["# Shopping", "Buy milk", "Call Bob about the lease"])
+    False
+    """
+    lines = [l for l in lines if l.strip()]
+    comments = sum(bool(_CONFIG_COMMENT.match(l)) for l in lines)
+    settings = sum(not _CONFIG_COMMENT.match(l) and bool(_CONFIG_SETTING.fullmatch(l))
+                   for l in lines)
+    return (comments > 0 and comments + settings >= _CONFIG_SHARE * len(lines)
+            and settings >= min(_CONFIG_MIN_SETTINGS, len(lines) - comments)
+            and (settings > 0 or passage))
 
 
 # ---------------------------------------------------------------------------
@@ -3375,13 +3426,18 @@ def _split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, 
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences in text, whitespace excluded.
+    """Spans of the sentences in text, whitespace excluded; an abbreviation's
+    period ends none (_ABBREVIATION).
 
     >>> sentence_spans("One. Two!  Three")
     [(0, 4), (5, 9), (11, 16)]
+    >>> len(sentence_spans("Use a tool, e.g. Make. See Fig. 2 and apples etc. for more."))
+    2
     """
     spans, start = [], 0
     for m in _SENTENCE_END.finditer(text):
+        if _abbreviated(text, m.start(), m.end()):
+            continue
         end = m.end() - (len(m.group()) - len(m.group().rstrip()))
         spans.append((start, end))
         start = m.end()
@@ -3390,12 +3446,87 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
+def _abbreviated(text: str, stop: int, after: int) -> bool:
+    """Whether the period at text[stop] ends an abbreviation rather than a
+    sentence: always for those never ending one ('e.g.', 'Dr.'), and for the
+    others ('etc.', 'Fig.') when lowercase or a digit follows."""
+    if text[stop] != "." or not (m := _ABBREVIATION.search(text, max(0, stop - 8), stop)):
+        return False
+    return bool(m.group(1)) or not text[after:after + 1].isupper()
+
+
+# Abbreviations whose period ends no sentence: group 1 those that never end one, group 2 those
+# that may ('... pears, etc. The next').
+_ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|viz)"
+                            r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
+
+
+# A line that is a record of its own, never run on from the line before: one opening with a
+# timestamp (ISO, syslog's, a time; after a program's name: 'update-alternatives 2025-06-24
+# 14:36:53: ...'), a list bullet, or a field ('Start-Date: 2024-01-02', 'Commandline: apt
+# install x', as apt's history and mail headers write them).
+RECORD_START = LazyPattern(r"\s*(?:[\w.-]+:? \[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
+                           r"|\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
+                           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
+                           r"|[A-Z][\w-]{1,30}: \S)")
+# Lines of a paragraph all shorter than this were not wrapped (a note, a list without bullets):
+# each ends what it says when the next starts like a sentence. Wrapped prose fills 60-80.
+_UNWRAPPED_WIDTH = 50
+# A line this share of its paragraph's widest, before one that starts like a sentence, ends
+# what it says ('Call Bob' in a note), as a wrapped line ends only its paragraph's last.
+_SHORT_LINE = 0.6
+_SENTENCE_START = LazyPattern(r"\s*[A-Z][a-z]")  # a capitalised word: not 'PATH,' nor '-n'
+
+
+def line_ends(lines: list[str]) -> list[bool]:
+    """For each line of a paragraph, whether what it says ends with it (the last
+    line's does): before a record (RECORD_START), or, in a note's unwrapped
+    lines or after a short line, before a line that starts like a sentence.
+
+    >>> line_ends(["Call Bob about the lease", "Buy milk", "and bread"])
+    [True, False, True]
+    >>> line_ends(["Start-Date: 2024-01-02  10:00:01", "Commandline: apt install x"])
+    [True, True]
+    """
+    width = max((len(l.rstrip()) for l in lines), default=0)
+    out = []
+    for cur, nxt in zip(lines, lines[1:]):
+        short = width < _UNWRAPPED_WIDTH or len(cur.rstrip()) < _SHORT_LINE * width
+        out.append(bool(RECORD_START.match(nxt)) or short and bool(_SENTENCE_START.match(nxt))
+                   and not cur.rstrip().endswith((",", "-", "(", ":")))
+    return out + [True] if lines else []
+
+
+def _line_statements(text: str) -> list[str]:
+    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+
+    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
+    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
+    """
+    lines, out, start = text.splitlines(), [], 0
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
+        start = i + 1
+    return [s for s in out if s]
+
+
 def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
-    """A paragraph as one unit, or cut at sentences (then whitespace) to fit size;
-    made as they are packed (a log's one paragraph of 33 MB is not held twice more)."""
+    """A paragraph as one unit, or cut at sentences and the ends of its lines'
+    records (line_ends; then whitespace) to fit size; made as they are packed (a
+    log's one paragraph of 33 MB is not held twice more)."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
         yield _Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)
+        return
+    ends = line_ends([line.text for line in lines])
+    if any(ends[:-1]):  # each record its own units, on a line of its own
+        text, start, later = "", 0, False
+        for i, end in enumerate(ends):
+            if end:
+                for j, u in enumerate(_prose_units(lines[start:i + 1], size)):
+                    yield replace(u, glue="\n") if j == 0 and later else u
+                    later = True
+                start = i + 1
         return
     offsets, pos = array("q"), 0  # 8 bytes a line, not an int object's 32
     for line in lines:
@@ -3745,9 +3876,11 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
 # gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
 # title heads its heading paths; 8: a man page's .so is never followed (an older index kept
-# the page named under the pointing page's path). Bump on change: every document of an older
-# index is read again (only text that changed is embedded again).
-_CHUNKER_VERSION = 8
+# the page named under the pointing page's path); 9: configuration by content (comments are
+# not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
+# note's lines each on its own (line_ends). Bump on change:
+# every document of an older index is read again (only text that changed is embedded again).
+_CHUNKER_VERSION = 9
 
 
 def chunking_key(size: int, overlap: int) -> str:
@@ -8279,6 +8412,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         return "skipped", None
     if warning:
         log.note(f"{shown(path)}: {warning}")
+    if log.verbose:
+        log.note(f"{shown(path)}: read as {read_as(fmt)}")
     if not chunks:
         log.skipped(path, "no text", "no text")
         return "empty", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
@@ -10065,7 +10200,9 @@ def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
         chunk = texts[cid].chunk if cid in texts else None
         sentences = [chunk.text[a:b].split()
                      for a, b in sentence_spans(chunk.text)] if chunk else []
-        sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]
+        sentences = [w for w in sentences if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]] or [
+            w for w in map(str.split, _line_statements(chunk.text) if chunk else [])
+            if PSEUDO_WORDS[0] <= len(w) <= PSEUDO_WORDS[1]]  # a log's lines end no sentence
         if sentences:
             out.append(" ".join(rnd.choice(sentences)[::2]))
             if len(out) == n:
@@ -10621,9 +10758,13 @@ _CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # citations() nor Unicode normalisation (NFKC, as some tokenizers apply: it
 # makes '［' a '[') turns back into '[n]'. So a document cannot cite a passage
 # in an extractive answer, nor show a model a label to copy.
-_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016]\s*(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+# (a word joiner after the bracket: a number an extractive answer showed as written)
+_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016][\s\u2060]*"
+                             r"(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
                              r"[\]\uff3d\u3011\u3015\u3017]")
 _MARKER_OPEN, _MARKER_CLOSE = "\u27e6", "\u27e7"
+_DEFUSED = LazyPattern("\u27e6([^\u27e6\u27e7]*)\u27e7")  # a number _defuse_citations marked
+_WORD_JOINER = "\u2060"  # invisible: '[\u206023]' reads '[23]', yet is no citation
 # The control tokens of chat templates, as a document (or a file name, or an
 # earlier turn) could write them. Servers (vLLM, llama.cpp, Ollama) may read
 # such a string in a message as the token itself, which would let a document
@@ -10850,11 +10991,14 @@ class _Piece:
     text: str
     code: bool = False
     before: str = ""
+    about: str = ""  # what it is about, not shown: a setting's whole comment
+    stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
-        or answers the question that sentence asks (a FAQ)."""
-        return bool(self.before) and (bool(_CRYPTIC.match(self.text)) or self.before.endswith("?"))
+        answers the question that sentence asks (a FAQ), or that line dates its record."""
+        return bool(self.before) and (bool(_CRYPTIC.match(self.text)) or self.before.endswith("?")
+                                      or self.stamped)
 
     def shown(self, limit: int, after: str = "") -> str:
         """As an answer shows it, each sentence cited (after: the piece shown
@@ -10864,14 +11008,30 @@ class _Piece:
         if self.code:
             block = "```\n" + self.text + "\n```" + label
             return (_cite_each(before, label) + "\n" if before else "") + block
+        if before and self.stamped:
+            return (_cite_each(before, label) + " "
+                    + _cite_each(shortened(self.text, max(limit - len(before), 1)), label))
         if before and self.leans() and len(before) + len(self.text) < limit:
             return _cite_each(before, label) + " " + _cite_each(self.text, label)
         return _cite_each(shortened(self.text, limit), label)
 
 
 def _cite_each(text: str, label: str) -> str:
-    """Each sentence of text followed by label (a log line or list item may hold more than one)."""
-    return " ".join(text[a:b] + label for a, b in sentence_spans(text)) or text + label
+    """Each sentence of text followed by label (a log line or list item may hold more than one),
+    a document's bracketed number shown as written (_as_written_number)."""
+    return _as_written_number(" ".join(text[a:b] + label for a, b in sentence_spans(text))
+                              or text + label)
+
+
+def _as_written_number(text: str) -> str:
+    """A document's bracketed number, defused (_defuse_citations), as a reader sees it written:
+    '[23]' with a word joiner after its '[', which no citation pattern reads as '[23]' (nor
+    NFKC, which keeps the joiner), and which _defuse_citations defuses again in a later prompt.
+
+    >>> _as_written_number("HTTP/\u27e623\u27e7") == "HTTP/[\u206023]"
+    True
+    """
+    return _DEFUSED.sub(lambda m: "[" + _WORD_JOINER + m.group(1) + "]", text)
 
 
 class ExtractiveGenerator(Generator):
@@ -10906,7 +11066,9 @@ class ExtractiveGenerator(Generator):
         if not chosen:
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
-        after = [""] + [p.text if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
+        # what the piece before it showed last (a record's time line, shown once)
+        after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
+                        if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
         return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
 
     def scored(self, evidence: Evidence) -> list[_Scored]:
@@ -10991,11 +11153,6 @@ _INLINE_MARKUP = (
     (LazyPattern(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
                  r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
 )
-# A line that is a record of its own: one opening with a timestamp (ISO, syslog, a time)
-# or a list bullet.
-_RECORD_LINE = LazyPattern(r"^\s*(?:\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
-                           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)"
-                           r"|(?:[-*+\u2022]|\d{1,3}[.)])\s)")
 # a line this short with no closing punctuation, before more text, is a title, not a sentence
 _HEADING_WORDS = 8
 _MAX_CODE_LINES = 15  # lines of a code block shown; a longer block is cut there
@@ -11087,7 +11244,10 @@ def _looks_like_code(lines: list[str]) -> bool:
     of them at least (prose indented as a whole, or a list item whose lines
     hang under its bullet, a NEWS entry, is not code)."""
     first = lines[0].lstrip()
-    return first.startswith((">>> ", "$ ", "% ")) or (
+    # a block in braces ('/var/log/dpkg.log {' ... '}', a JSON record): kept whole, as written
+    braced = len(lines) > 2 and lines[0].rstrip().endswith(("{", "[")) \
+        and lines[-1].strip().rstrip(",;") in ("}", "]")
+    return braced or first.startswith((">>> ", "$ ", "% ")) or (
         len(lines) > 1 and not _BULLET.match(first)
         and all(l.startswith(("    ", "\t")) for l in lines[1:])
         and 2 * sum(bool(_CODE_LINE.search(l)) for l in lines) >= len(lines))
@@ -11102,7 +11262,10 @@ _CODE_LINE = LazyPattern(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|fo
 
 def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
     """The pieces of passage n an answer may quote: each prose sentence
-    (titles and refusal-shaped text left out) and each block of code."""
+    (titles and refusal-shaped text left out) and each block of code; of
+    configuration, each setting with its comment."""
+    if _is_config_passage(h):
+        return _config_pieces(h.chunk.text, n)
     out, code, before = [], _is_code_path(h.path), ""
     for is_code, lines in _passage_blocks(h.chunk.text, code):
         block = "\n".join(lines[:_MAX_CODE_LINES]).strip("\n")
@@ -11115,14 +11278,163 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             more = "\n…" if len(lines) > _MAX_CODE_LINES else ""
             out.append(_Piece(n, len(out), textwrap.dedent(block) + more, True, intro))
         before = ""
+        stamp = "" if is_code else _record_time(lines)
         for sentence in [] if is_code else _prose_sentences(lines):
             # a question asked is no answer
             if not _holds_refusal(sentence) and not sentence.endswith("?"):
-                out.append(_Piece(n, len(out), sentence, False, before))
+                dated = bool(stamp) and sentence != stamp
+                out.append(_Piece(n, len(out), sentence, False, stamp if dated else before,
+                                  stamped=dated))
             before = sentence
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
+    return _with_lists(out)
+
+
+def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
+    """Each sentence ending in ':' followed by list items ('• changing directories')
+    with those items, a line each: an introduction says little without its list."""
+    out = list(pieces)
+    for i, p in enumerate(out):
+        items = []
+        for q in out[i + 1:] if not p.code and p.text.endswith(":") else ():
+            if q.code or not _BULLET.match(q.text):
+                break
+            items.append(q.text)
+        if items:
+            out[i] = replace(p, text="\n".join([p.text, *items]))
     return out
+
+
+def _is_config_passage(h: Hit) -> bool:
+    """A passage of configuration: of a file named as one ('.conf', '.ini'), or
+    of a file its name does not place whose lines read as one (file_format)."""
+    fmt = FORMATS.get(os.path.splitext(_inner_name(h.path))[1].lower())
+    if fmt is not None and fmt.definitions != "ini":
+        return False
+    return looks_like_config(h.chunk.text.splitlines(), passage=True)
+
+
+# A setting's comment shows at most this many lines: those naming the setting, then the
+# nearest (a comment may run to twenty lines of history before the setting it explains).
+_CONFIG_COMMENT_LINES = 4
+_SETTING_KEY = LazyPattern(r"[#;\s]*\[?([\w.@*/-]*)")  # "" when it starts otherwise ("$if")
+
+
+def _config_pieces(text: str, n: int) -> list[_Piece]:
+    """Each setting of a passage of configuration as a piece: the setting line
+    and the comment above it (commented-out settings are comment). Settings in
+    a row share that comment, but not its lines that name another of them
+    (login.defs explains ERASECHAR, KILLCHAR and UMASK in one comment)."""
+    out: list[_Piece] = []
+    comment: list[str] = []
+    group: list[str] = []  # the settings in a row after comment
+    for line in text.splitlines() + [""]:  # a blank line ends the last comment's paragraph
+        if _CONFIG_COMMENT.match(line):
+            if group:
+                out += _setting_pieces(comment, group, n, len(out))
+                comment, group = [], []
+            comment.append(line.rstrip())
+        elif line.strip():
+            if not group:
+                comment = _commented_settings(comment, out, n)
+            group.append(line.rstrip())
+        elif comment and not group:
+            comment = _commented_settings(comment, out, n)
+            comment += [""] if comment else []  # its paragraphs: the nearest is shown first
+    if group:
+        out += _setting_pieces(comment, group, n, len(out))
+    elif any(l.strip("#; \t") for l in comment):  # its setting is in the next passage
+        # weighed by what it shows: a header's many lines would outweigh any one setting
+        out.append(_Piece(n, len(out), "\n".join(_comment_shown(comment, "")), True))
+    return out
+
+
+def _commented_settings(comment: list[str], out: list[_Piece], n: int) -> list[str]:
+    """Settings left commented out (each a default) that end a comment: pieces
+    added to out, each with the comment before them; what is left of the comment."""
+    run = len(comment)
+    while run and _commented_setting(comment[run - 1]):
+        run -= 1
+    if run == len(comment):
+        return comment
+    out += _setting_pieces(comment[:run], comment[run:], n, len(out))
+    return []
+
+
+# A key as configuration writes it: 'x=', CamelCase, UPPER, snake_case ('PASS_MAX_DAYS')
+_CONFIG_KEY = LazyPattern(r"[A-Za-z_][\w.@*/-]*[ \t]*=|[\w.@*/-]*(?:[a-z][A-Z]|[A-Z]{2}|_)"
+                          r"[\w.@*/-]*(?:[ \t]*[=:]?[ \t]|$)")
+
+
+def _commented_setting(line: str) -> bool:
+    """Whether a comment line is a setting left commented out ('#DSHELL=/bin/bash',
+    '#   ForwardAgent no'), not a line of prose ('# the "mesg y" command.')."""
+    text = line.lstrip("#; \t").rstrip()
+    if not text or text.endswith((".", ",", ":", ";")):
+        return False
+    if _CONFIG_KEY.match(text):  # a key no prose word looks like: any value
+        return True
+    # 'Port 22', 'Tunnel no', not 'as possible' (two words of prose, rarely capitalised:
+    # harmless, shown with its comment); a short value after a tab or a number
+    return bool(re.fullmatch(r"(?![a-z]+ [a-z]+$)\S+ \S+", text)) or bool(
+        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
+
+
+def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) -> list[_Piece]:
+    """The pieces of settings in a row (group) under one comment."""
+    keys = [_SETTING_KEY.match(s).group(1).lower() for s in group]
+    out = []
+    for setting, key in zip(group, keys):
+        others = [k for k in keys if k != key]
+        own = [l if not any(_names(l, k) for k in others) or _names(l, key) else ""
+               for l in comment]
+        # its key's words too: 'ForwardAgent', 'PASS_MAX_DAYS'
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])|_", " ", _SETTING_KEY.match(setting).group(1))
+        about = " ".join([l.strip().lstrip("#;") for l in own if l] + [words])
+        out.append(_Piece(n, order + len(out), "\n".join(_comment_shown(own, key) + [setting]),
+                          True, "", about))
+    return out
+
+
+def _names(line: str, key: str) -> bool:
+    """Whether a comment line names a setting's key (any case, as a whole word)."""
+    return bool(key) and bool(re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", line.lower()))
+
+
+def _comment_shown(comment: list[str], key: str) -> list[str]:
+    """The lines of a setting's comment shown with it, in their order: the
+    nearest that name its key, then the nearest, at most _CONFIG_COMMENT_LINES;
+    '…' where lines are left out between them."""
+    lines = [i for i, l in enumerate(comment) if l.strip("#; \t")]
+    keep = [i for i in lines if _names(comment[i], key)][-(_CONFIG_COMMENT_LINES - 1):]
+    last = next((i for i in range(max(lines, default=-1), -1, -1) if not comment[i]), -1)
+    for i in reversed(lines):
+        if len(keep) >= _CONFIG_COMMENT_LINES or i < last:  # the nearest paragraph's
+            break
+        keep = keep if i in keep else keep + [i]
+    shown, prev = [], None
+    for i in sorted(keep):
+        if prev is not None and any(j in lines for j in range(prev + 1, i)):
+            shown.append("…")
+        shown.append(comment[i])
+        prev = i
+    if keep and max(keep) < lines[-1]:
+        shown.append("…")
+    return shown
+
+
+# A record's first field giving its time ('Start-Date: 2024-01-02  10:00:01', apt's history)
+_TIME_FIELD = LazyPattern(r"\s*[A-Z][\w-]{1,30}: .*(?:\d{4}-\d\d-\d\d|\d\d:\d\d)")
+
+
+def _record_time(lines: list[str]) -> str:
+    """A paragraph's time when it is a record of fields that its first line
+    dates (as _prose_sentences gives that line), else ''."""
+    if len(lines) < 2 or not _TIME_FIELD.match(lines[0]) or not all(
+            RECORD_START.match(l) for l in lines[1:] if not l[:1].isspace()):
+        return ""
+    return " ".join(plain(lines[0]).split())
 
 
 def _holds_refusal(text: str) -> bool:
@@ -11138,25 +11450,29 @@ def _holds_refusal(text: str) -> bool:
 def _prose_sentences(lines: list[str]) -> list[str]:
     """A prose paragraph's sentences, markup reduced; a title line at its
     start (short, unpunctuated, before more text) is left out, never glued to
-    the sentence after it; a paragraph of records (log lines, list items) is
-    one piece a line."""
-    # (a chunk may start in the middle of one)
-    records = sum(bool(_RECORD_LINE.match(l)) for l in lines)
-    if 2 * records >= len(lines) > 1 and (_RECORD_LINE.match(lines[0]) or len(lines) > 2):
-        return [" ".join(plain(l).split()) for l in lines if l.strip()]
+    the sentence after it; a line that ends what it says (line_ends: a log's,
+    a record's field, a note's) ends a sentence."""
     term = ""  # an option a man page or a reference describes ('-h, --human-readable'): said first
-    while (len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS
-           and not re.search(r"[.!?:;,]\s*$", lines[0])):
+    # (titles before a sentence; a note's lines end in no punctuation and are all said)
+    prose = any(re.search(r"[.!?]\W*$", l) for l in lines)
+    while (prose and len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS
+           and not re.search(r"[.!?:;,]\s*$", lines[0]) and not RECORD_START.match(lines[0])):
         term = lines[0].strip() + ": " if lines[0].lstrip().startswith("-") else ""
         lines = lines[1:]
-    body = term + plain(" ".join(l.strip() for l in lines))
-    return [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
+    out, start = [], 0
+    # a note's lines, a record's fields (line_ends): never run into one sentence
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        body = (term if not start else "") + plain(" ".join(l.strip() for l in lines[start:i + 1]))
+        out += [" ".join(body[a:b].split()) for a, b in sentence_spans(body)]
+        start = i + 1
+    return out
 
 
 def _piece_stems(p: _Piece) -> set[str]:
     """The stems of a piece's words, and its dotted numbers whole ('#1.12',
     see Evidence.weights)."""
     text = p.before + "\n" + p.text if p.code or p.leans() else p.text  # with what it is read with
+    text += "\n" + p.about if p.about else ""
     return set(map(stem, lexical_words(text))) | {"#" + v for v in _VERSION.findall(text)}
 
 

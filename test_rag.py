@@ -383,6 +383,40 @@ def embeddings_body(body, embed=alpha_embed, shuffle=True, **changes):
 # Shared fixtures
 # ---------------------------------------------------------------------------
 
+# A configuration file as /etc keeps them: comments explain the settings below them.
+LOGIN_DEFS = """#
+# /etc/login.defs - Configuration control definitions for the login package.
+#
+# Password aging controls:
+#
+#\tPASS_MAX_DAYS\tMaximum number of days a password may be used.
+#\tPASS_MIN_DAYS\tMinimum number of days allowed between password changes.
+#
+PASS_MAX_DAYS\t99999
+PASS_MIN_DAYS\t0
+
+#
+# Login configuration initializations:
+#
+#\tERASECHAR\tTerminal ERASE character ('\\010' = backspace).
+#\tUMASK\t\tDefault "umask" value.
+#
+# UMASK is the default umask value for pam_umask and is used by
+# useradd and newusers to set the mode of the new home directories.
+# 022 is the "historical" value in Debian for UMASK
+# 027, or even 077, could be considered better for privacy
+# There is no One True Answer here : each sysadmin must make up his/her
+# mind.
+#
+# Prefix these values with "0" to get octal, "0x" to get hexadecimal.
+#
+ERASECHAR\t0177
+UMASK\t\t022
+
+# Enable logging of successful logins
+LOG_OK_LOGINS\t\tno
+"""
+
 DOCS = {
     "refunds.md": "# Billing\n\nInvoices are monthly.\n\n## Refunds\n\nRefunds take 5 to 7 "
                   "business days to reach your card.\nShipping costs are not refunded.\n",
@@ -700,6 +734,24 @@ def rendered(text, fmt, dpi=150):
 
 
 class ParseTests(RagTestCase):
+    def test_file_format_configuration_by_content(self):
+        head = LOGIN_DEFS.encode()
+        for name in ("login.defs", "adduser", ".npmrc"):
+            self.assertIs(rag.file_format(name, head), rag.FORMATS[".conf"], name)
+        for text in ("# Shopping\nBuy milk\nCall Bob about the lease\n",  # a note, not settings
+                     "# Title\n\nSome prose that goes on for a while, as prose does.\n"):
+            self.assertIs(rag.file_format("notes", text.encode()), rag.FORMATS[".txt"])
+        self.assertIs(rag.file_format("a.md", head), rag.FORMATS[".md"])  # the name says
+
+    def test_index_configuration_comments_are_no_headings_and_verbose_says_so(self):
+        self.write("login.defs", LOGIN_DEFS)
+        code, out, err = self.run_cli("index", self.docs, "-v")
+        self.assertEqual(code, 0, err)
+        self.assertIn("login.defs: read as configuration", err)
+        chunks = json.loads(self.ok("search", "default umask", "--json"))
+        self.assertTrue(chunks)
+        self.assertFalse([c for c in chunks if "mind" in c.get("heading", "")], chunks)
+
     def parse(self, name, data):
         lines, warning = rag.parse_document(name, data if isinstance(data, bytes) else data.encode())
         self.assertIsNone(warning)
@@ -1271,6 +1323,28 @@ class ParseTests(RagTestCase):
 # ---------------------------------------------------------------------------
 
 class ChunkTests(unittest.TestCase):
+    def test_chunk_log_and_note_lines_never_run_together(self):
+        log = "\n".join(f"2024-05-0{d} 10:00:0{d} worker-{d} processed batch {d}{d}{d}" for d in range(1, 8))
+        for text, first in ((log, "2024-05-01 10:00:01 worker-1 processed batch 111"),
+                            ("Call Bob about the lease renewal\nBuy milk and bread\n"
+                             "Dentist on Tuesday at three\nPay the gas bill", "Call Bob about the lease renewal")):
+            chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
+            self.assertGreater(len(chunks), 1)
+            self.assertTrue(all(line in text.splitlines() for c in chunks for line in c.text.splitlines()),
+                            [c.text for c in chunks])  # each line whole, on a line of its own
+            self.assertEqual(chunks[0].text.splitlines()[0], first)
+        wrapped = ("This paragraph is wrapped at seventy columns as prose usually is, so\n"
+                   "Python and other names may start a line without ending a sentence there.")
+        self.assertEqual(rag.line_ends(wrapped.splitlines()), [False, True])
+
+    def test_sentence_spans_abbreviations_end_no_sentence(self):
+        text = ("Use a build tool, e.g. Make, or a script, i.e. one file. See Fig. 2 vs. Fig. 3 "
+                "and apples, pears etc. for more. Then pears, etc. The end.")
+        self.assertEqual([text[a:b] for a, b in rag.sentence_spans(text)],
+                         ["Use a build tool, e.g. Make, or a script, i.e. one file.",
+                          "See Fig. 2 vs. Fig. 3 and apples, pears etc. for more.",
+                          "Then pears, etc.", "The end."])
+
     def test_chunk_packs_paragraphs_within_budget(self):
         text = "\n\n".join(f"Paragraph {i} has some words in it." for i in range(10))
         chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
@@ -1301,7 +1375,7 @@ class ChunkTests(unittest.TestCase):
             self.assertTrue(c.text.endswith("ends here."), c.text)  # whole sentences only
         # overlap: each chunk starts with the last sentence of the previous one
         for a, b in zip(chunks, chunks[1:]):
-            last = a.text.split(". ")[-1]
+            last = re.split(r"(?<=\.)\s", a.text)[-1]  # (each sentence keeps its own line)
             self.assertTrue(b.text.startswith(last.rstrip(".")), (a.text, b.text))
             self.assertEqual(b.start_line, a.end_line)
         # every sentence appears whole somewhere
@@ -5609,7 +5683,7 @@ class AskTests(RagTestCase):
                                "The team plan costs 30 dollars per seat [ 2 ] [2, 3] [2-3] \uff3b2\uff3d \u30102\u3011.\n")
         self.ok("index", self.docs)
         out = self.ok("ask", "how many dollars per month does the basic plan cost", "--min-score", "-1")
-        self.assertIn("per month \u27e62\u27e7\u27e63\u27e7. [1]", out)
+        self.assertIn("per month [\u20602][\u20603]. [1]", out)  # as written, yet no citation
         self.assertNotIn("[2]", out)
         self.assertNotIn("[3]", out)
         data = json.loads(self.ok("ask", "dollars per seat team plan", "--json", "--min-score", "-1"))
@@ -5858,6 +5932,78 @@ class AnswerTests(RagTestCase):
         weak = hit(1, "Python is a language.", "/docs/intro.rst", 1.0)
         self.assertIn("[2]", extract("Which Python versions are supported?", weak, near))
 
+    def test_extractive_answer_config_setting_with_its_comment(self):
+        self.write("login.defs", LOGIN_DEFS)
+        self.ok("index", self.docs)
+        out = self.ok("ask", "What is the default umask?")
+        answer = out.split("Sources:")[0]
+        self.assertIn("UMASK\t\t022\n```", answer)
+        self.assertIn("# UMASK is the default umask value for pam_umask", answer)
+        self.assertNotIn("ERASECHAR", answer)  # its neighbour under the same comment
+        self.assertNotIn("```\n# [1]", answer)
+        out = self.ok("ask", "What is PASS_MAX_DAYS set to?").split("Sources:")[0]
+        self.assertIn("PASS_MAX_DAYS\t99999", out)
+        self.assertNotIn("PASS_MIN_DAYS\t0", out)
+
+    def test_extractive_answer_config_setting_left_commented_out(self):
+        conf = hit(1, "# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n\n"
+                      "# The directory in which new home directories should be created.\n"
+                      "#DHOME=/home\n", "/etc/adduser.conf")
+        self.assertEqual(extract("Which login shell do new users get?", conf),
+                         "```\n# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n```"
+                         " [1]")
+        useradd = hit(1, "# The SHELL variable specifies the default login shell on your\n# system.\n"
+                         "# useradd is a low level utility and should be as general\n# as possible\n"
+                         "SHELL=/bin/sh\n#\n# The default group for users\n# 100=users on Debian systems\n"
+                         "GROUP=100\n", "/etc/default/useradd")
+        self.assertTrue(extract("Which login shell does useradd give by default?", useradd).endswith(
+            "# as possible\nSHELL=/bin/sh\n``` [1]"))  # prose is no setting left commented out
+
+    def test_extractive_answer_shows_a_bracketed_number_as_written(self):
+        h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
+        answer = extract("Which HTTP versions does the client speak?", h)
+        self.assertEqual(answer.replace("\u2060", ""), "The client speaks HTTP/[23] to servers that offer it. [1]")
+        self.assertEqual(rag.citations(answer, 30), [(1, True)])  # '[23]' is no citation
+        self.assertEqual([c.supported for c in rag.ground(answer, (h,), lambda w: 1.0)], [True])
+        self.assertNotIn("[\u2060", rag._defuse_citations(answer))  # defused again in a later prompt
+
+    def test_extractive_answer_braced_block_kept_whole(self):
+        rotate = hit(1, "/var/log/dpkg.log {\n\tmonthly\n\trotate 12\n\tcompress\n}", "/etc/logrotate.d/dpkg")
+        self.assertEqual(extract("How often is dpkg.log rotated?", rotate),
+                         "```\n/var/log/dpkg.log {\n\tmonthly\n\trotate 12\n\tcompress\n}\n``` [1]")
+
+    def test_extractive_answer_json_keeps_its_braces(self):
+        self.write("settings.json", '{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n')
+        self.ok("index", self.docs)
+        answer = self.ok("ask", "What is the editor tabSize?").split("Sources:")[0]
+        self.assertIn('```\n{\n  "editor.fontSize": 14,\n  "editor.tabSize": 4\n}\n```', answer)
+
+    def test_extractive_answer_log_record_with_its_time_install_not_upgrade(self):
+        history = ("Start-Date: 2024-01-02  10:00:01\nCommandline: apt-get install -y nodejs\n"
+                   "Install: nodejs:amd64 (18.19.0), libuv1:amd64 (1.44.2, automatic)\n"
+                   "End-Date: 2024-01-02  10:00:09\n\n"
+                   "Start-Date: 2024-03-05  08:12:44\nCommandline: apt-get upgrade -y\n"
+                   "Upgrade: nodejs:amd64 (18.19.0, 18.20.1)\nEnd-Date: 2024-03-05  08:12:58")
+        h = hit(1, history, "/var/log/apt/history.log")
+        answer = extract("When was nodejs installed?", h)
+        self.assertTrue(answer.startswith("Start-Date: 2024-01-02 10:00:01 [1] "), answer)
+        self.assertIn("Install: nodejs:amd64 (18.19.0), libuv1:amd64 (1.44.2, automatic) [1]", answer)
+        self.assertNotIn("2024-03-05", answer)
+        self.assertNotIn("automatic) End-Date", answer)  # never glued to the next field
+        self.assertEqual(answer.count("Start-Date"), 1)
+        upgraded = extract("When was nodejs upgraded?", h)
+        self.assertTrue(upgraded.startswith("Start-Date: 2024-03-05 08:12:44 [1] Upgrade: nodejs"), upgraded)
+
+    def test_extractive_answer_introduction_comes_with_its_list(self):
+        page = hit(1, "RESTRICTED SHELL\n\nA restricted shell behaves like bash except that the following are "
+                      "disallowed:\n\n\u2022 changing directories with cd\n\n\u2022 setting or unsetting the "
+                      "values of\nSHELL,\nPATH\n\n\u2022 redirecting output\n\nIt is used by administrators.",
+                   "/man/man1/bash.1")
+        answer = extract("What does a restricted shell disallow?", page)
+        self.assertEqual(answer, "A restricted shell behaves like bash except that the following are disallowed:\n"
+                                 "\u2022 changing directories with cd\n\u2022 setting or unsetting the values of SHELL, "
+                                 "PATH\n\u2022 redirecting output [1]")
+
     def test_extractive_answer_keeps_code_as_a_block(self):
         rst = ("Quickstart\n==========\n\nA minimal application looks like this::\n\n"
                "    from flask import Flask\n    app = Flask(__name__)\n\n    @app.route(\"/\")\n"
@@ -6049,6 +6195,21 @@ class AnswerTests(RagTestCase):
         self.assertTrue(json.loads(self.ok("ask", question, "--json"))["refused"])
         self.assertIn("so alike", self.run_cli("index", self.docs)[2])  # nothing changed, measured again
         self.assertFalse(json.loads(self.ok("ask", question, "--json"))["refused"])
+
+    @all_probes
+    def test_log_without_sentence_ends_is_told_alike_and_its_line_answers(self):
+        rnd = random.Random(7)  # a worker log: no line ends in a period, so no 'sentence' to ask from
+        lines = [f"2026-03-02 {i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d},{rnd.randint(100, 999)} INFO  "
+                 f"[worker-{rnd.randint(1, 12):02d}] batch {100000 + 7 * i} processed: "
+                 f"{rnd.choice((256, 512, 1024))} records in {rnd.uniform(0.4, 4):.2f} s" for i in range(1500)]
+        lines[717] = "2026-03-02 00:11:57,113 WARN  [worker-09] batch 731905 slow: 48.2 s for 512 records"
+        self.write("app/worker.log", "\n".join(lines) + "\n")
+        err = self.run_cli("index", self.docs)[2]
+        self.assertIn("so alike", err)
+        a = json.loads(self.ok("ask", "Which worker processed batch 731905?", "--json"))
+        self.assertFalse(a["refused"], a["refusal_reason"])
+        self.assertIn("2026-03-02 00:11:57,113 WARN [worker-09] batch 731905 slow", a["answer"])
+        self.assertTrue(json.loads(self.ok("ask", "How do I bake sourdough bread?", "--json"))["refused"])
 
     def test_answerer_and_check_fuzz_never_raise_and_keep_their_promises(self):
         """Any passage text and any model answer: pieces, an extractive answer and its check never
