@@ -10772,16 +10772,22 @@ def _answering_pieces(pieces: list[_Piece], question: str) -> list[_Piece]:
     an option's description when the passage describes options; an option whose
     description takes away ('-n Suppresses line numbers') answers only a question that
     asks to take away (-N shows them)."""
-    undoing = bool(_ASKS_NEGATION.search(question))
+    asked = set() if _ASKS_NEGATION.search(question) else set(map(stem, content_words(question)))
     options = _OPTION_QUESTION.search(question) and any(p.option for p in pieces)
     return [p for p in pieces if not (options and not p.option or p.code and options)
-            and (undoing or not _negates(p.option))]
+            and not _negates(p.option, asked)]
 
 
-def _negates(option: str) -> bool:
-    """True for an option's first sentence whose description opens by taking away."""
+def _negates(option: str, asked: set[str]) -> bool:
+    """True for an option's first sentence whose description opens by taking away what the
+    question asks for (asked: its stems): '-n Suppresses line numbers' for 'show line
+    numbers', not grep's '-c Suppress normal output; instead print a count' for a count."""
     term = _OPTION_TERM.match(option)
-    return bool(term and _NEGATING.match(option, term.end()))
+    undone = term and _NEGATING.match(option, term.end())
+    if not undone:
+        return False
+    what = re.split(r"[.;,:(]", option[undone.end():], maxsplit=1)[0]  # up to the clause's end
+    return bool(asked & set(map(stem, content_words(what))))
 
 
 def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:

@@ -5735,6 +5735,11 @@ class AnswerTests(RagTestCase):
         self.assertNotIn("Suppresses", extract("How do I show line numbers in less?", page))
         self.assertIn("-n or --line-numbers Suppresses line numbers.",
                       extract("How do I suppress line numbers in less?", page))
+        # one that takes away something else than what is asked for answers
+        grep = hit(1, "-c, --count\nSuppress normal output; instead print a count of matching lines for "
+                      "each input file.", "/usr/share/man/man1/grep.1.gz")
+        self.assertIn("-c, --count: Suppress normal output; instead print a count",
+                      extract("Which grep option prints only a count of matching lines?", grep))
         # a description that mentions a negation later still answers
         gzip = hit(1, "-k --keep\nKeep (don't delete) input files during compression or decompression.",
                    "/usr/share/man/man1/gzip.1.gz")
