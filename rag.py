@@ -10787,7 +10787,14 @@ def _negates(option: str, asked: set[str]) -> bool:
     if not undone:
         return False
     what = re.split(r"[.;,:(]", option[undone.end():], maxsplit=1)[0]  # up to the clause's end
+    if _TAKING_AWAY.match(what):
+        return False  # 'do not ignore entries starting with .' shows them
     return bool(asked & set(map(stem, content_words(what))))
+
+
+# What takes away, said after a negation: the two undo each other ('do not ignore', 'never hide').
+_TAKING_AWAY = LazyPattern(r"\s*(?:ignor|hid|suppress|omit|skip|exclud|disabl|remov|delet|"
+                           r"discard|drop)\w*\b", re.I)
 
 
 def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:

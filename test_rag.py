@@ -4788,11 +4788,16 @@ class RetrieveTests(RagTestCase):
         # a translation that left the English words of its options (as real ones do)
         ro = (".TH PSTREE 1\n.SH NUME\npstree \\- arbore de procese\n.SH OPȚIUNI\n.TP\n"
               "\\fB\\-l\\fR\nkill option: lists the signal names (signal names list, kill option)\n")
-        self.write_docs({"man/man1/kill.1": en, "man/fr/man1/kill.1": fr, "man/ro/man1/pstree.1": ro})
+        # a translation left untranslated: a copy of its original
+        self.write_docs({"man/man1/kill.1": en, "man/fr/man1/kill.1": fr, "man/ro/man1/pstree.1": ro,
+                         "man/de/man1/kill.1": en})
         self.ok("index", self.docs)
         found = lambda q: [os.path.relpath(h["path"], self.docs) for h in
                            json.loads(self.ok("search", q, "--json", "-k", "3"))]
         self.assertEqual(found("Which kill option lists the signal names?")[0], "man/man1/kill.1")
+        top = json.loads(self.ok("search", "Which kill option lists the signal names?", "--json"))[0]
+        self.assertEqual([os.path.relpath(p.split(":")[0], self.docs) for p in top["also_in"]],
+                         ["man/de/man1/kill.1"])
         # each passage of the French page before the other languages' pages
         self.assertEqual(found("Quelle option de kill affiche la liste des noms de signal ?")[:2],
                          ["man/fr/man1/kill.1"] * 2)
@@ -5740,6 +5745,10 @@ class AnswerTests(RagTestCase):
                       "each input file.", "/usr/share/man/man1/grep.1.gz")
         self.assertIn("-c, --count: Suppress normal output; instead print a count",
                       extract("Which grep option prints only a count of matching lines?", grep))
+        # a negation of what takes away gives it ('do not ignore' shows)
+        ls = hit(1, "-a, --all\ndo not ignore entries starting with .", "/usr/share/man/man1/ls.1.gz")
+        self.assertIn("-a, --all: do not ignore entries",
+                      extract("How do I make ls show the entries starting with a dot?", ls))
         # a description that mentions a negation later still answers
         gzip = hit(1, "-k --keep\nKeep (don't delete) input files during compression or decompression.",
                    "/usr/share/man/man1/gzip.1.gz")
