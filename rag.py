@@ -10713,13 +10713,15 @@ class ExtractiveGenerator(Generator):
         named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
                  for m, n in dict.fromkeys(asked)]
         anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
+        pieces = _answering_pieces([_answer_pieces(h, n) for n, h in enumerate(hits, 1)],
+                                   evidence.question)
         scored = []
         for rank, h in enumerate(hits):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
             # Length'), whether or not it repeats it
             heading = set(map(stem, lexical_words(h.chunk.heading)))
             asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
-            for p in _answering_pieces(_answer_pieces(h, rank + 1), evidence.question):
+            for p in pieces[rank]:
                 found = _piece_stems(p) | heading
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
                 defines = p.code and any(d.search(p.text) for d in asked)
@@ -10767,15 +10769,15 @@ _OPTION_QUESTION = LazyPattern(r"\b(?:options?|flags?|switch(?:es)?)\b|^\W*how (
                                r"should) (?:i|you|we|one)\b|^\W*how to\b", re.I)
 
 
-def _answering_pieces(pieces: list[_Piece], question: str) -> list[_Piece]:
-    """The pieces of a passage that may answer question: an option question is answered by
-    an option's description when the passage describes options; an option whose
-    description takes away ('-n Suppresses line numbers') answers only a question that
-    asks to take away (-N shows them)."""
+def _answering_pieces(passages: list[list[_Piece]], question: str) -> list[list[_Piece]]:
+    """The pieces of each passage that may answer question: an option question is answered
+    by an option's description when the passages describe options (not by the page's
+    name line); an option whose description takes away what is asked ('-n Suppresses
+    line numbers') answers only a question that asks to take away (-N shows them)."""
     asked = set() if _ASKS_NEGATION.search(question) else set(map(stem, content_words(question)))
-    options = _OPTION_QUESTION.search(question) and any(p.option for p in pieces)
-    return [p for p in pieces if not (options and not p.option or p.code and options)
-            and not _negates(p.option, asked)]
+    options = _OPTION_QUESTION.search(question) and any(p.option for ps in passages for p in ps)
+    return [[p for p in pieces if not (options and not p.option)
+             and not _negates(p.option, asked)] for pieces in passages]
 
 
 def _negates(option: str, asked: set[str]) -> bool:

@@ -5745,6 +5745,12 @@ class AnswerTests(RagTestCase):
                       "each input file.", "/usr/share/man/man1/grep.1.gz")
         self.assertIn("-c, --count: Suppress normal output; instead print a count",
                       extract("Which grep option prints only a count of matching lines?", grep))
+        # an option question is answered by an option, not by the page's name line above it
+        name = hit(1, "wc - print newline, word, and byte counts for each file", "/usr/share/man/man1/wc.1.gz")
+        options = hit(2, "Print newline, word, and byte counts for each FILE.\n\n-c, --bytes\nprint the byte "
+                         "counts\n\n-l, --lines\nprint the newline counts", "/usr/share/man/man1/wc.1.gz", 0.8)
+        self.assertEqual(extract("Which wc option prints the newline counts?", name, options),
+                         "-l, --lines: print the newline counts [2]")
         # a negation of what takes away gives it ('do not ignore' shows)
         ls = hit(1, "-a, --all\ndo not ignore entries starting with .", "/usr/share/man/man1/ls.1.gz")
         self.assertIn("-a, --all: do not ignore entries",
