@@ -9161,12 +9161,13 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
 
 def _named_tier(chunk: Chunk, module: str, name: str) -> int:
     """3: a chunk of the module (its heading path's first part is the module's
-    file, 'http/server' for http.server) that defines name in its text; 2:
+    file, 'http/server' for http.server) or of the class ('Counter.most_common')
+    that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
     within the definition (its heading says so); 1: a chunk of the module when
     no name is asked (the module is what the dotted name names); 0: any other
     (a module 'http' that defines no 'server' is not what 'http.server' names)."""
     root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
-    of_class = re.compile(_DEFINES.format(re.escape(module.rpartition(".")[2])), re.M)
+    of_class = re.compile(rf"^[ \t]*class\s+{re.escape(module.rpartition('.')[2])}\b", re.M)
     # 'Counter.most_common': a method of a class the chunk is in ('> class Counter(dict):')
     method = name and any(of_class.search(t) for t in chunk.heading.split(" > ") + [chunk.text])
     if not (root == module or root.endswith("." + module) or module.endswith("." + root)
@@ -9239,12 +9240,12 @@ _SCRIPT_LANGUAGES = (("ru", "\u0400", "\u04ff"), ("ja", "\u3040", "\u30ff"),
                      ("ko", "\uac00", "\ud7a3"), ("zh", "\u4e00", "\u9fff"))
 
 
-def question_language(question: str) -> str:
+def _question_language(question: str) -> str:
     """The language a question is written in, as a man folder names it ('fr', 'de'); 'en'
     when it gives no sign of another.
 
-    >>> question_language("Quelle option de free affiche les totaux ?"), question_language("ls -t?")
-    ('fr', 'en')
+    >>> [_question_language(q) for q in ("Quelle option de free affiche les totaux ?", "ls -t?")]
+    ['fr', 'en']
     """
     for lang, low, high in _SCRIPT_LANGUAGES:
         if sum(low <= ch <= high for ch in question) >= 2:
@@ -9257,7 +9258,7 @@ def question_language(question: str) -> str:
 
 def _unasked(question: str) -> Callable[[StoredChunk], bool]:
     """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk."""
-    lang, tests = question_language(question), bool(_ABOUT_TESTS.search(question))
+    lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
 
     def unasked(row: StoredChunk) -> bool:
         page = _MAN_LOCALE.search(row.path)
