@@ -9544,18 +9544,34 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
 
 def _named_tier(chunk: Chunk, module: str, name: str) -> int:
     """3: a chunk of the module (its heading path's first part is the module's
-    file, 'http/server' for http.server) that defines name in its text; 2:
+    file, 'http/server' for http.server) or of the class ('Counter.most_common')
+    that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
     within the definition (its heading says so); 1: a chunk of the module when
     no name is asked (the module is what the dotted name names); 0: any other
     (a module 'http' that defines no 'server' is not what 'http.server' names)."""
     root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
-    if not (root == module or root.endswith("." + module) or module.endswith("." + root)):
+    of_class = re.compile(rf"^[ \t]*class\s+{re.escape(module.rpartition('.')[2])}\b", re.M)
+    # 'Counter.most_common': a method of a class the chunk is in ('> class Counter(dict):')
+    method = name and any(of_class.search(t) for t in chunk.heading.split(" > ") + [chunk.text])
+    if not (root == module or root.endswith("." + module) or module.endswith("." + root)
+            or method):
         return 0
     if not name:
         return 1
     defines = re.compile(_DEFINES.format(re.escape(name)), re.M)
-    return 3 if defines.search(chunk.text) else 2 if defines.search(
+    return 3 if defines.search(chunk.text) or _aliases(chunk.text, name) else 2 if defines.search(
         chunk.heading.partition(" > ")[2]) else 0
+
+
+def _aliases(text: str, name: str) -> list[str]:
+    """The names name is made an alias of in text ('insort = insort_right'): their
+    definitions are its.
+
+    >>> _aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
+    ['insort_right']
+    """
+    return re.findall(rf"^{re.escape(name)}[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$", text,
+                      re.M)
 
 
 def _named_first(ranked: list[tuple[int, float]],
@@ -9572,6 +9588,79 @@ def _named_first(ranked: list[tuple[int, float]],
     seen = {c for c, _ in ranked}
     extra = [(c, 0.0) for c, t in tiers.items() if t and c not in seen]
     return sorted(ranked + extra, key=lambda p: -tiers.get(p[0], 0))
+
+
+# A passage the question did not ask for counts for this share of its score: a test of
+# the code asked about (unless the question is about tests), a man page translated into
+# another language than the question's. A share, not last place: when nothing else
+# answers, it still does.
+_UNASKED_WEIGHT = 0.5
+# A path of tests: a folder test/, tests/, testing/, __tests__/, idle_test/; a file
+# test_x.py, x_test.go, x_tests.rs, x.test.js, x.spec.ts.
+_TEST_PATH = LazyPattern(r"(?:^|/)(?:tests?|testing|__tests__|\w+_tests?)/|(?:^|/)test_[^/]*$"
+                         r"|_tests?\.\w+$|\.(?:test|spec)\.\w+$")
+_ABOUT_TESTS = LazyPattern(r"test|\bspecs?\b", re.I)  # 'tests', 'unittest', 'pytest', 'spec'
+# A man page's language, by its folder: man/fr/man1/kill.1.gz is French, pt_BR/man8 Portuguese,
+# man/man1/ls.1.gz the default locale's (English).
+_MAN_LOCALE = LazyPattern(r"(?:^|/)(?:(?!man/)([a-z]{2,3})(?:_[A-Za-z]{2})?(?:[.@][\w@.-]+)?/)?"
+                          r"man[1-9n][a-z]*/[^/]+$")
+# Words frequent in questions of a language and rare in the others' (English's: the default).
+_LANGUAGE_WORDS = {
+    "fr": frozenset("le la les des une est pour que qui dans avec sur pas comment quelle quel "
+                    "quels quelles afficher fichier fichiers du au aux ce cette l d qu où"
+                    .split()),
+    "de": frozenset("der die das und ist nicht mit wie welche welcher welches ich eine einen "
+                    "ein zu auf für von dem werden kann zeigt datei dateien".split()),
+    "es": frozenset("el los las una es para con cómo qué cuál cuáles por del se archivo "
+                    "archivos mostrar".split()),
+    "it": frozenset("il lo gli della delle per che come quale quali con non sono".split()),
+    "pt": frozenset("os um uma para com como qual não da dos das é arquivo arquivos".split()),
+    "en": frozenset("the a an is are how do does what which who i to of in on with for and "
+                    "not that this my can".split()),
+}
+# Scripts that name a language alone: Cyrillic (Russian pages stand for it), kana, hangul, Han.
+_SCRIPT_LANGUAGES = (("ru", "\u0400", "\u04ff"), ("ja", "\u3040", "\u30ff"),
+                     ("ko", "\uac00", "\ud7a3"), ("zh", "\u4e00", "\u9fff"))
+
+
+def _question_language(question: str) -> str:
+    """The language a question is written in, as a man folder names it ('fr', 'de'); 'en'
+    when it gives no sign of another.
+
+    >>> [_question_language(q) for q in ("Quelle option de free affiche les totaux ?", "ls -t?")]
+    ['fr', 'en']
+    """
+    for lang, low, high in _SCRIPT_LANGUAGES:
+        if sum(low <= ch <= high for ch in question) >= 2:
+            return lang
+    words = re.findall(r"[^\W\d_]+", question.lower())
+    counts = {lang: sum(w in vocab for w in words) for lang, vocab in _LANGUAGE_WORDS.items()}
+    best = max(counts, key=lambda lang: (counts[lang], lang == "en"))
+    return best if counts[best] else "en"
+
+
+def _unasked(question: str) -> Callable[[StoredChunk], bool]:
+    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk."""
+    lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
+
+    def unasked(row: StoredChunk) -> bool:
+        page = _MAN_LOCALE.search(row.path)
+        if page and (page.group(1) or "en") != lang:
+            return True
+        return not tests and bool(_TEST_PATH.search(row.rel or row.path))
+    return unasked
+
+
+def _preferred(ranked: list[tuple[int, float]], rows: dict,
+               question: str) -> list[tuple[int, float]]:
+    """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
+    test, another language's translation), so that the code and the page asked for rank
+    above them, and a translation is a copy of its original, not the other way round."""
+    unasked = _unasked(question)
+    if not ranked or min(s for _, s in ranked) < 0:
+        return ranked  # scores not all positive: a share of one means nothing
+    scored = [(c, s * _UNASKED_WEIGHT if c in rows and unasked(rows[c]) else s) for c, s in ranked]
+    return sorted(scored, key=lambda p: -p[1])
 
 
 # What a word is to shingles: bytes of letters and digits (any other ASCII byte
@@ -9904,7 +9993,8 @@ class Retriever:
         module's words side by side in their heading path (as its file's name
         gives them: 'http server') and the question's words, the depth best."""
         tiers: dict[int, int] = {}
-        for module, name in dotted_names(question):
+        asked = dotted_names(question)
+        for module, name in asked:  # grows by the names an asked one is an alias of
             # the name's words even when they are stopwords ('shutil.which')
             words = dict.fromkeys(lexical_words(name) + content_words(question))
             query = (f'heading : "{" ".join(lexical_words(module))}" AND ('
@@ -9913,6 +10003,8 @@ class Retriever:
             for cid, row in self.store.chunks([c for c, _ in found]).items():
                 tier = _named_tier(row.chunk, module, name)
                 tiers[cid] = max(tiers.get(cid, 0), tier)
+                more = _aliases(row.chunk.text, name) if tier and name else []
+                asked += [(module, n) for n in more if (module, n) not in asked]
         return tiers
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
@@ -9923,16 +10015,22 @@ class Retriever:
         the question names comes first, its definition of the name first of all
         (named), in keyword and hybrid search."""
         if mode == "keyword":
-            return _named_first(self.keyword(question, depth), self.named(question, depth)), qvec
+            return _named_first(self.preferred(self.keyword(question, depth), question),
+                                self.named(question, depth)), qvec
         qvec = qvec if qvec is not None else self.embed_question(question)
         if mode == "dense":
-            return self.dense(qvec, depth), qvec
+            return self.preferred(self.dense(qvec, depth), question), qvec
         dense, keyword = self.dense(qvec, depth), self.keyword(question, depth)
         if self.fusion == "rrf":
             fused = _rrf([[c for c, _ in dense], [c for c, _ in keyword]])
         else:
             fused = _fuse(dense, keyword, self.embedder.dense_weight)
-        return _named_first(fused, self.named(question, depth)), qvec
+        return _named_first(self.preferred(fused, question), self.named(question, depth)), qvec
+
+    def preferred(self, ranked: list[tuple[int, float]], question: str) -> list[tuple[int, float]]:
+        """ranked with what the question did not ask for lower (_preferred: a test, a
+        translation), by the paths of its chunks."""
+        return _preferred(ranked, self.store.chunks([c for c, _ in ranked]), question)
 
     def narrowed(self, source: str | None) -> Retriever:
         """This retriever limited further to the documents matching source (a
@@ -10993,6 +11091,7 @@ class _Piece:
     before: str = ""
     about: str = ""  # what it is about, not shown: a setting's whole comment
     stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
+    option: str = ""  # the first sentence of the option it describes ('-n Suppresses ...')
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
@@ -11066,6 +11165,8 @@ class ExtractiveGenerator(Generator):
         if not chosen:
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
+        wanted = evidence.weights(evidence.question)
+        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code else p for p in chosen]
         # what the piece before it showed last (a record's time line, shown once)
         after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
                         if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
@@ -11081,19 +11182,26 @@ class ExtractiveGenerator(Generator):
         standing = _passage_standing(hits)
         # a name the question asks of a module ('shlex.quote'): its definition there is the
         # answer; in any passage when none is the module's (os.path's file is posixpath.py)
+        asked = [(m, n) for m, n in dotted_names(evidence.question) if n]
+        # an alias's target ('insort = insort_right') is asked for too
+        asked += [(m, a) for m, n in list(asked) for h in hits if _named_tier(h.chunk, m, n)
+                  for a in _aliases(h.chunk.text, n)]
         named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
-                 for m, n in dotted_names(evidence.question) if n]
+                 for m, n in dict.fromkeys(asked)]
         anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
+        pieces = _answering_pieces([_answer_pieces(h, n) for n, h in enumerate(hits, 1)],
+                                   evidence.question)
         scored = []
         for rank, h in enumerate(hits):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
             # Length'), whether or not it repeats it
             heading = set(map(stem, lexical_words(h.chunk.heading)))
             asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
-            for p in _answer_pieces(h, rank + 1):
+            for p in pieces[rank]:
                 found = _piece_stems(p) | heading
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
                 defines = p.code and any(d.search(p.text) for d in asked)
+                p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
                     scored.append(_Scored(defines, support * standing[rank], len(topic & found),
                                           -rank, -p.order, p))
@@ -11115,6 +11223,70 @@ class _Scored(NamedTuple):
 # chosen on SQuAD for answers that hold the answer and stay short (bench/README.md,
 # "Answers grounded in the passages").
 _NEARLY = 0.85
+
+
+# An option a man page or a reference describes, said first ('-n or --line-numbers',
+# '-h, --human-readable:'): the words before its description.
+_OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:]+|or|\[[^\]\s]*\])[,:]?\s+)+")
+# A description that opens by taking something away ('Suppresses line numbers', 'Do not ...'),
+# not one that mentions it later ('Keep (don't delete) input files').
+_NEGATING = LazyPattern(r"(?:suppress\w*|disabl\w*|inhibit\w*|omit\w*|prevent\w*|hides?|"
+                        r"turns? off|don't|do not|does not|never|without)\b", re.I)
+# A question that asks for something taken away ('lines that do not match', 'stop', 'hide',
+# 'keep them instead of replacing them').
+_ASKS_NEGATION = LazyPattern(r"\b(?:not|no|never|without|instead|rather|suppress\w*|disabl\w*|"
+                             r"hid(?:e|ing)|"
+                             r"stop\w*|prevent\w*|avoid\w*|skip\w*|omit\w*|exclud\w*|ignor\w*|"
+                             r"turn\w* off|\w+n't)\b", re.I)
+
+
+# A question that asks how to do something, or for an option: an option answers it.
+_OPTION_QUESTION = LazyPattern(r"\b(?:options?|flags?|switch(?:es)?)\b|^\W*how (?:do|can|would|"
+                               r"should) (?:i|you|we|one)\b|^\W*how to\b", re.I)
+
+
+def _answering_pieces(passages: list[list[_Piece]], question: str) -> list[list[_Piece]]:
+    """The pieces of each passage that may answer question: an option question is answered
+    by an option's description when the passages describe options (not by the page's
+    name line); an option whose description takes away what is asked ('-n Suppresses
+    line numbers') answers only a question that asks to take away (-N shows them)."""
+    asked = set() if _ASKS_NEGATION.search(question) else set(map(stem, content_words(question)))
+    options = _OPTION_QUESTION.search(question) and any(p.option for ps in passages for p in ps)
+    return [[p for p in pieces if not (options and not p.option)
+             and not _negates(p.option, asked)] for pieces in passages]
+
+
+def _negates(option: str, asked: set[str]) -> bool:
+    """True for an option's first sentence whose description opens by taking away what the
+    question asks for (asked: its stems): '-n Suppresses line numbers' for 'show line
+    numbers', not grep's '-c Suppress normal output; instead print a count' for a count."""
+    term = _OPTION_TERM.match(option)
+    undone = term and _NEGATING.match(option, term.end())
+    if not undone:
+        return False
+    what = re.split(r"[.;,:(]", option[undone.end():], maxsplit=1)[0]  # up to the clause's end
+    if _TAKING_AWAY.match(what):
+        return False  # 'do not ignore entries starting with .' shows them
+    return bool(asked & set(map(stem, content_words(what))))
+
+
+# What takes away, said after a negation: the two undo each other ('do not ignore', 'never hide').
+_TAKING_AWAY = LazyPattern(r"\s*(?:ignor|hid|suppress|omit|skip|exclud|disabl|remov|delet|"
+                           r"discard|drop)\w*\b", re.I)
+
+
+def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
+    """A code piece that defines a name asked for, from that definition on to its end ('def
+    most_common' in a class): the definition, not what comes before it in the block."""
+    lines = piece.text.splitlines()
+    start = next((i for i, l in enumerate(lines) for d in asked if d.match(l)), 0)
+    if not start:
+        return piece
+    indent = _indent(lines[start])
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].strip() and _indent(lines[i]) <= indent
+                and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
+    return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="")
 
 
 def _passage_standing(hits) -> list[float]:
@@ -11268,23 +11440,26 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         return _config_pieces(h.chunk.text, n)
     out, code, before = [], _is_code_path(h.path), ""
     for is_code, lines in _passage_blocks(h.chunk.text, code):
-        block = "\n".join(lines[:_MAX_CODE_LINES]).strip("\n")
+        # a code block whole: weighed on all its lines, shown by those that answer (_code_excerpt)
+        block = "\n".join(lines).strip("\n")
         if "```" in block:  # it would close the block that shows it, or open one: not quoted
             before = ""
             continue
         if is_code and block.strip():
             intro = (out.pop().text.rstrip(":") + ":"
                      if before and out and out[-1].text == before else "")
-            more = "\n…" if len(lines) > _MAX_CODE_LINES else ""
-            out.append(_Piece(n, len(out), textwrap.dedent(block) + more, True, intro))
+            out.append(_Piece(n, len(out), textwrap.dedent(block), True, intro))
         before = ""
         stamp = "" if is_code else _record_time(lines)
-        for sentence in [] if is_code else _prose_sentences(lines):
+        sentences = [] if is_code else _prose_sentences(lines)
+        # an option a man page describes, and the sentences of its description
+        option = sentences[0] if sentences and _OPTION_TERM.match(sentences[0]) else ""
+        for sentence in sentences:
             # a question asked is no answer
             if not _holds_refusal(sentence) and not sentence.endswith("?"):
                 dated = bool(stamp) and sentence != stamp
                 out.append(_Piece(n, len(out), sentence, False, stamp if dated else before,
-                                  stamped=dated))
+                                  stamped=dated, option=option))
             before = sentence
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
@@ -11437,6 +11612,49 @@ def _record_time(lines: list[str]) -> str:
     return " ".join(plain(lines[0]).split())
 
 
+def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
+    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines; a longer one
+    (a long definition) by its signature, its docstring's first line and the lines that
+    hold the most of the question's weight (wanted: stem -> weight), in their order, each
+    gap shown as '…' (the default, the raise, however deep in the definition it is)."""
+    lines = text.splitlines()
+    if len(lines) <= _MAX_CODE_LINES:
+        return text
+    keep = set(_code_head(lines))
+
+    def weight(i: int) -> float:
+        return sum(wanted.get(w, 0.0) for w in set(map(stem, lexical_words(lines[i]))))
+    ranked = sorted((i for i in range(len(lines)) if i not in keep and lines[i].strip()),
+                    key=lambda i: (-weight(i), i))
+    keep.update(i for i in ranked[:_MAX_CODE_LINES - len(keep)] if weight(i) > 0)
+    out, last = [], -1
+    for i in sorted(keep):
+        if i > last + 1:
+            out.append("…")
+        out.append(lines[i])
+        last = i
+    return "\n".join(out + (["…"] if last < len(lines) - 1 else []))
+
+
+_SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
+_DOC_OPENERS = ('"""', "'''", "#", "//", "/*")  # a docstring's or a comment's first characters
+
+
+def _code_head(lines: list[str]) -> list[int]:
+    """The line numbers of a block's head: its first line, through the line that ends the
+    signature (':' or '{' closing it, within _SIGNATURE_LINES), and the first line of
+    the docstring or comment after it (its opening quotes alone: and the next line)."""
+    end = next((i for i, l in enumerate(lines[:_SIGNATURE_LINES])
+                if l.rstrip().endswith((":", "{"))), 0)
+    head = list(range(end + 1))
+    doc = next((i for i in range(end + 1, len(lines)) if lines[i].strip()), None)
+    if doc is not None and lines[doc].lstrip().startswith(_DOC_OPENERS):
+        head.append(doc)
+        if lines[doc].strip() in _DOC_OPENERS + ("/**",) and doc + 1 < len(lines):
+            head.append(doc + 1)
+    return head
+
+
 def _holds_refusal(text: str) -> bool:
     """True when text holds the refusal sentence (case and punctuation aside):
     a document's copy of it is never an answer.
@@ -11453,10 +11671,12 @@ def _prose_sentences(lines: list[str]) -> list[str]:
     the sentence after it; a line that ends what it says (line_ends: a log's,
     a record's field, a note's) ends a sentence."""
     term = ""  # an option a man page or a reference describes ('-h, --human-readable'): said first
-    # (titles before a sentence; a note's lines end in no punctuation and are all said)
+    # (titles before a sentence; a note's lines end in no punctuation and are all said; an
+    # option's description follows it, whatever its first line looks like)
     prose = any(re.search(r"[.!?]\W*$", l) for l in lines)
-    while (prose and len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS
-           and not re.search(r"[.!?:;,]\s*$", lines[0]) and not RECORD_START.match(lines[0])):
+    while (len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS and not term
+           and not re.search(r"[.!?:;,]\s*$", lines[0]) and not RECORD_START.match(lines[0])
+           and (prose or lines[0].lstrip().startswith("-"))):
         term = lines[0].strip() + ": " if lines[0].lstrip().startswith("-") else ""
         lines = lines[1:]
     out, start = [], 0

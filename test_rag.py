@@ -5007,6 +5007,39 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(os.path.basename(hits[-1]["path"]), "d.md")
         self.assertEqual(hits[0]["score"], hits[0]["similarity"])
 
+    def test_search_implementation_ranks_above_its_tests(self):
+        self.write_docs({
+            "pkg/pool.py": "def start(workers=None):\n    \"\"\"Start the pool of workers.\"\"\"\n"
+                           "    workers = min(32, cpu_count() + 4)\n",
+            "pkg/tests/test_pool.py": "from pool import start\n\n\ndef test_start_workers():\n"
+                                      + "    start(workers=4)  # start a pool of workers\n" * 6})
+        self.ok("index", self.docs)
+        top = lambda q: os.path.basename(json.loads(self.ok("search", q, "--json", "-k", "2"))[0]["path"])
+        self.assertEqual(top("How many workers does start give the pool?"), "pool.py")
+        self.assertEqual(top("How is the start of the pool of workers tested?"), "test_pool.py")
+
+    def test_search_man_page_in_the_question_language_ranks_first(self):
+        en = (".TH KILL 1\n.SH NAME\nkill \\- send a signal to a process\n.SH OPTIONS\n.TP\n"
+              "\\fB\\-l\\fR\nList the signal names; the kill option -l takes no signal.\n")
+        fr = (".TH KILL 1\n.SH NOM\nkill \\- envoyer un signal\n.SH OPTIONS\n.TP\n\\fB\\-l\\fR\n"
+              "Afficher la liste des noms de signal.\n")
+        # a translation that left the English words of its options (as real ones do)
+        ro = (".TH PSTREE 1\n.SH NUME\npstree \\- arbore de procese\n.SH OPȚIUNI\n.TP\n"
+              "\\fB\\-l\\fR\nkill option: lists the signal names (signal names list, kill option)\n")
+        # a translation left untranslated: a copy of its original
+        self.write_docs({"man/man1/kill.1": en, "man/fr/man1/kill.1": fr, "man/ro/man1/pstree.1": ro,
+                         "man/de/man1/kill.1": en})
+        self.ok("index", self.docs)
+        found = lambda q: [os.path.relpath(h["path"], self.docs) for h in
+                           json.loads(self.ok("search", q, "--json", "-k", "3"))]
+        self.assertEqual(found("Which kill option lists the signal names?")[0], "man/man1/kill.1")
+        top = json.loads(self.ok("search", "Which kill option lists the signal names?", "--json"))[0]
+        self.assertEqual([os.path.relpath(p.split(":")[0], self.docs) for p in top["also_in"]],
+                         ["man/de/man1/kill.1"])
+        # each passage of the French page before the other languages' pages
+        self.assertEqual(found("Quelle option de kill affiche la liste des noms de signal ?")[:2],
+                         ["man/fr/man1/kill.1"] * 2)
+
     def test_fts_query_fuzz_never_raises(self):
         rnd = random.Random(3)
         conn = sqlite3.connect(":memory:")
@@ -5920,6 +5953,88 @@ class AnswerTests(RagTestCase):
                 self.assertNotIn("test_", out.split("Sources:")[0])
                 top = json.loads(self.ok("search", question, "--json", "--mode", "keyword"))[0]
                 self.assertIn(path, top["source"])
+
+    def test_extractive_long_definition_shows_the_lines_that_answer(self):
+        body = "".join(f"    step{i} = prepare({i})\n" for i in range(30))
+        code = hit(1, "def serve(handler, bind=None):\n    \"\"\"Run an HTTP server on a port.\"\"\"\n"
+                      + body + "    parser.add_argument('port', default=8000, type=int)\n"
+                      + body.replace("step", "late") + "    raise ValueError('no free port')",
+                   "/lib/http/server.py")
+        answer = extract("What is the default port of the HTTP server?", code)
+        self.assertTrue(answer.startswith("```\ndef serve(handler, bind=None):\n    \"\"\"Run an HTTP"),
+                        answer)
+        self.assertIn("\n…\n    parser.add_argument('port', default=8000, type=int)\n…", answer)
+        self.assertLessEqual(answer.count("\n"), rag._MAX_CODE_LINES + 4)
+        self.assertIn("    raise ValueError('no free port')",
+                      extract("Which error does serve raise when there is no free port?", code))
+        self.assertEqual([c.supported for c in rag.ground(answer, (code,), lambda w: 1.0)], [True])
+
+    def test_extractive_option_that_negates_does_not_answer_a_question_asking_for_it(self):
+        page = hit(1, "-n or --line-numbers Suppresses line numbers.\nThe default (to use line numbers) "
+                      "may cause less to run more slowly.\n\n-N or --LINE-NUMBERS Causes a line number to "
+                      "be displayed at the beginning of each line in the display.",
+                   "/usr/share/man/man1/less.1.gz")
+        self.assertIn("-N or --LINE-NUMBERS", extract("How do I show line numbers in less?", page))
+        self.assertNotIn("Suppresses", extract("How do I show line numbers in less?", page))
+        self.assertIn("-n or --line-numbers Suppresses line numbers.",
+                      extract("How do I suppress line numbers in less?", page))
+        # one that takes away something else than what is asked for answers
+        grep = hit(1, "-c, --count\nSuppress normal output; instead print a count of matching lines for "
+                      "each input file.", "/usr/share/man/man1/grep.1.gz")
+        self.assertIn("-c, --count: Suppress normal output; instead print a count",
+                      extract("Which grep option prints only a count of matching lines?", grep))
+        # an option question is answered by an option, not by the page's name line above it
+        name = hit(1, "wc - print newline, word, and byte counts for each file", "/usr/share/man/man1/wc.1.gz")
+        options = hit(2, "Print newline, word, and byte counts for each FILE.\n\n-c, --bytes\nprint the byte "
+                         "counts\n\n-l, --lines\nprint the newline counts", "/usr/share/man/man1/wc.1.gz", 0.8)
+        self.assertEqual(extract("Which wc option prints the newline counts?", name, options),
+                         "-l, --lines: print the newline counts [2]")
+        # a negation of what takes away gives it ('do not ignore' shows)
+        ls = hit(1, "-a, --all\ndo not ignore entries starting with .", "/usr/share/man/man1/ls.1.gz")
+        self.assertIn("-a, --all: do not ignore entries",
+                      extract("How do I make ls show the entries starting with a dot?", ls))
+        # a description that mentions a negation later still answers
+        gzip = hit(1, "-k --keep\nKeep (don't delete) input files during compression or decompression.",
+                   "/usr/share/man/man1/gzip.1.gz")
+        self.assertIn("-k --keep: Keep", extract("How do I keep the input files with gzip?", gzip))
+
+    def test_extractive_option_description_is_read_with_its_option(self):
+        page = hit(1, "-d, --differences[=permanent]\nhebt die Unterschiede zwischen aufeinander folgenden "
+                      "Aktualisierungen\nhervor. Falls das Argument permanent angegeben ist, zeigt watch alles.",
+                   "/usr/share/man/de/man1/watch.1.gz")
+        self.assertTrue(extract("Welche Option von watch hebt die Unterschiede hervor?", page).startswith(
+            "-d, --differences[=permanent]: hebt die Unterschiede zwischen aufeinander folgenden "
+            "Aktualisierungen hervor. [1]"))
+
+    ALIASED = {
+        "Lib/bisect.py": "\"\"\"Bisection algorithms.\"\"\"\n\n\ndef insort_right(a, x, lo=0, hi=None):\n"
+                         "    \"\"\"Insert item x in list a, and keep it sorted assuming a is sorted.\"\"\"\n"
+                         "    a.insert(lo, x)\n\n\ndef bisect_right(a, x):\n"
+                         "    \"\"\"Return the index where to insert item x in list a.\"\"\"\n    return 0\n\n\n"
+                         "# Create aliases\nbisect = bisect_right\ninsort = insort_right\n",
+        "Lib/test/test_bisect.py": "import bisect\n\n\ndef test_insort():\n"
+                                   + "    bisect.insort(data, 1)  # insort keeps the list sorted\n" * 8,
+        "Lib/collections/__init__.py": "import heapq\n\n\nclass Counter(dict):\n"
+                                       "    \"\"\"Dict subclass for counting hashable items.\"\"\"\n\n"
+                                       "    def __init__(self, iterable=None):\n"
+                                       "        \"\"\"Create a new, empty Counter object.\"\"\"\n"
+                                       "        self.update(iterable)\n\n"
+                                       "    def most_common(self, n=None):\n"
+                                       "        \"\"\"List the n most common elements and their counts "
+                                       "from the most common to the least.\"\"\"\n"
+                                       "        return sorted(self.items())\n",
+    }
+
+    def test_ask_alias_and_method_lead_to_their_definitions(self):
+        self.write_docs(self.ALIASED)
+        self.ok("index", self.docs)
+        for question, signature in (
+                ("What does bisect.insort do?", "def insort_right(a, x, lo=0, hi=None):"),
+                ("What does Counter.most_common return?", "    def most_common(self, n=None):")):
+            with self.subTest(question):
+                out = self.ok("ask", question)
+                self.assertIn(f"```\n{signature.strip()}\n", out)
+                self.assertNotIn("test_", out.split("Sources:")[0])
 
     def test_extractive_answer_comes_from_the_top_passage_when_a_lower_one_shares_more_words(self):
         top = hit(1, "Installation\n\nFlask supports Python 3.9 and newer.", "/docs/installation.rst", 1.0)
