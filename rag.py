@@ -8447,7 +8447,7 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
         _stat_key(st, math.inf) == stored_stat)
 
 
-def root_bases(roots: Iterable[str]) -> dict[str, str]:
+def _root_bases(roots: Iterable[str]) -> dict[str, str]:
     """For each root (a real path given to index), the folder its documents'
     paths are relative to: the root itself (a file's own folder) when it is the
     only one; with several, the folder above as many of its last names as tell
@@ -8455,7 +8455,7 @@ def root_bases(roots: Iterable[str]) -> dict[str, str]:
     name ('hr/public/pay.md', 'team-public/public/faq.md') and --source, keys and
     citations cannot take one root's documents for another's.
 
-    >>> root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
+    >>> _root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
     '/home'
     """
     roots = sorted(set(roots))
@@ -8466,7 +8466,7 @@ def root_bases(roots: Iterable[str]) -> dict[str, str]:
 
 
 def _top_bases(roots: list[str]) -> dict[str, str]:
-    """root_bases of roots none of which is inside another."""
+    """_root_bases of roots none of which is inside another."""
     if len(roots) == 1:
         only = roots[0]
         return {only: os.path.dirname(only) if os.path.isfile(only) else only}
@@ -8802,7 +8802,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     kept = dict(opts.kept_roots)
-    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=root_bases(
+    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=_root_bases(
         [*indexed_roots(store), *(kept.get(p) or os.path.realpath(p) for p in paths)]))
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
@@ -8861,7 +8861,7 @@ class _IndexRun:
     reals: dict = field(default_factory=dict)  # a walk's root as given -> its real path
 
     def rel_of(self, w: _Walked) -> str:
-        """A document's path relative to its root's base (root_bases)."""
+        """A document's path relative to its root's base (_root_bases)."""
         real = self.reals.get(w.root) or self.reals.setdefault(w.root, os.path.realpath(w.root))
         if w.key in self.bases:  # a file given alone
             return os.path.relpath(w.key, self.bases[w.key])
@@ -9028,7 +9028,7 @@ def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log:
     """Remove the documents an earlier run read through links this run did not
     follow (refused: root, link, target, from walk): stored under the target,
     by a name through the link. Unlike a vanished file, at once: the link was
-    never meant to bring them in. bases: root_bases. Returns how many."""
+    never meant to bring them in. bases: _root_bases. Returns how many."""
     if not refused:
         return 0
     def through(rel: str, link: str) -> bool:  # named by the link, or (_doc_rel) in a hidden folder
@@ -9122,7 +9122,7 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
     where a link under a folder that follows links leads now (nor read by this
     run: seen): brought in by a file swapped for a link while an older version
     read it, or through a link no longer followed."""
-    bases = root_bases(roots)
+    bases = _root_bases(roots)
     def reached(path: str, rel: str) -> bool:
         return any(follows and os.path.realpath(os.path.join(bases[root], rel)) == path
                    for root, follows in roots.items())
