@@ -11252,8 +11252,16 @@ def _answering_pieces(passages: list[list[_Piece]], question: str) -> list[list[
     line numbers') answers only a question that asks to take away (-N shows them)."""
     asked = set() if _ASKS_NEGATION.search(question) else set(map(stem, content_words(question)))
     options = _OPTION_QUESTION.search(question) and any(p.option for ps in passages for p in ps)
+    signed = bool(_ASKS_WHO_OR_WHEN.search(question))
     return [[p for p in pieces if not (options and not p.option)
-             and not _negates(p.option, asked)] for pieces in passages]
+             and not _negates(p.option, asked)
+             and (signed or not _SIGN_OFF.fullmatch(p.text))] for pieces in passages]
+
+
+# A changelog entry's sign-off ('-- Name <mail>  date', as Debian's and GNU's end each entry)
+# says who and when, nothing else: it answers only a question asking who or when.
+_SIGN_OFF = LazyPattern(r"\s*--\s+[^<>\n]*<[^<>\s]+@[^<>\s]+>.*")
+_ASKS_WHO_OR_WHEN = LazyPattern(r"\b(?:who|whom|whose|when|what (?:date|day|year|time))\b", re.I)
 
 
 def _negates(option: str, asked: set[str]) -> bool:
@@ -11451,7 +11459,9 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             out.append(_Piece(n, len(out), textwrap.dedent(block), True, intro))
         before = ""
         stamp = "" if is_code else _record_time(lines)
-        sentences = [] if is_code else _prose_sentences(lines)
+        # a line of pictures only (badges) says nothing
+        sentences = [] if is_code else _prose_sentences(
+            [l for l in lines if not _BADGES.fullmatch(l)] or [""])
         # an option a man page describes, and the sentences of its description
         option = sentences[0] if sentences and _OPTION_TERM.match(sentences[0]) else ""
         for sentence in sentences:
@@ -11653,6 +11663,10 @@ def _code_head(lines: list[str]) -> list[int]:
         if lines[doc].strip() in _DOC_OPENERS + ("/**",) and doc + 1 < len(lines):
             head.append(doc + 1)
     return head
+
+
+# A line of pictures only ('![Build Status](...)' badges, linked or not): it says nothing.
+_BADGES = LazyPattern(r"\s*(?:\[?!\[[^\]]*\]\([^)]*\)\]?(?:\([^)]*\))?\s*)+")
 
 
 def _holds_refusal(text: str) -> bool:

@@ -3877,7 +3877,9 @@ class IndexTests(RagTestCase):
                 f.write("Blank no more: the quarry opens at nine.\n")
             self.assertIn("indexed 1 file(s)", self.ok("index", self.docs, "--ocr-lang", "deu"))
             self.assertEqual(reads, ["blank.md"])
-        self.assertIsNone(rag.SqliteStore.open(self.db).meta(rag.Meta.NO_TEXT))
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.close)  # unclosed, a store's cycle is freed (and warned of) at random
+        self.assertIsNone(store.meta(rag.Meta.NO_TEXT))
 
     def test_index_a_large_document_written_in_parts_as_if_whole(self):
         """A document of more chunks than a run holds at once is written in parts
@@ -5968,6 +5970,24 @@ class AnswerTests(RagTestCase):
         self.assertIn("    raise ValueError('no free port')",
                       extract("Which error does serve raise when there is no free port?", code))
         self.assertEqual([c.supported for c in rag.ground(answer, (code,), lambda w: 1.0)], [True])
+
+    def test_extractive_sign_off_answers_only_who_or_when_and_badges_never(self):
+        entry = hit(1, "quokka (2.1-1) unstable; urgency=medium\n\n  * Quokka now keeps its cache in "
+                       "/var/cache/quokka.\n\n -- Ada Lovelace <ada@example.org>  Mon, 03 Mar 2025 "
+                       "10:00:00 +0100", "/usr/share/doc/quokka/changelog.Debian.gz")
+        pieces = rag._answer_pieces(entry, 1)
+        def signed(question):  # the sign-off is among the pieces that may answer question
+            return any("Ada" in p.text for p in rag._answering_pieces([pieces], question)[0])
+        self.assertEqual([signed(q) for q in ("Where does the quokka cache live?",
+                                             "Who moved the quokka cache?",
+                                             "When did quokka move its cache?",
+                                             "What date was the cache moved?")],
+                         [False, True, True, True])
+        self.assertNotIn("Ada", extract("Where does the quokka cache live?", entry))
+        badges = hit(1, "# Quokka\n\n[![Build](https://ci.example/b.svg)](https://ci.example) "
+                        "![Cover](https://cov.example/c.svg)\n\nQuokka counts the quokka cache.",
+                     "/docs/README.md")
+        self.assertNotIn("![", extract("What does the quokka build badge show?", badges))
 
     def test_extractive_option_that_negates_does_not_answer_a_question_asking_for_it(self):
         page = hit(1, "-n or --line-numbers Suppresses line numbers.\nThe default (to use line numbers) "
