@@ -44,6 +44,16 @@ OPENAI_KEY = "sk-attack-" + "9f8e7d6c5b4a39281706f5e4d3c2b1a0"
 # A fake OpenAI-compatible server that remembers what it was sent
 # ---------------------------------------------------------------------------
 
+def send_json(handler, reply) -> None:
+    """A fake server's 200 reply of JSON."""
+    out = json.dumps(reply).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(out)))
+    handler.end_headers()
+    handler.wfile.write(out)
+
+
 class Recorder:
     """/v1/embeddings (letter-count vectors) and /v1/chat/completions on a
     free loopback port; keeps every request's headers and body."""
@@ -70,12 +80,7 @@ class Recorder:
                     reply = {"data": data, "model": body.get("model")}
                 else:
                     reply = {"choices": [{"message": {"role": "assistant", "content": rec.answer}}]}
-                out = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                send_json(self, reply)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -802,12 +807,7 @@ class SlowQuoter:
                 quoter.release.wait(STEP)
                 m = re.search(r'<passage n="1"[^>]*>\n(.*?)\n</passage>', body["messages"][-1]["content"], re.S)
                 text = (m.group(1).split("\n\n")[-1] if m else "Nothing") + " [1]"
-                out = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
+                send_json(self, {"choices": [{"message": {"role": "assistant", "content": text}}]})
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

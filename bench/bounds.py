@@ -25,6 +25,8 @@ import tempfile
 import time
 import zlib
 
+from ocr import pdf_file  # bench/ocr.py's PDF writer
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RAG = os.path.join(HERE, "..", "rag.py")
 DATA = os.path.join(HERE, "..", "..", "shared", "data")
@@ -64,15 +66,7 @@ def pdf_page(width_pt, height_pt):
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Contents 4 0 R >>"
             % (width_pt, height_pt),
             b"<< /Length 21 >>\nstream\n0.5 g 9 9 99 99 re f\nendstream"]
-    out, offsets = b"%PDF-1.4\n", []
-    for n, obj in enumerate(objs, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (n, obj)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objs) + 1, xref)
+    return pdf_file(objs)
 
 
 def ocr(a, work):

@@ -46,6 +46,11 @@ def _pdf(pages):
         objs.append(extra)
     objs[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
         b" ".join(b"%d 0 R" % k for k in kids), len(kids))
+    return pdf_file(objs)
+
+
+def pdf_file(objs):
+    """A PDF file of these objects' bodies (the first the catalog), with its cross-reference table."""
     out, offsets = b"%PDF-1.4\n", []
     for n, obj in enumerate(objs, 1):
         offsets.append(len(out))
