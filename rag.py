@@ -415,6 +415,7 @@ class Reply:
 
     text: str
     usage: dict | None = None
+    more: tuple = ()  # hits it cites beyond the passages given ([n] numbered after them)
 
 
 @dataclass(frozen=True)
@@ -9574,6 +9575,35 @@ def _aliases(text: str, name: str) -> list[str]:
                       re.M)
 
 
+# Of a document's chunks holding a name, the keyword index's first this many are searched for
+# its assignment: the chunk that assigns a constant holds it among the few that name it.
+_FOLLOW_DEPTH = 20
+_ASSIGNMENT = r"^{}[ \t]*(?::[^=\n]*)?=(?!=)"  # 'NAME = ...', 'NAME: int = ...', at the top level
+
+
+def _assignment_lines(text: str, name: str) -> list[str]:
+    """The lines of text that assign name at its top level: the assignment and, while
+    its brackets stay open or a line ends in '\\', its next lines (at most
+    _SIGNATURE_LINES); [] when text does not assign it.
+
+    >>> _assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
+    ['LIMIT = (1 << 31', '         ) - 1']
+    """
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines)
+                  if re.match(_ASSIGNMENT.format(re.escape(name)), l)), None)
+    if start is None:
+        return []
+    end, depth = start, 0
+    while end < len(lines) and end - start < _SIGNATURE_LINES:
+        line = lines[end]
+        depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        end += 1
+        if depth <= 0 and not line.rstrip().endswith("\\"):
+            break
+    return lines[start:end]
+
+
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
     """ranked with the chunks of named modules first, by tier (_named_tier), each
@@ -10006,6 +10036,23 @@ class Retriever:
                 more = _aliases(row.chunk.text, name) if tier and name else []
                 asked += [(module, n) for n in more if (module, n) not in asked]
         return tiers
+
+    def assignment(self, hit: Hit, name: str) -> Hit | None:
+        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21'),
+        or None: of the chunks the keyword index finds with the document's name in their
+        heading path and the name's words side by side, the first _FOLLOW_DEPTH."""
+        words, module = lexical_words(name), lexical_words(hit.chunk.heading.split(" > ")[0])
+        if not words or not module:
+            return None
+        query = f'heading : "{" ".join(module)}" AND "{" ".join(words)}"'
+        found = self.store.keyword(query, _FOLLOW_DEPTH, self.scope())
+        rows = self.store.chunks([c for c, _ in found])
+        for cid, _ in found:
+            row = rows.get(cid)
+            if (row and self.hit_path(row.path, row.rel) == hit.path
+                    and _assignment_lines(row.chunk.text, name)):
+                return Hit(cid, hit.path, row.chunk, 0.0, None)
+        return None
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
@@ -11028,6 +11075,8 @@ class Evidence:
     query: str
     hits: tuple
     idf: Callable[[str], float] | None = None
+    # the passage of a hit's document that assigns a name at its top level (Retriever.assignment)
+    assigned: Callable[[Hit, str], Hit | None] | None = None
 
     def weights(self, text: str) -> dict[str, float]:
         """Each focus word's stem in text (focus_words) and its weight: the
@@ -11170,7 +11219,9 @@ class ExtractiveGenerator(Generator):
         # what the piece before it showed last (a record's time line, shown once)
         after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
                         if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
-        return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
+        shown = [p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]
+        blocks, more = _followed_shown(evidence, _followed(evidence, chosen))
+        return Reply(joined(shown + blocks), more=more)
 
     def scored(self, evidence: Evidence) -> list[_Scored]:
         """The pieces of the best passages that hold some of the question, best first."""
@@ -11295,6 +11346,68 @@ def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
                 if lines[i].strip() and _indent(lines[i]) <= indent
                 and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
     return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="")
+
+
+# A name a shown definition uses as a value ('limit=_DEFAULT_LIMIT', '> ZIP64_LIMIT', 'format =
+# DEFAULT_FORMAT'), named as constants are (upper case): its value is set elsewhere in the
+# module, and that value is what a question about a default or a limit asks for.
+_VALUE_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*"
+                          r"(_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)\b(?![(.])")
+_FOLLOWED = 3  # names followed to their assignment, at most: each adds a line to the answer
+
+
+class _Followed(NamedTuple):
+    """Names a shown definition uses, followed to where they are assigned: the passage
+    (a chunk of the same document) and the assignment lines shown from it."""
+
+    hit: Hit
+    lines: list[str]
+
+
+def _value_names(text: str) -> list[str]:
+    """The constants code uses as values (_VALUE_NAME) and does not assign itself."""
+    names = dict.fromkeys(n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1)
+    return [n for n in names if not re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", text, re.M)]
+
+
+def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
+    """The top-level assignments of the constants the shown code of pieces uses as values
+    (_value_names), each found in the same document (Evidence.assigned), and of the
+    constants those assignments use in turn ('MAXBINSIZE = (MAXLINESIZE//4)*3'): at most
+    _FOLLOWED names. A definition shows 'port=FTP_PORT'; the module says 'FTP_PORT = 21'."""
+    if evidence.assigned is None:
+        return []
+    todo = [(evidence.hits[p.n - 1], p.text) for p in pieces if p.code
+            and _is_code_path(evidence.hits[p.n - 1].path)
+            and not _is_config_passage(evidence.hits[p.n - 1])]
+    out: dict[int, _Followed] = {}  # by chunk id: one block a passage
+    seen: set[str] = set()
+    while todo and len(seen) < _FOLLOWED:
+        hit, text = todo.pop(0)
+        for name in [n for n in _value_names(text) if n not in seen][:_FOLLOWED - len(seen)]:
+            seen.add(name)
+            found = evidence.assigned(hit, name)
+            if found is not None:
+                lines = _assignment_lines(found.chunk.text, name)
+                shown = out.setdefault(found.chunk_id, _Followed(found, [])).lines
+                shown += [l for l in lines if l not in shown]
+                todo.append((found, "\n".join(lines)))
+    return list(out.values())
+
+
+def _followed_shown(evidence: Evidence, followed: list[_Followed]) -> tuple[list[str], tuple]:
+    """Each followed passage's assignment lines as a code block cited to it, in the
+    document's order; and the passages cited that evidence did not give (numbered after
+    its hits, in that order)."""
+    blocks, more = [], []
+    for f in followed:
+        n = next((i for i, h in enumerate(evidence.hits, 1) if h.chunk_id == f.hit.chunk_id), 0)
+        if not n:
+            more.append(f.hit)
+            n = len(evidence.hits) + len(more)
+        order = f.hit.chunk.text.splitlines()
+        blocks.append("```\n" + "\n".join(sorted(f.lines, key=order.index)) + f"\n``` [{n}]")
+    return blocks, tuple(more)
 
 
 def _passage_standing(hits) -> list[float]:
@@ -12226,9 +12339,10 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     if verdict.refusal:
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
-        evidence = Evidence(question, query, given, retriever.idf)
+        evidence = Evidence(question, query, given, retriever.idf, retriever.assignment)
         reply, model, fallback = generate(generator, prompt, log.note,
                                           system_prompt(asked.instructions), turns, evidence)
+        given += reply.more
     # streamed as written
     shown = generator.out is not None and model == generator.model and generator.is_model
     s = settled(clean_text(reply.text), given, retriever.idf, opts.drop_unsupported, not shown)
@@ -12605,7 +12719,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         row.update(figures)
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
-            evidence = Evidence(asked.question, query, given, retriever.idf)
+            evidence = Evidence(asked.question, query, given, retriever.idf,
+                                retriever.assignment)
             failure = _score_answer(case, row, evidence,
                                     [gold.holds(case, relevant, h) for h in given], generator,
                                     history_messages(asked.history), opts.drop_unsupported)
@@ -12639,7 +12754,7 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
         prompt = build_prompt(evidence.question, list(evidence.hits), evidence.query)
         reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None,
                                                        SYSTEM_PROMPT, history, evidence)
-        s = settled(clean_text(reply.text), evidence.hits, evidence.idf, drop)
+        s = settled(clean_text(reply.text), evidence.hits + reply.more, evidence.idf, drop)
         why = s.refusal
     text, given, refused = s.text, s.hits, is_refusal(s.text)
     row.update(answer=text, answer_refused=refused, statements=[c.json() for c in s.claims])

@@ -6056,6 +6056,56 @@ class AnswerTests(RagTestCase):
                 self.assertIn(f"```\n{signature.strip()}\n", out)
                 self.assertNotIn("test_", out.split("Sources:")[0])
 
+    # a constant set at the top of a module, used as a default far below it (another chunk)
+    CONSTANT = {
+        "Lib/netlib.py": "\"\"\"A small network client.\"\"\"\n\nimport socket\n\n"
+                         "# the port a server listens on unless told otherwise\nNET_PORT = 2121\n"
+                         "CRLF = '\\r\\n'\n\n\n"
+                         + "".join(f"def helper{i}(data):\n    \"\"\"Helper {i} turns data into "
+                                   f"text number {i}.\"\"\"\n    return str(data) * {i}\n\n\n"
+                                   for i in range(12))
+                         + "class Client:\n    \"\"\"A client of the network service.\"\"\"\n\n"
+                           "    def connect(self, host='', port=NET_PORT):\n"
+                           "        \"\"\"Connect to host on port (default: the standard port).\"\"\"\n"
+                           "        self.sock = socket.create_connection((host, port))\n",
+        # another module's constant of the same name is not this module's
+        "Lib/otherlib.py": "NET_PORT = 9999\n",
+    }
+
+    def test_ask_code_constant_used_as_default_shown_with_its_value(self):
+        self.write_docs(self.CONSTANT)
+        self.ok("index", self.docs)
+        # one passage given: the assignment's is found in the index, and cited after it
+        out = self.ok("ask", "Which port does Client.connect use by default?", "-k", "1")
+        answer, sources = out.split("Sources:")
+        self.assertIn("def connect(self, host='', port=NET_PORT):", answer)
+        self.assertIn("```\nNET_PORT = 2121\n``` [2]", answer)
+        self.assertNotIn("9999", answer)
+        self.assertIn("netlib.py:1-", sources.splitlines()[2])  # its passage, cited as [2]
+
+    def test_extractive_answer_follows_constants_to_their_assignment(self):
+        use = hit(1, "def encode(s):\n    \"\"\"Encode s in lines.\"\"\"\n"
+                     "    for i in range(0, len(s), MAXBINSIZE):\n        yield s[i:i + MAXBINSIZE]",
+                  "/lib/b64.py")
+        top = hit(7, "MAXLINESIZE = 76  # Excluding the CRLF\nMAXBINSIZE = (MAXLINESIZE//4)*3\n\n"
+                     "def decode(s):\n    return s", "/lib/b64.py")
+        asked = []
+
+        def assigned(h, name):
+            asked.append((h.path, name))
+            return top if rag._assignment_lines(top.chunk.text, name) else None
+        reply = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "How long are the lines encode writes?", "", (use,), None, assigned))
+        # the name the code uses, then the one its assignment uses, shown in the module's order
+        self.assertTrue(reply.text.endswith(
+            "```\nMAXLINESIZE = 76  # Excluding the CRLF\nMAXBINSIZE = (MAXLINESIZE//4)*3\n``` [2]"),
+            reply.text)
+        self.assertEqual((reply.more, asked), ((top,), [("/lib/b64.py", "MAXBINSIZE"),
+                                                        ("/lib/b64.py", "MAXLINESIZE")]))
+        # prose is never followed; a passage already given is cited by its number
+        self.assertEqual(rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "How long are the lines encode writes?", "", (use, top), None, assigned)).more, ())
+
     def test_extractive_answer_comes_from_the_top_passage_when_a_lower_one_shares_more_words(self):
         top = hit(1, "Installation\n\nFlask supports Python 3.9 and newer.", "/docs/installation.rst", 1.0)
         lower = hit(2, "Extension authors: support the Python versions Flask itself supports, and say which "
