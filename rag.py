@@ -11750,6 +11750,9 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
     ranked = sorted((i for i in range(len(lines)) if i not in keep and lines[i].strip()),
                     key=lambda i: (-weight(i), i))
     keep.update(i for i in ranked[:_MAX_CODE_LINES - len(keep)] if weight(i) > 0)
+    for group in _outcomes(lines):  # in the lines left: what it returns or raises, and when
+        if len(keep | group) <= _MAX_CODE_LINES:
+            keep |= group
     out, last = [], -1
     for i in sorted(keep):
         if i > last + 1:
@@ -11757,6 +11760,33 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
         out.append(lines[i])
         last = i
     return "\n".join(out + (["…"] if last < len(lines) - 1 else []))
+
+
+# A line that ends a definition's work: what it returns, yields or raises.
+_OUTCOME = LazyPattern(r"\s*(?:return|yield|raise|throw)\b")
+# A line that opens a branch: the condition under which the outcome in it happens.
+_BRANCH = LazyPattern(r"\s*(?:if|elif|else|except|case|default|for|while|catch|switch|"
+                      r"}\s*else)\b")
+
+
+def _outcomes(lines: list[str]) -> list[set[int]]:
+    """Each outcome line of a code block (_OUTCOME: 'return (data[i - 1] + data[i]) / 2')
+    with the branch line it is under ('else:'), when it is under one: an answer's
+    excerpt shows them in the lines its question's words leave, since what a function
+    gives back, and in which case, is what most questions of it ask.
+
+    >>> _outcomes(["def f(n):", "    if n:", "        x = 1", "        return x", "    raise E"])
+    [{1, 3}, {4}]
+    """
+    out = []
+    for i, line in enumerate(lines):
+        if not _OUTCOME.match(line):
+            continue
+        opener = next((j for j in range(i - 1, -1, -1)
+                       if lines[j].strip() and _indent(lines[j]) < _indent(line)), None)
+        out.append({i} | ({opener} if opener is not None and _BRANCH.match(lines[opener])
+                          else set()))
+    return out
 
 
 _SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it

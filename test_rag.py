@@ -6106,6 +6106,21 @@ class AnswerTests(RagTestCase):
         self.assertEqual(rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "How long are the lines encode writes?", "", (use, top), None, assigned)).more, ())
 
+    def test_extractive_answer_long_definition_shows_what_it_returns_and_when(self):
+        median = hit(1, "def median(data):\n    \"\"\"Return the median (middle value) of numeric data.\n\n"
+                        "    When the number of data points is even, the median is interpolated by\n"
+                        "    taking the average of the two middle values.\n"
+                        + "    Data may be a list or an iterator of numbers.\n" * 6
+                        + "    \"\"\"\n    data = sorted(data)\n    n = len(data)\n    if n % 2 == 1:\n"
+                          "        return data[n // 2]\n    else:\n        i = n // 2\n"
+                          "        return (data[i - 1] + data[i]) / 2\n", "/lib/statistics.py")
+        answer = extract("How does median compute the median of an even number of values?", median)
+        # the lines that hold no word of the question: what it gives back, under which branch
+        self.assertIn("    else:\n…\n        return (data[i - 1] + data[i]) / 2\n``` [1]", answer)
+        self.assertIn("    if n % 2 == 1:\n        return data[n // 2]\n", answer)
+        self.assertIn("the median is interpolated", answer)
+        self.assertLessEqual(answer.count("\n") - answer.count("…"), rag._MAX_CODE_LINES + 1)
+
     def test_extractive_answer_comes_from_the_top_passage_when_a_lower_one_shares_more_words(self):
         top = hit(1, "Installation\n\nFlask supports Python 3.9 and newer.", "/docs/installation.rst", 1.0)
         lower = hit(2, "Extension authors: support the Python versions Flask itself supports, and say which "
