@@ -9578,16 +9578,20 @@ def _aliases(text: str, name: str) -> list[str]:
 # Of a document's chunks holding a name, the keyword index's first this many are searched for
 # its assignment: the chunk that assigns a constant holds it among the few that name it.
 _FOLLOW_DEPTH = 20
-_ASSIGNMENT = r"^{}[ \t]*(?::[^=\n]*)?=(?!=)"  # 'NAME = ...', 'NAME: int = ...', at the top level
+# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
+# RootLogger(WARNING)': what a module makes of a class is the class as it is used)
+_ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
 
 
 def _assignment_lines(text: str, name: str) -> list[str]:
-    """The lines of text that assign name at its top level: the assignment and, while
-    its brackets stay open or a line ends in '\\', its next lines (at most
-    _SIGNATURE_LINES); [] when text does not assign it.
+    """The lines of text that assign name at its top level, or make an instance of it
+    there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
+    ends in '\\', its next lines (at most _SIGNATURE_LINES); [] when there is none.
 
     >>> _assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
     ['LIMIT = (1 << 31', '         ) - 1']
+    >>> _assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
+    ['root = Root(WARNING)']
     """
     lines = text.splitlines()
     start = next((i for i, l in enumerate(lines)
@@ -10038,8 +10042,8 @@ class Retriever:
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
-        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21'),
-        or None: of the chunks the keyword index finds with the document's name in their
+        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
+        or makes an instance of it there (_assignment_lines), or None: of the chunks the keyword index finds with the document's name in their
         heading path and the name's words side by side, the first _FOLLOW_DEPTH."""
         words, module = lexical_words(name), lexical_words(hit.chunk.heading.split(" > ")[0])
         if not words or not module:
@@ -11365,8 +11369,11 @@ class _Followed(NamedTuple):
 
 
 def _value_names(text: str) -> list[str]:
-    """The constants code uses as values (_VALUE_NAME) and does not assign itself."""
-    names = dict.fromkeys(n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1)
+    """The class a block of code defines, if it opens with one (its module's instance
+    of it is followed), then the constants it uses as values (_VALUE_NAME) and does
+    not assign itself."""
+    names = dict.fromkeys(re.findall(r"\A(?:[ \t]*@.*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", text)
+                          + [n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1])
     return [n for n in names if not re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", text, re.M)]
 
 

@@ -6102,9 +6102,25 @@ class AnswerTests(RagTestCase):
             reply.text)
         self.assertEqual((reply.more, asked), ((top,), [("/lib/b64.py", "MAXBINSIZE"),
                                                         ("/lib/b64.py", "MAXLINESIZE")]))
-        # prose is never followed; a passage already given is cited by its number
+        # a passage already given is cited by its number
         self.assertEqual(rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "How long are the lines encode writes?", "", (use, top), None, assigned)).more, ())
+
+    def test_extractive_answer_follows_a_class_to_the_instance_its_module_makes(self):
+        cls = hit(1, "class RootLogger(Logger):\n    \"\"\"The root logger, with a level.\"\"\"\n"
+                     "    def __init__(self, level):\n        Logger.__init__(self, 'root', level)",
+                  "/lib/logging/__init__.py")
+        module = {"RootLogger": hit(5, "root = RootLogger(WARNING)\nLogger.root = root\n",
+                                    "/lib/logging/__init__.py"),
+                  "WARNING": hit(6, "ERROR = 40\nWARNING = 30\n", "/lib/logging/__init__.py")}
+
+        def assigned(h, name):
+            found = module.get(name)
+            return found if found and rag._assignment_lines(found.chunk.text, name) else None
+        answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What level does the root logger start at?", "", (cls,), None, assigned)).text
+        self.assertTrue(answer.endswith("```\nroot = RootLogger(WARNING)\n``` [2]\n"
+                                        "```\nWARNING = 30\n``` [3]"), answer)
 
     def test_extractive_answer_long_definition_shows_what_it_returns_and_when(self):
         median = hit(1, "def median(data):\n    \"\"\"Return the median (middle value) of numeric data.\n\n"
