@@ -10058,6 +10058,21 @@ class Retriever:
                 return Hit(cid, hit.path, row.chunk, 0.0, None)
         return None
 
+    def following(self, hit: Hit, n: int) -> list[Hit]:
+        """The next chunks of hit's document after its chunk, in order, at most n (a
+        definition that runs on past it): read by the ids after its own, each checked
+        to be of the document and next in its order (a store that numbers them apart
+        gives none)."""
+        ids = list(range(hit.chunk_id + 1, hit.chunk_id + 1 + n))
+        rows, out = self.store.chunks(ids), []
+        for i, cid in enumerate(ids, 1):
+            row = rows.get(cid)
+            if (row is None or self.hit_path(row.path, row.rel) != hit.path
+                    or row.chunk.ordinal != hit.chunk.ordinal + i):
+                break
+            out.append(Hit(cid, hit.path, row.chunk, 0.0, None))
+        return out
+
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
         """(chunk id, score) best first, before any reranking, and the
@@ -11081,6 +11096,8 @@ class Evidence:
     idf: Callable[[str], float] | None = None
     # the passage of a hit's document that assigns a name at its top level (Retriever.assignment)
     assigned: Callable[[Hit, str], Hit | None] | None = None
+    # the next chunks of a hit's document, up to a number (Retriever.following)
+    following: Callable[[Hit, int], list[Hit]] | None = None
 
     def weights(self, text: str) -> dict[str, float]:
         """Each focus word's stem in text (focus_words) and its weight: the
@@ -11145,6 +11162,7 @@ class _Piece:
     about: str = ""  # what it is about, not shown: a setting's whole comment
     stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
     option: str = ""  # the first sentence of the option it describes ('-n Suppresses ...')
+    cites: tuple = ()  # the passages its text is from, when more than n's (a definition read on)
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
@@ -11155,7 +11173,7 @@ class _Piece:
     def shown(self, limit: int, after: str = "") -> str:
         """As an answer shows it, each sentence cited (after: the piece shown
         just before it, whose sentence it then does not repeat)."""
-        label = f" [{self.n}]"
+        label = f" [{', '.join(map(str, self.cites or (self.n,)))}]"
         before = "" if self.before == after else self.before
         if self.code:
             block = "```\n" + self.text + "\n```" + label
@@ -11219,13 +11237,17 @@ class ExtractiveGenerator(Generator):
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
         wanted = evidence.weights(evidence.question)
-        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code else p for p in chosen]
+        more: list[Hit] = []  # passages cited beyond those given
+        if scored[0].defines:  # the definition asked for, read to its end
+            chosen = [_read_on(evidence, chosen[0], wanted, more)]
+        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code and not p.cites
+                  else p for p in chosen]
         # what the piece before it showed last (a record's time line, shown once)
         after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
                         if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
         shown = [p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]
-        blocks, more = _followed_shown(evidence, _followed(evidence, chosen))
-        return Reply(joined(shown + blocks), more=more)
+        blocks = _followed_shown(evidence, _followed(evidence, chosen), more)
+        return Reply(joined(shown + blocks), more=tuple(more))
 
     def scored(self, evidence: Evidence) -> list[_Scored]:
         """The pieces of the best passages that hold some of the question, best first."""
@@ -11345,10 +11367,7 @@ def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
     start = next((i for i, l in enumerate(lines) for d in asked if d.match(l)), 0)
     if not start:
         return piece
-    indent = _indent(lines[start])
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i].strip() and _indent(lines[i]) <= indent
-                and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
+    end = _definition_end(lines, start + 1, _indent(lines[start]))
     return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="")
 
 
@@ -11402,19 +11421,70 @@ def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
     return list(out.values())
 
 
-def _followed_shown(evidence: Evidence, followed: list[_Followed]) -> tuple[list[str], tuple]:
+def _followed_shown(evidence: Evidence, followed: list[_Followed], more: list[Hit]) -> list[str]:
     """Each followed passage's assignment lines as a code block cited to it, in the
-    document's order; and the passages cited that evidence did not give (numbered after
-    its hits, in that order)."""
-    blocks, more = [], []
+    document's order (a passage evidence did not give added to more: see _cited)."""
+    blocks = []
     for f in followed:
-        n = next((i for i, h in enumerate(evidence.hits, 1) if h.chunk_id == f.hit.chunk_id), 0)
-        if not n:
-            more.append(f.hit)
-            n = len(evidence.hits) + len(more)
         order = f.hit.chunk.text.splitlines()
-        blocks.append("```\n" + "\n".join(sorted(f.lines, key=order.index)) + f"\n``` [{n}]")
-    return blocks, tuple(more)
+        blocks.append("```\n" + "\n".join(sorted(f.lines, key=order.index))
+                      + f"\n``` [{_cited(evidence, more, f.hit)}]")
+    return blocks
+
+
+def _cited(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
+    """The number an answer cites hit by: its passage's among those given, else its place
+    in more (the passages cited beyond them, numbered after them), added when new."""
+    ids = [h.chunk_id for h in evidence.hits + tuple(more)]
+    if hit.chunk_id not in ids:
+        more.append(hit)
+        ids.append(hit.chunk_id)
+    return ids.index(hit.chunk_id) + 1
+
+
+# A definition asked for is read on through at most this many chunks after its own: the
+# longest functions of a standard library run to a few hundred lines.
+_READ_ON = 8
+
+
+def _read_on(evidence: Evidence, piece: _Piece, wanted: dict[str, float],
+             more: list[Hit]) -> _Piece:
+    """A definition asked for that runs on past its passage's end, read on through the next
+    chunks of its document (Evidence.following) to its end, and shown by the lines of it
+    all that answer (_excerpt_kept: the raise near its end, however long it is), citing
+    each passage a line shown is from; piece as it is when it ends in its passage."""
+    hit = evidence.hits[piece.n - 1]
+    rows = hit.chunk.text.splitlines()
+    first = piece.text.splitlines()[0].strip() if piece.text.strip() else None
+    start = next((i for i, l in enumerate(rows) if l.strip() == first), None)
+    if start is None or evidence.following is None:
+        return piece
+    indent = _indent(rows[start])
+    if _definition_end(rows, start + 1, indent) < len(rows):
+        return piece
+    lines = [(l, hit) for l in rows[start:]]
+    last = hit.chunk.end_line
+    for nxt in evidence.following(hit, _READ_ON):
+        text = nxt.chunk.text.splitlines()[max(0, last + 1 - nxt.chunk.start_line):]
+        end = _definition_end(text, 0, indent)
+        lines += [(l, nxt) for l in text[:end]]
+        last = nxt.chunk.end_line
+        if end < len(text):
+            break
+    while lines and not lines[-1][0].strip():
+        lines.pop()
+    shown = [l[indent:] if not l[:indent].strip() else l.lstrip() for l, _ in lines]
+    kept = _excerpt_kept(shown, wanted) if len(shown) > _MAX_CODE_LINES else range(len(shown))
+    cites = sorted({_cited(evidence, more, lines[i][1]) for i in kept})
+    return replace(piece, text=_shown_lines(shown, kept), cites=tuple(cites))
+
+
+def _definition_end(lines: list[str], begin: int, indent: int) -> int:
+    """Where a definition indented by indent ends in lines, from begin on: the first line
+    indented no deeper that does not close a bracket; len(lines) when none is."""
+    return next((i for i in range(begin, len(lines))
+                 if lines[i].strip() and _indent(lines[i]) <= indent
+                 and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
 
 
 def _passage_standing(hits) -> list[float]:
@@ -11750,6 +11820,11 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
     lines = text.splitlines()
     if len(lines) <= _MAX_CODE_LINES:
         return text
+    return _shown_lines(lines, _excerpt_kept(lines, wanted))
+
+
+def _excerpt_kept(lines: list[str], wanted: dict[str, float]) -> list[int]:
+    """The lines of a long code block an answer shows (see _code_excerpt), in their order."""
     keep = set(_code_head(lines))
 
     def weight(i: int) -> float:
@@ -11760,8 +11835,13 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
     for group in _outcomes(lines):  # in the lines left: what it returns or raises, and when
         if len(keep | group) <= _MAX_CODE_LINES:
             keep |= group
+    return sorted(keep)
+
+
+def _shown_lines(lines: list[str], kept) -> str:
+    """The kept lines of a block (their numbers, in order), each gap shown as '…'."""
     out, last = [], -1
-    for i in sorted(keep):
+    for i in kept:
         if i > last + 1:
             out.append("…")
         out.append(lines[i])
@@ -12376,7 +12456,8 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     if verdict.refusal:
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
-        evidence = Evidence(question, query, given, retriever.idf, retriever.assignment)
+        evidence = Evidence(question, query, given, retriever.idf, retriever.assignment,
+                            retriever.following)
         reply, model, fallback = generate(generator, prompt, log.note,
                                           system_prompt(asked.instructions), turns, evidence)
         given += reply.more
@@ -12757,7 +12838,7 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf,
-                                retriever.assignment)
+                                retriever.assignment, retriever.following)
             failure = _score_answer(case, row, evidence,
                                     [gold.holds(case, relevant, h) for h in given], generator,
                                     history_messages(asked.history), opts.drop_unsupported)

@@ -6122,6 +6122,48 @@ class AnswerTests(RagTestCase):
         self.assertTrue(answer.endswith("```\nroot = RootLogger(WARNING)\n``` [2]\n"
                                         "```\nWARNING = 30\n``` [3]"), answer)
 
+    # one function longer than a chunk: what it raises sits in a later chunk than its signature
+    LONG_DEFINITION = {
+        "Lib/wirelib.py": "\"\"\"Reading a wire format.\"\"\"\n\n\n"
+                          "def parse(data, strict=True):\n"
+                          "    \"\"\"Parse the records of data into a list of fields.\"\"\"\n"
+                          + "".join(f"    field{i} = data.get('k{i}', {i})  # copy field {i} over\n"
+                                    for i in range(70))
+                          + "    if len(data) > 4096:\n"
+                            "        raise ValueError('header line longer than the limit')\n"
+                            "    return [field0, field1]\n\n\n"
+                            "def unrelated(x):\n    raise KeyError('header limit unrelated')\n",
+    }
+
+    def test_ask_definition_read_on_past_its_chunk_to_what_it_raises(self):
+        self.write_docs(self.LONG_DEFINITION)
+        self.ok("index", self.docs)
+        out = self.ok("ask", "What does wirelib.parse raise when the header is longer than the limit?")
+        answer, sources = out.split("Sources:")
+        self.assertTrue(answer.startswith("```\ndef parse(data, strict=True):\n"), answer)
+        self.assertIn("    if len(data) > 4096:\n        raise ValueError('header line longer than the "
+                      "limit')\n", answer)
+        self.assertNotIn("KeyError", answer)  # the definition ends where the next one starts
+        # cited: its first passage and the later ones its lines shown are from
+        cited = re.search(r"``` \[([\d, ]+)\]", answer).group(1).split(", ")
+        self.assertEqual(cited[0], "1")
+        self.assertGreater(len(cited), 1)
+        self.assertEqual([l.split()[0] for l in sources.splitlines() if l.strip().startswith("[")],
+                         [f"[{c}]" for c in cited])
+
+    def test_extractive_answer_definition_read_on_through_chunks_not_given(self):
+        head = rag.Chunk(3, "def parse(data):\n    \"\"\"Parse data.\"\"\"\n    n = len(data)", "", 10, 12)
+        body = rag.Chunk(4, "    if n > 4096:\n        raise ValueError('too long')\n", "", 13, 14)
+        after = rag.Chunk(5, "def other():\n    raise KeyError('too long')\n", "", 16, 17)
+        given = rag.Hit(7, "/lib/wire.py", head, 1.0, 1.0)
+        later = [rag.Hit(8, "/lib/wire.py", body, 0.0, None), rag.Hit(9, "/lib/wire.py", after, 0.0, None)]
+        reply = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What does wire.parse raise when data is too long?", "", (given,), None, None,
+            lambda h, n: later[:n]))
+        self.assertEqual(reply.text, "```\ndef parse(data):\n    \"\"\"Parse data.\"\"\"\n    n = len(data)\n"
+                                     "    if n > 4096:\n        raise ValueError('too long')\n``` [1, 2]")
+        self.assertEqual(reply.more, (later[0],))  # cited after the passages given
+
     def test_extractive_answer_long_definition_shows_what_it_returns_and_when(self):
         median = hit(1, "def median(data):\n    \"\"\"Return the median (middle value) of numeric data.\n\n"
                         "    When the number of data points is even, the median is interpolated by\n"
