@@ -10043,8 +10043,9 @@ class Retriever:
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
         """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (_assignment_lines), or None: of the chunks the keyword index finds with the document's name in their
-        heading path and the name's words side by side, the first _FOLLOW_DEPTH."""
+        or makes an instance of it there (_assignment_lines), or None: of the chunks the
+        keyword index finds with the document's name in their heading path and the name's
+        words side by side, the first _FOLLOW_DEPTH."""
         words, module = lexical_words(name), lexical_words(hit.chunk.heading.split(" > ")[0])
         if not words or not module:
             return None
@@ -11390,10 +11391,47 @@ class _Followed(NamedTuple):
 def _value_names(text: str) -> list[str]:
     """The class a block of code defines, if it opens with one (its module's instance
     of it is followed), then the constants it uses as values (_VALUE_NAME) and does
-    not assign itself."""
+    not assign itself; of a Python function shown whole, every name it reads as a value
+    and does not bind (_free_names: by Python's scoping, its module's)."""
     names = dict.fromkeys(re.findall(r"\A(?:[ \t]*@.*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", text)
-                          + [n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1])
+                          + [n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1]
+                          + _free_names(text))
     return [n for n in names if not re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", text, re.M)]
+
+
+# A name read as a value, any case ('(template)', 'number=default_number'); not called, not
+# an attribute's object.
+_READ_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*([A-Za-z_]\w*)\b"
+                         r"(?![ \t]*[(.\w])")
+# Where Python binds a name: an assignment (augmented, walrus, a keyword argument too, a
+# tuple's), a loop, 'as', an import, a definition, a declaration, a lambda's parameters.
+_BINDS = LazyPattern(r"\b([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@:]|//|\*\*|>>|<<)?=(?!=)"
+                     r"|\b(?:for|as|import|def|class|global|nonlocal|lambda)[ \t]+([\w \t,()*]+)"
+                     r"|^[ \t]*([\w \t,()*\[\]]+?)=(?!=)", re.M)
+
+
+def _free_names(text: str) -> list[str]:
+    """The names a Python function shown whole reads as values (_READ_NAME) and does not
+    bind itself (_BINDS: over-read, never under), other than Python's own: its module's
+    globals ('return _os.fsencode(template)' reads template). [] for anything else
+    (an excerpt with lines left out hides where its locals are bound).
+
+    >>> _free_names("def f(a, b=LIMIT):\\n    n = len(a)\\n    return (n, b, template, None)")
+    ['LIMIT', 'template']
+    """
+    import builtins
+    import keyword  # here: only a function shown whole needs them
+    head = re.match(r"(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", text)
+    if "\n…" in text or not head:
+        return []
+    signature = text[head.end():].split("\n")[:_SIGNATURE_LINES]
+    end = next((i for i, l in enumerate(signature) if l.rstrip().endswith(":")), 0)
+    params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]),
+                        re.M)
+    bound = {w for m in _BINDS.findall(text) for part in m for w in re.findall(r"\w+", part)}
+    own = set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
+    return [n for n in dict.fromkeys(_READ_NAME.findall(text))
+            if n not in bound and n not in own and n not in params]
 
 
 def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:

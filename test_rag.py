@@ -6106,6 +6106,21 @@ class AnswerTests(RagTestCase):
         self.assertEqual(rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "How long are the lines encode writes?", "", (use, top), None, assigned)).more, ())
 
+    def test_extractive_answer_follows_a_global_a_whole_function_reads(self):
+        use = hit(1, "def gettempprefix():\n    \"\"\"The default prefix for temporary names.\"\"\"\n"
+                     "    suffix = template\n    for n in range(3):\n        suffix += str(n)\n"
+                     "    return _os.fsdecode(template)", "/lib/tempfile.py")
+        module = hit(4, "template = \"tmp\"\nsuffix = \"global\"\nn = 0\n", "/lib/tempfile.py")
+        asked = []
+
+        def assigned(h, name):
+            asked.append(name)
+            return module if rag._assignment_lines(module.chunk.text, name) else None
+        answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What prefix do temporary names start with?", "", (use,), None, assigned)).text
+        self.assertTrue(answer.endswith("```\ntemplate = \"tmp\"\n``` [2]"), answer)
+        self.assertEqual(asked, ["template"])  # its locals, builtins and modules are not its globals
+
     def test_extractive_answer_follows_a_class_to_the_instance_its_module_makes(self):
         cls = hit(1, "class RootLogger(Logger):\n    \"\"\"The root logger, with a level.\"\"\"\n"
                      "    def __init__(self, level):\n        Logger.__init__(self, 'root', level)",
