@@ -9576,8 +9576,8 @@ def _aliases(text: str, name: str) -> list[str]:
 
 
 # Of a document's chunks holding a name, the keyword index's first this many are searched for
-# its assignment: the chunk that assigns a constant holds it among the few that name it.
-_FOLLOW_DEPTH = 20
+# its assignment: a long module names a constant in a few dozen chunks at most.
+_FOLLOW_DEPTH = 50
 # At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
 # RootLogger(WARNING)': what a module makes of a class is the class as it is used)
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
@@ -10043,14 +10043,16 @@ class Retriever:
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
         """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (_assignment_lines), or None: of the chunks the
-        keyword index finds with the document's name in their heading path and the name's
-        words side by side, the first _FOLLOW_DEPTH."""
-        words, module = lexical_words(name), lexical_words(hit.chunk.heading.split(" > ")[0])
-        if not words or not module:
+        or makes an instance of it there (_assignment_lines), or None: of the chunks of the
+        document the keyword index finds with the name's words side by side, the first
+        _FOLLOW_DEPTH."""
+        words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
+        if not words or home is None:
             return None
-        query = f'heading : "{" ".join(module)}" AND "{" ".join(words)}"'
-        found = self.store.keyword(query, _FOLLOW_DEPTH, self.scope())
+        # the document's own path as a glob (its '*', '?', '[' as themselves)
+        glob = re.sub(r"[][*?]", lambda m: f"[{m.group()}]", home.path)
+        scope = Scope(self.scope().every + (glob,), self.scope().some)
+        found = self.store.keyword(f'"{" ".join(words)}"', _FOLLOW_DEPTH, scope)
         rows = self.store.chunks([c for c, _ in found])
         for cid, _ in found:
             row = rows.get(cid)

@@ -6058,7 +6058,7 @@ class AnswerTests(RagTestCase):
 
     # a constant set at the top of a module, used as a default far below it (another chunk)
     CONSTANT = {
-        "Lib/netlib.py": "\"\"\"A small network client.\"\"\"\n\nimport socket\n\n"
+        "Lib/net[2]lib.py": "\"\"\"A small network client.\"\"\"\n\nimport socket\n\n"
                          "# the port a server listens on unless told otherwise\nNET_PORT = 2121\n"
                          "CRLF = '\\r\\n'\n\n\n"
                          + "".join(f"def helper{i}(data):\n    \"\"\"Helper {i} turns data into "
@@ -6081,7 +6081,7 @@ class AnswerTests(RagTestCase):
         self.assertIn("def connect(self, host='', port=NET_PORT):", answer)
         self.assertIn("```\nNET_PORT = 2121\n``` [2]", answer)
         self.assertNotIn("9999", answer)
-        self.assertIn("netlib.py:1-", sources.splitlines()[2])  # its passage, cited as [2]
+        self.assertIn("net[2]lib.py:1-", sources.splitlines()[2])  # its passage, cited as [2]
 
     def test_extractive_answer_follows_constants_to_their_assignment(self):
         use = hit(1, "def encode(s):\n    \"\"\"Encode s in lines.\"\"\"\n"
