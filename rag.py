@@ -11502,21 +11502,28 @@ def _read_on(evidence: Evidence, piece: _Piece, wanted: dict[str, float],
     indent = _indent(rows[start])
     if _definition_end(rows, start + 1, indent) < len(rows):
         return piece
-    lines = [(l, hit) for l in rows[start:]]
-    last = hit.chunk.end_line
-    for nxt in evidence.following(hit, _READ_ON):
-        text = nxt.chunk.text.splitlines()[max(0, last + 1 - nxt.chunk.start_line):]
-        end = _definition_end(text, 0, indent)
-        lines += [(l, nxt) for l in text[:end]]
-        last = nxt.chunk.end_line
-        if end < len(text):
-            break
+    lines = [(l, hit) for l in rows[start:]] + _read_past(evidence.following, hit, indent)
     while lines and not lines[-1][0].strip():
         lines.pop()
     shown = [l[indent:] if not l[:indent].strip() else l.lstrip() for l, _ in lines]
     kept = _excerpt_kept(shown, wanted) if len(shown) > _MAX_CODE_LINES else range(len(shown))
     cites = sorted({_cited(evidence, more, lines[i][1]) for i in kept})
     return replace(piece, text=_shown_lines(shown, kept), cites=tuple(cites))
+
+
+def _read_past(following, hit: Hit, indent: int) -> list[tuple[str, Hit]]:
+    """The lines of a definition indented by indent that runs on past hit's chunk, each
+    with the chunk it is read from: the next chunks' (following: Evidence.following), their
+    lines a chunk before it repeats (chunks overlap) left out, up to where it ends."""
+    out, last = [], hit.chunk.end_line
+    for nxt in following(hit, _READ_ON):
+        text = nxt.chunk.text.splitlines()[max(0, last + 1 - nxt.chunk.start_line):]
+        end = _definition_end(text, 0, indent)
+        out += [(l, nxt) for l in text[:end]]
+        last = nxt.chunk.end_line
+        if end < len(text):
+            break
+    return out
 
 
 def _definition_end(lines: list[str], begin: int, indent: int) -> int:
