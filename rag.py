@@ -11463,16 +11463,16 @@ def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
 
 def _followed_shown(evidence: Evidence, followed: list[_Followed], more: list[Hit]) -> list[str]:
     """Each followed passage's assignment lines as a code block cited to it, in the
-    document's order (a passage evidence did not give added to more: see _cited)."""
+    document's order (one evidence did not give added to more: see _citation_number)."""
     blocks = []
     for f in followed:
         order = f.hit.chunk.text.splitlines()
         blocks.append("```\n" + "\n".join(sorted(f.lines, key=order.index))
-                      + f"\n``` [{_cited(evidence, more, f.hit)}]")
+                      + f"\n``` [{_citation_number(evidence, more, f.hit)}]")
     return blocks
 
 
-def _cited(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
+def _citation_number(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
     """The number an answer cites hit by: its passage's among those given, else its place
     in more (the passages cited beyond them, numbered after them), added when new."""
     ids = [h.chunk_id for h in evidence.hits + tuple(more)]
@@ -11507,7 +11507,7 @@ def _read_on(evidence: Evidence, piece: _Piece, wanted: dict[str, float],
         lines.pop()
     shown = [l[indent:] if not l[:indent].strip() else l.lstrip() for l, _ in lines]
     kept = _excerpt_kept(shown, wanted) if len(shown) > _MAX_CODE_LINES else range(len(shown))
-    cites = sorted({_cited(evidence, more, lines[i][1]) for i in kept})
+    cites = sorted({_citation_number(evidence, more, lines[i][1]) for i in kept})
     return replace(piece, text=_shown_lines(shown, kept), cites=tuple(cites))
 
 
