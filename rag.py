@@ -415,6 +415,7 @@ class Reply:
 
     text: str
     usage: dict | None = None
+    more: tuple = ()  # hits it cites beyond the passages given ([n] numbered after them)
 
 
 @dataclass(frozen=True)
@@ -9574,6 +9575,39 @@ def _aliases(text: str, name: str) -> list[str]:
                       re.M)
 
 
+# Of a document's chunks holding a name, the keyword index's first this many are searched for
+# its assignment: a long module names a constant in a few dozen chunks at most.
+_FOLLOW_DEPTH = 50
+# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
+# RootLogger(WARNING)': what a module makes of a class is the class as it is used)
+_ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
+
+
+def _assignment_lines(text: str, name: str) -> list[str]:
+    """The lines of text that assign name at its top level, or make an instance of it
+    there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
+    ends in '\\', its next lines (at most _SIGNATURE_LINES); [] when there is none.
+
+    >>> _assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
+    ['LIMIT = (1 << 31', '         ) - 1']
+    >>> _assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
+    ['root = Root(WARNING)']
+    """
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines)
+                  if re.match(_ASSIGNMENT.format(re.escape(name)), l)), None)
+    if start is None:
+        return []
+    end, depth = start, 0
+    while end < len(lines) and end - start < _SIGNATURE_LINES:
+        line = lines[end]
+        depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+        end += 1
+        if depth <= 0 and not line.rstrip().endswith("\\"):
+            break
+    return lines[start:end]
+
+
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
     """ranked with the chunks of named modules first, by tier (_named_tier), each
@@ -10006,6 +10040,41 @@ class Retriever:
                 more = _aliases(row.chunk.text, name) if tier and name else []
                 asked += [(module, n) for n in more if (module, n) not in asked]
         return tiers
+
+    def assignment(self, hit: Hit, name: str) -> Hit | None:
+        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
+        or makes an instance of it there (_assignment_lines), or None: of the chunks of the
+        document the keyword index finds with the name's words side by side, the first
+        _FOLLOW_DEPTH."""
+        words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
+        if not words or home is None:
+            return None
+        # the document's own path as a glob (its '*', '?', '[' as themselves)
+        glob = re.sub(r"[][*?]", lambda m: f"[{m.group()}]", home.path)
+        scope = Scope(self.scope().every + (glob,), self.scope().some)
+        found = self.store.keyword(f'"{" ".join(words)}"', _FOLLOW_DEPTH, scope)
+        rows = self.store.chunks([c for c, _ in found])
+        for cid, _ in found:
+            row = rows.get(cid)
+            if (row and self.hit_path(row.path, row.rel) == hit.path
+                    and _assignment_lines(row.chunk.text, name)):
+                return Hit(cid, hit.path, row.chunk, 0.0, None)
+        return None
+
+    def following(self, hit: Hit, n: int) -> list[Hit]:
+        """The next chunks of hit's document after its chunk, in order, at most n (a
+        definition that runs on past it): read by the ids after its own, each checked
+        to be of the document and next in its order (a store that numbers them apart
+        gives none)."""
+        ids = list(range(hit.chunk_id + 1, hit.chunk_id + 1 + n))
+        rows, out = self.store.chunks(ids), []
+        for i, cid in enumerate(ids, 1):
+            row = rows.get(cid)
+            if (row is None or self.hit_path(row.path, row.rel) != hit.path
+                    or row.chunk.ordinal != hit.chunk.ordinal + i):
+                break
+            out.append(Hit(cid, hit.path, row.chunk, 0.0, None))
+        return out
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
@@ -11028,6 +11097,10 @@ class Evidence:
     query: str
     hits: tuple
     idf: Callable[[str], float] | None = None
+    # the passage of a hit's document that assigns a name at its top level (Retriever.assignment)
+    assigned: Callable[[Hit, str], Hit | None] | None = None
+    # the next chunks of a hit's document, up to a number (Retriever.following)
+    following: Callable[[Hit, int], list[Hit]] | None = None
 
     def weights(self, text: str) -> dict[str, float]:
         """Each focus word's stem in text (focus_words) and its weight: the
@@ -11092,6 +11165,7 @@ class _Piece:
     about: str = ""  # what it is about, not shown: a setting's whole comment
     stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
     option: str = ""  # the first sentence of the option it describes ('-n Suppresses ...')
+    cites: tuple = ()  # the passages its text is from, when more than n's (a definition read on)
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
@@ -11102,7 +11176,7 @@ class _Piece:
     def shown(self, limit: int, after: str = "") -> str:
         """As an answer shows it, each sentence cited (after: the piece shown
         just before it, whose sentence it then does not repeat)."""
-        label = f" [{self.n}]"
+        label = f" [{', '.join(map(str, self.cites or (self.n,)))}]"
         before = "" if self.before == after else self.before
         if self.code:
             block = "```\n" + self.text + "\n```" + label
@@ -11166,11 +11240,17 @@ class ExtractiveGenerator(Generator):
             return Reply(REFUSAL)
         chosen.sort(key=lambda p: (p.n, p.order))
         wanted = evidence.weights(evidence.question)
-        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code else p for p in chosen]
+        more: list[Hit] = []  # passages cited beyond those given
+        if scored[0].defines:  # the definition asked for, read to its end
+            chosen = [_read_on(evidence, chosen[0], wanted, more)]
+        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code and not p.cites
+                  else p for p in chosen]
         # what the piece before it showed last (a record's time line, shown once)
         after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
                         if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
-        return Reply(joined([p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]))
+        shown = [p.shown(self.MAX_SENTENCE, a) for p, a in zip(chosen, after)]
+        blocks = _followed_shown(evidence, _followed(evidence, chosen), more)
+        return Reply(joined(shown + blocks), more=tuple(more))
 
     def scored(self, evidence: Evidence) -> list[_Scored]:
         """The pieces of the best passages that hold some of the question, best first."""
@@ -11290,11 +11370,168 @@ def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
     start = next((i for i, l in enumerate(lines) for d in asked if d.match(l)), 0)
     if not start:
         return piece
-    indent = _indent(lines[start])
-    end = next((i for i in range(start + 1, len(lines))
-                if lines[i].strip() and _indent(lines[i]) <= indent
-                and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
+    end = _definition_end(lines, start + 1, _indent(lines[start]))
     return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="")
+
+
+# A name a shown definition uses as a value ('limit=_DEFAULT_LIMIT', '> ZIP64_LIMIT', 'format =
+# DEFAULT_FORMAT'), named as constants are (upper case): its value is set elsewhere in the
+# module, and that value is what a question about a default or a limit asks for.
+_VALUE_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*"
+                          r"(_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)\b(?![(.])")
+_FOLLOWED = 3  # names followed to their assignment, at most: each adds a line to the answer
+
+
+class _Followed(NamedTuple):
+    """Names a shown definition uses, followed to where they are assigned: the passage
+    (a chunk of the same document) and the assignment lines shown from it."""
+
+    hit: Hit
+    lines: list[str]
+
+
+def _value_names(text: str) -> list[str]:
+    """The class a block of code defines, if it opens with one (its module's instance
+    of it is followed), then the constants it uses as values (_VALUE_NAME) and does
+    not assign itself; of a Python function shown whole, every name it reads as a value
+    and does not bind (_free_names: by Python's scoping, its module's)."""
+    names = dict.fromkeys(re.findall(r"\A(?:[ \t]*@.*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", text)
+                          + [n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1]
+                          + _free_names(text))
+    return [n for n in names if not re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", text, re.M)]
+
+
+# A name read as a value, any case ('(template)', 'number=default_number'); not called, not
+# an attribute's object.
+_READ_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*([A-Za-z_]\w*)\b"
+                         r"(?![ \t]*[(.\w])")
+# Where Python binds a name: an assignment (augmented, walrus, a keyword argument too, a
+# tuple's), a loop, 'as', an import, a definition, a declaration, a lambda's parameters.
+_BINDS = LazyPattern(r"\b([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@:]|//|\*\*|>>|<<)?=(?!=)"
+                     r"|\b(?:for|as|import|def|class|global|nonlocal|lambda)[ \t]+([\w \t,()*]+)"
+                     r"|^[ \t]*([\w \t,()*\[\]]+?)=(?!=)", re.M)
+
+
+def _free_names(text: str) -> list[str]:
+    """The names a Python function shown whole reads as values (_READ_NAME) and does not
+    bind itself (_BINDS: over-read, never under), other than Python's own: its module's
+    globals ('return _os.fsencode(template)' reads template). [] for anything else
+    (an excerpt with lines left out hides where its locals are bound).
+
+    >>> _free_names("def f(a, b=LIMIT):\\n    n = len(a)\\n    return (n, b, template, None)")
+    ['LIMIT', 'template']
+    """
+    import builtins
+    import keyword  # here: only a function shown whole needs them
+    head = re.match(r"(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", text)
+    if "\n…" in text or not head:
+        return []
+    signature = text[head.end():].split("\n")[:_SIGNATURE_LINES]
+    end = next((i for i, l in enumerate(signature) if l.rstrip().endswith(":")), 0)
+    params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]),
+                        re.M)
+    bound = {w for m in _BINDS.findall(text) for part in m for w in re.findall(r"\w+", part)}
+    own = set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
+    return [n for n in dict.fromkeys(_READ_NAME.findall(text))
+            if n not in bound and n not in own and n not in params]
+
+
+def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
+    """The top-level assignments of the constants the shown code of pieces uses as values
+    (_value_names), each found in the same document (Evidence.assigned), and of the
+    constants those assignments use in turn ('MAXBINSIZE = (MAXLINESIZE//4)*3'): at most
+    _FOLLOWED names. A definition shows 'port=FTP_PORT'; the module says 'FTP_PORT = 21'."""
+    if evidence.assigned is None:
+        return []
+    todo = [(evidence.hits[p.n - 1], p.text) for p in pieces if p.code
+            and _is_code_path(evidence.hits[p.n - 1].path)
+            and not _is_config_passage(evidence.hits[p.n - 1])]
+    out: dict[int, _Followed] = {}  # by chunk id: one block a passage
+    seen: set[str] = set()
+    while todo and len(seen) < _FOLLOWED:
+        hit, text = todo.pop(0)
+        for name in [n for n in _value_names(text) if n not in seen][:_FOLLOWED - len(seen)]:
+            seen.add(name)
+            found = evidence.assigned(hit, name)
+            if found is not None:
+                lines = _assignment_lines(found.chunk.text, name)
+                shown = out.setdefault(found.chunk_id, _Followed(found, [])).lines
+                shown += [l for l in lines if l not in shown]
+                todo.append((found, "\n".join(lines)))
+    return list(out.values())
+
+
+def _followed_shown(evidence: Evidence, followed: list[_Followed], more: list[Hit]) -> list[str]:
+    """Each followed passage's assignment lines as a code block cited to it, in the
+    document's order (one evidence did not give added to more: see _citation_number)."""
+    blocks = []
+    for f in followed:
+        order = f.hit.chunk.text.splitlines()
+        blocks.append("```\n" + "\n".join(sorted(f.lines, key=order.index))
+                      + f"\n``` [{_citation_number(evidence, more, f.hit)}]")
+    return blocks
+
+
+def _citation_number(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
+    """The number an answer cites hit by: its passage's among those given, else its place
+    in more (the passages cited beyond them, numbered after them), added when new."""
+    ids = [h.chunk_id for h in evidence.hits + tuple(more)]
+    if hit.chunk_id not in ids:
+        more.append(hit)
+        ids.append(hit.chunk_id)
+    return ids.index(hit.chunk_id) + 1
+
+
+# A definition asked for is read on through at most this many chunks after its own: the
+# longest functions of a standard library run to a few hundred lines.
+_READ_ON = 8
+
+
+def _read_on(evidence: Evidence, piece: _Piece, wanted: dict[str, float],
+             more: list[Hit]) -> _Piece:
+    """A definition asked for that runs on past its passage's end, read on through the next
+    chunks of its document (Evidence.following) to its end, and shown by the lines of it
+    all that answer (_excerpt_kept: the raise near its end, however long it is), citing
+    each passage a line shown is from; piece as it is when it ends in its passage."""
+    hit = evidence.hits[piece.n - 1]
+    rows = hit.chunk.text.splitlines()
+    first = piece.text.splitlines()[0].strip() if piece.text.strip() else None
+    start = next((i for i, l in enumerate(rows) if l.strip() == first), None)
+    if start is None or evidence.following is None:
+        return piece
+    indent = _indent(rows[start])
+    if _definition_end(rows, start + 1, indent) < len(rows):
+        return piece
+    lines = [(l, hit) for l in rows[start:]] + _read_past(evidence.following, hit, indent)
+    while lines and not lines[-1][0].strip():
+        lines.pop()
+    shown = [l[indent:] if not l[:indent].strip() else l.lstrip() for l, _ in lines]
+    kept = _excerpt_kept(shown, wanted) if len(shown) > _MAX_CODE_LINES else range(len(shown))
+    cites = sorted({_citation_number(evidence, more, lines[i][1]) for i in kept})
+    return replace(piece, text=_shown_lines(shown, kept), cites=tuple(cites))
+
+
+def _read_past(following, hit: Hit, indent: int) -> list[tuple[str, Hit]]:
+    """The lines of a definition indented by indent that runs on past hit's chunk, each
+    with the chunk it is read from: the next chunks' (following: Evidence.following), their
+    lines a chunk before it repeats (chunks overlap) left out, up to where it ends."""
+    out, last = [], hit.chunk.end_line
+    for nxt in following(hit, _READ_ON):
+        text = nxt.chunk.text.splitlines()[max(0, last + 1 - nxt.chunk.start_line):]
+        end = _definition_end(text, 0, indent)
+        out += [(l, nxt) for l in text[:end]]
+        last = nxt.chunk.end_line
+        if end < len(text):
+            break
+    return out
+
+
+def _definition_end(lines: list[str], begin: int, indent: int) -> int:
+    """Where a definition indented by indent ends in lines, from begin on: the first line
+    indented no deeper that does not close a bracket; len(lines) when none is."""
+    return next((i for i in range(begin, len(lines))
+                 if lines[i].strip() and _indent(lines[i]) <= indent
+                 and not lines[i].lstrip().startswith((")", "]", "}"))), len(lines))
 
 
 def _passage_standing(hits) -> list[float]:
@@ -11630,6 +11867,11 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
     lines = text.splitlines()
     if len(lines) <= _MAX_CODE_LINES:
         return text
+    return _shown_lines(lines, _excerpt_kept(lines, wanted))
+
+
+def _excerpt_kept(lines: list[str], wanted: dict[str, float]) -> list[int]:
+    """The lines of a long code block an answer shows (see _code_excerpt), in their order."""
     keep = set(_code_head(lines))
 
     def weight(i: int) -> float:
@@ -11637,13 +11879,48 @@ def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
     ranked = sorted((i for i in range(len(lines)) if i not in keep and lines[i].strip()),
                     key=lambda i: (-weight(i), i))
     keep.update(i for i in ranked[:_MAX_CODE_LINES - len(keep)] if weight(i) > 0)
+    for group in _outcomes(lines):  # in the lines left: what it returns or raises, and when
+        if len(keep | group) <= _MAX_CODE_LINES:
+            keep |= group
+    return sorted(keep)
+
+
+def _shown_lines(lines: list[str], kept) -> str:
+    """The kept lines of a block (their numbers, in order), each gap shown as '…'."""
     out, last = [], -1
-    for i in sorted(keep):
+    for i in kept:
         if i > last + 1:
             out.append("…")
         out.append(lines[i])
         last = i
     return "\n".join(out + (["…"] if last < len(lines) - 1 else []))
+
+
+# A line that ends a definition's work: what it returns, yields or raises.
+_OUTCOME = LazyPattern(r"\s*(?:return|yield|raise|throw)\b")
+# A line that opens a branch: the condition under which the outcome in it happens.
+_BRANCH = LazyPattern(r"\s*(?:if|elif|else|except|case|default|for|while|catch|switch|"
+                      r"}\s*else)\b")
+
+
+def _outcomes(lines: list[str]) -> list[set[int]]:
+    """Each outcome line of a code block (_OUTCOME: 'return (data[i - 1] + data[i]) / 2')
+    with the branch line it is under ('else:'), when it is under one: an answer's
+    excerpt shows them in the lines its question's words leave, since what a function
+    gives back, and in which case, is what most questions of it ask.
+
+    >>> _outcomes(["def f(n):", "    if n:", "        x = 1", "        return x", "    raise E"])
+    [{1, 3}, {4}]
+    """
+    out = []
+    for i, line in enumerate(lines):
+        if not _OUTCOME.match(line):
+            continue
+        opener = next((j for j in range(i - 1, -1, -1)
+                       if lines[j].strip() and _indent(lines[j]) < _indent(line)), None)
+        out.append({i} | ({opener} if opener is not None and _BRANCH.match(lines[opener])
+                          else set()))
+    return out
 
 
 _SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
@@ -12226,9 +12503,11 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     if verdict.refusal:
         reply, model = Reply(REFUSAL), NO_MODEL
     else:
-        evidence = Evidence(question, query, given, retriever.idf)
+        evidence = Evidence(question, query, given, retriever.idf, retriever.assignment,
+                            retriever.following)
         reply, model, fallback = generate(generator, prompt, log.note,
                                           system_prompt(asked.instructions), turns, evidence)
+        given += reply.more
     # streamed as written
     shown = generator.out is not None and model == generator.model and generator.is_model
     s = settled(clean_text(reply.text), given, retriever.idf, opts.drop_unsupported, not shown)
@@ -12605,7 +12884,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         row.update(figures)
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
-            evidence = Evidence(asked.question, query, given, retriever.idf)
+            evidence = Evidence(asked.question, query, given, retriever.idf,
+                                retriever.assignment, retriever.following)
             failure = _score_answer(case, row, evidence,
                                     [gold.holds(case, relevant, h) for h in given], generator,
                                     history_messages(asked.history), opts.drop_unsupported)
@@ -12639,7 +12919,7 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
         prompt = build_prompt(evidence.question, list(evidence.hits), evidence.query)
         reply, row["answer_model"], failure = generate(generator, prompt, lambda msg: None,
                                                        SYSTEM_PROMPT, history, evidence)
-        s = settled(clean_text(reply.text), evidence.hits, evidence.idf, drop)
+        s = settled(clean_text(reply.text), evidence.hits + reply.more, evidence.idf, drop)
         why = s.refusal
     text, given, refused = s.text, s.hits, is_refusal(s.text)
     row.update(answer=text, answer_refused=refused, statements=[c.json() for c in s.claims])

@@ -6056,6 +6056,144 @@ class AnswerTests(RagTestCase):
                 self.assertIn(f"```\n{signature.strip()}\n", out)
                 self.assertNotIn("test_", out.split("Sources:")[0])
 
+    # a constant set at the top of a module, used as a default far below it (another chunk)
+    CONSTANT = {
+        "Lib/net[2]lib.py": "\"\"\"A small network client.\"\"\"\n\nimport socket\n\n"
+                         "# the port a server listens on unless told otherwise\nNET_PORT = 2121\n"
+                         "CRLF = '\\r\\n'\n\n\n"
+                         + "".join(f"def helper{i}(data):\n    \"\"\"Helper {i} turns data into "
+                                   f"text number {i}.\"\"\"\n    return str(data) * {i}\n\n\n"
+                                   for i in range(12))
+                         + "class Client:\n    \"\"\"A client of the network service.\"\"\"\n\n"
+                           "    def connect(self, host='', port=NET_PORT):\n"
+                           "        \"\"\"Connect to host on port (default: the standard port).\"\"\"\n"
+                           "        self.sock = socket.create_connection((host, port))\n",
+        # another module's constant of the same name is not this module's
+        "Lib/otherlib.py": "NET_PORT = 9999\n",
+    }
+
+    def test_ask_code_constant_used_as_default_shown_with_its_value(self):
+        self.write_docs(self.CONSTANT)
+        self.ok("index", self.docs)
+        # one passage given: the assignment's is found in the index, and cited after it
+        out = self.ok("ask", "Which port does Client.connect use by default?", "-k", "1")
+        answer, sources = out.split("Sources:")
+        self.assertIn("def connect(self, host='', port=NET_PORT):", answer)
+        self.assertIn("```\nNET_PORT = 2121\n``` [2]", answer)
+        self.assertNotIn("9999", answer)
+        self.assertIn("net[2]lib.py:1-", sources.splitlines()[2])  # its passage, cited as [2]
+
+    def test_extractive_answer_follows_constants_to_their_assignment(self):
+        use = hit(1, "def encode(s):\n    \"\"\"Encode s in lines.\"\"\"\n"
+                     "    for i in range(0, len(s), MAXBINSIZE):\n        yield s[i:i + MAXBINSIZE]",
+                  "/lib/b64.py")
+        top = hit(7, "MAXLINESIZE = 76  # Excluding the CRLF\nMAXBINSIZE = (MAXLINESIZE//4)*3\n\n"
+                     "def decode(s):\n    return s", "/lib/b64.py")
+        asked = []
+
+        def assigned(h, name):
+            asked.append((h.path, name))
+            return top if rag._assignment_lines(top.chunk.text, name) else None
+        reply = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "How long are the lines encode writes?", "", (use,), None, assigned))
+        # the name the code uses, then the one its assignment uses, shown in the module's order
+        self.assertTrue(reply.text.endswith(
+            "```\nMAXLINESIZE = 76  # Excluding the CRLF\nMAXBINSIZE = (MAXLINESIZE//4)*3\n``` [2]"),
+            reply.text)
+        self.assertEqual((reply.more, asked), ((top,), [("/lib/b64.py", "MAXBINSIZE"),
+                                                        ("/lib/b64.py", "MAXLINESIZE")]))
+        # a passage already given is cited by its number
+        self.assertEqual(rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "How long are the lines encode writes?", "", (use, top), None, assigned)).more, ())
+
+    def test_extractive_answer_follows_a_global_a_whole_function_reads(self):
+        use = hit(1, "def gettempprefix():\n    \"\"\"The default prefix for temporary names.\"\"\"\n"
+                     "    suffix = template\n    for n in range(3):\n        suffix += str(n)\n"
+                     "    return _os.fsdecode(template)", "/lib/tempfile.py")
+        module = hit(4, "template = \"tmp\"\nsuffix = \"global\"\nn = 0\n", "/lib/tempfile.py")
+        asked = []
+
+        def assigned(h, name):
+            asked.append(name)
+            return module if rag._assignment_lines(module.chunk.text, name) else None
+        answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What prefix do temporary names start with?", "", (use,), None, assigned)).text
+        self.assertTrue(answer.endswith("```\ntemplate = \"tmp\"\n``` [2]"), answer)
+        self.assertEqual(asked, ["template"])  # its locals, builtins and modules are not its globals
+
+    def test_extractive_answer_follows_a_class_to_the_instance_its_module_makes(self):
+        cls = hit(1, "class RootLogger(Logger):\n    \"\"\"The root logger, with a level.\"\"\"\n"
+                     "    def __init__(self, level):\n        Logger.__init__(self, 'root', level)",
+                  "/lib/logging/__init__.py")
+        module = {"RootLogger": hit(5, "root = RootLogger(WARNING)\nLogger.root = root\n",
+                                    "/lib/logging/__init__.py"),
+                  "WARNING": hit(6, "ERROR = 40\nWARNING = 30\n", "/lib/logging/__init__.py")}
+
+        def assigned(h, name):
+            found = module.get(name)
+            return found if found and rag._assignment_lines(found.chunk.text, name) else None
+        answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What level does the root logger start at?", "", (cls,), None, assigned)).text
+        self.assertTrue(answer.endswith("```\nroot = RootLogger(WARNING)\n``` [2]\n"
+                                        "```\nWARNING = 30\n``` [3]"), answer)
+
+    # one function longer than a chunk: what it raises sits in a later chunk than its signature
+    LONG_DEFINITION = {
+        "Lib/wirelib.py": "\"\"\"Reading a wire format.\"\"\"\n\n\n"
+                          "def parse(data, strict=True):\n"
+                          "    \"\"\"Parse the records of data into a list of fields.\"\"\"\n"
+                          + "".join(f"    field{i} = data.get('k{i}', {i})  # copy field {i} over\n"
+                                    for i in range(70))
+                          + "    if len(data) > 4096:\n"
+                            "        raise ValueError('header line longer than the limit')\n"
+                            "    return [field0, field1]\n\n\n"
+                            "def unrelated(x):\n    raise KeyError('header limit unrelated')\n",
+    }
+
+    def test_ask_definition_read_on_past_its_chunk_to_what_it_raises(self):
+        self.write_docs(self.LONG_DEFINITION)
+        self.ok("index", self.docs)
+        out = self.ok("ask", "What does wirelib.parse raise when the header is longer than the limit?")
+        answer, sources = out.split("Sources:")
+        self.assertTrue(answer.startswith("```\ndef parse(data, strict=True):\n"), answer)
+        self.assertIn("    if len(data) > 4096:\n        raise ValueError('header line longer than the "
+                      "limit')\n", answer)
+        self.assertNotIn("KeyError", answer)  # the definition ends where the next one starts
+        # cited: its first passage and the later ones its lines shown are from
+        cited = re.search(r"``` \[([\d, ]+)\]", answer).group(1).split(", ")
+        self.assertEqual(cited[0], "1")
+        self.assertGreater(len(cited), 1)
+        self.assertEqual([l.split()[0] for l in sources.splitlines() if l.strip().startswith("[")],
+                         [f"[{c}]" for c in cited])
+
+    def test_extractive_answer_definition_read_on_through_chunks_not_given(self):
+        head = rag.Chunk(3, "def parse(data):\n    \"\"\"Parse data.\"\"\"\n    n = len(data)", "", 10, 12)
+        body = rag.Chunk(4, "    if n > 4096:\n        raise ValueError('too long')\n", "", 13, 14)
+        after = rag.Chunk(5, "def other():\n    raise KeyError('too long')\n", "", 16, 17)
+        given = rag.Hit(7, "/lib/wire.py", head, 1.0, 1.0)
+        later = [rag.Hit(8, "/lib/wire.py", body, 0.0, None), rag.Hit(9, "/lib/wire.py", after, 0.0, None)]
+        reply = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
+            "What does wire.parse raise when data is too long?", "", (given,), None, None,
+            lambda h, n: later[:n]))
+        self.assertEqual(reply.text, "```\ndef parse(data):\n    \"\"\"Parse data.\"\"\"\n    n = len(data)\n"
+                                     "    if n > 4096:\n        raise ValueError('too long')\n``` [1, 2]")
+        self.assertEqual(reply.more, (later[0],))  # cited after the passages given
+
+    def test_extractive_answer_long_definition_shows_what_it_returns_and_when(self):
+        median = hit(1, "def median(data):\n    \"\"\"Return the median (middle value) of numeric data.\n\n"
+                        "    When the number of data points is even, the median is interpolated by\n"
+                        "    taking the average of the two middle values.\n"
+                        + "    Data may be a list or an iterator of numbers.\n" * 6
+                        + "    \"\"\"\n    data = sorted(data)\n    n = len(data)\n    if n % 2 == 1:\n"
+                          "        return data[n // 2]\n    else:\n        i = n // 2\n"
+                          "        return (data[i - 1] + data[i]) / 2\n", "/lib/statistics.py")
+        answer = extract("How does median compute the median of an even number of values?", median)
+        # the lines that hold no word of the question: what it gives back, under which branch
+        self.assertIn("    else:\n…\n        return (data[i - 1] + data[i]) / 2\n``` [1]", answer)
+        self.assertIn("    if n % 2 == 1:\n        return data[n // 2]\n", answer)
+        self.assertIn("the median is interpolated", answer)
+        self.assertLessEqual(answer.count("\n") - answer.count("…"), rag._MAX_CODE_LINES + 1)
+
     def test_extractive_answer_comes_from_the_top_passage_when_a_lower_one_shares_more_words(self):
         top = hit(1, "Installation\n\nFlask supports Python 3.9 and newer.", "/docs/installation.rst", 1.0)
         lower = hit(2, "Extension authors: support the Python versions Flask itself supports, and say which "
