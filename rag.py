@@ -11178,7 +11178,9 @@ class ExtractiveGenerator(Generator):
         # a follow-up's: breaks ties
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
-        hits = evidence.hits[:self.PASSAGES]
+        # an option list is chunked by length, not by option: the option that does what is
+        # asked may sit in a lower passage of the same list, so options come from every passage
+        hits = evidence.hits
         standing = _passage_standing(hits)
         # a name the question asks of a module ('shlex.quote'): its definition there is the
         # answer; in any passage when none is the module's (os.path's file is posixpath.py)
@@ -11191,6 +11193,10 @@ class ExtractiveGenerator(Generator):
         anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
         pieces = _answering_pieces([_answer_pieces(h, n) for n, h in enumerate(hits, 1)],
                                    evidence.question)
+        pieces = [ps if rank < self.PASSAGES else [p for p in ps if p.option]
+                  for rank, ps in enumerate(pieces)]
+        said = set(map(stem, lexical_words(evidence.question)))
+        undone = _negated_stems(evidence.question)
         scored = []
         for rank, h in enumerate(hits):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
@@ -11199,13 +11205,16 @@ class ExtractiveGenerator(Generator):
             asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
+                # an option asked for undone ('lines that do not match') is one that undoes it
+                found -= undone - _negated_stems(p.text) if p.option and undone else set()
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
-                    scored.append(_Scored(defines, support * standing[rank], len(topic & found),
-                                          -rank, -p.order, p))
-        return sorted(scored, key=lambda s: s[:5], reverse=True)
+                    scored.append(_Scored(defines, support * standing[rank],
+                                          len(said & _option_name_stems(p)),
+                                          len(topic & found), -rank, -p.order, p))
+        return sorted(scored, key=lambda s: s[:6], reverse=True)
 
 
 class _Scored(NamedTuple):
@@ -11213,6 +11222,8 @@ class _Scored(NamedTuple):
 
     defines: bool  # it defines the name the question asks of a module
     support: float  # the question's weight it holds, times its passage's standing
+    named: int  # the question's words, stopwords too, that its option's name alone says
+    #             ('after' of '-A, --after-context: Show trailing lines')
     topic: int      # a follow-up's earlier words it holds
     rank: int       # minus its passage's rank
     order: int      # minus its place in the passage
@@ -11276,6 +11287,29 @@ def _negates(option: str, asked: set[str]) -> bool:
     if _TAKING_AWAY.match(what):
         return False  # 'do not ignore entries starting with .' shows them
     return bool(asked & set(map(stem, content_words(what))))
+
+
+def _option_name_stems(p: _Piece) -> set[str]:
+    """The stems of the words that the names of the option p describes say and its
+    description does not ('-A <num>, --after-context <num>: Show <num> trailing lines': a,
+    after, context); names are said before the description's ':' when it has one; none for a
+    piece of no option."""
+    head, _, description = p.option.partition(": ")
+    names = set(map(stem, lexical_words(" ".join(_OPTION_NAME.findall(head)))))
+    return names - set(map(stem, lexical_words(description)))
+
+
+# An option's name: a word written with one or two dashes before it ('-A', '--after-context').
+_OPTION_NAME = LazyPattern(r"(?<![\w-])-{1,2}[^\W_][\w-]*")
+
+
+# A word said undone: after a negation ('do not match', "doesn't match", 'non-matching').
+_UNDONE_WORD = LazyPattern(r"\b(?:not|never|without|non|\w+n't)[\s-]+(?:\w+ly\s+)?(\w+)", re.I)
+
+
+def _negated_stems(text: str) -> set[str]:
+    """The stems of the words text says undone: 'lines that do not match' -> {'match'}."""
+    return {stem(w.lower()) for w in _UNDONE_WORD.findall(text)} - {stem(w) for w in STOPWORDS}
 
 
 # What takes away, said after a negation: the two undo each other ('do not ignore', 'never hide').

@@ -6026,6 +6026,41 @@ class AnswerTests(RagTestCase):
             "-d, --differences[=permanent]: hebt die Unterschiede zwischen aufeinander folgenden "
             "Aktualisierungen hervor. [1]"))
 
+    def test_extractive_option_asked_undone_is_answered_by_the_option_that_undoes_it(self):
+        page = hit(1, "-o, --only-matching\nShow only the matched (non-empty) parts of a matching line."
+                      "\n\n-v, --invert-match\nInvert the sense of matching, to select non-matching lines.",
+                   "/usr/share/man/man1/grep.1.gz")
+        self.assertEqual(extract("How do I make grep print the lines that do not match?", page),
+                         "-v, --invert-match: Invert the sense of matching, to select non-matching "
+                         "lines. [1]")
+        self.assertIn("-o, --only-matching", extract("How do I show only the matching parts?", page))
+        self.assertEqual(rag._negated_stems("lines that don't match, non-empty, not really seen"),
+                         {rag.stem("match"), rag.stem("empty"), rag.stem("seen")})
+
+    def test_extractive_option_name_says_what_its_description_does_not(self):
+        page = hit(1, "-C <num>, --context <num>\nShow <num> leading and trailing lines.\n\n"
+                      "-B <num>, --before-context <num>\nShow <num> leading lines.\n\n"
+                      "-A <num>, --after-context <num>\nShow <num> trailing lines.",
+                   "/usr/share/man/man1/git-grep.1.gz")
+        self.assertIn("-A <num>, --after-context <num>: Show <num> trailing lines.",
+                      extract("How do I show lines after each match?", page))
+        self.assertIn("--before-context", extract("How do I show lines before each match?", page))
+
+    def test_extractive_option_from_a_lower_passage_of_its_list(self):
+        # an option list chunked by length: the option asked for is in the fourth passage
+        tests = [hit(i, f"-{name} pattern\nFile name matches shell pattern {name}.",
+                     "/usr/share/man/man1/find.1.gz", 1.0 - i / 20) for i, name in
+                 enumerate(("name", "path", "regex"), 1)]
+        empty = hit(4, "Tests that compare sizes read them in blocks.\n\n-empty\nFile is empty and "
+                       "is either a regular file or a directory.", "/usr/share/man/man1/find.1.gz", 0.8)
+        answer = extract("Which find test matches empty files and directories?", *tests, empty)
+        self.assertTrue(answer.startswith("-empty: File is empty"), answer)
+        # a lower passage gives options, not its prose
+        prose = hit(4, "Tests that match empty files and directories are slow.",
+                    "/usr/share/man/man1/find.1.gz", 0.8)
+        self.assertNotIn("[4]", extract("Which find test matches empty files and directories?",
+                                        *tests, prose))
+
     ALIASED = {
         "Lib/bisect.py": "\"\"\"Bisection algorithms.\"\"\"\n\n\ndef insort_right(a, x, lo=0, hi=None):\n"
                          "    \"\"\"Insert item x in list a, and keep it sorted assuming a is sorted.\"\"\"\n"
