@@ -9639,16 +9639,39 @@ def _question_language(question: str) -> str:
     return best if counts[best] else "en"
 
 
-def _unasked(question: str) -> Callable[[StoredChunk], bool]:
-    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk."""
+def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[StoredChunk], bool]:
+    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk;
+    rows: the chunks ranked, among which a man page the question names (_named_pages) makes
+    the pages it does not name unasked ('grep' asks for grep(1), not git-grep(1))."""
     lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
+    named = _named_pages(question, rows)
 
     def unasked(row: StoredChunk) -> bool:
         page = _MAN_LOCALE.search(row.path)
-        if page and (page.group(1) or "en") != lang:
+        if page and ((page.group(1) or "en") != lang
+                     or named and _page_name(row.path) not in named):
             return True
         return not tests and bool(_TEST_PATH.search(row.rel or row.path))
     return unasked
+
+
+# A man page's name, from its file's: grep.1.gz, ssh_config.5, openssl-req.1ssl.bz2.
+_PAGE_FILE = LazyPattern(r"([^/]+?)\.[1-9n][a-z]*(?:\.(?:gz|bz2|xz|lzma|zst|z))?$", re.I)
+
+
+def _page_name(path: str) -> str:
+    """The name of the man page at path ('grep' of man/man1/grep.1.gz), lowercased."""
+    m = _PAGE_FILE.search(path)
+    return m.group(1).lower() if m else ""
+
+
+def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
+    """The names of the man pages among rows that the question says as a word of its own
+    ('grep' in 'How can grep list ...', not in 'git-grep'); a stopword names no page ('at',
+    'which' are commands too, and words of every question)."""
+    words = set(re.findall(r"(?<![\w.-])[\w.-]*\w", question.lower())) - STOPWORDS
+    return {name for name in map(_page_name, (r.path for r in rows
+                                              if _MAN_LOCALE.search(r.path))) if name in words}
 
 
 def _preferred(ranked: list[tuple[int, float]], rows: dict,
@@ -9656,7 +9679,7 @@ def _preferred(ranked: list[tuple[int, float]], rows: dict,
     """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
     test, another language's translation), so that the code and the page asked for rank
     above them, and a translation is a copy of its original, not the other way round."""
-    unasked = _unasked(question)
+    unasked = _unasked(question, rows.values())
     if not ranked or min(s for _, s in ranked) < 0:
         return ranked  # scores not all positive: a share of one means nothing
     scored = [(c, s * _UNASKED_WEIGHT if c in rows and unasked(rows[c]) else s) for c, s in ranked]

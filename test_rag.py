@@ -5042,6 +5042,19 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(found("Quelle option de kill affiche la liste des noms de signal ?")[:2],
                          ["man/fr/man1/kill.1"] * 2)
 
+    def test_preferred_man_page_the_question_names_ranks_above_pages_it_does_not(self):
+        row = lambda path: rag.StoredChunk("/usr/share/man/" + path, path, rag.Chunk(0, "", "", 1, 1))
+        rows = {1: row("man1/git-grep.1.gz"), 2: row("man1/grep.1.gz"), 3: row("man1/at.1.gz"),
+                4: row("fr/man1/grep.1.gz"), 5: rag.StoredChunk("/docs/grep.md", "grep.md",
+                                                                rag.Chunk(0, "", "", 1, 1))}
+        ranked = [(1, 1.0), (5, 0.95), (3, 0.9), (2, 0.8), (4, 0.7)]
+        order = lambda q: [c for c, _ in rag._preferred(ranked, rows, q)]
+        # grep(1), then what is no man page, then the pages not named (a translation too)
+        self.assertEqual(order("How do I show lines after each match with grep?"), [5, 2, 1, 3, 4])
+        self.assertEqual(order("Quelle option de grep affiche les lignes après ?"), [5, 4, 1, 3, 2])
+        # no page named (a stopword names none: 'at' is a command too): as ranked, but translation
+        self.assertEqual(order("How do I show lines at each match?"), [1, 5, 3, 2, 4])
+
     def test_fts_query_fuzz_never_raises(self):
         rnd = random.Random(3)
         conn = sqlite3.connect(":memory:")
