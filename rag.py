@@ -11202,7 +11202,8 @@ class ExtractiveGenerator(Generator):
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
         # an option list is chunked by length, not by option: the option that does what is
-        # asked may sit in a lower passage of the same list, so options come from every passage
+        # asked may sit in a lower passage of the same list, so when the best passages answer by
+        # options, options come from every passage
         hits = evidence.hits
         standing = _passage_standing(hits)
         # a name the question asks of a module ('shlex.quote'): its definition there is the
@@ -11214,10 +11215,11 @@ class ExtractiveGenerator(Generator):
         named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
                  for m, n in dict.fromkeys(asked)]
         anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
-        pieces = _answering_pieces([_answer_pieces(h, n) for n, h in enumerate(hits, 1)],
-                                   evidence.question)
-        pieces = [ps if rank < self.PASSAGES else [p for p in ps if p.option]
-                  for rank, ps in enumerate(pieces)]
+        every = [_answer_pieces(h, n) for n, h in enumerate(hits, 1)]
+        pieces = _answering_pieces(every[:self.PASSAGES], evidence.question)
+        by_options = any(p.option for ps in pieces for p in ps)  # the best passages' way
+        pieces += [[p for p in ps if p.option and by_options]
+                   for ps in _answering_pieces(every[self.PASSAGES:], evidence.question)]
         said = set(map(stem, lexical_words(evidence.question)))
         undone = _negated_stems(evidence.question)
         scored = []

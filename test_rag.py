@@ -6073,6 +6073,13 @@ class AnswerTests(RagTestCase):
                     "/usr/share/man/man1/find.1.gz", 0.8)
         self.assertNotIn("[4]", extract("Which find test matches empty files and directories?",
                                         *tests, prose))
+        # best passages of prose answer by prose: a lower passage's option does not change that
+        notes = [hit(i, f"Note {i}: pin a package version with == in the requirements file.",
+                     "/usr/share/doc/pip/topics.md", 1.0 - i / 20) for i in (1, 2, 3)]
+        option = hit(4, "--pin-version\nPin a package version in a requirements file.",
+                     "/usr/share/doc/pip/cli.md", 0.8)
+        self.assertIn("[1]", extract("How do I pin a package version in a requirements file?",
+                                     *notes, option))
 
     ALIASED = {
         "Lib/bisect.py": "\"\"\"Bisection algorithms.\"\"\"\n\n\ndef insort_right(a, x, lo=0, hi=None):\n"
