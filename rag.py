@@ -9641,8 +9641,9 @@ def _question_language(question: str) -> str:
 
 def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[StoredChunk], bool]:
     """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk;
-    rows: the chunks ranked, among which a man page the question names (_named_pages) makes
-    the pages it does not name unasked ('grep' asks for grep(1), not git-grep(1))."""
+    rows: the best chunks ranked (_NAMED_PAGE_DEPTH), among which a man page the question
+    names (_named_pages) makes the pages it does not name unasked ('grep' asks for grep(1),
+    not git-grep(1))."""
     lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
     named = _named_pages(question, rows)
 
@@ -9655,6 +9656,9 @@ def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[Store
     return unasked
 
 
+# A man page the question names counts when retrieval finds it among this many passages: a
+# word of the question that happens to name a page ('make' in 'How do I make ...') seldom does.
+_NAMED_PAGE_DEPTH = 10
 # A man page's name, from its file's: grep.1.gz, ssh_config.5, openssl-req.1ssl.bz2.
 _PAGE_FILE = LazyPattern(r"([^/]+?)\.[1-9n][a-z]*(?:\.(?:gz|bz2|xz|lzma|zst|z))?$", re.I)
 
@@ -9679,7 +9683,7 @@ def _preferred(ranked: list[tuple[int, float]], rows: dict,
     """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
     test, another language's translation), so that the code and the page asked for rank
     above them, and a translation is a copy of its original, not the other way round."""
-    unasked = _unasked(question, rows.values())
+    unasked = _unasked(question, [rows[c] for c, _ in ranked[:_NAMED_PAGE_DEPTH] if c in rows])
     if not ranked or min(s for _, s in ranked) < 0:
         return ranked  # scores not all positive: a share of one means nothing
     scored = [(c, s * _UNASKED_WEIGHT if c in rows and unasked(rows[c]) else s) for c, s in ranked]

@@ -5054,6 +5054,11 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(order("Quelle option de grep affiche les lignes après ?"), [5, 4, 1, 3, 2])
         # no page named (a stopword names none: 'at' is a command too): as ranked, but translation
         self.assertEqual(order("How do I show lines at each match?"), [1, 5, 3, 2, 4])
+        # a page named that retrieval finds only deep down ('make' in 'how do I make') counts not
+        deep = {c: row(f"man1/page{c}.1.gz") for c in range(10, 10 + rag._NAMED_PAGE_DEPTH)}
+        ranked = [(c, 1.0 - c / 100) for c in deep] + [(3, 0.6)]
+        rows = {**deep, 3: row("man1/make.1.gz")}
+        self.assertEqual(order("How do I make the bell quiet?"), [c for c, _ in ranked])
 
     def test_fts_query_fuzz_never_raises(self):
         rnd = random.Random(3)
