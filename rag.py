@@ -9673,16 +9673,43 @@ def _question_language(question: str) -> str:
     return best if counts[best] else "en"
 
 
-def _unasked(question: str) -> Callable[[StoredChunk], bool]:
-    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk."""
+def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[StoredChunk], bool]:
+    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk;
+    rows: the best chunks ranked (_NAMED_PAGE_DEPTH), among which a man page the question
+    names (_named_pages) makes the pages it does not name unasked ('grep' asks for grep(1),
+    not git-grep(1))."""
     lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
+    named = _named_pages(question, rows)
 
     def unasked(row: StoredChunk) -> bool:
         page = _MAN_LOCALE.search(row.path)
-        if page and (page.group(1) or "en") != lang:
+        if page and ((page.group(1) or "en") != lang
+                     or named and _page_name(row.path) not in named):
             return True
         return not tests and bool(_TEST_PATH.search(row.rel or row.path))
     return unasked
+
+
+# A man page the question names counts when retrieval finds it among this many passages: a
+# word of the question that happens to name a page ('make' in 'How do I make ...') seldom does.
+_NAMED_PAGE_DEPTH = 10
+# A man page's name, from its file's: grep.1.gz, ssh_config.5, openssl-req.1ssl.bz2.
+_PAGE_FILE = LazyPattern(r"([^/]+?)\.[1-9n][a-z]*(?:\.(?:gz|bz2|xz|lzma|zst|z))?$", re.I)
+
+
+def _page_name(path: str) -> str:
+    """The name of the man page at path ('grep' of man/man1/grep.1.gz), lowercased."""
+    m = _PAGE_FILE.search(path)
+    return m.group(1).lower() if m else ""
+
+
+def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
+    """The names of the man pages among rows that the question says as a word of its own
+    ('grep' in 'How can grep list ...', not in 'git-grep'); a stopword names no page ('at',
+    'which' are commands too, and words of every question)."""
+    words = set(re.findall(r"(?<![\w.-])[\w.-]*\w", question.lower())) - STOPWORDS
+    return {name for name in map(_page_name, (r.path for r in rows
+                                              if _MAN_LOCALE.search(r.path))) if name in words}
 
 
 def _preferred(ranked: list[tuple[int, float]], rows: dict,
@@ -9690,7 +9717,7 @@ def _preferred(ranked: list[tuple[int, float]], rows: dict,
     """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
     test, another language's translation), so that the code and the page asked for rank
     above them, and a translation is a copy of its original, not the other way round."""
-    unasked = _unasked(question)
+    unasked = _unasked(question, [rows[c] for c, _ in ranked[:_NAMED_PAGE_DEPTH] if c in rows])
     if not ranked or min(s for _, s in ranked) < 0:
         return ranked  # scores not all positive: a share of one means nothing
     scored = [(c, s * _UNASKED_WEIGHT if c in rows and unasked(rows[c]) else s) for c, s in ranked]
@@ -11258,7 +11285,10 @@ class ExtractiveGenerator(Generator):
         # a follow-up's: breaks ties
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
-        hits = evidence.hits[:self.PASSAGES]
+        # an option list is chunked by length, not by option: the option that does what is
+        # asked may sit in a lower passage of the same list, so when the best passages answer by
+        # options, options come from every passage
+        hits = evidence.hits
         standing = _passage_standing(hits)
         # a name the question asks of a module ('shlex.quote'): its definition there is the
         # answer; in any passage when none is the module's (os.path's file is posixpath.py)
@@ -11269,8 +11299,13 @@ class ExtractiveGenerator(Generator):
         named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
                  for m, n in dict.fromkeys(asked)]
         anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
-        pieces = _answering_pieces([_answer_pieces(h, n) for n, h in enumerate(hits, 1)],
-                                   evidence.question)
+        every = [_answer_pieces(h, n) for n, h in enumerate(hits, 1)]
+        pieces = _answering_pieces(every[:self.PASSAGES], evidence.question)
+        by_options = any(p.option for ps in pieces for p in ps)  # the best passages' way
+        pieces += [[p for p in ps if p.option and by_options]
+                   for ps in _answering_pieces(every[self.PASSAGES:], evidence.question)]
+        said = set(map(stem, lexical_words(evidence.question)))
+        undone = _negated_stems(evidence.question)
         scored = []
         for rank, h in enumerate(hits):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
@@ -11279,13 +11314,16 @@ class ExtractiveGenerator(Generator):
             asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
+                # an option asked for undone ('lines that do not match') is one that undoes it
+                found -= undone - _negated_stems(p.text) if p.option and undone else set()
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
-                    scored.append(_Scored(defines, support * standing[rank], len(topic & found),
-                                          -rank, -p.order, p))
-        return sorted(scored, key=lambda s: s[:5], reverse=True)
+                    scored.append(_Scored(defines, support * standing[rank],
+                                          len(said & _option_name_stems(p)),
+                                          len(topic & found), -rank, -p.order, p))
+        return sorted(scored, key=lambda s: s[:6], reverse=True)
 
 
 class _Scored(NamedTuple):
@@ -11293,6 +11331,8 @@ class _Scored(NamedTuple):
 
     defines: bool  # it defines the name the question asks of a module
     support: float  # the question's weight it holds, times its passage's standing
+    named: int  # the question's words, stopwords too, that its option's name alone says
+    #             ('after' of '-A, --after-context: Show trailing lines')
     topic: int      # a follow-up's earlier words it holds
     rank: int       # minus its passage's rank
     order: int      # minus its place in the passage
@@ -11356,6 +11396,29 @@ def _negates(option: str, asked: set[str]) -> bool:
     if _TAKING_AWAY.match(what):
         return False  # 'do not ignore entries starting with .' shows them
     return bool(asked & set(map(stem, content_words(what))))
+
+
+def _option_name_stems(p: _Piece) -> set[str]:
+    """The stems of the words that the names of the option p describes say and its
+    description does not ('-A <num>, --after-context <num>: Show <num> trailing lines': a,
+    after, context); names are said before the description's ':' when it has one; none for a
+    piece of no option."""
+    head, _, description = p.option.partition(": ")
+    names = set(map(stem, lexical_words(" ".join(_OPTION_NAME.findall(head)))))
+    return names - set(map(stem, lexical_words(description)))
+
+
+# An option's name: a word written with one or two dashes before it ('-A', '--after-context').
+_OPTION_NAME = LazyPattern(r"(?<![\w-])-{1,2}[^\W_][\w-]*")
+
+
+# A word said undone: after a negation ('do not match', "doesn't match", 'non-matching').
+_UNDONE_WORD = LazyPattern(r"\b(?:not|never|without|non|\w+n't)[\s-]+(?:\w+ly\s+)?(\w+)", re.I)
+
+
+def _negated_stems(text: str) -> set[str]:
+    """The stems of the words text says undone: 'lines that do not match' -> {'match'}."""
+    return {stem(w.lower()) for w in _UNDONE_WORD.findall(text)} - {stem(w) for w in STOPWORDS}
 
 
 # What takes away, said after a negation: the two undo each other ('do not ignore', 'never hide').

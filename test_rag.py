@@ -5042,6 +5042,24 @@ class RetrieveTests(RagTestCase):
         self.assertEqual(found("Quelle option de kill affiche la liste des noms de signal ?")[:2],
                          ["man/fr/man1/kill.1"] * 2)
 
+    def test_preferred_man_page_the_question_names_ranks_above_pages_it_does_not(self):
+        row = lambda path: rag.StoredChunk("/usr/share/man/" + path, path, rag.Chunk(0, "", "", 1, 1))
+        rows = {1: row("man1/git-grep.1.gz"), 2: row("man1/grep.1.gz"), 3: row("man1/at.1.gz"),
+                4: row("fr/man1/grep.1.gz"), 5: rag.StoredChunk("/docs/grep.md", "grep.md",
+                                                                rag.Chunk(0, "", "", 1, 1))}
+        ranked = [(1, 1.0), (5, 0.95), (3, 0.9), (2, 0.8), (4, 0.7)]
+        order = lambda q: [c for c, _ in rag._preferred(ranked, rows, q)]
+        # grep(1), then what is no man page, then the pages not named (a translation too)
+        self.assertEqual(order("How do I show lines after each match with grep?"), [5, 2, 1, 3, 4])
+        self.assertEqual(order("Quelle option de grep affiche les lignes après ?"), [5, 4, 1, 3, 2])
+        # no page named (a stopword names none: 'at' is a command too): as ranked, but translation
+        self.assertEqual(order("How do I show lines at each match?"), [1, 5, 3, 2, 4])
+        # a page named that retrieval finds only deep down ('make' in 'how do I make') counts not
+        deep = {c: row(f"man1/page{c}.1.gz") for c in range(10, 10 + rag._NAMED_PAGE_DEPTH)}
+        ranked = [(c, 1.0 - c / 100) for c in deep] + [(3, 0.6)]
+        rows = {**deep, 3: row("man1/make.1.gz")}
+        self.assertEqual(order("How do I make the bell quiet?"), [c for c, _ in ranked])
+
     def test_fts_query_fuzz_never_raises(self):
         rnd = random.Random(3)
         conn = sqlite3.connect(":memory:")
@@ -6025,6 +6043,48 @@ class AnswerTests(RagTestCase):
         self.assertTrue(extract("Welche Option von watch hebt die Unterschiede hervor?", page).startswith(
             "-d, --differences[=permanent]: hebt die Unterschiede zwischen aufeinander folgenden "
             "Aktualisierungen hervor. [1]"))
+
+    def test_extractive_option_asked_undone_is_answered_by_the_option_that_undoes_it(self):
+        page = hit(1, "-o, --only-matching\nShow only the matched (non-empty) parts of a matching line."
+                      "\n\n-v, --invert-match\nInvert the sense of matching, to select non-matching lines.",
+                   "/usr/share/man/man1/grep.1.gz")
+        self.assertEqual(extract("How do I make grep print the lines that do not match?", page),
+                         "-v, --invert-match: Invert the sense of matching, to select non-matching "
+                         "lines. [1]")
+        self.assertIn("-o, --only-matching", extract("How do I show only the matching parts?", page))
+        self.assertEqual(rag._negated_stems("lines that don't match, non-empty, not really seen"),
+                         {rag.stem("match"), rag.stem("empty"), rag.stem("seen")})
+
+    def test_extractive_option_name_says_what_its_description_does_not(self):
+        page = hit(1, "-C <num>, --context <num>\nShow <num> leading and trailing lines.\n\n"
+                      "-B <num>, --before-context <num>\nShow <num> leading lines.\n\n"
+                      "-A <num>, --after-context <num>\nShow <num> trailing lines.",
+                   "/usr/share/man/man1/git-grep.1.gz")
+        self.assertIn("-A <num>, --after-context <num>: Show <num> trailing lines.",
+                      extract("How do I show lines after each match?", page))
+        self.assertIn("--before-context", extract("How do I show lines before each match?", page))
+
+    def test_extractive_option_from_a_lower_passage_of_its_list(self):
+        # an option list chunked by length: the option asked for is in the fourth passage
+        tests = [hit(i, f"-{name} pattern\nFile name matches shell pattern {name}.",
+                     "/usr/share/man/man1/find.1.gz", 1.0 - i / 20) for i, name in
+                 enumerate(("name", "path", "regex"), 1)]
+        empty = hit(4, "Tests that compare sizes read them in blocks.\n\n-empty\nFile is empty and "
+                       "is either a regular file or a directory.", "/usr/share/man/man1/find.1.gz", 0.8)
+        answer = extract("Which find test matches empty files and directories?", *tests, empty)
+        self.assertTrue(answer.startswith("-empty: File is empty"), answer)
+        # a lower passage gives options, not its prose
+        prose = hit(4, "Tests that match empty files and directories are slow.",
+                    "/usr/share/man/man1/find.1.gz", 0.8)
+        self.assertNotIn("[4]", extract("Which find test matches empty files and directories?",
+                                        *tests, prose))
+        # best passages of prose answer by prose: a lower passage's option does not change that
+        notes = [hit(i, f"Note {i}: pin a package version with == in the requirements file.",
+                     "/usr/share/doc/pip/topics.md", 1.0 - i / 20) for i in (1, 2, 3)]
+        option = hit(4, "--pin-version\nPin a package version in a requirements file.",
+                     "/usr/share/doc/pip/cli.md", 0.8)
+        self.assertIn("[1]", extract("How do I pin a package version in a requirements file?",
+                                     *notes, option))
 
     ALIASED = {
         "Lib/bisect.py": "\"\"\"Bisection algorithms.\"\"\"\n\n\ndef insort_right(a, x, lo=0, hi=None):\n"
