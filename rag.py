@@ -11205,7 +11205,62 @@ class ExtractiveGenerator(Generator):
                 if support > 0 or defines:
                     scored.append(_Scored(defines, support * standing[rank], len(topic & found),
                                           -rank, -p.order, p))
-        return sorted(scored, key=lambda s: s[:5], reverse=True)
+        named_rows = _named_rows(evidence.hits, wanted, bool(_OPTION_QUESTION.search(
+            evidence.question)))
+        return named_rows[:1] + sorted(scored, key=lambda s: s[:5], reverse=True)
+
+
+# A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
+# ('redis\t\t6379/tcp', 'application/wasm\t\twasm', 'UMASK\t\t022'), not indented prose
+# (a sentence's end before two spaces, 'module.  The grep', or a list item's 'a.  ' is prose)
+_ROW_LINE = LazyPattern(r"[^\s#;/*<>-]\S*(?<![.,;:!?)])(?:\t|  )[ \t]*[^\s#].*")
+_ROW_COLUMNS = 6  # at most, before a comment: a line of more words is prose set in columns
+# A field of a record of fields ('License: MIT' in a DEP-5 copyright stanza, a control file)
+_FIELD_LINE = LazyPattern(r"([A-Z][\w-]{1,30}):(?: +\S.*)?")
+# A row's name counts when it weighs at least this share of the question's rarest word: the
+# thing asked of, not a common word the row shares ('port', 'type')
+_ROW_NAME_SHARE = 0.5
+
+
+def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
+    """The rows of tables and configuration, and the fields of records, that the
+    question names, best first, each as the answer alone: a row holding the
+    question's rare name as one of its columns ('redis  6379/tcp' for a question
+    naming redis), or a record's field whose name the question asks for ('License:
+    MIT' for 'under which license'); from any passage given, not only the best few
+    (a table's passages share their words, so the row's may rank low). Never of
+    code, never a field of a dated record (a log's: its time answers), and a field
+    never for a question asking how to do something (how: its value is no way)."""
+    top = max(wanted.values(), default=0.0)
+    found = []
+    for rank, h in enumerate(hits):
+        lines = h.chunk.text.splitlines()
+        if _is_code_path(h.path) or top <= 0 or any(_TIME_FIELD.match(l) for l in lines):
+            continue
+        for i, line in enumerate(lines):
+            weight = _row_weight(lines, i, wanted, top, how)
+            if weight:
+                found.append((weight, -rank, -i, _Piece(rank + 1, i, line.strip(), True)))
+    found.sort(key=lambda f: f[:3], reverse=True)
+    return [_Scored(True, 1.0, 0, r, o, p) for _, r, o, p in found]
+
+
+def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
+                how: bool) -> float:
+    """The weight of the question's words that line i names as a row's column (the
+    rarer only) or as a field's name within a record (two field lines or more, not
+    for a how question); 0 if none."""
+    line = lines[i]
+    field = _FIELD_LINE.fullmatch(line)
+    near = [l for l in lines[max(i - 1, 0):i + 2] if l is not line]
+    if field and any(_FIELD_LINE.fullmatch(l) for l in near):
+        return 0.0 if how else wanted.get(stem(field.group(1).lower()), 0.0)
+    cells = line.split("#")[0].split()
+    if not _ROW_LINE.fullmatch(line) or len(cells) > _ROW_COLUMNS:
+        return 0.0
+    # 'PATH=/usr/bin' names PATH too
+    columns = {stem(c.strip(".,;:()").lower()) for c in re.split(r"[\s=]+", " ".join(cells))}
+    return sum(w for s, w in wanted.items() if s in columns and w >= top * _ROW_NAME_SHARE)
 
 
 class _Scored(NamedTuple):
