@@ -6094,6 +6094,40 @@ class AnswerTests(RagTestCase):
         self.assertTrue(extract("Which login shell does useradd give by default?", useradd).endswith(
             "# as possible\nSHELL=/bin/sh\n``` [1]"))  # prose is no setting left commented out
 
+    def test_extractive_answer_table_row_naming_the_asked_name(self):
+        header = hit(1, "# Network services, Internet style\n#\n# Each line gives a service's name, "
+                        "the port it is registered for\n# and its protocol.", "/etc/services", 1.0)
+        rows = [hit(n, "\n".join(f"svc{n}{i}\t\t{n}{i}00/tcp\t\t\t# service {n}{i} port"
+                                  for i in range(6)), "/etc/services", 0.9 - n / 20)
+                for n in range(2, 5)]
+        rows.append(hit(5, "rsync\t\t873/tcp\nredis\t\t6379/tcp\t\t\t# Redis key-value store\n"
+                           "sane-port\t6566/tcp", "/etc/services", 0.5))
+        # the row holding the asked name answers, though its passage ranks below the best few
+        self.assertEqual(extract("Which port is registered for redis?", header, *rows),
+                         "```\nredis\t\t6379/tcp\t\t\t# Redis key-value store\n``` [5]")
+        # prose set with two spaces after a sentence is no row
+        prose = hit(1, "The server the cache runs is called\nredis.  It listens on 6379.",
+                    "/docs/redis.txt")
+        self.assertNotIn("```", extract("Which port does redis use?", prose))
+
+    def test_extractive_answer_record_field_the_question_asks_for(self):
+        dep5 = hit(1, "Files: *\nCopyright: 2012 Stephen Dolan\nLicense: MIT\n Permission is hereby "
+                      "granted, free of charge, to any person obtaining a copy of this software.\n .\n"
+                      " THE SOFTWARE IS PROVIDED AS IS, WITHOUT WARRANTY. This License applies.",
+                   "/usr/share/doc/jq/copyright")
+        self.assertEqual(extract("Under which license is jq distributed?", dep5),
+                         "```\nLicense: MIT\n``` [1]")
+        # a field's value is no way to do something
+        pin = hit(1, "Package: *\nPin: release a=stable\nPin-Priority: 900\n\nTo pin a package, "
+                     "write its exact version after == in requirements.txt.", "/docs/pinning.txt")
+        self.assertEqual(extract("How do I pin a package version?", pin), "To pin a package, write "
+                         "its exact version after == in requirements.txt. [1]")
+        # a dated record's fields are answered with its time, not alone
+        history = hit(1, "Start-Date: 2026-01-05  09:14:02\nCommandline: apt-get install -y nodejs\n"
+                         "Install: nodejs:amd64 (18.19.0)\nEnd-Date: 2026-01-05  09:14:30",
+                      "/var/log/apt/history.log")
+        self.assertIn("2026-01-05", extract("When was nodejs installed?", history))
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
