@@ -11203,11 +11203,11 @@ class ExtractiveGenerator(Generator):
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
-                    scored.append(_Scored(defines, support * standing[rank], len(topic & found),
-                                          -rank, -p.order, p))
+                    scored.append(_Scored(defines, _spells_key(p, wanted), support * standing[rank],
+                                          len(topic & found), -rank, -p.order, p))
         named_rows = _named_rows(evidence.hits, wanted, bool(_OPTION_QUESTION.search(
             evidence.question)))
-        return named_rows[:1] + sorted(scored, key=lambda s: s[:5], reverse=True)
+        return named_rows[:1] + sorted(scored, key=lambda s: s[:6], reverse=True)
 
 
 # A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
@@ -11237,12 +11237,16 @@ def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
         lines = h.chunk.text.splitlines()
         if _is_code_path(h.path) or top <= 0 or any(_TIME_FIELD.match(l) for l in lines):
             continue
+        # a setting's row is shown with its comment, as configuration's pieces are
+        settings = {p.text.splitlines()[-1]: p for p in _config_pieces(h.chunk.text, rank + 1)
+                    } if _is_config_passage(h) else {}
         for i, line in enumerate(lines):
-            weight = _row_weight(lines, i, wanted, top, how)
+            weight = "```" not in line and _row_weight(lines, i, wanted, top, how)
             if weight:
-                found.append((weight, -rank, -i, _Piece(rank + 1, i, line.strip(), True)))
+                piece = settings.get(line.rstrip(), _Piece(rank + 1, i, line.strip(), True))
+                found.append((weight, -rank, -i, piece))
     found.sort(key=lambda f: f[:3], reverse=True)
-    return [_Scored(True, 1.0, 0, r, o, p) for _, r, o, p in found]
+    return [_Scored(True, True, 1.0, 0, r, o, p) for _, r, o, p in found]
 
 
 def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
@@ -11263,10 +11267,23 @@ def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
     return sum(w for s, w in wanted.items() if s in columns and w >= top * _ROW_NAME_SHARE)
 
 
+def _spells_key(p: _Piece, wanted: dict[str, float]) -> bool:
+    """Whether p is a setting whose name (of two words or more: 'LAST_UID', 'SendEnv')
+    the question holds every word of: it is the setting asked for, before its neighbours
+    that share some of its words ('LAST_SYSTEM_UID') or a comment's."""
+    if not (p.code and p.about):  # only a setting has what it is about
+        return False
+    words = re.split(r"(?<=[a-z])(?=[A-Z])|[_.-]", _SETTING_KEY.match(p.text.splitlines()[-1])
+                     .group(1))
+    stems = {stem(w.lower()) for w in words if w}
+    return len(stems) > 1 and stems <= set(wanted)
+
+
 class _Scored(NamedTuple):
     """A piece as the extractive answerer weighs it, in the order it compares them."""
 
     defines: bool  # it defines the name the question asks of a module
+    keyed: bool  # a setting whose name the question spells out, every word of it (_spells_key)
     support: float  # the question's weight it holds, times its passage's standing
     topic: int      # a follow-up's earlier words it holds
     rank: int       # minus its passage's rank

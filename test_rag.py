@@ -6128,6 +6128,15 @@ class AnswerTests(RagTestCase):
                       "/var/log/apt/history.log")
         self.assertIn("2026-01-05", extract("When was nodejs installed?", history))
 
+    def test_extractive_answer_setting_whose_name_the_question_spells(self):
+        conf = hit(1, "# Specify inclusive ranges of UIDs and GIDs from which UIDs and GIDs\n"
+                      "# for system users and non-system users can be dynamically allocated.\n"
+                      "# Default: FIRST_SYSTEM_UID=100, LAST_SYSTEM_UID=999\n#FIRST_SYSTEM_UID=100\n"
+                      "#LAST_SYSTEM_UID=999\n\n# Default: FIRST_UID=1000, LAST_UID=59999\n"
+                      "#FIRST_UID=1000\n#LAST_UID=59999\n", "/etc/adduser.conf")
+        answer = extract("What is the last UID adduser gives to normal users?", conf)
+        self.assertTrue(answer.endswith("\n#LAST_UID=59999\n``` [1]"), answer)
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
