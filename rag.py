@@ -11164,6 +11164,8 @@ class ExtractiveGenerator(Generator):
                 break  # the definition asked for is the answer, alone
         if not chosen:
             return Reply(REFUSAL)
+        way = _the_way(evidence, chosen[0])
+        chosen = chosen[:1] + [way] if way and way not in chosen else chosen
         chosen.sort(key=lambda p: (p.n, p.order))
         wanted = evidence.weights(evidence.question)
         chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code else p for p in chosen]
@@ -11265,6 +11267,17 @@ def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
     # 'PATH=/usr/bin' names PATH too
     columns = {stem(c.strip(".,;:()").lower()) for c in re.split(r"[\s=]+", " ".join(cells))}
     return sum(w for s, w in wanted.items() if s in columns and w >= top * _ROW_NAME_SHARE)
+
+
+def _the_way(evidence: Evidence, best: _Piece) -> _Piece | None:
+    """For a question asking how to do something, answered by a sentence of prose: the
+    block of code the next sentence introduces ('To restore it, add to ~/.inputrc:' and
+    its line), if that follows; the sentence says what, the code shows how."""
+    if best.code or not _OPTION_QUESTION.search(evidence.question):
+        return None
+    after = [p for p in _answer_pieces(evidence.hits[best.n - 1], best.n)
+             if p.order == best.order + 1]
+    return after[0] if after and after[0].code and after[0].before.endswith(":") else None
 
 
 def _spells_key(p: _Piece, wanted: dict[str, float]) -> bool:

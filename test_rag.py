@@ -6137,6 +6137,18 @@ class AnswerTests(RagTestCase):
         answer = extract("What is the last UID adduser gives to normal users?", conf)
         self.assertTrue(answer.endswith("\n#LAST_UID=59999\n``` [1]"), answer)
 
+    def test_extractive_answer_how_question_shows_the_code_the_sentence_leads_to(self):
+        faq = hit(1, "0. symlinked directory completion\n\n   Completion on symlinks that point to "
+                     "directories does not append the slash. To restore the old behaviour, add to "
+                     "~/.inputrc:\n\n       set mark-symlinked-directories on\n",
+                  "/usr/share/doc/libreadline8/README.Debian")
+        answer = extract("How do I make completion append a slash to symlinked directories?", faq)
+        self.assertIn("add to ~/.inputrc: [1]\n```\nset mark-symlinked-directories on\n``` [1]",
+                      answer)
+        # a question asking what, not how, is answered by the sentence alone
+        self.assertNotIn("```", extract("Does completion append a slash to symlinked directories?",
+                                        faq))
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
