@@ -11164,7 +11164,7 @@ class ExtractiveGenerator(Generator):
                 break  # the definition asked for is the answer, alone
         if not chosen:
             return Reply(REFUSAL)
-        way = _the_way(evidence, chosen[0])
+        way = _the_way(evidence, chosen[0], chosen)
         chosen = chosen[:1] + [way] if way and way not in chosen else chosen
         chosen.sort(key=lambda p: (p.n, p.order))
         wanted = evidence.weights(evidence.question)
@@ -11269,15 +11269,24 @@ def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
     return sum(w for s, w in wanted.items() if s in columns and w >= top * _ROW_NAME_SHARE)
 
 
-def _the_way(evidence: Evidence, best: _Piece) -> _Piece | None:
+# A sentence that says how: the means ('Change it by running ...', 'by setting X to false')
+_MEANS = LazyPattern(r"\bby \w+ing\b", re.I)
+_WAY_AHEAD = 3  # pieces after the answering sentence looked at for the way: its paragraph's
+
+
+def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece | None:
     """For a question asking how to do something, answered by a sentence of prose: the
-    block of code the next sentence introduces ('To restore it, add to ~/.inputrc:' and
-    its line), if that follows; the sentence says what, the code shows how."""
+    way the text goes on to give, not chosen yet: the block of code the next sentence
+    introduces ('To restore it, add to ~/.inputrc:' and its line), else the first of the
+    few sentences after it that says by what means ('You can disable this by setting
+    X'); the sentence says what, the way shows how."""
     if best.code or not _OPTION_QUESTION.search(evidence.question):
         return None
     after = [p for p in _answer_pieces(evidence.hits[best.n - 1], best.n)
-             if p.order == best.order + 1]
-    return after[0] if after and after[0].code and after[0].before.endswith(":") else None
+             if best.order < p.order <= best.order + _WAY_AHEAD and p not in chosen]
+    if after and after[0].order == best.order + 1 and after[0].code:
+        return after[0] if after[0].before.endswith(":") else None
+    return next((p for p in after if not p.code and _MEANS.search(p.text)), None)
 
 
 def _spells_key(p: _Piece, wanted: dict[str, float]) -> bool:
@@ -11311,8 +11320,9 @@ _NEARLY = 0.85
 
 
 # An option a man page or a reference describes, said first ('-n or --line-numbers',
-# '-h, --human-readable:'): the words before its description.
-_OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:]+|or|\[[^\]\s]*\])[,:]?\s+)+")
+# '-h, --human-readable:'): the words before its description; not a changelog's sign-off
+# ('-- Name <mail>  date': no option is two dashes alone)
+_OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:-][^\s,:]*|or|\[[^\]\s]*\])[,:]?\s+)+")
 # A description that opens by taking something away ('Suppresses line numbers', 'Do not ...'),
 # not one that mentions it later ('Keep (don't delete) input files').
 _NEGATING = LazyPattern(r"(?:suppress\w*|disabl\w*|inhibit\w*|omit\w*|prevent\w*|hides?|"

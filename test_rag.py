@@ -6149,6 +6149,16 @@ class AnswerTests(RagTestCase):
         self.assertNotIn("```", extract("Does completion append a slash to symlinked directories?",
                                         faq))
 
+    def test_extractive_answer_how_question_shows_the_means_the_text_goes_on_to(self):
+        news = hit(1, "dash (0.5.5.1-2.1) unstable; urgency=low\n\n  * The default system shell "
+                      "(/bin/sh) has been changed to dash for\n    new installations.\n  * Change it "
+                      "by running 'dpkg-reconfigure dash'.\n\n -- Luk Claes <luk@debian.org>  Wed, "
+                      "22 Jul 2009 17:23:20 +0200\n", "/usr/share/doc/dash/NEWS.Debian.gz")
+        # a changelog's sign-off ('-- Name') is no option: the question is answered, not refused
+        answer = extract("How do I change the default system shell from dash?", news)
+        self.assertIn("Change it by running 'dpkg-reconfigure dash'. [1]", answer)
+        self.assertIn("The default system shell", answer)
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
