@@ -11271,6 +11271,7 @@ def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
 
 # A sentence that says how: the means ('Change it by running ...', 'by setting X to false')
 _MEANS = LazyPattern(r"\bby \w+ing\b", re.I)
+_ASKS_COUNT = LazyPattern(r"\bhow (?:many|much)\b", re.I)  # a question asking for a number
 _WAY_AHEAD = 3  # pieces after the answering sentence looked at for the way: its paragraph's
 
 
@@ -11279,11 +11280,17 @@ def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece |
     way the text goes on to give, not chosen yet: the block of code the next sentence
     introduces ('To restore it, add to ~/.inputrc:' and its line), else the first of the
     few sentences after it that says by what means ('You can disable this by setting
-    X'); the sentence says what, the way shows how."""
-    if best.code or not _OPTION_QUESTION.search(evidence.question):
+    X'); the sentence says what, the way shows how. For a question asking how many,
+    answered by a sentence without a number: the next sentence, when it holds one ('Weekly
+    basebackup in /var/backups.' 'By default, 3 copies are being kept.')."""
+    count = _ASKS_COUNT.search(evidence.question) and not re.search(r"\d", best.text)
+    if best.code or not (count or _OPTION_QUESTION.search(evidence.question)):
         return None
     after = [p for p in _answer_pieces(evidence.hits[best.n - 1], best.n)
              if best.order < p.order <= best.order + _WAY_AHEAD and p not in chosen]
+    if count:
+        return next((p for p in after[:1] if p.order == best.order + 1 and not p.code
+                     and re.search(r"\d", p.text)), None)
     if after and after[0].order == best.order + 1 and after[0].code:
         return after[0] if after[0].before.endswith(":") else None
     return next((p for p in after if not p.code and _MEANS.search(p.text)), None)

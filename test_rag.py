@@ -6159,6 +6159,14 @@ class AnswerTests(RagTestCase):
         self.assertIn("Change it by running 'dpkg-reconfigure dash'. [1]", answer)
         self.assertIn("The default system shell", answer)
 
+    def test_extractive_answer_how_many_shows_the_next_sentence_with_the_number(self):
+        doc = hit(1, "Backup\n\n  Weekly basebackup in /var/backups/postgresql.\n  By default, 3 "
+                     "copies are being kept.\n\n  To enable, run systemctl enable the timer.\n",
+                  "/usr/share/doc/postgresql-common/README.systemd")
+        answer = extract("How many copies of the weekly basebackup does the timer keep?", doc)
+        self.assertIn("By default, 3 copies are being kept. [1]", answer)
+        self.assertNotIn("To enable", answer)
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
