@@ -11258,7 +11258,7 @@ def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
     for a how question); 0 if none."""
     line = lines[i]
     field = _FIELD_LINE.fullmatch(line)
-    near = [l for l in lines[max(i - 1, 0):i + 2] if l is not line]
+    near = lines[max(i - 1, 0):i] + lines[i + 1:i + 2]
     if field and any(_FIELD_LINE.fullmatch(l) for l in near):
         return 0.0 if how else wanted.get(stem(field.group(1).lower()), 0.0)
     cells = line.split("#")[0].split()
