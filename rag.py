@@ -11265,6 +11265,8 @@ class ExtractiveGenerator(Generator):
                 break  # the definition asked for is the answer, alone
         if not chosen:
             return Reply(REFUSAL)
+        way = _the_way(evidence, chosen[0], chosen)
+        chosen = chosen[:1] + [way] if way and way not in chosen else chosen
         chosen.sort(key=lambda p: (p.n, p.order))
         wanted = evidence.weights(evidence.question)
         more: list[Hit] = []  # passages cited beyond those given
@@ -11320,16 +11322,115 @@ class ExtractiveGenerator(Generator):
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
-                    scored.append(_Scored(defines, support * standing[rank],
+                    scored.append(_Scored(defines, _spells_key(p, wanted), support * standing[rank],
                                           len(said & _option_name_stems(p)),
                                           len(topic & found), -rank, -p.order, p))
-        return sorted(scored, key=lambda s: s[:6], reverse=True)
+        named_rows = _named_rows(evidence.hits, wanted, bool(_OPTION_QUESTION.search(
+            evidence.question)))
+        return named_rows[:1] + sorted(scored, key=lambda s: s[:7], reverse=True)
+
+
+# A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
+# ('redis\t\t6379/tcp', 'application/wasm\t\twasm', 'UMASK\t\t022'), not indented prose
+# (a sentence's end before two spaces, 'module.  The grep', or a list item's 'a.  ' is prose)
+_ROW_LINE = LazyPattern(r"[^\s#;/*<>-]\S*(?<![.,;:!?)])(?:\t|  )[ \t]*[^\s#].*")
+_ROW_COLUMNS = 6  # at most, before a comment: a line of more words is prose set in columns
+# A field of a record of fields ('License: MIT' in a DEP-5 copyright stanza, a control file)
+_FIELD_LINE = LazyPattern(r"([A-Z][\w-]{1,30}):(?: +\S.*)?")
+# A row's name counts when it weighs at least this share of the question's rarest word: the
+# thing asked of, not a common word the row shares ('port', 'type')
+_ROW_NAME_SHARE = 0.5
+
+
+def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
+    """The rows of tables and configuration, and the fields of records, that the
+    question names, best first, each as the answer alone: a row holding the
+    question's rare name as one of its columns ('redis  6379/tcp' for a question
+    naming redis), or a record's field whose name the question asks for ('License:
+    MIT' for 'under which license'); from any passage given, not only the best few
+    (a table's passages share their words, so the row's may rank low). Never of
+    code, never a field of a dated record (a log's: its time answers), and a field
+    never for a question asking how to do something (how: its value is no way)."""
+    top = max(wanted.values(), default=0.0)
+    found = []
+    for rank, h in enumerate(hits):
+        lines = h.chunk.text.splitlines()
+        if _is_code_path(h.path) or top <= 0 or any(_TIME_FIELD.match(l) for l in lines):
+            continue
+        # a setting's row is shown with its comment, as configuration's pieces are
+        settings = {p.text.splitlines()[-1]: p for p in _config_pieces(h.chunk.text, rank + 1)
+                    } if _is_config_passage(h) else {}
+        for i, line in enumerate(lines):
+            weight = "```" not in line and _row_weight(lines, i, wanted, top, how)
+            if weight:
+                piece = settings.get(line.rstrip(), _Piece(rank + 1, i, line.strip(), True))
+                found.append((weight, -rank, -i, piece))
+    found.sort(key=lambda f: f[:3], reverse=True)
+    return [_Scored(True, True, 1.0, 0, 0, r, o, p) for _, r, o, p in found]
+
+
+def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
+                how: bool) -> float:
+    """The weight of the question's words that line i names as a row's column (the
+    rarer only) or as a field's name within a record (two field lines or more, not
+    for a how question); 0 if none."""
+    line = lines[i]
+    field = _FIELD_LINE.fullmatch(line)
+    near = lines[max(i - 1, 0):i] + lines[i + 1:i + 2]
+    if field and any(_FIELD_LINE.fullmatch(l) for l in near):
+        return 0.0 if how else wanted.get(stem(field.group(1).lower()), 0.0)
+    cells = line.split("#")[0].split()
+    if not _ROW_LINE.fullmatch(line) or len(cells) > _ROW_COLUMNS:
+        return 0.0
+    # 'PATH=/usr/bin' names PATH too
+    columns = {stem(c.strip(".,;:()").lower()) for c in re.split(r"[\s=]+", " ".join(cells))}
+    return sum(w for s, w in wanted.items() if s in columns and w >= top * _ROW_NAME_SHARE)
+
+
+# A sentence that says how: the means ('Change it by running ...', 'by setting X to false')
+_MEANS = LazyPattern(r"\bby \w+ing\b", re.I)
+_ASKS_COUNT = LazyPattern(r"\bhow (?:many|much)\b", re.I)  # a question asking for a number
+_WAY_AHEAD = 3  # pieces after the answering sentence looked at for the way: its paragraph's
+
+
+def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece | None:
+    """For a question asking how to do something, answered by a sentence of prose: the
+    way the text goes on to give, not chosen yet: the block of code the next sentence
+    introduces ('To restore it, add to ~/.inputrc:' and its line), else the first of the
+    few sentences after it that says by what means ('You can disable this by setting
+    X'); the sentence says what, the way shows how. For a question asking how many,
+    answered by a sentence without a number: the next sentence, when it holds one ('Weekly
+    basebackup in /var/backups.' 'By default, 3 copies are being kept.')."""
+    count = _ASKS_COUNT.search(evidence.question) and not re.search(r"\d", best.text)
+    if best.code or not (count or _OPTION_QUESTION.search(evidence.question)):
+        return None
+    after = [p for p in _answer_pieces(evidence.hits[best.n - 1], best.n)
+             if best.order < p.order <= best.order + _WAY_AHEAD and p not in chosen]
+    if count:
+        return next((p for p in after[:1] if p.order == best.order + 1 and not p.code
+                     and re.search(r"\d", p.text)), None)
+    if after and after[0].order == best.order + 1 and after[0].code:
+        return after[0] if after[0].before.endswith(":") else None
+    return next((p for p in after if not p.code and _MEANS.search(p.text)), None)
+
+
+def _spells_key(p: _Piece, wanted: dict[str, float]) -> bool:
+    """Whether p is a setting whose name (of two words or more: 'LAST_UID', 'SendEnv')
+    the question holds every word of: it is the setting asked for, before its neighbours
+    that share some of its words ('LAST_SYSTEM_UID') or a comment's."""
+    if not (p.code and p.about):  # only a setting has what it is about
+        return False
+    words = re.split(r"(?<=[a-z])(?=[A-Z])|[_.-]", _SETTING_KEY.match(p.text.splitlines()[-1])
+                     .group(1))
+    stems = {stem(w.lower()) for w in words if w}
+    return len(stems) > 1 and stems <= set(wanted)
 
 
 class _Scored(NamedTuple):
     """A piece as the extractive answerer weighs it, in the order it compares them."""
 
     defines: bool  # it defines the name the question asks of a module
+    keyed: bool  # a setting whose name the question spells out, every word of it (_spells_key)
     support: float  # the question's weight it holds, times its passage's standing
     named: int  # the question's words, stopwords too, that its option's name alone says
     #             ('after' of '-A, --after-context: Show trailing lines')
@@ -11346,8 +11447,9 @@ _NEARLY = 0.85
 
 
 # An option a man page or a reference describes, said first ('-n or --line-numbers',
-# '-h, --human-readable:'): the words before its description.
-_OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:]+|or|\[[^\]\s]*\])[,:]?\s+)+")
+# '-h, --human-readable:'): the words before its description; not a changelog's sign-off
+# ('-- Name <mail>  date': no option is two dashes alone)
+_OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:-][^\s,:]*|or|\[[^\]\s]*\])[,:]?\s+)+")
 # A description that opens by taking something away ('Suppresses line numbers', 'Do not ...'),
 # not one that mentions it later ('Keep (don't delete) input files').
 _NEGATING = LazyPattern(r"(?:suppress\w*|disabl\w*|inhibit\w*|omit\w*|prevent\w*|hides?|"

@@ -6292,6 +6292,79 @@ class AnswerTests(RagTestCase):
         self.assertTrue(extract("Which login shell does useradd give by default?", useradd).endswith(
             "# as possible\nSHELL=/bin/sh\n``` [1]"))  # prose is no setting left commented out
 
+    def test_extractive_answer_table_row_naming_the_asked_name(self):
+        header = hit(1, "# Network services, Internet style\n#\n# Each line gives a service's name, "
+                        "the port it is registered for\n# and its protocol.", "/etc/services", 1.0)
+        rows = [hit(n, "\n".join(f"svc{n}{i}\t\t{n}{i}00/tcp\t\t\t# service {n}{i} port"
+                                  for i in range(6)), "/etc/services", 0.9 - n / 20)
+                for n in range(2, 5)]
+        rows.append(hit(5, "rsync\t\t873/tcp\nredis\t\t6379/tcp\t\t\t# Redis key-value store\n"
+                           "sane-port\t6566/tcp", "/etc/services", 0.5))
+        # the row holding the asked name answers, though its passage ranks below the best few
+        self.assertEqual(extract("Which port is registered for redis?", header, *rows),
+                         "```\nredis\t\t6379/tcp\t\t\t# Redis key-value store\n``` [5]")
+        # prose set with two spaces after a sentence is no row
+        prose = hit(1, "The server the cache runs is called\nredis.  It listens on 6379.",
+                    "/docs/redis.txt")
+        self.assertNotIn("```", extract("Which port does redis use?", prose))
+
+    def test_extractive_answer_record_field_the_question_asks_for(self):
+        dep5 = hit(1, "Files: *\nCopyright: 2012 Stephen Dolan\nLicense: MIT\n Permission is hereby "
+                      "granted, free of charge, to any person obtaining a copy of this software.\n .\n"
+                      " THE SOFTWARE IS PROVIDED AS IS, WITHOUT WARRANTY. This License applies.",
+                   "/usr/share/doc/jq/copyright")
+        self.assertEqual(extract("Under which license is jq distributed?", dep5),
+                         "```\nLicense: MIT\n``` [1]")
+        # a field's value is no way to do something
+        pin = hit(1, "Package: *\nPin: release a=stable\nPin-Priority: 900\n\nTo pin a package, "
+                     "write its exact version after == in requirements.txt.", "/docs/pinning.txt")
+        self.assertEqual(extract("How do I pin a package version?", pin), "To pin a package, write "
+                         "its exact version after == in requirements.txt. [1]")
+        # a dated record's fields are answered with its time, not alone
+        history = hit(1, "Start-Date: 2026-01-05  09:14:02\nCommandline: apt-get install -y nodejs\n"
+                         "Install: nodejs:amd64 (18.19.0)\nEnd-Date: 2026-01-05  09:14:30",
+                      "/var/log/apt/history.log")
+        self.assertIn("2026-01-05", extract("When was nodejs installed?", history))
+
+    def test_extractive_answer_setting_whose_name_the_question_spells(self):
+        conf = hit(1, "# Specify inclusive ranges of UIDs and GIDs from which UIDs and GIDs\n"
+                      "# for system users and non-system users can be dynamically allocated.\n"
+                      "# Default: FIRST_SYSTEM_UID=100, LAST_SYSTEM_UID=999\n#FIRST_SYSTEM_UID=100\n"
+                      "#LAST_SYSTEM_UID=999\n\n# Default: FIRST_UID=1000, LAST_UID=59999\n"
+                      "#FIRST_UID=1000\n#LAST_UID=59999\n", "/etc/adduser.conf")
+        answer = extract("What is the last UID adduser gives to normal users?", conf)
+        self.assertTrue(answer.endswith("\n#LAST_UID=59999\n``` [1]"), answer)
+
+    def test_extractive_answer_how_question_shows_the_code_the_sentence_leads_to(self):
+        faq = hit(1, "0. symlinked directory completion\n\n   Completion on symlinks that point to "
+                     "directories does not append the slash. To restore the old behaviour, add to "
+                     "~/.inputrc:\n\n       set mark-symlinked-directories on\n",
+                  "/usr/share/doc/libreadline8/README.Debian")
+        answer = extract("How do I make completion append a slash to symlinked directories?", faq)
+        self.assertIn("add to ~/.inputrc: [1]\n```\nset mark-symlinked-directories on\n``` [1]",
+                      answer)
+        # a question asking what, not how, is answered by the sentence alone
+        self.assertNotIn("```", extract("Does completion append a slash to symlinked directories?",
+                                        faq))
+
+    def test_extractive_answer_how_question_shows_the_means_the_text_goes_on_to(self):
+        news = hit(1, "dash (0.5.5.1-2.1) unstable; urgency=low\n\n  * The default system shell "
+                      "(/bin/sh) has been changed to dash for\n    new installations.\n  * Change it "
+                      "by running 'dpkg-reconfigure dash'.\n\n -- Luk Claes <luk@debian.org>  Wed, "
+                      "22 Jul 2009 17:23:20 +0200\n", "/usr/share/doc/dash/NEWS.Debian.gz")
+        # a changelog's sign-off ('-- Name') is no option: the question is answered, not refused
+        answer = extract("How do I change the default system shell from dash?", news)
+        self.assertIn("Change it by running 'dpkg-reconfigure dash'. [1]", answer)
+        self.assertIn("The default system shell", answer)
+
+    def test_extractive_answer_how_many_shows_the_next_sentence_with_the_number(self):
+        doc = hit(1, "Backup\n\n  Weekly basebackup in /var/backups/postgresql.\n  By default, 3 "
+                     "copies are being kept.\n\n  To enable, run systemctl enable the timer.\n",
+                  "/usr/share/doc/postgresql-common/README.systemd")
+        answer = extract("How many copies of the weekly basebackup does the timer keep?", doc)
+        self.assertIn("By default, 3 copies are being kept. [1]", answer)
+        self.assertNotIn("To enable", answer)
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
