@@ -11402,7 +11402,8 @@ def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece |
     answered by a sentence without a number: the next sentence, when it holds one ('Weekly
     basebackup in /var/backups.' 'By default, 3 copies are being kept.')."""
     count = _ASKS_COUNT.search(evidence.question) and not re.search(r"\d", best.text)
-    if best.code or not (count or _OPTION_QUESTION.search(evidence.question)):
+    # an option's description is whole: the piece after it is another option
+    if best.code or best.option or not (count or _OPTION_QUESTION.search(evidence.question)):
         return None
     after = [p for p in _answer_pieces(evidence.hits[best.n - 1], best.n)
              if best.order < p.order <= best.order + _WAY_AHEAD and p not in chosen]

@@ -6365,6 +6365,16 @@ class AnswerTests(RagTestCase):
         self.assertIn("By default, 3 copies are being kept. [1]", answer)
         self.assertNotIn("To enable", answer)
 
+    def test_extractive_answer_how_many_option_not_followed_by_the_next_option(self):
+        # the option that answers holds no number; the option after it does, and is no answer
+        page = hit(1, "-C, --line-bytes=SIZE\nput at most SIZE bytes of records per output file\n\n"
+                      "-d\nuse numeric suffixes starting at 0, not alphabetic\n\n"
+                      "-l, --lines=NUMBER\nput NUMBER lines/records per output file",
+                   "/usr/share/man/man1/split.1.gz")
+        answer = extract("How do I tell split how many lines go into each output file?", page)
+        self.assertIn("--lines=NUMBER", answer)
+        self.assertNotIn("numeric suffixes", answer)
+
     def test_extractive_answer_shows_a_bracketed_number_as_written(self):
         h = hit(1, "The client speaks HTTP/[23] to servers that offer it.")
         answer = extract("Which HTTP versions does the client speak?", h)
