@@ -8481,6 +8481,30 @@ class CommandLineTests(RagTestCase):
         with mock.patch.dict(rag.COMMANDS, {"hello": hello}):
             self.assertEqual(self.ok("hello", "you"), f"hello you from {self.db}\n")
 
+    def test_readme_names_every_command_and_option_help_shows(self):
+        def help_text(*argv):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), self.assertRaises(SystemExit):
+                rag.main([*argv, "--help"])
+            return out.getvalue()
+        with open(os.path.join(os.path.dirname(rag.__file__), "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        marker = re.search(r"(?m)^(?:<{7}|>{7}|={7})(?: |$)", readme)  # a merge left behind
+        self.assertIsNone(marker, marker and f"a merge marker in README: {marker.group()!r}")
+        option = r"(?<![\w-])(--?[A-Za-z][\w-]*)"
+        top = help_text()
+        commands = re.findall(r"(?m)^    (\w+)  ", top)
+        self.assertGreater(len(commands), 8)
+        for name in [None] + commands:
+            shown = top if name is None else help_text(name)
+            for said in set(re.findall(option, shown)) - {"-h", "--help"}:
+                with self.subTest(command=name, option=said):
+                    self.assertTrue(re.search(rf"(?<![\w-]){re.escape(said)}(?![\w-])", readme),
+                                    f"{name or 'rag.py'} --help shows {said}; README does not")
+            if name:
+                self.assertTrue(re.search(rf"`(?:python rag\.py )?{name}\b", readme),
+                                f"README does not name the command {name}")
+
     def test_build_parser_for_one_command_parses_and_helps_as_the_whole(self):
         """main builds only the named command's arguments: what it parses and
         says is what the parser of every command would."""
