@@ -19,6 +19,43 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py mcp                     serve the index to an agent (MCP over stdio)
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
+Start here. Two functions are the spines; read them first, then follow their calls down:
+    index_paths      (Index) walk the folders, read each file (parse_document, Parse), cut it
+                     into chunks (chunk_lines, Chunk), embed them (Batcher, Embed), store them
+                     (Store), then measure what refusing needs (Refuse)
+    answer_question  (Generate) the search query (search_query, Converse), retrieve
+                     (Retriever.retrieve, Retrieve), judge (judge_question, Refuse), answer
+                     (Generator.generate), check each statement (settled, ground), log the ask
+Every subcommand is a _cmd_X function in Command line, reached from main through COMMANDS.
+The API is __all__ (below the imports); every other name is an implementation detail that
+tests and bench/ reach as such.
+
+Words this file uses:
+    passage, hit     a chunk as retrieval returns it (Hit: its path, text, score, similarity)
+    null level       how similar unrelated text is under this model on this index: the mean
+                     similarity of random pairs of chunks from different documents; relevance
+                     is measured from it (0: unrelated, 1: identical)
+    floor            the relevance under which a question is refused: --min-score, else what
+                     eval --calibrate kept, else measured on the index without labels
+    probes           everyday questions about everything (Data: PROBES) the floor is raised
+                     against; the index's own questions are made from its passages
+    alike            an index whose passages look alike (logs, tables): similarity cannot tell
+                     an answer from an unrelated question there, so the evidence alone decides
+    evidence         the share of the question's words, weighed by rarity (IDF), that the best
+                     passage holds; also the record the answerer is given (Evidence)
+    subject, ask     the question's heaviest words a passage holds ('Mona Lisa'), and the rest
+                     ('painted'); joint: the share of the ask a passage holds
+    judged           the hits the refusal rule judges: the top k before copies and reranking
+    copies, also     a passage whose text another better-ranked one repeats is shown once;
+                     'also' names the other files that hold it
+    pieces           what an offline answer is made of: a prose sentence, an option with its
+                     description, a setting with its comment, a log record, a block of code
+    statements       an answer's sentences (and code blocks), each checked against the passages
+                     it cites (the grounding check: ground, settled)
+    gold             eval's expected sources of a case (gold passages), or its expected answer
+                     strings (gold answers)
+    scope            what a caller may read: globs on paths (--source, a key's globs)
+
 Sections, in pipeline order (a name starting with _ is used only inside its
 section; the others are what later sections build on; __all__ is the public API):
     Constants        names and reasons for every number that decides behaviour; LazyPattern
@@ -128,27 +165,18 @@ __version__ = "0.1.0"
 # The public surface: what a program importing rag.py (bench/, an application)
 # builds on. The rest may change between versions.
 __all__ = [
-    "__version__", "main", "REFUSAL", "BUILTIN_MODEL", "RagError", "UsageError",
+    "__version__", "main", "REFUSAL", "RagError", "UsageError",
     # records and configuration
-    "Line", "Chunk", "Hit", "Answer", "Reply", "Config", "config_from_env", "Endpoint",
-    "QueryOptions", "IndexOptions",
-    "StoredDocument", "StoredChunk",
-    "AskOptions", "Floor", "Scope", "Log", "Turn", "Conversation",
-    # the stages
+    "Config", "config_from_env", "IndexOptions", "QueryOptions", "AskOptions",
+    "Line", "Chunk", "Hit", "Answer", "Reply", "Log", "Conversation", "Turn",
+    # the stages, each pluggable part with its table
     "Format", "FORMATS", "parse_document", "chunk_lines",
-    "Embedder", "HashEmbedder", "HttpEmbedder", "EMBEDDERS", "make_embedder", "normalize", "dot",
-    "Store", "SqliteStore", "EngineStore", "ChromaStore", "STORES", "connect", "open_store",
-    "Admin", "Forgotten", "Runs", "index_paths", "Watcher", "Snapshot",
-    "Retriever", "Retrieved", "RankedPassage", "Reranker", "HttpReranker", "Rerank",
-    "make_rerank",
-    "null_level", "floor_in_force", "relevance", "refuses", "parse_messages", "search_query",
-    "Generator", "ExtractiveGenerator", "ChatGenerator", "GENERATORS", "make_generator",
-    "answer_question", "Evidence", "Claim", "ground", "judge_question", "Verdict",
-    "load_cases", "evaluate",
-    # wiring and serving
-    "query_embedder", "make_retriever", "open_for_query", "ask_options",
-    "Service", "watch_index", "serve_mcp", "HttpApi", "http_server", "Route", "ROUTES",
-    "Command", "COMMANDS", "build_parser",
+    "Embedder", "EMBEDDERS", "make_embedder",
+    "Store", "STORES", "open_store", "index_paths", "Watcher",
+    "Retriever", "Reranker", "open_for_query", "judge_question",
+    "Generator", "GENERATORS", "answer_question", "evaluate",
+    # serving
+    "Service", "ROUTES",
 ]
 
 # ---------------------------------------------------------------------------
