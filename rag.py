@@ -39,19 +39,30 @@ Words this file uses:
                      eval --calibrate kept, else measured on the index without labels
     probes           everyday questions about everything (Data: PROBES) the floor is raised
                      against; the index's own questions are made from its passages
-    alike            an index whose passages look alike (logs, tables): similarity cannot tell
-                     an answer from an unrelated question there, so the evidence alone decides
-    evidence         the share of the question's words, weighed by rarity (IDF), that the best
-                     passage holds; also the record the answerer is given (Evidence)
+    alike            (of an index) its passages look alike (logs, tables): similarity cannot
+                     tell an answer from an unrelated question there, so the evidence decides
+    coverage         the share of the question's words, weighed by rarity (IDF), that the best
+                     passage holds; evidence: the rule that refuses when coverage is too low
+                     (Evidence, the record: the passages and question an answerer is given)
     subject, ask     the question's heaviest words a passage holds ('Mona Lisa'), and the rest
-                     ('painted'); joint: the share of the ask a passage holds
+                     ('painted'); joint (coverage): the share of the ask that passage holds
     judged           the hits the refusal rule judges: the top k before copies and reranking
     copies, also     a passage whose text another better-ranked one repeats is shown once;
                      'also' names the other files that hold it
     pieces           what an offline answer is made of: a prose sentence, an option with its
                      description, a setting with its comment, a log record, a block of code
     statements       an answer's sentences (and code blocks), each checked against the passages
-                     it cites (the grounding check: ground, settled)
+                     it cites (the grounding check: ground); settled: the answer as shown after
+                     that check (unsupported statements marked or dropped, citations renumbered)
+    fallback         the extractive answer given when the chat model fails
+    defused          document text made unable to act as markup: a '[2]' that could pass for
+                     a citation, a '</passage>' that could close a passage's fence
+    signatures       a vector's sign bits (packed in bit columns, _Part) and a byte a dimension
+    sketches         (its sketch): cheap first passes of dense search before exact scores
+    marker, intent   an engine store's record of a document, written after its chunks
+                     (marker: done) and before they change (intent: begun), so that a run
+                     stopped midway leaves no document counted as done
+    drain            a server stopping: no new requests, those in flight finished
     gold             eval's expected sources of a case (gold passages), or its expected answer
                      strings (gold answers)
     scope            what a caller may read: globs on paths (--source, a key's globs)
@@ -88,8 +99,8 @@ section; the others are what later sections build on; __all__ is the public API)
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; what is gone; the Watcher
                      (polls, settles, runs a pass); the index lock
-    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage alike to a better-ranked
-                     one is shown once, 'also in'), Retriever
+    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage whose text repeats a
+                     better-ranked one's is shown once, 'also in'), Retriever
     Refuse           the null level, relevance on the index's own scale, the floor in force,
                      the floor measured without labels (probe questions, questions made from
                      the index's passages; indexes whose passages look alike), the evidence
