@@ -72,6 +72,10 @@ class QuietServer(ThreadingHTTPServer):
     """A fake server that says nothing of a client gone mid-reply (a hang given up on, a
     killed index run): the traceback would land in the stderr a test is reading."""
 
+    # rag.py sends up to 8 requests at once (the floor's questions): with socketserver's
+    # backlog of 5 a connection beyond it waits for the kernel's 1 s SYN retry
+    request_queue_size = 64
+
     def handle_error(self, request, client_address):
         pass
 
