@@ -10391,6 +10391,10 @@ PSEUDO_MIN = 20
 # A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
 # (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
 _PROBE_ANSWERED = 0.8
+# A test hook, never changed by rag.py: a test about something other than refusal sets it False,
+# so that no command measures the floor (it stays the embedder kind's default, as on an index too
+# small to measure), and the suite does not spend a third of its time measuring it.
+_MEASURES_FLOOR = True
 
 
 def _question_relevance(retriever, questions: list[str], mode: str,
@@ -10513,7 +10517,7 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
     if keep and "separates" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
         floors.pop(mode, None)
     # on the whole index, whatever a request or a key narrows it to
-    if mode not in floors and count:
+    if mode not in floors and count and _MEASURES_FLOOR:
         whole = retriever if retriever.scope() == Scope() else \
             Retriever(store, retriever.embedder, None, retriever.exact, retriever.fusion)
         floors[mode] = _measure_question_floor(whole, mode)

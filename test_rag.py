@@ -72,6 +72,10 @@ class QuietServer(ThreadingHTTPServer):
     """A fake server that says nothing of a client gone mid-reply (a hang given up on, a
     killed index run): the traceback would land in the stderr a test is reading."""
 
+    # rag.py sends up to 8 requests at once (the floor's questions): with socketserver's
+    # backlog of 5 a connection beyond it waits for the kernel's 1 s SYN retry
+    request_queue_size = 64
+
     def handle_error(self, request, client_address):
         pass
 
@@ -463,11 +467,19 @@ def copied_docs(folder=lambda i: "") -> dict:
         "notes/garden.txt": "Tomatoes need full sun and regular watering in summer.\n"})
 
 
+def measures_floor(test):
+    """A test whose commands measure the refusal floor without labels, as rag.py always does (in the
+    others, rag._MEASURES_FLOOR is off: the floor is the embedder kind's default, and a third of
+    the suite's time is not spent measuring what those tests do not look at)."""
+    test.measures_floor = True
+    return test
+
+
 def all_probes(test):
     """A test of the refusal floor itself: its index runs measure it with every probe question
     (the others use one in eight: the floor is measured the same way, in an eighth of the time)."""
     test.all_probes = True
-    return test
+    return measures_floor(test)
 
 
 class RagTestCase(unittest.TestCase):
@@ -486,6 +498,10 @@ class RagTestCase(unittest.TestCase):
             probes = mock.patch.object(rag, "PROBES", rag.PROBES[::8])
             probes.start()
             self.addCleanup(probes.stop)
+        if not getattr(getattr(self, self._testMethodName), "measures_floor", False):
+            floor = mock.patch.object(rag, "_MEASURES_FLOOR", False)
+            floor.start()
+            self.addCleanup(floor.stop)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -1898,6 +1914,7 @@ class StoreTests(RagTestCase):
         self.assertEqual(str(rag.database_error(sqlite3.OperationalError("disk I/O error"), "x.db")),
                          "the index database failed: disk I/O error")
 
+    @measures_floor
     def test_stats_reports_index(self):
         self.write_docs()
         self.ok("index", self.docs)
@@ -2096,6 +2113,7 @@ class StoreTests(RagTestCase):
             for p, mode in modes.items():
                 os.chmod(p, mode)
 
+    @measures_floor
     def test_read_commands_never_write(self):
         """What a stopped index run leaves stale or unmeasured (the packed
         signatures, the null level, the label-free floor) is used from the rows
@@ -3207,6 +3225,7 @@ class EngineTests(RagTestCase):
         hits = json.loads(self.ok("search", "refunds", "--json", "--mode", "keyword", "--store", engine.url()))
         self.assertEqual(hits[0]["path"].rsplit(os.sep, 1)[-1], "refunds.md")
 
+    @measures_floor
     def test_engine_words_of_chunks_in_memory_are_found_as_the_engine_finds_them(self):
         """Once every chunk is in memory (scan: they fit), a word or phrase is
         found there, with no request, and the ranking is the one the engine's
@@ -5817,6 +5836,21 @@ class AskTests(RagTestCase):
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
         self.assertEqual((kept["chunks"], set(kept["floors"])), (chunks + 1, {"hybrid"}))
         self.assertIn("questions measured on this index", self.ok("stats"))
+
+    def test_floor_is_not_measured_in_a_test_about_something_else(self):
+        """The test hook rag._MEASURES_FLOOR (off here: no @measures_floor): no
+        command measures the floor, so index keeps none, and ask and stats use
+        the embedder kind's default; the same index measures it once it is on."""
+        self.write_docs()
+        self.ok("index", self.docs)
+        self.assertEqual(self.rows("SELECT key FROM meta WHERE key = 'question_floor'"), [])
+        a = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
+        self.assertEqual((a["floor"], a["floor_source"]),
+                         (rag.BUILTIN_FLOOR, rag.HashEmbedder.floor_source))
+        self.assertIn(rag.HashEmbedder.floor_source, self.ok("stats"))
+        with mock.patch.object(rag, "_MEASURES_FLOOR", True):
+            self.ok("index", self.docs)
+        self.assertEqual(len(self.rows("SELECT key FROM meta WHERE key = 'question_floor'")), 1)
 
     @all_probes
     def test_floor_rises_where_everyday_questions_find_matches(self):
