@@ -32,11 +32,11 @@ section; the others are what later sections build on; __all__ is the public API)
                      PDF, man pages, XML, RTF, any of them compressed (gzip, bzip2, xz,
                      lzma); clean text (no control characters); secrets (credential files,
                      redaction); the format table (any other text is text)
-    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; _CHUNKER_VERSION
+    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Dense index      signatures as bit columns (_Part), byte sketches, exact scores:
+    Dense index      signatures as bit columns (Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
                      eval's gold, forget: Runs finds what is left of a text); SQLite: schema as
@@ -532,7 +532,7 @@ _SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True
           "changed while indexing": (False, "index again to read them"),
           "need a program not installed": (True, ""),
           "pointers to other pages": (True, "each page named is read under its own name")}
-_SKIP_NAMES = 3  # names shown for each kind in the summary
+SKIP_NAMES = 3  # names shown for each kind in the summary
 
 
 class Log:
@@ -564,7 +564,7 @@ class Log:
         """A file not read, counted under kind (_SKIPS); a note saying why,
         unless the kind is routine and the run is not verbose."""
         n, names = self.skips.get(kind, (0, []))
-        self.skips[kind] = (n + 1, names + [path] if len(names) < _SKIP_NAMES else names)
+        self.skips[kind] = (n + 1, names + [path] if len(names) < SKIP_NAMES else names)
         if self.verbose or not _SKIPS[kind][0]:
             self.note(f"skipped {shown(path)}: {why}")
 
@@ -1085,16 +1085,16 @@ _COMPRESSIONS = {".gz": _Compression("gzip", b"\x1f\x8b", "gzip"),
 _UNPACK_PIECE = 1 << 20  # bytes decompressed at a time: a bomb is found before it fills memory
 
 
-def _inner_name(path: str) -> str:
+def inner_name(path: str) -> str:
     """A file's name in lower case without the extension of its compression: what it holds.
 
-    >>> _inner_name("/usr/share/man/man1/LS.1.gz"), _inner_name("a/notes.md.xz")
+    >>> inner_name("/usr/share/man/man1/LS.1.gz"), inner_name("a/notes.md.xz")
     ('ls.1', 'notes.md')
     """
-    return _unpacked(os.path.basename(path)).lower()
+    return unpacked(os.path.basename(path)).lower()
 
 
-def _unpacked(name: str) -> str:
+def unpacked(name: str) -> str:
     """A file name without the extension of its compression ('ls.1.gz': 'ls.1')."""
     return os.path.splitext(name)[0] if compression(name) else name
 
@@ -1603,7 +1603,7 @@ def _continued_values(lines: list[Line]) -> dict[int, str]:
 
 def credential_name(path: str) -> str | None:
     """What kind of credentials a file's name says it holds, or None."""
-    name = _inner_name(path)  # 'id_rsa.gz' is a key too
+    name = inner_name(path)  # 'id_rsa.gz' is a key too
     ext = os.path.splitext(name)[1]
     if name in _CREDENTIAL_NAMES:
         return _CREDENTIAL_NAMES[name]
@@ -1633,7 +1633,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     first = head.lstrip()
     if _PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
         return "private key"
-    if _inner_name(path).endswith(_CERTIFICATE_EXTS) \
+    if inner_name(path).endswith(_CERTIFICATE_EXTS) \
             and _PEM_BEGIN.search(data.decode("utf-8", "replace")):
         return "private key"
     kind = _password_file(head)
@@ -2280,7 +2280,7 @@ _TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
 # a page whose text layer has fewer letters and digits than this is a scan (a page number,
 # a stamp); a page of text has hundreds
 _SCANNED_BELOW = 20
-_OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
+OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
 
 
 def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
@@ -2311,7 +2311,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     exe = _shutil_which("tesseract")
     if not exe:
         raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
-    if not _OCR_LANG_NAME.fullmatch(lang):
+    if not OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
     _ocr_budget(_image_size(image))  # before tesseract decodes it
     # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
@@ -3209,7 +3209,7 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
     ...  file_format("a.log", b"\\x89PNG\\0"))
     (True, None)
     """
-    name = _inner_name(path)
+    name = inner_name(path)
     ext = os.path.splitext(name)[1]
     if ext in FORMATS or name in _NAMED_FORMATS:
         return FORMATS.get(ext) or _NAMED_FORMATS[name]
@@ -3249,8 +3249,8 @@ def read_as(fmt: Format) -> str:
 
 # Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
 # passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
-_CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
-_CONFIG_SETTING = LazyPattern(
+CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
+CONFIG_SETTING = LazyPattern(
     r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
     r"|[\w.@*/-]+:?(?:\t|  )\s*\S.*"           # key, a tab or two spaces, its value
     # key value (a short value): not a capitalised word and one space, as a line of a note starts
@@ -3269,8 +3269,8 @@ def looks_like_config(lines: list[str], passage: bool = False) -> bool:
     False
     """
     lines = [l for l in lines if l.strip()]
-    comments = sum(bool(_CONFIG_COMMENT.match(l)) for l in lines)
-    settings = sum(not _CONFIG_COMMENT.match(l) and bool(_CONFIG_SETTING.fullmatch(l))
+    comments = sum(bool(CONFIG_COMMENT.match(l)) for l in lines)
+    settings = sum(not CONFIG_COMMENT.match(l) and bool(CONFIG_SETTING.fullmatch(l))
                    for l in lines)
     return (comments > 0 and comments + settings >= _CONFIG_SHARE * len(lines)
             and settings >= min(_CONFIG_MIN_SETTINGS, len(lines) - comments)
@@ -3792,7 +3792,7 @@ def document_name(rel: str) -> str:
     ('gzip/changelog', 'common-licenses/CC0-1.0')
     """
     *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
-    inner = _unpacked(name)
+    inner = unpacked(name)
     stem, ext = os.path.splitext(inner)
     if ext[1:].isdigit():  # a version or a man section is part of the name ('CC0-1.0', 'ls.1')
         stem = inner
@@ -3881,11 +3881,11 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
 # note's lines each on its own (line_ends). Bump on change:
 # every document of an older index is read again (only text that changed is embedded again).
-_CHUNKER_VERSION = 9
+CHUNKER_VERSION = 9
 
 
 def chunking_key(size: int, overlap: int) -> str:
-    return f"size={size} overlap={overlap} chunker={_CHUNKER_VERSION}"
+    return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
 
 
 # ---------------------------------------------------------------------------
@@ -4666,7 +4666,7 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
     """Signatures end to end (width bytes each) as width x 8 bit columns of
     ceil(n / 8) bytes each: bit j of column d is bit d of signature j. A
     question then counts every chunk's sign mismatches on its own large
-    components with a few big-integer operations a column (_Part.within).
+    components with a few big-integer operations a column (Part.within).
 
     >>> transpose_signatures(bytes([0b01, 0b11, 0b10]), 1)[:2].hex()  # columns 0 and 1
     '0306'
@@ -4677,7 +4677,7 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
                     .to_bytes(size, "little") for d in range(8 * width))
 
 
-class _Part:
+class Part:
     """Up to _SIG_PACK_ROWS chunks' signatures as bit columns
     (transpose_signatures), and their ids by position; each column a question
     needs becomes an integer once."""
@@ -4756,19 +4756,19 @@ class Sketches(NamedTuple):
 
 class SignatureIndex:
     """Dense search over the stored vectors: the sign-bit signatures as bit
-    columns (_Part), the byte sketches, the candidates they choose for a
+    columns (Part), the byte sketches, the candidates they choose for a
     question, and the parsed vectors behind them, kept for the next question."""
 
     def __init__(self, store: SqliteStore):
         self.store = store
-        self._parts: list[_Part] | None = None
+        self._parts: list[Part] | None = None
         self._masks: _Allowed | None = None
         self._vectors: dict[int, array] = {}
         self._held = 0  # numbers in _vectors
         self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's
         self._all: list | None = None
 
-    def parts(self) -> list[_Part]:
+    def parts(self) -> list[Part]:
         if self._parts is None:
             self._parts = self.store.signature_parts()
         return self._parts
@@ -5603,10 +5603,10 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     left, offset, tail = [], 0, b""
     try:
         with open(path, "rb") as f:
-            while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+            while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
                 data = tail + block  # a run across two blocks is whole in one
                 at = runs.find(data)
-                while at >= 0 and len(left) < _SKIP_NAMES:
+                while at >= 0 and len(left) < SKIP_NAMES:
                     if data[at:at + FORGET_RUN] not in kept:
                         left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
                     at = runs.find(data, at + FORGET_RUN)
@@ -5686,11 +5686,11 @@ def _needles_left(path: str, needles: list[str]) -> list[str]:
         return left
     keep = max(map(len, wanted)) - 1
     with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:
-        while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+        while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
             data = tail + block  # a needle across two blocks is whole in one
             for n in wanted:
                 at = data.find(n, max(0, len(tail) - len(n) + 1))
-                if at >= 0 and len(left) < _SKIP_NAMES:
+                if at >= 0 and len(left) < SKIP_NAMES:
                     left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
             tail, offset = data[-keep:] if keep else b"", offset + len(block)
     return left
@@ -6043,7 +6043,7 @@ class SqliteStore(Store, Admin):
         """The index in the file path, opened as connect says."""
         store = cls(connect(path, create, shared))
         with contextlib.suppress(OSError):  # in memory, or gone already: nothing to compare
-            store._file = (path, _identity(os.stat(path)))
+            store._file = (path, file_identity(os.stat(path)))
         return store
 
     def gone(self) -> str | None:
@@ -6051,7 +6051,7 @@ class SqliteStore(Store, Admin):
             return None
         path, ident = self._file
         try:
-            now = _identity(os.stat(path))
+            now = file_identity(os.stat(path))
         except OSError:
             return f"the index {shown(path)} was deleted"
         return None if now == ident else f"the index {shown(path)} was replaced by another file"
@@ -6357,18 +6357,18 @@ class SqliteStore(Store, Admin):
                                   (part, p.ids.tobytes(), p.blob))
             self._put({Meta.SIG_PACK: self.meta(Meta.SIG_STAMP) or "0"})
 
-    def _signature_rows_in_parts(self) -> Iterator[_Part]:
+    def _signature_rows_in_parts(self) -> Iterator[Part]:
         width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
         rows = self.conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id")
         while block := rows.fetchmany(_SIG_PACK_ROWS):
             ids, sigs = zip(*block)
-            yield _Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
+            yield Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
 
     def pack_is_fresh(self) -> bool:
         """True when the packed copy was made after the last write to the signatures."""
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
-    def signature_parts(self) -> list[_Part]:
+    def signature_parts(self) -> list[Part]:
         """Every chunk's signature, as bit columns: packed, else (an index run
         stopped, or is under way) from the rows, never a write."""
         if not self.pack_is_fresh():
@@ -6378,7 +6378,7 @@ class SqliteStore(Store, Admin):
                                                    "ORDER BY part"):
             ids = array("q")
             ids.frombytes(id_bytes)
-            parts.append(_Part(ids, columns))
+            parts.append(Part(ids, columns))
         return parts
 
     def signature_rows(self, ids: list[int]) -> dict[int, bytes]:
@@ -7253,7 +7253,7 @@ class EngineStore(Store, Admin):
         checked = (f"no {FORGET_RUN}-byte run of their text" + sought.also(sought.short)
                    + " in any record of the engine's two collections (the engine's own files "
                    "are its to compact; an ask answered across the forget removes its own row)")
-        return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
+        return Forgotten(paths, len(ids), None, len(asks), checked, left[:SKIP_NAMES],
                          sorted(kept))
 
     def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
@@ -8061,7 +8061,7 @@ class _Listed:
     regular: bool    # a regular file (a link: what it leads to)
 
 
-def _identity(st: os.stat_result) -> tuple[int, int]:
+def file_identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
@@ -8085,7 +8085,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
         # a watch's root: opened below only if it is what is at its real path (no race)
-        ident = _kept_root(root, real_root, log) if kept and root in kept else _identity(
+        ident = _kept_root(root, real_root, log) if kept and root in kept else file_identity(
             os.stat(root))
         if ident is None:
             continue
@@ -8116,7 +8116,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                     continue
                 via = linked or e.is_link
                 st = os.stat(e.path) if e.is_link else None  # where the link leads
-                target = _identity(st) if st else e.ident
+                target = file_identity(st) if st else e.ident
                 if e.is_dir:
                     subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
@@ -8138,7 +8138,7 @@ def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
         log.note(_led_away(root, now, real))
         return None
     try:
-        return _identity(os.lstat(real))
+        return file_identity(os.lstat(real))
     except OSError as e:  # moved just now
         log.note(f"skipped {shown(root)}: {e.strerror}")
         return None
@@ -8165,7 +8165,7 @@ def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
     nofollow = 0 if linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow
     fd = os.open(folder, flags)
-    if _identity(os.fstat(fd)) != ident:
+    if file_identity(os.fstat(fd)) != ident:
         os.close(fd)
         raise OSError(errno.ESTALE, "it changed while the folder was listed (index again)")
     return fd
@@ -8208,7 +8208,7 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
         mode = e.stat().st_mode if link else st.st_mode
     except OSError:  # a link leading nowhere
         mode = 0
-    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, _identity(st),
+    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, file_identity(st),
                    stat.S_ISREG(mode))
 
 
@@ -8286,7 +8286,7 @@ def _open_walked(w: _Walked) -> tuple:
     fd = os.open(w.path, flags)
     f = os.fdopen(fd, "rb")
     st = os.fstat(fd)
-    if _identity(st) != w.ident:
+    if file_identity(st) != w.ident:
         f.close()
         raise _Swapped("it was replaced while the folder was indexed (index again to read it)")
     return f, st
@@ -8444,7 +8444,7 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
         st = os.stat(w.path, follow_symlinks=w.linked)
     except OSError:
         return False  # read as usual: the reading says why it is gone
-    return stat.S_ISREG(st.st_mode) and _identity(st) == w.ident and (
+    return stat.S_ISREG(st.st_mode) and file_identity(st) == w.ident and (
         _stat_key(st, math.inf) == stored_stat)
 
 
@@ -8984,7 +8984,7 @@ def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
 def _read_with(opts: IndexOptions) -> str:
     """The options and version that decide what text a file gives: a file is
     trusted by its stat (_unchanged_on_disk) only when they are as they were."""
-    return (f"chunker={_CHUNKER_VERSION} secrets={opts.include_secrets} "
+    return (f"chunker={CHUNKER_VERSION} secrets={opts.include_secrets} "
             f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
 
 
@@ -9193,7 +9193,7 @@ class _NewNotes(Log):
 
     def note(self, msg: str) -> None:
         if msg not in self.said:
-            if len(self.said) > _SKIP_NAMES * 100:  # bounded: a long watch's notes come and go
+            if len(self.said) > SKIP_NAMES * 100:  # bounded: a long watch's notes come and go
                 self.said.clear()
             self.said.add(msg)
             super().note(msg)
@@ -9524,7 +9524,7 @@ def _fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 # A dotted name in a question: a module and what it defines ('heapq.merge', 'os.path.join'),
 # or a module ('http.server'); each part starts as an identifier does ('U.S.', '2.0' are not).
 _DOTTED = LazyPattern(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
-_DEFINES = r"^[ \t]*(?:(?:async|export|pub|public|static)\s+)*(?:def|class|function|func|fn)\s+{}\b"
+DEFINES = r"^[ \t]*(?:(?:async|export|pub|public|static)\s+)*(?:def|class|function|func|fn)\s+{}\b"
 
 
 def dotted_names(question: str) -> list[tuple[str, str]]:
@@ -9543,7 +9543,7 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
     return out
 
 
-def _named_tier(chunk: Chunk, module: str, name: str) -> int:
+def named_tier(chunk: Chunk, module: str, name: str) -> int:
     """3: a chunk of the module (its heading path's first part is the module's
     file, 'http/server' for http.server) or of the class ('Counter.most_common')
     that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
@@ -9559,16 +9559,16 @@ def _named_tier(chunk: Chunk, module: str, name: str) -> int:
         return 0
     if not name:
         return 1
-    defines = re.compile(_DEFINES.format(re.escape(name)), re.M)
-    return 3 if defines.search(chunk.text) or _aliases(chunk.text, name) else 2 if defines.search(
+    defines = re.compile(DEFINES.format(re.escape(name)), re.M)
+    return 3 if defines.search(chunk.text) or aliases(chunk.text, name) else 2 if defines.search(
         chunk.heading.partition(" > ")[2]) else 0
 
 
-def _aliases(text: str, name: str) -> list[str]:
+def aliases(text: str, name: str) -> list[str]:
     """The names name is made an alias of in text ('insort = insort_right'): their
     definitions are its.
 
-    >>> _aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
+    >>> aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
     ['insort_right']
     """
     return re.findall(rf"^{re.escape(name)}[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$", text,
@@ -9583,14 +9583,14 @@ _FOLLOW_DEPTH = 50
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
 
 
-def _assignment_lines(text: str, name: str) -> list[str]:
+def assignment_lines(text: str, name: str) -> list[str]:
     """The lines of text that assign name at its top level, or make an instance of it
     there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
-    ends in '\\', its next lines (at most _SIGNATURE_LINES); [] when there is none.
+    ends in '\\', its next lines (at most SIGNATURE_LINES); [] when there is none.
 
-    >>> _assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
+    >>> assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
     ['LIMIT = (1 << 31', '         ) - 1']
-    >>> _assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
+    >>> assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
     ['root = Root(WARNING)']
     """
     lines = text.splitlines()
@@ -9599,7 +9599,7 @@ def _assignment_lines(text: str, name: str) -> list[str]:
     if start is None:
         return []
     end, depth = start, 0
-    while end < len(lines) and end - start < _SIGNATURE_LINES:
+    while end < len(lines) and end - start < SIGNATURE_LINES:
         line = lines[end]
         depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
         end += 1
@@ -9610,7 +9610,7 @@ def _assignment_lines(text: str, name: str) -> list[str]:
 
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
-    """ranked with the chunks of named modules first, by tier (_named_tier), each
+    """ranked with the chunks of named modules first, by tier (named_tier), each
     tier in ranked's order; one ranked deeper than the ranking (scored 0 there),
     after it, in the order named found it.
 
@@ -10050,7 +10050,7 @@ class Retriever:
 
     def named(self, question: str, depth: int) -> dict[int, int]:
         """The chunks of a module a question names by a dotted name ('heapq.merge',
-        'http.server'), by _named_tier: of those the keyword index finds with the
+        'http.server'), by named_tier: of those the keyword index finds with the
         module's words side by side in their heading path (as its file's name
         gives them: 'http server') and the question's words, the depth best."""
         tiers: dict[int, int] = {}
@@ -10062,15 +10062,15 @@ class Retriever:
                      + " OR ".join(f'"{w}"' for w in words) + ")")
             found = self.store.keyword(query, depth, self.scope())
             for cid, row in self.store.chunks([c for c, _ in found]).items():
-                tier = _named_tier(row.chunk, module, name)
+                tier = named_tier(row.chunk, module, name)
                 tiers[cid] = max(tiers.get(cid, 0), tier)
-                more = _aliases(row.chunk.text, name) if tier and name else []
+                more = aliases(row.chunk.text, name) if tier and name else []
                 asked += [(module, n) for n in more if (module, n) not in asked]
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
         """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (_assignment_lines), or None: of the chunks of the
+        or makes an instance of it there (assignment_lines), or None: of the chunks of the
         document the keyword index finds with the name's words side by side, the first
         _FOLLOW_DEPTH."""
         words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
@@ -10084,7 +10084,7 @@ class Retriever:
         for cid, _ in found:
             row = rows.get(cid)
             if (row and self.hit_path(row.path, row.rel) == hit.path
-                    and _assignment_lines(row.chunk.text, name)):
+                    and assignment_lines(row.chunk.text, name)):
                 return Hit(cid, hit.path, row.chunk, 0.0, None)
         return None
 
@@ -10262,7 +10262,7 @@ def _measure_null_level(store: Store) -> float:
     return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
 
 
-def _still_fresh(count: int, measured: int) -> bool:
+def still_fresh(count: int, measured: int) -> bool:
     """Whether what was measured on an index of measured chunks still holds at
     count chunks (it has not grown or shrunk by NULL_REFRESH)."""
     return abs(count - measured) <= NULL_REFRESH * measured
@@ -10275,7 +10275,7 @@ def null_level(store, count: int | None = None, keep: bool = False) -> float:
     does, when the index can be written now; a read command never writes)."""
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
-    if level is not None and _still_fresh(count, measured):
+    if level is not None and still_fresh(count, measured):
         return float(level)
     value = _measure_null_level(store)
     if keep:
@@ -10454,7 +10454,7 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
     try:
         kept = json.loads(store.meta(Meta.QUESTION_FLOOR) or "{}")
-        if kept.get("model") != model or not _still_fresh(count, kept["chunks"]):
+        if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
@@ -11296,11 +11296,11 @@ class ExtractiveGenerator(Generator):
         # answer; in any passage when none is the module's (os.path's file is posixpath.py)
         asked = [(m, n) for m, n in dotted_names(evidence.question) if n]
         # an alias's target ('insort = insort_right') is asked for too
-        asked += [(m, a) for m, n in list(asked) for h in hits if _named_tier(h.chunk, m, n)
-                  for a in _aliases(h.chunk.text, n)]
-        named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
+        asked += [(m, a) for m, n in list(asked) for h in hits if named_tier(h.chunk, m, n)
+                  for a in aliases(h.chunk.text, n)]
+        named = [(m, n, re.compile(DEFINES.format(re.escape(n)), re.M))
                  for m, n in dict.fromkeys(asked)]
-        anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
+        anywhere = not any(named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
         every = [_answer_pieces(h, n) for n, h in enumerate(hits, 1)]
         pieces = _answering_pieces(every[:self.PASSAGES], evidence.question)
         by_options = any(p.option for ps in pieces for p in ps)  # the best passages' way
@@ -11313,7 +11313,7 @@ class ExtractiveGenerator(Generator):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
             # Length'), whether or not it repeats it
             heading = set(map(stem, lexical_words(h.chunk.heading)))
-            asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
+            asked = [d for m, n, d in named if anywhere or named_tier(h.chunk, m, n)]
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
                 # an option asked for undone ('lines that do not match') is one that undoes it
@@ -11592,7 +11592,7 @@ def _free_names(text: str) -> list[str]:
     head = re.match(r"(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", text)
     if "\n…" in text or not head:
         return []
-    signature = text[head.end():].split("\n")[:_SIGNATURE_LINES]
+    signature = text[head.end():].split("\n")[:SIGNATURE_LINES]
     end = next((i for i, l in enumerate(signature) if l.rstrip().endswith(":")), 0)
     params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]),
                         re.M)
@@ -11620,7 +11620,7 @@ def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
             seen.add(name)
             found = evidence.assigned(hit, name)
             if found is not None:
-                lines = _assignment_lines(found.chunk.text, name)
+                lines = assignment_lines(found.chunk.text, name)
                 shown = out.setdefault(found.chunk_id, _Followed(found, [])).lines
                 shown += [l for l in lines if l not in shown]
                 todo.append((found, "\n".join(lines)))
@@ -11897,7 +11897,7 @@ def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
 def _is_config_passage(h: Hit) -> bool:
     """A passage of configuration: of a file named as one ('.conf', '.ini'), or
     of a file its name does not place whose lines read as one (file_format)."""
-    fmt = FORMATS.get(os.path.splitext(_inner_name(h.path))[1].lower())
+    fmt = FORMATS.get(os.path.splitext(inner_name(h.path))[1].lower())
     if fmt is not None and fmt.definitions != "ini":
         return False
     return looks_like_config(h.chunk.text.splitlines(), passage=True)
@@ -11918,7 +11918,7 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
     comment: list[str] = []
     group: list[str] = []  # the settings in a row after comment
     for line in text.splitlines() + [""]:  # a blank line ends the last comment's paragraph
-        if _CONFIG_COMMENT.match(line):
+        if CONFIG_COMMENT.match(line):
             if group:
                 out += _setting_pieces(comment, group, n, len(out))
                 comment, group = [], []
@@ -11966,7 +11966,7 @@ def _commented_setting(line: str) -> bool:
     # 'Port 22', 'Tunnel no', not 'as possible' (two words of prose, rarely capitalised:
     # harmless, shown with its comment); a short value after a tab or a number
     return bool(re.fullmatch(r"(?![a-z]+ [a-z]+$)\S+ \S+", text)) or bool(
-        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
+        CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
 
 
 def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) -> list[_Piece]:
@@ -12089,15 +12089,15 @@ def _outcomes(lines: list[str]) -> list[set[int]]:
     return out
 
 
-_SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
+SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
 _DOC_OPENERS = ('"""', "'''", "#", "//", "/*")  # a docstring's or a comment's first characters
 
 
 def _code_head(lines: list[str]) -> list[int]:
     """The line numbers of a block's head: its first line, through the line that ends the
-    signature (':' or '{' closing it, within _SIGNATURE_LINES), and the first line of
+    signature (':' or '{' closing it, within SIGNATURE_LINES), and the first line of
     the docstring or comment after it (its opening quotes alone: and the next line)."""
-    end = next((i for i, l in enumerate(lines[:_SIGNATURE_LINES])
+    end = next((i for i, l in enumerate(lines[:SIGNATURE_LINES])
                 if l.rstrip().endswith((":", "{"))), 0)
     head = list(range(end + 1))
     doc = next((i for i in range(end + 1, len(lines)) if lines[i].strip()), None)
@@ -14691,7 +14691,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
 def run_server(server, workers: int, ready) -> None:
     """Serve until SIGTERM or Ctrl-C: in this process, or in workers
     processes it supervises; ready() once every one is warm (_warm_up) and serving."""
-    previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop: as Ctrl-C
+    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
             _supervise(server, workers, ready)
@@ -14778,7 +14778,7 @@ def _warm_up(server) -> None:
               file=sys.stderr, flush=True)
 
 
-def _stop_serving(signum, frame):
+def stop_serving(signum, frame):
     raise KeyboardInterrupt
 
 
@@ -14820,7 +14820,7 @@ def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
     if pid == 0:
         code = 1
         try:  # whatever happens, this process never returns into its parent's code
-            signal.signal(signal.SIGTERM, _stop_serving)
+            signal.signal(signal.SIGTERM, stop_serving)
             code = _watch_quietly(cfg, log, None, parent)
         finally:
             os._exit(code)
@@ -15090,7 +15090,7 @@ def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
 def _ocr_lang(args) -> str:
     """--ocr-lang, else RAG_OCR_LANG, else English: a usage error unless a tesseract name."""
     lang = getattr(args, "ocr_lang", None) or os.environ.get("RAG_OCR_LANG") or OCR_LANG
-    if not _OCR_LANG_NAME.fullmatch(lang):
+    if not OCR_LANG_NAME.fullmatch(lang):
         raise UsageError(f"--ocr-lang {lang!r} is not an OCR language: tesseract's names, joined "
                          "by '+' ('eng', 'deu+fra')")
     return lang
@@ -15140,7 +15140,7 @@ def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
     short keeps what it finished, and the next one finishes it."""
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
-        previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop
+        previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop
     try:
         watcher.follow(snap, log, "; Ctrl-C stops")
     except KeyboardInterrupt:
@@ -15936,8 +15936,8 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
         print(f"  note: {len(back)} of them are still in folders indexed: the next index run "
               "reads them again; to keep them out, add " + "; ".join(
                   f"'{shown(line)}' to {shown(os.path.join(root, '.ragignore'))}"
-                  for root, line in lines[:_SKIP_NAMES])
-              + (f" (and {len(lines) - _SKIP_NAMES} more lines)" if len(lines) > _SKIP_NAMES
+                  for root, line in lines[:SKIP_NAMES])
+              + (f" (and {len(lines) - SKIP_NAMES} more lines)" if len(lines) > SKIP_NAMES
                  else ""))
     if f.left:
         raise RagError("their text is still in the index's files (see above); stop every "
