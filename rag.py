@@ -8208,8 +8208,8 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
         mode = e.stat().st_mode if link else st.st_mode
     except OSError:  # a link leading nowhere
         mode = 0
-    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, file_identity(st),
-                   stat.S_ISREG(mode))
+    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link,
+                   file_identity(st), stat.S_ISREG(mode))
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
