@@ -2652,6 +2652,12 @@ def _troff_args(s: str) -> list[str]:
     return args
 
 
+# Markdown's headings: '# Title', or a title underlined (Chunk splits at them; a man page's
+# line that looks like one is indented, so that it is not one)
+MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
+
+
 class _ManPage:
     """Reads a man page line by line into the lines of its text (see _man_lines)."""
 
@@ -3113,6 +3119,29 @@ def _rtf_lines(text: str) -> list[Line]:
     return out.lines
 
 
+# Top-level definitions (at column 0) that start a chunk of source code, per
+# language: a keyword another language uses ('interface', 'type', 'module')
+# starts prose lines in docstrings and comments just as often.
+_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
+             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
+_IDENT = r"\s+[A-Za-z_$][\w$]*"
+DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
+    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
+    "go": r"func\b|type" + _IDENT,
+    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
+    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
+    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
+                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
+                            + r"(?=[^.!?]*$)",  # not a sentence
+    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
+         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
+    "sql": r"(?i:CREATE|ALTER)\b",
+    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
+    "ini": r"\[[^\]]+\]\s*$",
+    "none": r"(?!)",
+}
+
+
 # The format table: how each kind of file is read, and for source code, what
 # starts a chunk. Adding a format is one entry here and one reader above.
 
@@ -3281,8 +3310,6 @@ def looks_like_config(lines: list[str], passage: bool = False) -> bool:
 # Chunk: lines to paragraph-aware chunks with heading paths
 # ---------------------------------------------------------------------------
 
-MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 FENCE = LazyPattern(r"^\s*(```|~~~)")
 _SENTENCE_END = LazyPattern(r"[.!?]+[\"')\]]*\s+")
 _MAX_HEADING_PATH = 300  # characters: a heading path is a label embedded before the text, not text
@@ -3626,28 +3653,6 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
 # A chunk's citation may take in this many source lines that gave no text (HTML's
 # markup between paragraphs), or as many as its text came from if more; never thousands.
 _SILENT_LINES = 10
-
-# Top-level definitions (at column 0) that start a chunk of source code, per
-# language: a keyword another language uses ('interface', 'type', 'module')
-# starts prose lines in docstrings and comments just as often.
-_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
-             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
-_IDENT = r"\s+[A-Za-z_$][\w$]*"
-DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
-    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
-    "go": r"func\b|type" + _IDENT,
-    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
-    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
-    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
-                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
-                            + r"(?=[^.!?]*$)",  # not a sentence
-    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
-         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
-    "sql": r"(?i:CREATE|ALTER)\b",
-    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
-    "ini": r"\[[^\]]+\]\s*$",
-    "none": r"(?!)",
-}
 
 
 def _definition_pattern(path: str):
@@ -4045,6 +4050,24 @@ _CONVENTIONS = (
 def model_convention(model: str) -> Convention:
     """The documented convention of a model's family (_CONVENTIONS), else none."""
     return next((c for pattern, c in _CONVENTIONS if re.search(pattern, model, re.I)), Convention())
+
+
+def config_convention(cfg: Config) -> Convention:
+    """How the configured model tells questions from documents: its family's
+    convention (_CONVENTIONS), with what the configuration sets over it."""
+    c = model_convention(cfg.embed_model)
+    if cfg.input_type is not None:
+        kinds = [v.strip() for v in cfg.input_type.split(",")]
+        if cfg.input_type.strip().lower() == "none":
+            c = replace(c, field="", values=())
+        elif len(kinds) != 2 or not all(kinds):
+            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and "
+                             "for documents, e.g. 'query,passage' (or 'none')")
+        else:
+            c = replace(c, field="input_type", values=tuple(kinds))
+    return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
+                   document_prefix=c.document_prefix if cfg.document_prefix is None
+                   else cfg.document_prefix)
 
 
 class Embedder:
@@ -13335,24 +13358,6 @@ def config_from_env(env=None, indexing: bool = False, **given) -> Config:
                       ("query_prefix", "EMBED_QUERY_PREFIX"),
                       ("document_prefix", "EMBED_DOCUMENT_PREFIX"),
                       ("input_type", "EMBED_INPUT_TYPE"))})
-
-
-def config_convention(cfg: Config) -> Convention:
-    """How the configured model tells questions from documents: its family's
-    convention (_CONVENTIONS), with what the configuration sets over it."""
-    c = model_convention(cfg.embed_model)
-    if cfg.input_type is not None:
-        kinds = [v.strip() for v in cfg.input_type.split(",")]
-        if cfg.input_type.strip().lower() == "none":
-            c = replace(c, field="", values=())
-        elif len(kinds) != 2 or not all(kinds):
-            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and "
-                             "for documents, e.g. 'query,passage' (or 'none')")
-        else:
-            c = replace(c, field="input_type", values=tuple(kinds))
-    return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
-                   document_prefix=c.document_prefix if cfg.document_prefix is None
-                   else cfg.document_prefix)
 
 
 def mode_label(cfg: Config) -> str:
