@@ -287,6 +287,243 @@ which while who whom why will with would you your yours yourself yourselves
 
 
 # ---------------------------------------------------------------------------
+# Helpers: what every stage uses (messages, paths, the log)
+# ---------------------------------------------------------------------------
+
+def program() -> str:
+    """How the user runs us, for messages that say what to run next:
+    'python rag.py' for the script, 'rag' for the installed command."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 in hex; hashlib is imported here because loading it slows a search
+    (bench/README.md, "Small measurements behind constants")."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+_PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
+
+
+# Why an index run skips a file, as its summary counts them: kind -> (routine,
+# hint). A routine kind (a folder of man pages holds thousands of such files)
+# gets a note per file only with -v; the others get one as they happen, as the
+# user may want to act on them (a permission, a missing tool, a name, a limit);
+# credential files are always named.
+_SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True, ""),
+          "not a regular file": (True, ""), "too large": (False, "--max-file-mb raises the limit"),
+          "unreadable": (False, ""), "name not UTF-8": (False, "rename them to index them"),
+          "could not be parsed": (False, ""),
+          "credentials": (False, "--include-secrets reads them"),
+          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
+          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
+          "link(s) leading nowhere": (True, ""),
+          "changed while indexing": (False, "index again to read them"),
+          "need a program not installed": (True, ""),
+          "pointers to other pages": (True, "each page named is read under its own name")}
+SKIP_NAMES = 3  # names shown for each kind in the summary
+
+
+class Log:
+    """Notes and progress on stderr; progress only on a terminal. skips
+    counts the files skipped (skipped), by kind, with the first few names."""
+
+    def __init__(self, verbose: bool = False):
+        self.stream = sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = 0.0
+        self.said: set[str] = set()  # what once() has noted
+        self.verbose = verbose
+        self.skips: dict[str, tuple[int, list[str]]] = {}
+
+    def note(self, msg: str) -> None:
+        self.clear()
+        # one write: notes from worker threads never share a line; a file's name or text
+        # quoted in it never reaches the terminal as control (an escape sequence, a newline)
+        self.stream.write(f"rag: {shown(msg)}\n")
+        self.stream.flush()
+
+    def once(self, msg: str) -> None:
+        """A note given the first time only: a condition met by every question of a run."""
+        if msg not in self.said:
+            self.said.add(msg)
+            self.note(msg)
+
+    def skipped(self, path: str, kind: str, why: str) -> None:
+        """A file not read, counted under kind (_SKIPS); a note saying why,
+        unless the kind is routine and the run is not verbose."""
+        n, names = self.skips.get(kind, (0, []))
+        self.skips[kind] = (n + 1, names + [path] if len(names) < SKIP_NAMES else names)
+        if self.verbose or not _SKIPS[kind][0]:
+            self.note(f"skipped {shown(path)}: {why}")
+
+    def progress(self, msg: str) -> None:
+        if self.tty and time.monotonic() - self.last > _PROGRESS_EVERY:
+            self.last = time.monotonic()
+            self.stream.write("\r\x1b[K" + msg)
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.last = 0.0
+
+
+# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (_UNSAFE_CHARS).
+_CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(path: str) -> str:
+    """A path safe to print on one line: undecodable bytes of a file name become
+    U+FFFD, control characters (a newline in a name) their escapes.
+
+    >>> shown("a\\nb.md")
+    'a\\\\nb.md'
+    """
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def display_path(path: str) -> str:
+    """A stored (absolute) path as a person reads it: relative to the current
+    folder when it is inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return shown(path)
+    return shown(rel if not rel.startswith("..") else path)
+
+
+def size_text(n: float) -> str:
+    """A size in bytes for people.
+
+    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
+    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
+    """
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
+    return f"{int(n)} bytes"
+
+
+def under(path: str, root: str) -> bool:
+    """True when path is root or inside the folder root."""
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
+
+
+def listed(paths: list[str]) -> str:
+    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more"
+                                                      if len(paths) > 5 else "")
+
+
+def skip_summary(skips: dict, verbose: bool = False) -> str:
+    """The files an index run skipped (Log.skips), by kind, most first; the
+    names of a kind only where no note named each already (each file is named once).
+
+    >>> said = skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, [])})
+    >>> said.split(": ", 1)[1].split("), ")
+    ['1,663 binary (a.bin, b.png, c.gz and 1,660 more', '1 unreadable (named above); -v notes each']
+    """
+    parts = []
+    for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
+        more = f" and {n - len(names):,} more" if n > len(names) else ""
+        hint = f"; {_SKIPS[kind][1]}" if _SKIPS[kind][1] else ""
+        noted = verbose or not _SKIPS[kind][0]  # each was named in a note as it happened
+        shown_names = "named above" if noted else ", ".join(map(display_path, names)) + more
+        parts.append(f"{n:,} {kind} ({shown_names}{hint})")
+    quiet = not verbose and any(_SKIPS[kind][0] for kind in skips)
+    return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
+            + ("; -v notes each" if quiet else ""))
+
+
+def also_in(shown: list[str], more: int) -> str:
+    """Where else a passage is, as search, ask and the MCP tools say it ('' for nowhere).
+
+    >>> also_in(["b/copyright:3-9", "c/copyright:1-7"], 12), also_in([], 0)
+    ('also in: b/copyright:3-9, c/copyright:1-7 and 12 more', '')
+    """
+    return f"also in: {', '.join(shown)}" + (f" and {more} more" if more else "") if shown else ""
+
+
+EMPTY = "is empty"  # question_problem's word for a question with no text
+
+
+def question_problem(q) -> str | None:
+    """What is wrong with a question (None: nothing): every way in (the command
+    line, a server's request, a chat message) holds it to the same limits."""
+    if not isinstance(q, str) or not q.strip():
+        return EMPTY
+    if len(q) > MAX_QUESTION:
+        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
+    return None
+
+
+def valid_text(text: str) -> str:
+    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
+    Python as lone surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def file_identity(st: os.stat_result) -> tuple[int, int]:
+    """What stays the same while a file is renamed or its content changes: device and inode."""
+    return st.st_dev, st.st_ino
+
+
+def source_globs(source) -> tuple[str, ...]:
+    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
+    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
+
+
+FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+
+
+def lexical_words(text: str) -> list[str]:
+    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
+    lowercased, each once: the one tokenizer of keyword search and word coverage.
+
+    >>> lexical_words("Tundra_melt: the MELT")
+    ['tundra', 'melt', 'the']
+    """
+    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
+
+
+def content_words(text: str) -> list[str]:
+    """lexical_words without stopwords."""
+    return [w for w in lexical_words(text) if w not in STOPWORDS]
+
+
+# An answer's citation of its passages: '[2]', '[1, 3]'.
+CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
+# (The group makes CODE_BLOCK.split give prose and code in turn.)
+CODE_BLOCK = LazyPattern(r"(```.*?```)", re.S)
+
+
+def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
+    """Cited passage numbers in order of first use, and whether each exists.
+
+    >>> citations("A [2]. B [1, 3][2] ```x[5]```", 2)
+    [(2, True), (1, True), (3, False)]
+    """
+    found = []
+    for m in CITATION.finditer(CODE_BLOCK.sub(lambda b: " " * len(b.group()), answer)):
+        for part in m.group(1).split(","):
+            found.append(int(part))
+    return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
+
+
+# ---------------------------------------------------------------------------
 # Errors and records
 # ---------------------------------------------------------------------------
 
@@ -489,195 +726,6 @@ class QueryOptions:
     max_context: int = MAX_CONTEXT
     # leave out an answer's statements that what they cite does not hold
     drop_unsupported: bool = False
-
-
-# ---------------------------------------------------------------------------
-# Helpers: what every stage uses (messages, paths, the log)
-# ---------------------------------------------------------------------------
-
-def program() -> str:
-    """How the user runs us, for messages that say what to run next:
-    'python rag.py' for the script, 'rag' for the installed command."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def sha256_hex(data: bytes) -> str:
-    """SHA-256 in hex; hashlib is imported here because loading it slows a search
-    (bench/README.md, "Small measurements behind constants")."""
-    import hashlib
-    return hashlib.sha256(data).hexdigest()
-
-
-_PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
-
-
-# Why an index run skips a file, as its summary counts them: kind -> (routine,
-# hint). A routine kind (a folder of man pages holds thousands of such files)
-# gets a note per file only with -v; the others get one as they happen, as the
-# user may want to act on them (a permission, a missing tool, a name, a limit);
-# credential files are always named.
-_SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True, ""),
-          "not a regular file": (True, ""), "too large": (False, "--max-file-mb raises the limit"),
-          "unreadable": (False, ""), "name not UTF-8": (False, "rename them to index them"),
-          "could not be parsed": (False, ""),
-          "credentials": (False, "--include-secrets reads them"),
-          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
-          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
-          "link(s) leading nowhere": (True, ""),
-          "changed while indexing": (False, "index again to read them"),
-          "need a program not installed": (True, ""),
-          "pointers to other pages": (True, "each page named is read under its own name")}
-SKIP_NAMES = 3  # names shown for each kind in the summary
-
-
-class Log:
-    """Notes and progress on stderr; progress only on a terminal. skips
-    counts the files skipped (skipped), by kind, with the first few names."""
-
-    def __init__(self, verbose: bool = False):
-        self.stream = sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.last = 0.0
-        self.said: set[str] = set()  # what once() has noted
-        self.verbose = verbose
-        self.skips: dict[str, tuple[int, list[str]]] = {}
-
-    def note(self, msg: str) -> None:
-        self.clear()
-        # one write: notes from worker threads never share a line; a file's name or text
-        # quoted in it never reaches the terminal as control (an escape sequence, a newline)
-        self.stream.write(f"rag: {shown(msg)}\n")
-        self.stream.flush()
-
-    def once(self, msg: str) -> None:
-        """A note given the first time only: a condition met by every question of a run."""
-        if msg not in self.said:
-            self.said.add(msg)
-            self.note(msg)
-
-    def skipped(self, path: str, kind: str, why: str) -> None:
-        """A file not read, counted under kind (_SKIPS); a note saying why,
-        unless the kind is routine and the run is not verbose."""
-        n, names = self.skips.get(kind, (0, []))
-        self.skips[kind] = (n + 1, names + [path] if len(names) < SKIP_NAMES else names)
-        if self.verbose or not _SKIPS[kind][0]:
-            self.note(f"skipped {shown(path)}: {why}")
-
-    def progress(self, msg: str) -> None:
-        if self.tty and time.monotonic() - self.last > _PROGRESS_EVERY:
-            self.last = time.monotonic()
-            self.stream.write("\r\x1b[K" + msg)
-            self.stream.flush()
-
-    def clear(self) -> None:
-        if self.tty and self.last:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.last = 0.0
-
-
-# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (_UNSAFE_CHARS).
-_CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def shown(path: str) -> str:
-    """A path safe to print on one line: undecodable bytes of a file name become
-    U+FFFD, control characters (a newline in a name) their escapes.
-
-    >>> shown("a\\nb.md")
-    'a\\\\nb.md'
-    """
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return _CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def display_path(path: str) -> str:
-    """A stored (absolute) path as a person reads it: relative to the current
-    folder when it is inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return shown(path)
-    return shown(rel if not rel.startswith("..") else path)
-
-
-def size_text(n: float) -> str:
-    """A size in bytes for people.
-
-    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
-    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
-    """
-    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
-    return f"{int(n)} bytes"
-
-
-def under(path: str, root: str) -> bool:
-    """True when path is root or inside the folder root."""
-    root = os.path.normpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
-
-
-def listed(paths: list[str]) -> str:
-    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more"
-                                                      if len(paths) > 5 else "")
-
-
-def skip_summary(skips: dict, verbose: bool = False) -> str:
-    """The files an index run skipped (Log.skips), by kind, most first; the
-    names of a kind only where no note named each already (each file is named once).
-
-    >>> said = skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, [])})
-    >>> said.split(": ", 1)[1].split("), ")
-    ['1,663 binary (a.bin, b.png, c.gz and 1,660 more', '1 unreadable (named above); -v notes each']
-    """
-    parts = []
-    for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
-        more = f" and {n - len(names):,} more" if n > len(names) else ""
-        hint = f"; {_SKIPS[kind][1]}" if _SKIPS[kind][1] else ""
-        noted = verbose or not _SKIPS[kind][0]  # each was named in a note as it happened
-        shown_names = "named above" if noted else ", ".join(map(display_path, names)) + more
-        parts.append(f"{n:,} {kind} ({shown_names}{hint})")
-    quiet = not verbose and any(_SKIPS[kind][0] for kind in skips)
-    return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
-            + ("; -v notes each" if quiet else ""))
-
-
-def also_in(shown: list[str], more: int) -> str:
-    """Where else a passage is, as search, ask and the MCP tools say it ('' for nowhere).
-
-    >>> also_in(["b/copyright:3-9", "c/copyright:1-7"], 12), also_in([], 0)
-    ('also in: b/copyright:3-9, c/copyright:1-7 and 12 more', '')
-    """
-    return f"also in: {', '.join(shown)}" + (f" and {more} more" if more else "") if shown else ""
-
-
-EMPTY = "is empty"  # question_problem's word for a question with no text
-
-
-def question_problem(q) -> str | None:
-    """What is wrong with a question (None: nothing): every way in (the command
-    line, a server's request, a chat message) holds it to the same limits."""
-    if not isinstance(q, str) or not q.strip():
-        return EMPTY
-    if len(q) > MAX_QUESTION:
-        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
-    return None
-
-
-def valid_text(text: str) -> str:
-    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
-    Python as lone surrogates) become U+FFFD."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------------------
@@ -3525,19 +3573,6 @@ def line_ends(lines: list[str]) -> list[bool]:
     return out + [True] if lines else []
 
 
-def _line_statements(text: str) -> list[str]:
-    """What text says, a line that ends what it says (line_ends: a log's) at a time.
-
-    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
-    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
-    """
-    lines, out, start = text.splitlines(), [], 0
-    for i in (i for i, end in enumerate(line_ends(lines)) if end):
-        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
-        start = i + 1
-    return [s for s in out if s]
-
-
 def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
     """A paragraph as one unit, or cut at sentences and the ends of its lines'
     records (line_ends; then whitespace) to fit size; made as they are packed (a
@@ -4782,8 +4817,8 @@ class SignatureIndex:
     columns (Part), the byte sketches, the candidates they choose for a
     question, and the parsed vectors behind them, kept for the next question."""
 
-    def __init__(self, store: SqliteStore):
-        self.store = store
+    def __init__(self, store):
+        self.store = store  # a SqliteStore: Store, a later section, builds on this one
         self._parts: list[Part] | None = None
         self._masks: _Allowed | None = None
         self._vectors: dict[int, array] = {}
@@ -5853,6 +5888,11 @@ def scope_where(scope: Scope) -> tuple[str, list]:
     parts = [source_filter(g) for g in scope.some]
     return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
             args + [a for _, more in parts for a in more])
+
+
+# The ask log's columns, as Generate's _record_ask gives them (log_ask).
+ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
+               "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
 class Store:
@@ -8084,10 +8124,6 @@ class _Listed:
     regular: bool    # a regular file (a link: what it leads to)
 
 
-def file_identity(st: os.stat_result) -> tuple[int, int]:
-    return st.st_dev, st.st_ino
-
-
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None, folders: list | None = None, kept: dict | None = None):
     """Yield a _Walked record for each file under paths, depth first in name order.
@@ -9463,24 +9499,6 @@ def forget_index(db: str, lock: str) -> None:
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
 
-FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
-
-
-def lexical_words(text: str) -> list[str]:
-    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
-    lowercased, each once: the one tokenizer of keyword search and word coverage.
-
-    >>> lexical_words("Tundra_melt: the MELT")
-    ['tundra', 'melt', 'the']
-    """
-    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
-
-
-def content_words(text: str) -> list[str]:
-    """lexical_words without stopwords."""
-    return [w for w in lexical_words(text) if w not in STOPWORDS]
-
-
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
 
@@ -9604,6 +9622,9 @@ _FOLLOW_DEPTH = 50
 # At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
 # RootLogger(WARNING)': what a module makes of a class is the class as it is used)
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
+
+
+SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
 
 
 def assignment_lines(text: str, name: str) -> list[str]:
@@ -9859,11 +9880,6 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
     return out, moved
 
 
-def source_globs(source) -> tuple[str, ...]:
-    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
-    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
-
-
 def _check_rerank(resp, n: int) -> list[float | None]:
     """One score per document from a rerank reply ({"results": [{"index",
     "relevance_score"}]}, or TEI's bare list with "score"); None for a
@@ -9971,6 +9987,55 @@ class _Distinct(NamedTuple):
     copies: dict
     rows: dict
     qvec: list | None
+
+
+def _measure_null_level(store: Store) -> float:
+    """Mean similarity of random pairs of chunks from different documents: how
+    similar unrelated text is under this model on this corpus (models differ
+    widely: bench/README.md, "Refusing on two corpora and at other similarity
+    scales"). Seeded, so it is repeatable."""
+    rows = store.chunk_docs()
+    if len(rows) < 2:
+        return 0.0
+    rnd = random.Random(len(rows))
+    pairs = []
+    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
+        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
+        if doc_a != doc_b:
+            pairs.append((a, b))
+            if len(pairs) == NULL_PAIRS:
+                break
+    if not pairs:
+        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
+    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
+    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
+
+
+def still_fresh(count: int, measured: int) -> bool:
+    """Whether what was measured on an index of measured chunks still holds at
+    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
+    return abs(count - measured) <= NULL_REFRESH * measured
+
+
+def null_level(store, count: int | None = None, keep: bool = False) -> float:
+    """The stored unrelated level of a store, measured
+    again when missing or when the index has grown or shrunk a lot. count: the
+    number of chunks, when known; keep: store what was measured (an index run
+    does, when the index can be written now; a read command never writes)."""
+    count = store.count() if count is None else count
+    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
+    if level is not None and still_fresh(count, measured):
+        return float(level)
+    value = _measure_null_level(store)
+    if keep:
+        # else used unstored
+        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
+    return value
+
+
+# a follow-up's ranking as asked, added to its rewrite's at this weight (README,
+# "Conversations": measured)
+ASKED_WEIGHT = 0.5
 
 
 class Retriever:
@@ -10260,52 +10325,8 @@ class Retriever:
 
 
 # ---------------------------------------------------------------------------
-# Refuse: the null level, relevance on the index's scale, the floor, calibration
+# Refuse: relevance on the index's scale, the floor, calibration
 # ---------------------------------------------------------------------------
-
-def _measure_null_level(store: Store) -> float:
-    """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (models differ
-    widely: bench/README.md, "Refusing on two corpora and at other similarity
-    scales"). Seeded, so it is repeatable."""
-    rows = store.chunk_docs()
-    if len(rows) < 2:
-        return 0.0
-    rnd = random.Random(len(rows))
-    pairs = []
-    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
-        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
-        if doc_a != doc_b:
-            pairs.append((a, b))
-            if len(pairs) == NULL_PAIRS:
-                break
-    if not pairs:
-        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
-    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
-    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
-
-
-def still_fresh(count: int, measured: int) -> bool:
-    """Whether what was measured on an index of measured chunks still holds at
-    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
-    return abs(count - measured) <= NULL_REFRESH * measured
-
-
-def null_level(store, count: int | None = None, keep: bool = False) -> float:
-    """The stored unrelated level of a store, measured
-    again when missing or when the index has grown or shrunk a lot. count: the
-    number of chunks, when known; keep: store what was measured (an index run
-    does, when the index can be written now; a read command never writes)."""
-    count = store.count() if count is None else count
-    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
-    if level is not None and still_fresh(count, measured):
-        return float(level)
-    value = _measure_null_level(store)
-    if keep:
-        # else used unstored
-        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
-    return value
-
 
 def _on_scale(score: float, level: float) -> float:
     """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
@@ -10402,6 +10423,19 @@ def _question_relevance(retriever, questions: list[str], mode: str,
         if coverage is None or coverage < _PROBE_ANSWERED:
             out.append(relevance(retriever, q, hits, stems, coverage))
     return sorted(out)
+
+
+def _line_statements(text: str) -> list[str]:
+    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+
+    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
+    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
+    """
+    lines, out, start = text.splitlines(), [], 0
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
+        start = i + 1
+    return [s for s in out if s]
 
 
 def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
@@ -10779,8 +10813,6 @@ _FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so
                        "also ")
 # words a question needs of its own to stand alone (README, "Conversations": measured)
 _MIN_OWN_WORDS = 5
-# a follow-up's ranking as asked, added to its rewrite's at this weight (the same)
-ASKED_WEIGHT = 0.5
 # share of a follow-up's own words its passages hold for it to be judged in context (the same)
 _BORROWS_AT = 0.5
 
@@ -10968,7 +11000,6 @@ _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
                             "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
                             "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
-_CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
 # '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
 # prompt its brackets become mathematical white square brackets, which neither
@@ -12112,7 +12143,6 @@ def _outcomes(lines: list[str]) -> list[set[int]]:
     return out
 
 
-SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
 _DOC_OPENERS = ('"""', "'''", "#", "//", "/*")  # a docstring's or a comment's first characters
 
 
@@ -12351,24 +12381,6 @@ def _normalized(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
 
 
-def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
-    """Cited passage numbers in order of first use, and whether each exists.
-
-    >>> citations("A [2]. B [1, 3][2] ```x[5]```", 2)
-    [(2, True), (1, True), (3, False)]
-    """
-    found = []
-    for m in _CITATION.finditer(_CODE_BLOCK.sub(lambda b: " " * len(b.group()), answer)):
-        for part in m.group(1).split(","):
-            found.append(int(part))
-    return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
-
-
-# A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
-# (The group makes _CODE_BLOCK.split give prose and code in turn.)
-_CODE_BLOCK = LazyPattern(r"(```.*?```)", re.S)
-
-
 @dataclass(frozen=True)
 class Claim:
     """One statement of an answer (a sentence, or a block of code), the
@@ -12424,7 +12436,7 @@ def _answer_statements(text: str) -> list[str]:
     ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
     """
     out = []
-    for i, part in enumerate(_CODE_BLOCK.split(text)):
+    for i, part in enumerate(CODE_BLOCK.split(text)):
         pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
         for piece in pieces:
             # '[1]' after the full stop it ends
@@ -12534,7 +12546,7 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
     claims = []
     for s in _answer_statements(text):
         cites = tuple(n for n, _ in citations(s, len(hits)))
-        body = s if _CODE_BLOCK.match(s) else _LIST_MARKER.sub("", _CITATION.sub("\n", s)).strip()
+        body = s if CODE_BLOCK.match(s) else _LIST_MARKER.sub("", CITATION.sub("\n", s)).strip()
         if not re.search(r"[^\W\d_]", body):
             continue  # punctuation, a list's number, a stray label: nothing claimed
         given = [n for n in cites if 1 <= n <= len(hits)]
@@ -12557,9 +12569,9 @@ def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
     """Why the passages do not hold a statement ('' when they do); '[?]'
     stands for what it cites."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
-    if _CODE_BLOCK.match(body):
+    if CODE_BLOCK.match(body):
         lines = {l.strip() for l in source.splitlines()}
-        code = _CODE_BLOCK.match(body).group()[3:-3]
+        code = CODE_BLOCK.match(body).group()[3:-3]
         missing = [l.strip() for l in code.splitlines()
                    if l.strip() and l.strip() not in lines and l.strip() != "…"]
         return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
@@ -12761,8 +12773,8 @@ def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
 
     def relabel(m):
         return "[" + ", ".join(str(new.get(int(p), int(p))) for p in m.group(1).split(",")) + "]"
-    parts = _CODE_BLOCK.split(text)  # code (odd parts) as written
-    return "".join(p if i % 2 else _CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
+    parts = CODE_BLOCK.split(text)  # code (odd parts) as written
+    return "".join(p if i % 2 else CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
         tuple(hits[n - 1] for n in order)
 
 
@@ -12796,11 +12808,6 @@ def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMP
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
         return _Generated(ExtractiveGenerator().generate(system, prompt, (), evidence),
                           ExtractiveGenerator.model, str(e))
-
-
-# The ask log's columns, as _record_ask gives them.
-ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
-               "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
