@@ -80,11 +80,11 @@ section; the others are what later sections build on; __all__ is the public API)
                      PDF, man pages, XML, RTF, any of them compressed (gzip, bzip2, xz,
                      lzma); clean text (no control characters); secrets (credential files,
                      redaction); the format table (any other text is text)
-    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; _CHUNKER_VERSION
+    Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
-    Dense index      signatures as bit columns (_Part), byte sketches, exact scores:
+    Dense index      signatures as bit columns (Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
                      eval's gold, forget: Runs finds what is left of a text); SQLite: schema as
@@ -326,6 +326,243 @@ which while who whom why will with would you your yours yourself yourselves
 
 
 # ---------------------------------------------------------------------------
+# Helpers: what every stage uses (messages, paths, the log)
+# ---------------------------------------------------------------------------
+
+def program() -> str:
+    """How the user runs us, for messages that say what to run next:
+    'python rag.py' for the script, 'rag' for the installed command."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 in hex; hashlib is imported here because loading it slows a search
+    (bench/README.md, "Small measurements behind constants")."""
+    import hashlib
+    return hashlib.sha256(data).hexdigest()
+
+
+_PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
+
+
+# Why an index run skips a file, as its summary counts them: kind -> (routine,
+# hint). A routine kind (a folder of man pages holds thousands of such files)
+# gets a note per file only with -v; the others get one as they happen, as the
+# user may want to act on them (a permission, a missing tool, a name, a limit);
+# credential files are always named.
+_SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True, ""),
+          "not a regular file": (True, ""), "too large": (False, "--max-file-mb raises the limit"),
+          "unreadable": (False, ""), "name not UTF-8": (False, "rename them to index them"),
+          "could not be parsed": (False, ""),
+          "credentials": (False, "--include-secrets reads them"),
+          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
+          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
+          "link(s) leading nowhere": (True, ""),
+          "changed while indexing": (False, "index again to read them"),
+          "need a program not installed": (True, ""),
+          "pointers to other pages": (True, "each page named is read under its own name")}
+SKIP_NAMES = 3  # names shown for each kind in the summary
+
+
+class Log:
+    """Notes and progress on stderr; progress only on a terminal. skips
+    counts the files skipped (skipped), by kind, with the first few names."""
+
+    def __init__(self, verbose: bool = False):
+        self.stream = sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = 0.0
+        self.said: set[str] = set()  # what once() has noted
+        self.verbose = verbose
+        self.skips: dict[str, tuple[int, list[str]]] = {}
+
+    def note(self, msg: str) -> None:
+        self.clear()
+        # one write: notes from worker threads never share a line; a file's name or text
+        # quoted in it never reaches the terminal as control (an escape sequence, a newline)
+        self.stream.write(f"rag: {shown(msg)}\n")
+        self.stream.flush()
+
+    def once(self, msg: str) -> None:
+        """A note given the first time only: a condition met by every question of a run."""
+        if msg not in self.said:
+            self.said.add(msg)
+            self.note(msg)
+
+    def skipped(self, path: str, kind: str, why: str) -> None:
+        """A file not read, counted under kind (_SKIPS); a note saying why,
+        unless the kind is routine and the run is not verbose."""
+        n, names = self.skips.get(kind, (0, []))
+        self.skips[kind] = (n + 1, names + [path] if len(names) < SKIP_NAMES else names)
+        if self.verbose or not _SKIPS[kind][0]:
+            self.note(f"skipped {shown(path)}: {why}")
+
+    def progress(self, msg: str) -> None:
+        if self.tty and time.monotonic() - self.last > _PROGRESS_EVERY:
+            self.last = time.monotonic()
+            self.stream.write("\r\x1b[K" + msg)
+            self.stream.flush()
+
+    def clear(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.last = 0.0
+
+
+# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (_UNSAFE_CHARS).
+_CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(path: str) -> str:
+    """A path safe to print on one line: undecodable bytes of a file name become
+    U+FFFD, control characters (a newline in a name) their escapes.
+
+    >>> shown("a\\nb.md")
+    'a\\\\nb.md'
+    """
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def display_path(path: str) -> str:
+    """A stored (absolute) path as a person reads it: relative to the current
+    folder when it is inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return shown(path)
+    return shown(rel if not rel.startswith("..") else path)
+
+
+def size_text(n: float) -> str:
+    """A size in bytes for people.
+
+    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
+    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
+    """
+    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
+    return f"{int(n)} bytes"
+
+
+def under(path: str, root: str) -> bool:
+    """True when path is root or inside the folder root."""
+    root = os.path.normpath(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
+
+
+def listed(paths: list[str]) -> str:
+    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more"
+                                                      if len(paths) > 5 else "")
+
+
+def skip_summary(skips: dict, verbose: bool = False) -> str:
+    """The files an index run skipped (Log.skips), by kind, most first; the
+    names of a kind only where no note named each already (each file is named once).
+
+    >>> said = skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, [])})
+    >>> said.split(": ", 1)[1].split("), ")
+    ['1,663 binary (a.bin, b.png, c.gz and 1,660 more', '1 unreadable (named above); -v notes each']
+    """
+    parts = []
+    for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
+        more = f" and {n - len(names):,} more" if n > len(names) else ""
+        hint = f"; {_SKIPS[kind][1]}" if _SKIPS[kind][1] else ""
+        noted = verbose or not _SKIPS[kind][0]  # each was named in a note as it happened
+        shown_names = "named above" if noted else ", ".join(map(display_path, names)) + more
+        parts.append(f"{n:,} {kind} ({shown_names}{hint})")
+    quiet = not verbose and any(_SKIPS[kind][0] for kind in skips)
+    return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
+            + ("; -v notes each" if quiet else ""))
+
+
+def also_in(shown: list[str], more: int) -> str:
+    """Where else a passage is, as search, ask and the MCP tools say it ('' for nowhere).
+
+    >>> also_in(["b/copyright:3-9", "c/copyright:1-7"], 12), also_in([], 0)
+    ('also in: b/copyright:3-9, c/copyright:1-7 and 12 more', '')
+    """
+    return f"also in: {', '.join(shown)}" + (f" and {more} more" if more else "") if shown else ""
+
+
+EMPTY = "is empty"  # question_problem's word for a question with no text
+
+
+def question_problem(q) -> str | None:
+    """What is wrong with a question (None: nothing): every way in (the command
+    line, a server's request, a chat message) holds it to the same limits."""
+    if not isinstance(q, str) or not q.strip():
+        return EMPTY
+    if len(q) > MAX_QUESTION:
+        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
+    return None
+
+
+def valid_text(text: str) -> str:
+    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
+    Python as lone surrogates) become U+FFFD."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def file_identity(st: os.stat_result) -> tuple[int, int]:
+    """What stays the same while a file is renamed or its content changes: device and inode."""
+    return st.st_dev, st.st_ino
+
+
+def source_globs(source) -> tuple[str, ...]:
+    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
+    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
+
+
+FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
+
+
+def lexical_words(text: str) -> list[str]:
+    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
+    lowercased, each once: the one tokenizer of keyword search and word coverage.
+
+    >>> lexical_words("Tundra_melt: the MELT")
+    ['tundra', 'melt', 'the']
+    """
+    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
+
+
+def content_words(text: str) -> list[str]:
+    """lexical_words without stopwords."""
+    return [w for w in lexical_words(text) if w not in STOPWORDS]
+
+
+# An answer's citation of its passages: '[2]', '[1, 3]'.
+CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+# A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
+# (The group makes CODE_BLOCK.split give prose and code in turn.)
+CODE_BLOCK = LazyPattern(r"(```.*?```)", re.S)
+
+
+def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
+    """Cited passage numbers in order of first use, and whether each exists.
+
+    >>> citations("A [2]. B [1, 3][2] ```x[5]```", 2)
+    [(2, True), (1, True), (3, False)]
+    """
+    found = []
+    for m in CITATION.finditer(CODE_BLOCK.sub(lambda b: " " * len(b.group()), answer)):
+        for part in m.group(1).split(","):
+            found.append(int(part))
+    return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
+
+
+# ---------------------------------------------------------------------------
 # Errors and records
 # ---------------------------------------------------------------------------
 
@@ -528,195 +765,6 @@ class QueryOptions:
     max_context: int = MAX_CONTEXT
     # leave out an answer's statements that what they cite does not hold
     drop_unsupported: bool = False
-
-
-# ---------------------------------------------------------------------------
-# Helpers: what every stage uses (messages, paths, the log)
-# ---------------------------------------------------------------------------
-
-def program() -> str:
-    """How the user runs us, for messages that say what to run next:
-    'python rag.py' for the script, 'rag' for the installed command."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    return f"python {argv0}" if os.path.basename(argv0) == "rag.py" else "rag"
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def sha256_hex(data: bytes) -> str:
-    """SHA-256 in hex; hashlib is imported here because loading it slows a search
-    (bench/README.md, "Small measurements behind constants")."""
-    import hashlib
-    return hashlib.sha256(data).hexdigest()
-
-
-_PROGRESS_EVERY = 0.1  # seconds between progress redraws: live, without flooding a slow terminal
-
-
-# Why an index run skips a file, as its summary counts them: kind -> (routine,
-# hint). A routine kind (a folder of man pages holds thousands of such files)
-# gets a note per file only with -v; the others get one as they happen, as the
-# user may want to act on them (a permission, a missing tool, a name, a limit);
-# credential files are always named.
-_SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True, ""),
-          "not a regular file": (True, ""), "too large": (False, "--max-file-mb raises the limit"),
-          "unreadable": (False, ""), "name not UTF-8": (False, "rename them to index them"),
-          "could not be parsed": (False, ""),
-          "credentials": (False, "--include-secrets reads them"),
-          "link(s) outside the folders indexed": (True, "--follow-links follows them"),
-          "link(s) into hidden files or folders": (True, "--follow-links follows them"),
-          "link(s) leading nowhere": (True, ""),
-          "changed while indexing": (False, "index again to read them"),
-          "need a program not installed": (True, ""),
-          "pointers to other pages": (True, "each page named is read under its own name")}
-_SKIP_NAMES = 3  # names shown for each kind in the summary
-
-
-class Log:
-    """Notes and progress on stderr; progress only on a terminal. skips
-    counts the files skipped (skipped), by kind, with the first few names."""
-
-    def __init__(self, verbose: bool = False):
-        self.stream = sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.last = 0.0
-        self.said: set[str] = set()  # what once() has noted
-        self.verbose = verbose
-        self.skips: dict[str, tuple[int, list[str]]] = {}
-
-    def note(self, msg: str) -> None:
-        self.clear()
-        # one write: notes from worker threads never share a line; a file's name or text
-        # quoted in it never reaches the terminal as control (an escape sequence, a newline)
-        self.stream.write(f"rag: {shown(msg)}\n")
-        self.stream.flush()
-
-    def once(self, msg: str) -> None:
-        """A note given the first time only: a condition met by every question of a run."""
-        if msg not in self.said:
-            self.said.add(msg)
-            self.note(msg)
-
-    def skipped(self, path: str, kind: str, why: str) -> None:
-        """A file not read, counted under kind (_SKIPS); a note saying why,
-        unless the kind is routine and the run is not verbose."""
-        n, names = self.skips.get(kind, (0, []))
-        self.skips[kind] = (n + 1, names + [path] if len(names) < _SKIP_NAMES else names)
-        if self.verbose or not _SKIPS[kind][0]:
-            self.note(f"skipped {shown(path)}: {why}")
-
-    def progress(self, msg: str) -> None:
-        if self.tty and time.monotonic() - self.last > _PROGRESS_EVERY:
-            self.last = time.monotonic()
-            self.stream.write("\r\x1b[K" + msg)
-            self.stream.flush()
-
-    def clear(self) -> None:
-        if self.tty and self.last:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self.last = 0.0
-
-
-# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (_UNSAFE_CHARS).
-_CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def shown(path: str) -> str:
-    """A path safe to print on one line: undecodable bytes of a file name become
-    U+FFFD, control characters (a newline in a name) their escapes.
-
-    >>> shown("a\\nb.md")
-    'a\\\\nb.md'
-    """
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return _CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
-
-
-def display_path(path: str) -> str:
-    """A stored (absolute) path as a person reads it: relative to the current
-    folder when it is inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive on Windows
-        return shown(path)
-    return shown(rel if not rel.startswith("..") else path)
-
-
-def size_text(n: float) -> str:
-    """A size in bytes for people.
-
-    >>> size_text(52_428_801), size_text(52_428), size_text(300), size_text(20 * 2**20)
-    ('50 MB', '51.2 KB', '300 bytes', '20 MB')
-    """
-    for unit, scale in (("GB", 2**30), ("MB", 2**20), ("KB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.1f}".rstrip("0").rstrip(".") + " " + unit
-    return f"{int(n)} bytes"
-
-
-def under(path: str, root: str) -> bool:
-    """True when path is root or inside the folder root."""
-    root = os.path.normpath(root)
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep) or root == "."
-
-
-def listed(paths: list[str]) -> str:
-    return ", ".join(map(display_path, paths[:5])) + (f" and {len(paths) - 5} more"
-                                                      if len(paths) > 5 else "")
-
-
-def skip_summary(skips: dict, verbose: bool = False) -> str:
-    """The files an index run skipped (Log.skips), by kind, most first; the
-    names of a kind only where no note named each already (each file is named once).
-
-    >>> said = skip_summary({"binary": (1663, ["a.bin", "b.png", "c.gz"]), "unreadable": (1, [])})
-    >>> said.split(": ", 1)[1].split("), ")
-    ['1,663 binary (a.bin, b.png, c.gz and 1,660 more', '1 unreadable (named above); -v notes each']
-    """
-    parts = []
-    for kind, (n, names) in sorted(skips.items(), key=lambda item: (-item[1][0], item[0])):
-        more = f" and {n - len(names):,} more" if n > len(names) else ""
-        hint = f"; {_SKIPS[kind][1]}" if _SKIPS[kind][1] else ""
-        noted = verbose or not _SKIPS[kind][0]  # each was named in a note as it happened
-        shown_names = "named above" if noted else ", ".join(map(display_path, names)) + more
-        parts.append(f"{n:,} {kind} ({shown_names}{hint})")
-    quiet = not verbose and any(_SKIPS[kind][0] for kind in skips)
-    return (f"skipped {sum(n for n, _ in skips.values()):,} file(s): " + ", ".join(parts)
-            + ("; -v notes each" if quiet else ""))
-
-
-def also_in(shown: list[str], more: int) -> str:
-    """Where else a passage is, as search, ask and the MCP tools say it ('' for nowhere).
-
-    >>> also_in(["b/copyright:3-9", "c/copyright:1-7"], 12), also_in([], 0)
-    ('also in: b/copyright:3-9, c/copyright:1-7 and 12 more', '')
-    """
-    return f"also in: {', '.join(shown)}" + (f" and {more} more" if more else "") if shown else ""
-
-
-EMPTY = "is empty"  # question_problem's word for a question with no text
-
-
-def question_problem(q) -> str | None:
-    """What is wrong with a question (None: nothing): every way in (the command
-    line, a server's request, a chat message) holds it to the same limits."""
-    if not isinstance(q, str) or not q.strip():
-        return EMPTY
-    if len(q) > MAX_QUESTION:
-        return f"is {len(q)} characters long; the limit is {MAX_QUESTION}"
-    return None
-
-
-def valid_text(text: str) -> str:
-    """Text SQLite and JSON can store: bytes a terminal could not decode (kept by
-    Python as lone surrogates) become U+FFFD."""
-    try:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # a surrogate that is not an undecoded byte ("\\ud800" in JSON)
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------------------
@@ -1124,16 +1172,16 @@ _COMPRESSIONS = {".gz": _Compression("gzip", b"\x1f\x8b", "gzip"),
 _UNPACK_PIECE = 1 << 20  # bytes decompressed at a time: a bomb is found before it fills memory
 
 
-def _inner_name(path: str) -> str:
+def inner_name(path: str) -> str:
     """A file's name in lower case without the extension of its compression: what it holds.
 
-    >>> _inner_name("/usr/share/man/man1/LS.1.gz"), _inner_name("a/notes.md.xz")
+    >>> inner_name("/usr/share/man/man1/LS.1.gz"), inner_name("a/notes.md.xz")
     ('ls.1', 'notes.md')
     """
-    return _unpacked(os.path.basename(path)).lower()
+    return unpacked(os.path.basename(path)).lower()
 
 
-def _unpacked(name: str) -> str:
+def unpacked(name: str) -> str:
     """A file name without the extension of its compression ('ls.1.gz': 'ls.1')."""
     return os.path.splitext(name)[0] if compression(name) else name
 
@@ -1642,7 +1690,7 @@ def _continued_values(lines: list[Line]) -> dict[int, str]:
 
 def credential_name(path: str) -> str | None:
     """What kind of credentials a file's name says it holds, or None."""
-    name = _inner_name(path)  # 'id_rsa.gz' is a key too
+    name = inner_name(path)  # 'id_rsa.gz' is a key too
     ext = os.path.splitext(name)[1]
     if name in _CREDENTIAL_NAMES:
         return _CREDENTIAL_NAMES[name]
@@ -1672,7 +1720,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     first = head.lstrip()
     if _PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
         return "private key"
-    if _inner_name(path).endswith(_CERTIFICATE_EXTS) \
+    if inner_name(path).endswith(_CERTIFICATE_EXTS) \
             and _PEM_BEGIN.search(data.decode("utf-8", "replace")):
         return "private key"
     kind = _password_file(head)
@@ -2319,7 +2367,7 @@ _TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
 # a page whose text layer has fewer letters and digits than this is a scan (a page number,
 # a stamp); a page of text has hundreds
 _SCANNED_BELOW = 20
-_OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
+OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
 
 
 def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
@@ -2350,7 +2398,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     exe = _shutil_which("tesseract")
     if not exe:
         raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
-    if not _OCR_LANG_NAME.fullmatch(lang):
+    if not OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
     _ocr_budget(_image_size(image))  # before tesseract decodes it
     # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
@@ -2689,6 +2737,12 @@ def _troff_args(s: str) -> list[str]:
             i += step
         args.append("".join(buf))
     return args
+
+
+# Markdown's headings: '# Title', or a title underlined (Chunk splits at them; a man page's
+# line that looks like one is indented, so that it is not one)
+MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 
 
 class _ManPage:
@@ -3152,6 +3206,29 @@ def _rtf_lines(text: str) -> list[Line]:
     return out.lines
 
 
+# Top-level definitions (at column 0) that start a chunk of source code, per
+# language: a keyword another language uses ('interface', 'type', 'module')
+# starts prose lines in docstrings and comments just as often.
+_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
+             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
+_IDENT = r"\s+[A-Za-z_$][\w$]*"
+DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
+    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
+    "go": r"func\b|type" + _IDENT,
+    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
+    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
+    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
+                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
+                            + r"(?=[^.!?]*$)",  # not a sentence
+    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
+         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
+    "sql": r"(?i:CREATE|ALTER)\b",
+    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
+    "ini": r"\[[^\]]+\]\s*$",
+    "none": r"(?!)",
+}
+
+
 # The format table: how each kind of file is read, and for source code, what
 # starts a chunk. Adding a format is one entry here and one reader above.
 
@@ -3248,7 +3325,7 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
     ...  file_format("a.log", b"\\x89PNG\\0"))
     (True, None)
     """
-    name = _inner_name(path)
+    name = inner_name(path)
     ext = os.path.splitext(name)[1]
     if ext in FORMATS or name in _NAMED_FORMATS:
         return FORMATS.get(ext) or _NAMED_FORMATS[name]
@@ -3288,8 +3365,8 @@ def read_as(fmt: Format) -> str:
 
 # Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
 # passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
-_CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
-_CONFIG_SETTING = LazyPattern(
+CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
+CONFIG_SETTING = LazyPattern(
     r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
     r"|[\w.@*/-]+:?(?:\t|  )\s*\S.*"           # key, a tab or two spaces, its value
     # key value (a short value): not a capitalised word and one space, as a line of a note starts
@@ -3308,8 +3385,8 @@ def looks_like_config(lines: list[str], passage: bool = False) -> bool:
     False
     """
     lines = [l for l in lines if l.strip()]
-    comments = sum(bool(_CONFIG_COMMENT.match(l)) for l in lines)
-    settings = sum(not _CONFIG_COMMENT.match(l) and bool(_CONFIG_SETTING.fullmatch(l))
+    comments = sum(bool(CONFIG_COMMENT.match(l)) for l in lines)
+    settings = sum(not CONFIG_COMMENT.match(l) and bool(CONFIG_SETTING.fullmatch(l))
                    for l in lines)
     return (comments > 0 and comments + settings >= _CONFIG_SHARE * len(lines)
             and settings >= min(_CONFIG_MIN_SETTINGS, len(lines) - comments)
@@ -3320,8 +3397,6 @@ def looks_like_config(lines: list[str], passage: bool = False) -> bool:
 # Chunk: lines to paragraph-aware chunks with heading paths
 # ---------------------------------------------------------------------------
 
-MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 FENCE = LazyPattern(r"^\s*(```|~~~)")
 _SENTENCE_END = LazyPattern(r"[.!?]+[\"')\]]*\s+")
 _MAX_HEADING_PATH = 300  # characters: a heading path is a label embedded before the text, not text
@@ -3537,19 +3612,6 @@ def line_ends(lines: list[str]) -> list[bool]:
     return out + [True] if lines else []
 
 
-def _line_statements(text: str) -> list[str]:
-    """What text says, a line that ends what it says (line_ends: a log's) at a time.
-
-    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
-    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
-    """
-    lines, out, start = text.splitlines(), [], 0
-    for i in (i for i, end in enumerate(line_ends(lines)) if end):
-        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
-        start = i + 1
-    return [s for s in out if s]
-
-
 def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
     """A paragraph as one unit, or cut at sentences and the ends of its lines'
     records (line_ends; then whitespace) to fit size; made as they are packed (a
@@ -3665,28 +3727,6 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
 # A chunk's citation may take in this many source lines that gave no text (HTML's
 # markup between paragraphs), or as many as its text came from if more; never thousands.
 _SILENT_LINES = 10
-
-# Top-level definitions (at column 0) that start a chunk of source code, per
-# language: a keyword another language uses ('interface', 'type', 'module')
-# starts prose lines in docstrings and comments just as often.
-_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
-             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
-_IDENT = r"\s+[A-Za-z_$][\w$]*"
-DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
-    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
-    "go": r"func\b|type" + _IDENT,
-    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
-    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
-    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
-                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
-                            + r"(?=[^.!?]*$)",  # not a sentence
-    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
-         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
-    "sql": r"(?i:CREATE|ALTER)\b",
-    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
-    "ini": r"\[[^\]]+\]\s*$",
-    "none": r"(?!)",
-}
 
 
 def _definition_pattern(path: str):
@@ -3831,7 +3871,7 @@ def document_name(rel: str) -> str:
     ('gzip/changelog', 'common-licenses/CC0-1.0')
     """
     *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
-    inner = _unpacked(name)
+    inner = unpacked(name)
     stem, ext = os.path.splitext(inner)
     if ext[1:].isdigit():  # a version or a man section is part of the name ('CC0-1.0', 'ls.1')
         stem = inner
@@ -3920,11 +3960,11 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 # not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
 # note's lines each on its own (line_ends). Bump on change:
 # every document of an older index is read again (only text that changed is embedded again).
-_CHUNKER_VERSION = 9
+CHUNKER_VERSION = 9
 
 
 def chunking_key(size: int, overlap: int) -> str:
-    return f"size={size} overlap={overlap} chunker={_CHUNKER_VERSION}"
+    return f"size={size} overlap={overlap} chunker={CHUNKER_VERSION}"
 
 
 # ---------------------------------------------------------------------------
@@ -4084,6 +4124,24 @@ _CONVENTIONS = (
 def model_convention(model: str) -> Convention:
     """The documented convention of a model's family (_CONVENTIONS), else none."""
     return next((c for pattern, c in _CONVENTIONS if re.search(pattern, model, re.I)), Convention())
+
+
+def config_convention(cfg: Config) -> Convention:
+    """How the configured model tells questions from documents: its family's
+    convention (_CONVENTIONS), with what the configuration sets over it."""
+    c = model_convention(cfg.embed_model)
+    if cfg.input_type is not None:
+        kinds = [v.strip() for v in cfg.input_type.split(",")]
+        if cfg.input_type.strip().lower() == "none":
+            c = replace(c, field="", values=())
+        elif len(kinds) != 2 or not all(kinds):
+            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and "
+                             "for documents, e.g. 'query,passage' (or 'none')")
+        else:
+            c = replace(c, field="input_type", values=tuple(kinds))
+    return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
+                   document_prefix=c.document_prefix if cfg.document_prefix is None
+                   else cfg.document_prefix)
 
 
 class Embedder:
@@ -4705,7 +4763,7 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
     """Signatures end to end (width bytes each) as width x 8 bit columns of
     ceil(n / 8) bytes each: bit j of column d is bit d of signature j. A
     question then counts every chunk's sign mismatches on its own large
-    components with a few big-integer operations a column (_Part.within).
+    components with a few big-integer operations a column (Part.within).
 
     >>> transpose_signatures(bytes([0b01, 0b11, 0b10]), 1)[:2].hex()  # columns 0 and 1
     '0306'
@@ -4716,7 +4774,7 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
                     .to_bytes(size, "little") for d in range(8 * width))
 
 
-class _Part:
+class Part:
     """Up to _SIG_PACK_ROWS chunks' signatures as bit columns
     (transpose_signatures), and their ids by position; each column a question
     needs becomes an integer once."""
@@ -4795,19 +4853,19 @@ class Sketches(NamedTuple):
 
 class SignatureIndex:
     """Dense search over the stored vectors: the sign-bit signatures as bit
-    columns (_Part), the byte sketches, the candidates they choose for a
+    columns (Part), the byte sketches, the candidates they choose for a
     question, and the parsed vectors behind them, kept for the next question."""
 
-    def __init__(self, store: SqliteStore):
-        self.store = store
-        self._parts: list[_Part] | None = None
+    def __init__(self, store):
+        self.store = store  # a SqliteStore: Store, a later section, builds on this one
+        self._parts: list[Part] | None = None
         self._masks: _Allowed | None = None
         self._vectors: dict[int, array] = {}
         self._held = 0  # numbers in _vectors
         self._sketches: tuple[dict[int, int], bytes, array] | None = None  # every chunk's
         self._all: list | None = None
 
-    def parts(self) -> list[_Part]:
+    def parts(self) -> list[Part]:
         if self._parts is None:
             self._parts = self.store.signature_parts()
         return self._parts
@@ -5642,10 +5700,10 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     left, offset, tail = [], 0, b""
     try:
         with open(path, "rb") as f:
-            while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+            while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
                 data = tail + block  # a run across two blocks is whole in one
                 at = runs.find(data)
-                while at >= 0 and len(left) < _SKIP_NAMES:
+                while at >= 0 and len(left) < SKIP_NAMES:
                     if data[at:at + FORGET_RUN] not in kept:
                         left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
                     at = runs.find(data, at + FORGET_RUN)
@@ -5725,11 +5783,11 @@ def _needles_left(path: str, needles: list[str]) -> list[str]:
         return left
     keep = max(map(len, wanted)) - 1
     with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:
-        while len(left) < _SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+        while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
             data = tail + block  # a needle across two blocks is whole in one
             for n in wanted:
                 at = data.find(n, max(0, len(tail) - len(n) + 1))
-                if at >= 0 and len(left) < _SKIP_NAMES:
+                if at >= 0 and len(left) < SKIP_NAMES:
                     left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
             tail, offset = data[-keep:] if keep else b"", offset + len(block)
     return left
@@ -5869,6 +5927,11 @@ def scope_where(scope: Scope) -> tuple[str, list]:
     parts = [source_filter(g) for g in scope.some]
     return (f"{cond} AND ({' OR '.join(c for c, _ in parts)})",
             args + [a for _, more in parts for a in more])
+
+
+# The ask log's columns, as Generate's _record_ask gives them (log_ask).
+ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
+               "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
 class Store:
@@ -6082,7 +6145,7 @@ class SqliteStore(Store, Admin):
         """The index in the file path, opened as connect says."""
         store = cls(connect(path, create, shared))
         with contextlib.suppress(OSError):  # in memory, or gone already: nothing to compare
-            store._file = (path, _identity(os.stat(path)))
+            store._file = (path, file_identity(os.stat(path)))
         return store
 
     def gone(self) -> str | None:
@@ -6090,7 +6153,7 @@ class SqliteStore(Store, Admin):
             return None
         path, ident = self._file
         try:
-            now = _identity(os.stat(path))
+            now = file_identity(os.stat(path))
         except OSError:
             return f"the index {shown(path)} was deleted"
         return None if now == ident else f"the index {shown(path)} was replaced by another file"
@@ -6396,18 +6459,18 @@ class SqliteStore(Store, Admin):
                                   (part, p.ids.tobytes(), p.blob))
             self._put({Meta.SIG_PACK: self.meta(Meta.SIG_STAMP) or "0"})
 
-    def _signature_rows_in_parts(self) -> Iterator[_Part]:
+    def _signature_rows_in_parts(self) -> Iterator[Part]:
         width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
         rows = self.conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id")
         while block := rows.fetchmany(_SIG_PACK_ROWS):
             ids, sigs = zip(*block)
-            yield _Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
+            yield Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
 
     def pack_is_fresh(self) -> bool:
         """True when the packed copy was made after the last write to the signatures."""
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
-    def signature_parts(self) -> list[_Part]:
+    def signature_parts(self) -> list[Part]:
         """Every chunk's signature, as bit columns: packed, else (an index run
         stopped, or is under way) from the rows, never a write."""
         if not self.pack_is_fresh():
@@ -6417,7 +6480,7 @@ class SqliteStore(Store, Admin):
                                                    "ORDER BY part"):
             ids = array("q")
             ids.frombytes(id_bytes)
-            parts.append(_Part(ids, columns))
+            parts.append(Part(ids, columns))
         return parts
 
     def signature_rows(self, ids: list[int]) -> dict[int, bytes]:
@@ -7292,7 +7355,7 @@ class EngineStore(Store, Admin):
         checked = (f"no {FORGET_RUN}-byte run of their text" + sought.also(sought.short)
                    + " in any record of the engine's two collections (the engine's own files "
                    "are its to compact; an ask answered across the forget removes its own row)")
-        return Forgotten(paths, len(ids), None, len(asks), checked, left[:_SKIP_NAMES],
+        return Forgotten(paths, len(ids), None, len(asks), checked, left[:SKIP_NAMES],
                          sorted(kept))
 
     def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
@@ -8100,10 +8163,6 @@ class _Listed:
     regular: bool    # a regular file (a link: what it leads to)
 
 
-def _identity(st: os.stat_result) -> tuple[int, int]:
-    return st.st_dev, st.st_ino
-
-
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None, folders: list | None = None, kept: dict | None = None):
     """Yield a _Walked record for each file under paths, depth first in name order.
@@ -8124,7 +8183,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
         # a watch's root: opened below only if it is what is at its real path (no race)
-        ident = _kept_root(root, real_root, log) if kept and root in kept else _identity(
+        ident = _kept_root(root, real_root, log) if kept and root in kept else file_identity(
             os.stat(root))
         if ident is None:
             continue
@@ -8155,7 +8214,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                     continue
                 via = linked or e.is_link
                 st = os.stat(e.path) if e.is_link else None  # where the link leads
-                target = _identity(st) if st else e.ident
+                target = file_identity(st) if st else e.ident
                 if e.is_dir:
                     subdirs.append((e.path, rel + e.name + "/", target, via))
                 else:
@@ -8177,7 +8236,7 @@ def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
         log.note(_led_away(root, now, real))
         return None
     try:
-        return _identity(os.lstat(real))
+        return file_identity(os.lstat(real))
     except OSError as e:  # moved just now
         log.note(f"skipped {shown(root)}: {e.strerror}")
         return None
@@ -8204,7 +8263,7 @@ def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
     nofollow = 0 if linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow
     fd = os.open(folder, flags)
-    if _identity(os.fstat(fd)) != ident:
+    if file_identity(os.fstat(fd)) != ident:
         os.close(fd)
         raise OSError(errno.ESTALE, "it changed while the folder was listed (index again)")
     return fd
@@ -8247,8 +8306,8 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
         mode = e.stat().st_mode if link else st.st_mode
     except OSError:  # a link leading nowhere
         mode = 0
-    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link, _identity(st),
-                   stat.S_ISREG(mode))
+    return _Listed(e.name, os.path.join(folder, e.name), stat.S_ISDIR(mode), link,
+                   file_identity(st), stat.S_ISREG(mode))
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
@@ -8325,7 +8384,7 @@ def _open_walked(w: _Walked) -> tuple:
     fd = os.open(w.path, flags)
     f = os.fdopen(fd, "rb")
     st = os.fstat(fd)
-    if _identity(st) != w.ident:
+    if file_identity(st) != w.ident:
         f.close()
         raise _Swapped("it was replaced while the folder was indexed (index again to read it)")
     return f, st
@@ -8483,7 +8542,7 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
         st = os.stat(w.path, follow_symlinks=w.linked)
     except OSError:
         return False  # read as usual: the reading says why it is gone
-    return stat.S_ISREG(st.st_mode) and _identity(st) == w.ident and (
+    return stat.S_ISREG(st.st_mode) and file_identity(st) == w.ident and (
         _stat_key(st, math.inf) == stored_stat)
 
 
@@ -9023,7 +9082,7 @@ def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
 def _read_with(opts: IndexOptions) -> str:
     """The options and version that decide what text a file gives: a file is
     trusted by its stat (_unchanged_on_disk) only when they are as they were."""
-    return (f"chunker={_CHUNKER_VERSION} secrets={opts.include_secrets} "
+    return (f"chunker={CHUNKER_VERSION} secrets={opts.include_secrets} "
             f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
 
 
@@ -9232,7 +9291,7 @@ class _NewNotes(Log):
 
     def note(self, msg: str) -> None:
         if msg not in self.said:
-            if len(self.said) > _SKIP_NAMES * 100:  # bounded: a long watch's notes come and go
+            if len(self.said) > SKIP_NAMES * 100:  # bounded: a long watch's notes come and go
                 self.said.clear()
             self.said.add(msg)
             super().note(msg)
@@ -9479,24 +9538,6 @@ def forget_index(db: str, lock: str) -> None:
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
 
-FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
-
-
-def lexical_words(text: str) -> list[str]:
-    """Words as the keyword index sees them (FTS5 unicode61: 'tundra_melt' is two),
-    lowercased, each once: the one tokenizer of keyword search and word coverage.
-
-    >>> lexical_words("Tundra_melt: the MELT")
-    ['tundra', 'melt', 'the']
-    """
-    return list(dict.fromkeys(FTS_WORD.findall(text.lower())))
-
-
-def content_words(text: str) -> list[str]:
-    """lexical_words without stopwords."""
-    return [w for w in lexical_words(text) if w not in STOPWORDS]
-
-
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
 
@@ -9563,7 +9604,7 @@ def _fuse(dense: list[tuple[int, float]], keyword: list[tuple[int, float]],
 # A dotted name in a question: a module and what it defines ('heapq.merge', 'os.path.join'),
 # or a module ('http.server'); each part starts as an identifier does ('U.S.', '2.0' are not).
 _DOTTED = LazyPattern(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
-_DEFINES = r"^[ \t]*(?:(?:async|export|pub|public|static)\s+)*(?:def|class|function|func|fn)\s+{}\b"
+DEFINES = r"^[ \t]*(?:(?:async|export|pub|public|static)\s+)*(?:def|class|function|func|fn)\s+{}\b"
 
 
 def dotted_names(question: str) -> list[tuple[str, str]]:
@@ -9582,7 +9623,7 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
     return out
 
 
-def _named_tier(chunk: Chunk, module: str, name: str) -> int:
+def named_tier(chunk: Chunk, module: str, name: str) -> int:
     """3: a chunk of the module (its heading path's first part is the module's
     file, 'http/server' for http.server) or of the class ('Counter.most_common')
     that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
@@ -9598,16 +9639,16 @@ def _named_tier(chunk: Chunk, module: str, name: str) -> int:
         return 0
     if not name:
         return 1
-    defines = re.compile(_DEFINES.format(re.escape(name)), re.M)
-    return 3 if defines.search(chunk.text) or _aliases(chunk.text, name) else 2 if defines.search(
+    defines = re.compile(DEFINES.format(re.escape(name)), re.M)
+    return 3 if defines.search(chunk.text) or aliases(chunk.text, name) else 2 if defines.search(
         chunk.heading.partition(" > ")[2]) else 0
 
 
-def _aliases(text: str, name: str) -> list[str]:
+def aliases(text: str, name: str) -> list[str]:
     """The names name is made an alias of in text ('insort = insort_right'): their
     definitions are its.
 
-    >>> _aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
+    >>> aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
     ['insort_right']
     """
     return re.findall(rf"^{re.escape(name)}[ \t]*=[ \t]*([A-Za-z_]\w*)[ \t]*(?:#.*)?$", text,
@@ -9622,14 +9663,17 @@ _FOLLOW_DEPTH = 50
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
 
 
-def _assignment_lines(text: str, name: str) -> list[str]:
+SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
+
+
+def assignment_lines(text: str, name: str) -> list[str]:
     """The lines of text that assign name at its top level, or make an instance of it
     there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
-    ends in '\\', its next lines (at most _SIGNATURE_LINES); [] when there is none.
+    ends in '\\', its next lines (at most SIGNATURE_LINES); [] when there is none.
 
-    >>> _assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
+    >>> assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
     ['LIMIT = (1 << 31', '         ) - 1']
-    >>> _assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
+    >>> assignment_lines("class Root:\\n    pass\\nroot = Root(WARNING)", "Root")
     ['root = Root(WARNING)']
     """
     lines = text.splitlines()
@@ -9638,7 +9682,7 @@ def _assignment_lines(text: str, name: str) -> list[str]:
     if start is None:
         return []
     end, depth = start, 0
-    while end < len(lines) and end - start < _SIGNATURE_LINES:
+    while end < len(lines) and end - start < SIGNATURE_LINES:
         line = lines[end]
         depth += sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
         end += 1
@@ -9649,7 +9693,7 @@ def _assignment_lines(text: str, name: str) -> list[str]:
 
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
-    """ranked with the chunks of named modules first, by tier (_named_tier), each
+    """ranked with the chunks of named modules first, by tier (named_tier), each
     tier in ranked's order; one ranked deeper than the ranking (scored 0 there),
     after it, in the order named found it.
 
@@ -9875,11 +9919,6 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
     return out, moved
 
 
-def source_globs(source) -> tuple[str, ...]:
-    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
-    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
-
-
 def _check_rerank(resp, n: int) -> list[float | None]:
     """One score per document from a rerank reply ({"results": [{"index",
     "relevance_score"}]}, or TEI's bare list with "score"); None for a
@@ -9989,6 +10028,55 @@ class _Distinct(NamedTuple):
     qvec: list | None
 
 
+def _measure_null_level(store: Store) -> float:
+    """Mean similarity of random pairs of chunks from different documents: how
+    similar unrelated text is under this model on this corpus (models differ
+    widely: bench/README.md, "Refusing on two corpora and at other similarity
+    scales"). Seeded, so it is repeatable."""
+    rows = store.chunk_docs()
+    if len(rows) < 2:
+        return 0.0
+    rnd = random.Random(len(rows))
+    pairs = []
+    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
+        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
+        if doc_a != doc_b:
+            pairs.append((a, b))
+            if len(pairs) == NULL_PAIRS:
+                break
+    if not pairs:
+        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
+    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
+    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
+
+
+def still_fresh(count: int, measured: int) -> bool:
+    """Whether what was measured on an index of measured chunks still holds at
+    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
+    return abs(count - measured) <= NULL_REFRESH * measured
+
+
+def null_level(store, count: int | None = None, keep: bool = False) -> float:
+    """The stored unrelated level of a store, measured
+    again when missing or when the index has grown or shrunk a lot. count: the
+    number of chunks, when known; keep: store what was measured (an index run
+    does, when the index can be written now; a read command never writes)."""
+    count = store.count() if count is None else count
+    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
+    if level is not None and still_fresh(count, measured):
+        return float(level)
+    value = _measure_null_level(store)
+    if keep:
+        # else used unstored
+        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
+    return value
+
+
+# a follow-up's ranking as asked, added to its rewrite's at this weight (README,
+# "Conversations": measured)
+ASKED_WEIGHT = 0.5
+
+
 class Retriever:
     """Ranks chunks for questions from a store; caches what it loads for the
     next question."""
@@ -10089,7 +10177,7 @@ class Retriever:
 
     def named(self, question: str, depth: int) -> dict[int, int]:
         """The chunks of a module a question names by a dotted name ('heapq.merge',
-        'http.server'), by _named_tier: of those the keyword index finds with the
+        'http.server'), by named_tier: of those the keyword index finds with the
         module's words side by side in their heading path (as its file's name
         gives them: 'http server') and the question's words, the depth best."""
         tiers: dict[int, int] = {}
@@ -10101,15 +10189,15 @@ class Retriever:
                      + " OR ".join(f'"{w}"' for w in words) + ")")
             found = self.store.keyword(query, depth, self.scope())
             for cid, row in self.store.chunks([c for c, _ in found]).items():
-                tier = _named_tier(row.chunk, module, name)
+                tier = named_tier(row.chunk, module, name)
                 tiers[cid] = max(tiers.get(cid, 0), tier)
-                more = _aliases(row.chunk.text, name) if tier and name else []
+                more = aliases(row.chunk.text, name) if tier and name else []
                 asked += [(module, n) for n in more if (module, n) not in asked]
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
         """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (_assignment_lines), or None: of the chunks of the
+        or makes an instance of it there (assignment_lines), or None: of the chunks of the
         document the keyword index finds with the name's words side by side, the first
         _FOLLOW_DEPTH."""
         words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
@@ -10123,7 +10211,7 @@ class Retriever:
         for cid, _ in found:
             row = rows.get(cid)
             if (row and self.hit_path(row.path, row.rel) == hit.path
-                    and _assignment_lines(row.chunk.text, name)):
+                    and assignment_lines(row.chunk.text, name)):
                 return Hit(cid, hit.path, row.chunk, 0.0, None)
         return None
 
@@ -10276,52 +10364,8 @@ class Retriever:
 
 
 # ---------------------------------------------------------------------------
-# Refuse: the null level, relevance on the index's scale, the floor, calibration
+# Refuse: relevance on the index's scale, the floor, calibration
 # ---------------------------------------------------------------------------
-
-def _measure_null_level(store: Store) -> float:
-    """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (models differ
-    widely: bench/README.md, "Refusing on two corpora and at other similarity
-    scales"). Seeded, so it is repeatable."""
-    rows = store.chunk_docs()
-    if len(rows) < 2:
-        return 0.0
-    rnd = random.Random(len(rows))
-    pairs = []
-    for _ in range(4 * NULL_PAIRS):  # bounded: a one-document index has no such pairs
-        (a, doc_a), (b, doc_b) = rnd.sample(rows, 2)
-        if doc_a != doc_b:
-            pairs.append((a, b))
-            if len(pairs) == NULL_PAIRS:
-                break
-    if not pairs:
-        pairs = [(a, b) for (a, _), (b, _) in (rnd.sample(rows, 2) for _ in range(NULL_PAIRS))]
-    vecs = dict(store.vectors(list({i for p in pairs for i in p})))
-    return sum(dot(vecs[a], vecs[b]) for a, b in pairs if a in vecs and b in vecs) / len(pairs)
-
-
-def _still_fresh(count: int, measured: int) -> bool:
-    """Whether what was measured on an index of measured chunks still holds at
-    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
-    return abs(count - measured) <= NULL_REFRESH * measured
-
-
-def null_level(store, count: int | None = None, keep: bool = False) -> float:
-    """The stored unrelated level of a store, measured
-    again when missing or when the index has grown or shrunk a lot. count: the
-    number of chunks, when known; keep: store what was measured (an index run
-    does, when the index can be written now; a read command never writes)."""
-    count = store.count() if count is None else count
-    level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
-    if level is not None and _still_fresh(count, measured):
-        return float(level)
-    value = _measure_null_level(store)
-    if keep:
-        # else used unstored
-        store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
-    return value
-
 
 def _on_scale(score: float, level: float) -> float:
     """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
@@ -10424,6 +10468,19 @@ def _question_relevance(retriever, questions: list[str], mode: str,
     return sorted(out)
 
 
+def _line_statements(text: str) -> list[str]:
+    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+
+    >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
+    ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
+    """
+    lines, out, start = text.splitlines(), [], 0
+    for i in (i for i, end in enumerate(line_ends(lines)) if end):
+        out.append(" ".join(" ".join(lines[start:i + 1]).split()))
+        start = i + 1
+    return [s for s in out if s]
+
+
 def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
     """Questions the index answers, made without labels: from each of n
     passages (a fixed-seed sample), one sentence of PSEUDO_WORDS words, every
@@ -10497,7 +10554,7 @@ def kept_question_floors(store, model: str, count: int) -> dict:
     mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
     try:
         kept = json.loads(store.meta(Meta.QUESTION_FLOOR) or "{}")
-        if kept.get("model") != model or not _still_fresh(count, kept["chunks"]):
+        if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
             return {}
         return {mode: dict(v, floor=float(v["floor"])) for mode, v in kept["floors"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):  # none kept, or not what we keep
@@ -10799,8 +10856,6 @@ _FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so
                        "also ")
 # words a question needs of its own to stand alone (README, "Conversations": measured)
 _MIN_OWN_WORDS = 5
-# a follow-up's ranking as asked, added to its rewrite's at this weight (the same)
-ASKED_WEIGHT = 0.5
 # share of a follow-up's own words its passages hold for it to be judged in context (the same)
 _BORROWS_AT = 0.5
 
@@ -10988,7 +11043,6 @@ _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
                             "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
                             "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
-_CITATION = LazyPattern(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A number in brackets written in a document ('[2][3]', '[ 2 ]', '[2, 3]',
 # '[2-3]', full-width '［2］', '【2】') could pass for a passage label: in the
 # prompt its brackets become mathematical white square brackets, which neither
@@ -11339,11 +11393,11 @@ class ExtractiveGenerator(Generator):
         # answer; in any passage when none is the module's (os.path's file is posixpath.py)
         asked = [(m, n) for m, n in dotted_names(evidence.question) if n]
         # an alias's target ('insort = insort_right') is asked for too
-        asked += [(m, a) for m, n in list(asked) for h in hits if _named_tier(h.chunk, m, n)
-                  for a in _aliases(h.chunk.text, n)]
-        named = [(m, n, re.compile(_DEFINES.format(re.escape(n)), re.M))
+        asked += [(m, a) for m, n in list(asked) for h in hits if named_tier(h.chunk, m, n)
+                  for a in aliases(h.chunk.text, n)]
+        named = [(m, n, re.compile(DEFINES.format(re.escape(n)), re.M))
                  for m, n in dict.fromkeys(asked)]
-        anywhere = not any(_named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
+        anywhere = not any(named_tier(h.chunk, m, n) for h in hits for m, n, _ in named)
         every = [_answer_pieces(h, n) for n, h in enumerate(hits, 1)]
         pieces = _answering_pieces(every[:self.PASSAGES], evidence.question)
         by_options = any(p.option for ps in pieces for p in ps)  # the best passages' way
@@ -11356,7 +11410,7 @@ class ExtractiveGenerator(Generator):
             # a sentence is about what its passage's heading path says ('PEP 8 > Maximum Line
             # Length'), whether or not it repeats it
             heading = set(map(stem, lexical_words(h.chunk.heading)))
-            asked = [d for m, n, d in named if anywhere or _named_tier(h.chunk, m, n)]
+            asked = [d for m, n, d in named if anywhere or named_tier(h.chunk, m, n)]
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
                 # an option asked for undone ('lines that do not match') is one that undoes it
@@ -11635,7 +11689,7 @@ def _free_names(text: str) -> list[str]:
     head = re.match(r"(?:[ \t]*@.*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(", text)
     if "\n…" in text or not head:
         return []
-    signature = text[head.end():].split("\n")[:_SIGNATURE_LINES]
+    signature = text[head.end():].split("\n")[:SIGNATURE_LINES]
     end = next((i for i, l in enumerate(signature) if l.rstrip().endswith(":")), 0)
     params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]),
                         re.M)
@@ -11663,7 +11717,7 @@ def _followed(evidence: Evidence, pieces: list[_Piece]) -> list[_Followed]:
             seen.add(name)
             found = evidence.assigned(hit, name)
             if found is not None:
-                lines = _assignment_lines(found.chunk.text, name)
+                lines = assignment_lines(found.chunk.text, name)
                 shown = out.setdefault(found.chunk_id, _Followed(found, [])).lines
                 shown += [l for l in lines if l not in shown]
                 todo.append((found, "\n".join(lines)))
@@ -11940,7 +11994,7 @@ def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
 def _is_config_passage(h: Hit) -> bool:
     """A passage of configuration: of a file named as one ('.conf', '.ini'), or
     of a file its name does not place whose lines read as one (file_format)."""
-    fmt = FORMATS.get(os.path.splitext(_inner_name(h.path))[1].lower())
+    fmt = FORMATS.get(os.path.splitext(inner_name(h.path))[1].lower())
     if fmt is not None and fmt.definitions != "ini":
         return False
     return looks_like_config(h.chunk.text.splitlines(), passage=True)
@@ -11961,7 +12015,7 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
     comment: list[str] = []
     group: list[str] = []  # the settings in a row after comment
     for line in text.splitlines() + [""]:  # a blank line ends the last comment's paragraph
-        if _CONFIG_COMMENT.match(line):
+        if CONFIG_COMMENT.match(line):
             if group:
                 out += _setting_pieces(comment, group, n, len(out))
                 comment, group = [], []
@@ -12009,7 +12063,7 @@ def _commented_setting(line: str) -> bool:
     # 'Port 22', 'Tunnel no', not 'as possible' (two words of prose, rarely capitalised:
     # harmless, shown with its comment); a short value after a tab or a number
     return bool(re.fullmatch(r"(?![a-z]+ [a-z]+$)\S+ \S+", text)) or bool(
-        _CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
+        CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
 
 
 def _setting_pieces(comment: list[str], group: list[str], n: int, order: int) -> list[_Piece]:
@@ -12132,15 +12186,14 @@ def _outcomes(lines: list[str]) -> list[set[int]]:
     return out
 
 
-_SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name it
 _DOC_OPENERS = ('"""', "'''", "#", "//", "/*")  # a docstring's or a comment's first characters
 
 
 def _code_head(lines: list[str]) -> list[int]:
     """The line numbers of a block's head: its first line, through the line that ends the
-    signature (':' or '{' closing it, within _SIGNATURE_LINES), and the first line of
+    signature (':' or '{' closing it, within SIGNATURE_LINES), and the first line of
     the docstring or comment after it (its opening quotes alone: and the next line)."""
-    end = next((i for i, l in enumerate(lines[:_SIGNATURE_LINES])
+    end = next((i for i, l in enumerate(lines[:SIGNATURE_LINES])
                 if l.rstrip().endswith((":", "{"))), 0)
     head = list(range(end + 1))
     doc = next((i for i in range(end + 1, len(lines)) if lines[i].strip()), None)
@@ -12371,24 +12424,6 @@ def _normalized(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
 
 
-def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
-    """Cited passage numbers in order of first use, and whether each exists.
-
-    >>> citations("A [2]. B [1, 3][2] ```x[5]```", 2)
-    [(2, True), (1, True), (3, False)]
-    """
-    found = []
-    for m in _CITATION.finditer(_CODE_BLOCK.sub(lambda b: " " * len(b.group()), answer)):
-        for part in m.group(1).split(","):
-            found.append(int(part))
-    return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
-
-
-# A block of code in an answer, kept as written: a '[0]' inside it is code, never a citation.
-# (The group makes _CODE_BLOCK.split give prose and code in turn.)
-_CODE_BLOCK = LazyPattern(r"(```.*?```)", re.S)
-
-
 @dataclass(frozen=True)
 class Claim:
     """One statement of an answer (a sentence, or a block of code), the
@@ -12444,7 +12479,7 @@ def _answer_statements(text: str) -> list[str]:
     ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
     """
     out = []
-    for i, part in enumerate(_CODE_BLOCK.split(text)):
+    for i, part in enumerate(CODE_BLOCK.split(text)):
         pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
         for piece in pieces:
             # '[1]' after the full stop it ends
@@ -12554,7 +12589,7 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
     claims = []
     for s in _answer_statements(text):
         cites = tuple(n for n, _ in citations(s, len(hits)))
-        body = s if _CODE_BLOCK.match(s) else _LIST_MARKER.sub("", _CITATION.sub("\n", s)).strip()
+        body = s if CODE_BLOCK.match(s) else _LIST_MARKER.sub("", CITATION.sub("\n", s)).strip()
         if not re.search(r"[^\W\d_]", body):
             continue  # punctuation, a list's number, a stray label: nothing claimed
         given = [n for n in cites if 1 <= n <= len(hits)]
@@ -12577,9 +12612,9 @@ def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
     """Why the passages do not hold a statement ('' when they do); '[?]'
     stands for what it cites."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
-    if _CODE_BLOCK.match(body):
+    if CODE_BLOCK.match(body):
         lines = {l.strip() for l in source.splitlines()}
-        code = _CODE_BLOCK.match(body).group()[3:-3]
+        code = CODE_BLOCK.match(body).group()[3:-3]
         missing = [l.strip() for l in code.splitlines()
                    if l.strip() and l.strip() not in lines and l.strip() != "…"]
         return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
@@ -12781,8 +12816,8 @@ def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
 
     def relabel(m):
         return "[" + ", ".join(str(new.get(int(p), int(p))) for p in m.group(1).split(",")) + "]"
-    parts = _CODE_BLOCK.split(text)  # code (odd parts) as written
-    return "".join(p if i % 2 else _CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
+    parts = CODE_BLOCK.split(text)  # code (odd parts) as written
+    return "".join(p if i % 2 else CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
         tuple(hits[n - 1] for n in order)
 
 
@@ -12816,11 +12851,6 @@ def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMP
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
         return _Generated(ExtractiveGenerator().generate(system, prompt, (), evidence),
                           ExtractiveGenerator.model, str(e))
-
-
-# The ask log's columns, as _record_ask gives them.
-ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
-               "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
@@ -13378,24 +13408,6 @@ def config_from_env(env=None, indexing: bool = False, **given) -> Config:
                       ("query_prefix", "EMBED_QUERY_PREFIX"),
                       ("document_prefix", "EMBED_DOCUMENT_PREFIX"),
                       ("input_type", "EMBED_INPUT_TYPE"))})
-
-
-def config_convention(cfg: Config) -> Convention:
-    """How the configured model tells questions from documents: its family's
-    convention (_CONVENTIONS), with what the configuration sets over it."""
-    c = model_convention(cfg.embed_model)
-    if cfg.input_type is not None:
-        kinds = [v.strip() for v in cfg.input_type.split(",")]
-        if cfg.input_type.strip().lower() == "none":
-            c = replace(c, field="", values=())
-        elif len(kinds) != 2 or not all(kinds):
-            raise UsageError(f"--input-type {cfg.input_type!r}: give the values for questions and "
-                             "for documents, e.g. 'query,passage' (or 'none')")
-        else:
-            c = replace(c, field="input_type", values=tuple(kinds))
-    return replace(c, query_prefix=c.query_prefix if cfg.query_prefix is None else cfg.query_prefix,
-                   document_prefix=c.document_prefix if cfg.document_prefix is None
-                   else cfg.document_prefix)
 
 
 def mode_label(cfg: Config) -> str:
@@ -14734,7 +14746,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
 def run_server(server, workers: int, ready) -> None:
     """Serve until SIGTERM or Ctrl-C: in this process, or in workers
     processes it supervises; ready() once every one is warm (_warm_up) and serving."""
-    previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop: as Ctrl-C
+    previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
             _supervise(server, workers, ready)
@@ -14821,7 +14833,7 @@ def _warm_up(server) -> None:
               file=sys.stderr, flush=True)
 
 
-def _stop_serving(signum, frame):
+def stop_serving(signum, frame):
     raise KeyboardInterrupt
 
 
@@ -14863,7 +14875,7 @@ def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
     if pid == 0:
         code = 1
         try:  # whatever happens, this process never returns into its parent's code
-            signal.signal(signal.SIGTERM, _stop_serving)
+            signal.signal(signal.SIGTERM, stop_serving)
             code = _watch_quietly(cfg, log, None, parent)
         finally:
             os._exit(code)
@@ -15133,7 +15145,7 @@ def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
 def _ocr_lang(args) -> str:
     """--ocr-lang, else RAG_OCR_LANG, else English: a usage error unless a tesseract name."""
     lang = getattr(args, "ocr_lang", None) or os.environ.get("RAG_OCR_LANG") or OCR_LANG
-    if not _OCR_LANG_NAME.fullmatch(lang):
+    if not OCR_LANG_NAME.fullmatch(lang):
         raise UsageError(f"--ocr-lang {lang!r} is not an OCR language: tesseract's names, joined "
                          "by '+' ('eng', 'deu+fra')")
     return lang
@@ -15183,7 +15195,7 @@ def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
     short keeps what it finished, and the next one finishes it."""
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
-        previous = signal.signal(signal.SIGTERM, _stop_serving)  # a service manager's stop
+        previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop
     try:
         watcher.follow(snap, log, "; Ctrl-C stops")
     except KeyboardInterrupt:
@@ -15979,8 +15991,8 @@ def _cmd_forget(args, cfg: Config, closer) -> int:
         print(f"  note: {len(back)} of them are still in folders indexed: the next index run "
               "reads them again; to keep them out, add " + "; ".join(
                   f"'{shown(line)}' to {shown(os.path.join(root, '.ragignore'))}"
-                  for root, line in lines[:_SKIP_NAMES])
-              + (f" (and {len(lines) - _SKIP_NAMES} more lines)" if len(lines) > _SKIP_NAMES
+                  for root, line in lines[:SKIP_NAMES])
+              + (f" (and {len(lines) - SKIP_NAMES} more lines)" if len(lines) > SKIP_NAMES
                  else ""))
     if f.left:
         raise RagError("their text is still in the index's files (see above); stop every "

@@ -2418,7 +2418,7 @@ class StoreTests(RagTestCase):
 
         class Rows:  # what SignatureIndex reads of a store
             def signature_parts(self):
-                return [rag._Part(rag.array("q", ids[a:a + 64]), rag.transpose_signatures(sigs[a * 6:(a + 64) * 6], 6))
+                return [rag.Part(rag.array("q", ids[a:a + 64]), rag.transpose_signatures(sigs[a * 6:(a + 64) * 6], 6))
                         for a in range(0, n, 64)]
         index = rag.SignatureIndex(Rows())
         for trial in range(20):
@@ -6187,7 +6187,7 @@ class AnswerTests(RagTestCase):
 
         def assigned(h, name):
             asked.append((h.path, name))
-            return top if rag._assignment_lines(top.chunk.text, name) else None
+            return top if rag.assignment_lines(top.chunk.text, name) else None
         reply = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "How long are the lines encode writes?", "", (use,), None, assigned))
         # the name the code uses, then the one its assignment uses, shown in the module's order
@@ -6209,7 +6209,7 @@ class AnswerTests(RagTestCase):
 
         def assigned(h, name):
             asked.append(name)
-            return module if rag._assignment_lines(module.chunk.text, name) else None
+            return module if rag.assignment_lines(module.chunk.text, name) else None
         answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "What prefix do temporary names start with?", "", (use,), None, assigned)).text
         self.assertTrue(answer.endswith("```\ntemplate = \"tmp\"\n``` [2]"), answer)
@@ -6225,7 +6225,7 @@ class AnswerTests(RagTestCase):
 
         def assigned(h, name):
             found = module.get(name)
-            return found if found and rag._assignment_lines(found.chunk.text, name) else None
+            return found if found and rag.assignment_lines(found.chunk.text, name) else None
         answer = rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(
             "What level does the root logger start at?", "", (cls,), None, assigned)).text
         self.assertTrue(answer.endswith("```\nroot = RootLogger(WARNING)\n``` [2]\n"
