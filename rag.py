@@ -71,10 +71,11 @@ Sections, in pipeline order (a name starting with _ is used only inside its
 section; the others are what later sections build on; __all__ is the public API):
     Constants        names and reasons for every number that decides behaviour; LazyPattern
                      (module patterns compiled on first use)
-    Errors, records  RagError (one line for the user), Line, Chunk, Hit, Config, QueryOptions,
-                     IndexOptions
     Helpers          what every stage uses: program, the Log (notes, files skipped by kind),
+                     words and citations as every stage reads them, file identity, globs,
                      paths as shown, the question's limits
+    Errors and records RagError (one line for the user), Line, Chunk, Hit, Config,
+                     QueryOptions, IndexOptions
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
                      CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
                      PDF, man pages, XML, RTF, any of them compressed (gzip, bzip2, xz,
@@ -99,9 +100,9 @@ section; the others are what later sections build on; __all__ is the public API)
     Index            walk (filters, links only inside the folders given, virtual file systems),
                      read, chunk, embed (Batcher, in parallel), store; what is gone; the Watcher
                      (polls, settles, runs a pass); the index lock
-    Retrieve         keyword (FTS5), fusion, Reranker, copies (a passage whose text repeats a
-                     better-ranked one's is shown once, 'also in'), Retriever
-    Refuse           the null level, relevance on the index's own scale, the floor in force,
+    Retrieve         the null level; keyword (FTS5), fusion, Reranker, copies (a passage whose
+                     text repeats a better-ranked one's is shown once, 'also in'), Retriever
+    Refuse           relevance on the index's own scale, the floor in force,
                      the floor measured without labels (probe questions, questions made from
                      the index's passages; indexes whose passages look alike), the evidence
                      (the share of the question's words the passages hold), judge_question (the
@@ -122,6 +123,10 @@ section; the others are what later sections build on; __all__ is the public API)
                      server processes (one, or forked workers supervised; a watch's process)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
     Data             the refusal probes (PROBES) and the page at GET / (PAGE)
+
+Late references, the only names a section takes from one after it (at call time): an index
+run measures the refusal floor (Index's _measure_refusal calls question_floor, ALIKE of Refuse
+and Retriever, null_level of Retrieve); Refuse reads PROBES and Serve PAGE from Data, last.
 
 Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
