@@ -11645,8 +11645,8 @@ def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
 # A name a shown definition uses as a value ('limit=_DEFAULT_LIMIT', '> ZIP64_LIMIT', 'format =
 # DEFAULT_FORMAT'), named as constants are (upper case): its value is set elsewhere in the
 # module, and that value is what a question about a default or a limit asks for.
-_VALUE_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*"
-                          r"(_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)\b(?![(.])")
+_AS_VALUE = r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*"  # what comes before a name read as a value
+_VALUE_NAME = LazyPattern(_AS_VALUE + r"(_?[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)\b(?![(.])")
 _FOLLOWED = 3  # names followed to their assignment, at most: each adds a line to the answer
 
 
@@ -11671,8 +11671,7 @@ def _value_names(text: str) -> list[str]:
 
 # A name read as a value, any case ('(template)', 'number=default_number'); not called, not
 # an attribute's object.
-_READ_NAME = LazyPattern(r"(?:[=<>(\[,+*/%|&-]|\breturn|\bin)[ \t]*([A-Za-z_]\w*)\b"
-                         r"(?![ \t]*[(.\w])")
+_READ_NAME = LazyPattern(_AS_VALUE + r"([A-Za-z_]\w*)\b(?![ \t]*[(.\w])")
 # Where Python binds a name: an assignment (augmented, walrus, a keyword argument too, a
 # tuple's), a loop, 'as', an import, a definition, a declaration, a lambda's parameters.
 _BINDS = LazyPattern(r"\b([A-Za-z_]\w*)[ \t]*(?:[-+*/%|&^@:]|//|\*\*|>>|<<)?=(?!=)"
