@@ -124,9 +124,10 @@ section; the others are what later sections build on; __all__ is the public API)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
     Data             the refusal probes (PROBES) and the page at GET / (PAGE)
 
-Late references, the only names a section takes from one after it (at call time): an index
-run measures the refusal floor (Index's _measure_refusal calls question_floor, ALIKE of Refuse
-and Retriever, null_level of Retrieve); Refuse reads PROBES and Serve PAGE from Data, last.
+Late references, the only names a section reads from one after it (at call time; a test
+holds this list): an index run measures the refusal floor (Index -> Retrieve: Retriever,
+null_level) (Index -> Refuse: question_floor, ALIKE), and the data comes last (Refuse -> Data:
+PROBES) (Serve -> Data: PAGE).
 
 Where a change goes (one band, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)

@@ -5,6 +5,7 @@ OpenAI-compatible server on 127.0.0.1), nothing timed: the child processes
 stop themselves at named points and the fake server holds replies on events."""
 
 import argparse
+import ast
 import codecs
 import contextlib
 import http.client
@@ -748,6 +749,165 @@ def rendered(text, fmt, dpi=150):
     args = ["pdftoppm", "-r", str(dpi), "-singlefile", "-png" if fmt == "png" else "-gray", "-"]
     return subprocess.run(args, input=pdf_bytes([text]), capture_output=True, check=True).stdout
 
+
+# ---------------------------------------------------------------------------
+# The file's layers (module docstring: the map, the late references)
+# ---------------------------------------------------------------------------
+
+BANNER = re.compile(r"^# -{10,}\n# ([^:\n]+).*\n# -{10,}$", re.M)
+LATE = re.compile(r"\(([A-Z][a-z]+(?: [a-z]+)?) -> ([A-Z][a-z]+(?: [a-z]+)?):\s+([\w,\s]+)\)")
+
+
+def _scope_locals(node):
+    """The names a function (or lambda, or comprehension) binds itself: its parameters and
+    every name stored in its body, not counting the scopes nested in it."""
+    args = getattr(node, "args", None)
+    names = set()
+    if isinstance(args, ast.arguments):
+        names |= {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+        names |= {a.arg for a in (args.vararg, args.kwarg) if a}
+    todo = list(node.generators) if hasattr(node, "generators") else (
+        [node.body] if isinstance(node, ast.Lambda) else list(node.body))
+    declared = set()
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            todo.extend(n.decorator_list)
+            continue
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared |= set(n.names)
+        todo.extend(ast.iter_child_nodes(n))
+    return names - declared
+
+
+def _global_uses(tree):
+    """(name, line) of every read of a module-level name: a name no enclosing function,
+    lambda or comprehension binds (a class body does not enclose its methods)."""
+    todo = [(tree, frozenset())]
+    while todo:
+        node, bound = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = bound
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp,
+                                  ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                inner = bound | _scope_locals(child)
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
+                if child.id not in bound:
+                    yield child.id, child.lineno
+            todo.append((child, inner))
+
+
+def layer_faults(source):
+    """What breaks the layers of a rag.py source, one line each: a name read by a section
+    above the one that defines it (but for the late references the module docstring lists),
+    a _name read outside its section, and a map that does not list the banners in order."""
+    tree = ast.parse(source)
+    starts = [(source.count("\n", 0, m.start()) + 1, m.group(1).strip())
+              for m in BANNER.finditer(source)]
+    names = [name for _, name in starts]
+
+    def section(line):
+        return max([i for i, (start, _) in enumerate(starts) if start <= line], default=-1)
+
+    home = {}
+    for node in tree.body:
+        targets = ([node] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else
+                   node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for t in targets:
+            for n in ast.walk(t) if not isinstance(t, (ast.FunctionDef, ast.ClassDef)) else [t]:
+                key = getattr(n, "id", None) or getattr(n, "name", None)
+                if key:
+                    home.setdefault(key, section(node.lineno))
+    doc = ast.get_docstring(tree) or ""
+    late = {(a, b, n.strip()) for a, b, ns in LATE.findall(doc) for n in ns.split(",")}
+    faults = []
+    for name, line in _global_uses(tree):
+        at, defined = section(line), home.get(name)
+        if defined is None or at < 0 or at == defined:
+            continue
+        if name.startswith("_") and not name.startswith("__"):
+            faults.append(f"line {line}: {name} of {names[defined]} is private, read in {names[at]}")
+        elif at < defined and (names[at], names[defined], name) not in late:
+            faults.append(f"line {line}: {name} of {names[defined]} read above it, in {names[at]}")
+    listed = [line[4:] for line in
+              doc.split("Sections, in pipeline order", 1)[-1].split("\n\n", 1)[0].splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    if len(listed) != len(names) or any(not entry.startswith(name + " ")
+                                        for entry, name in zip(listed, names)):
+        faults.append(f"the map does not list the banners in order: {names}")
+    return sorted(set(faults))
+
+
+LAYERED = '''"""A module in two sections.
+
+Sections, in pipeline order:
+    First    reads what Second defines only through the late reference below
+    Second   reads anything First defines
+
+Late references: (First -> Second: late)
+"""
+
+# ---------------------------------------------------------------------------
+# First: one
+# ---------------------------------------------------------------------------
+
+
+def early(x):
+    return late(x)
+
+
+# ---------------------------------------------------------------------------
+# Second: two
+# ---------------------------------------------------------------------------
+
+
+def _hidden():
+    return early(1)
+
+
+def late(y):
+    return _hidden() + y
+'''
+
+
+class LayersTests(unittest.TestCase):
+    """Each section of rag.py reads only what the sections before it define."""
+
+    def test_layers_hold_in_rag_py(self):
+        with open(rag.__file__, encoding="utf-8") as f:
+            self.assertEqual(layer_faults(f.read()), [])
+
+    def test_layers_name_a_planted_upward_reference(self):
+        planted = LAYERED.replace("return late(x)", "return late(x) + _hidden() + late2()")
+        planted = planted.replace("def late(y):", "def late2():\n    return 2\n\n\ndef late(y):")
+        self.assertEqual(layer_faults(planted), [
+            "line 16: _hidden of Second is private, read in First",
+            "line 16: late2 of Second read above it, in First"])
+
+    def test_layers_see_a_local_name_is_not_the_module_level_one(self):
+        shadowed = LAYERED.replace("return late(x)", "_hidden = [late for late in [x]]\n"
+                                   "    return lambda late: late(_hidden)")
+        self.assertEqual(layer_faults(LAYERED), [])
+        self.assertEqual(layer_faults(shadowed), [])
+
+    def test_layers_allow_only_the_late_references_the_docstring_lists(self):
+        self.assertEqual(layer_faults(LAYERED.replace("(First -> Second: late)", "")),
+                         ["line 16: late of Second read above it, in First"])
+
+    def test_layers_map_lists_the_sections_in_order(self):
+        swapped = LAYERED.replace("    First    reads", "    Firsts   reads")
+        self.assertEqual(layer_faults(swapped),
+                         ["the map does not list the banners in order: ['First', 'Second']"])
 
 class ParseTests(RagTestCase):
     def test_file_format_configuration_by_content(self):
