@@ -7869,19 +7869,16 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-_GLOB_SETS = 4096  # sets of states a filter's patterns remember (a few dozen in practice): a
-                   # hostile name's new sets start them again past it, memory stays flat
+_GLOB_SETS = 4096  # sets of states remembered: past it they start again, memory stays flat
 
 
 class _Globs:
-    """Gitignore-style patterns over '/'-separated relative paths, all matched
-    in one pass over a path, in time O(len(patterns) * len(path)): sets of
-    states stepped one character at a time (a backtracking regex takes years
-    on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
+    """Gitignore-style patterns over '/'-separated relative paths, all matched in one pass,
+    in time O(len(patterns) * len(path)): sets of states stepped a character at a time (a
+    backtracking regex takes years on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
 
-    A pattern without a '/' (other than a trailing one) matches at any depth;
-    '*' and '?' stay within a folder, '**' crosses folders; '[...]' is a set
-    ('!' or '^' first: any character not in it; '[[]' is '[' itself).
+    A pattern without a '/' (but a trailing one) matches at any depth; '*' and '?' stay
+    within a folder, '**' crosses folders; '[...]' is a set ('!' or '^' first: negated).
 
     >>> g = _Globs()
     >>> [g.add(p) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
@@ -7898,9 +7895,8 @@ class _Globs:
         self.first: dict = self._row(frozenset())
 
     def add(self, pattern: str) -> int:
-        """Add a pattern; its number in matches(). ValueError for one that is
-        none (a reversed range '[z-a]', an empty set '[!]', a '[' without its
-        ']'): nothing added."""
+        """Add a pattern; its number in matches(). ValueError, nothing added, for one
+        that is none ('[z-a]', '[!]', a '[' without its ']')."""
         kept = len(self.tests)
         try:
             self.starts.append(kept)
@@ -7922,7 +7918,6 @@ class _Globs:
         self.outs.append(outs)
 
     def _on(self, test) -> None:
-        """A state taking one character that passes test, on to the next state."""
         self._add(test, (len(self.tests) + 1,))
 
     def _element(self, pattern: str, i: int) -> int:
@@ -7954,7 +7949,6 @@ class _Globs:
         self._add("/", (split + 4,))
 
     def _closure(self, states: Iterable[int]) -> frozenset:
-        """states and every state their splits lead to."""
         into: set[int] = set()
         stack = list(states)
         while stack:
@@ -7966,9 +7960,8 @@ class _Globs:
         return frozenset(into)
 
     def matches(self, text: str) -> frozenset:
-        """The numbers of the patterns matching the whole of text. Each set of
-        states met is a row kept with the rows each character leads to, so
-        that a path costs a lookup a character once its rows have been met."""
+        """The numbers of the patterns matching the whole of text. Each set of states met
+        is a row remembering where each character leads: a lookup a character once met."""
         row = self.first
         for ch in text:
             try:
@@ -7978,10 +7971,10 @@ class _Globs:
         return row[""]
 
     def _row(self, states: frozenset) -> dict:
-        """The row of a set of states: '' (no character) -> what it matches,
-        None -> the states; then each character met -> the row it leads to."""
-        if len(self.rows) > _GLOB_SETS:  # a hostile name meets new sets at each character:
-            first = self.first  # the rows start again (those in use end with their match)
+        """The row of a set of states: '' -> what it matches, None -> the states, each
+        character met -> the row it leads to."""
+        if len(self.rows) > _GLOB_SETS:  # a hostile name: start again (rows in use still end)
+            first = self.first
             self.first = {"": first[""], None: first[None]}
             self.rows = {first[None]: self.first}
         row = self.rows.get(states)
@@ -7991,7 +7984,6 @@ class _Globs:
         return row
 
     def _step(self, row: dict, ch: str) -> dict:
-        """The row after ch from row (remembered in it)."""
         moved: list[int] = []
         for s in row[None]:
             test = self.tests[s]
@@ -8010,9 +8002,8 @@ def _IN_FOLDER(ch: str) -> bool:
 
 
 def _char_set(body: str) -> Callable[[str], bool]:
-    """'[body]' as a test: characters and ranges ('a-z'; '-' first or last is
-    itself), or with '!' or '^' first every character but those. ValueError when it
-    matches nothing or a range runs backwards."""
+    """'[body]' as a test: characters and ranges ('-' first or last is itself), negated by
+    a first '!' or '^'. ValueError when it is empty or a range runs backwards."""
     negate = body[:1] in ("!", "^")
     body = body[1:] if negate else body
     if not body:
@@ -8031,9 +8022,8 @@ def _char_set(body: str) -> Callable[[str], bool]:
     return (lambda ch: not inside(ch)) if negate else inside
 
 
-# Folders and files that are rarely documents and can hold thousands of files:
-# skipped unless --no-default-excludes, or re-included by a .ragignore line ('!venv/').
-# the last two: editors' backups (notes.md~) and auto-saves (#notes.md#)
+# Rarely documents, often thousands of files: skipped unless --no-default-excludes or a
+# .ragignore '!' line; the last two are editors' backups (notes.md~) and auto-saves (#notes.md#)
 DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/",
                     "*.egg-info/", "package-lock.json", "*~", "[#]*[#]")
 # File systems that describe the running system rather than hold documents.
@@ -8050,21 +8040,20 @@ FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what 
 class _Rule:
     """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
-    glob: int  # its pattern's number in the filter's _Globs
+    glob: int  # its number in the filter's _Globs
     negate: bool
     dir_only: bool
     default: bool  # one of DEFAULT_EXCLUDES
 
 
 class _PathFilter:
-    """Which paths under a folder to index: the default excludes, the folder's
-    .ragignore and --exclude globs (gitignore style: '#' comments, '!'
-    re-includes, a trailing '/' matches folders only; the last matching line
-    wins), and --include globs. The .ragignore line FOLLOW_LINKS is no pattern:
-    it lets links under the folder lead outside it, as --follow-links does."""
+    """Which paths under a folder to index: the default excludes, .ragignore and --exclude
+    (gitignore style: '#' comments, '!' re-includes, a trailing '/' for folders only, the
+    last matching line wins), and --include. The .ragignore line FOLLOW_LINKS is no pattern:
+    it lets links lead outside the folder, as --follow-links does."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
-        self.bad: list[str] = []  # the lines that are no pattern, as notes say them: skipped
+        self.bad: list[str] = []  # notes for the lines that are no pattern (skipped)
         self.globs, self.includes = _Globs(), _Globs()
         # an --include that is none matches nothing: it never widens what is read
         self.include = [self._glob(self.includes, p, "--include") for p in include]
@@ -8103,7 +8092,7 @@ class _PathFilter:
         return cls(include, exclude, lines, defaults)
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
-        """True when rel (relative to the folder, '/'-separated) is not to be indexed."""
+        """True when rel ('/'-separated, relative to the folder) is not to be indexed."""
         rule = self.last_rule(rel, is_dir)
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
@@ -8111,12 +8100,12 @@ class _PathFilter:
         return out
 
     def by_default(self, rel: str, is_dir: bool = False) -> bool:
-        """Whether rel is excluded by one of DEFAULT_EXCLUDES (what -v says)."""
+        """Whether one of DEFAULT_EXCLUDES excludes rel (what -v says)."""
         rule = self.last_rule(rel, is_dir)
         return bool(rule and not rule.negate and rule.default)
 
     def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
-        """The last rule matching rel, which decides (None: none does)."""
+        """The last rule matching rel, which decides (or None)."""
         matched = self.globs.matches(rel) if self.rules else ()
         for rule in reversed(self.rules):
             if (is_dir or not rule.dir_only) and rule.glob in matched:
@@ -8124,7 +8113,7 @@ class _PathFilter:
         return None
 
     def excludes_path(self, path: str, root: str) -> bool:
-        """excluded() for a file's path, checking each folder above it too."""
+        """excluded() for a file's path or any folder above it."""
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         parts = rel.split("/")
         return any(self.excluded("/".join(parts[:i]), True) for i in range(1, len(parts))) \
@@ -8132,7 +8121,8 @@ class _PathFilter:
 
 
 def _virtual_mounts() -> set[str]:
-    """Mount points of virtual file systems (/proc, /sys, ...), where a walk would never end."""
+    """Mount points of virtual file systems (/proc, /sys), where a walk would never end."""
+
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
             rows = [line.split() for line in f]
