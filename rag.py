@@ -8133,23 +8133,21 @@ def _virtual_mounts() -> set[str]:
 
 @dataclass(frozen=True)
 class _Walked:
-    """A file the walk listed: its path, the folder given it was found under,
-    its real path (the document's identity), and what reading it must find
-    again (ident: device and inode when listed; linked: reached through a link
-    the user let it follow, so it is opened as links lead)."""
+    """A file the walk listed: its path, the folder given it was found under, its real
+    path (key: the document's identity), its (device, inode) when listed, which reading
+    must find again, and linked: reached through a link followed, so opened as links lead."""
 
     path: str
     root: str
     key: str
     ident: tuple[int, int]
     linked: bool = False
-    regular: bool = True  # a regular file when listed: a device, pipe or socket is never opened
+    regular: bool = True  # a device, pipe or socket is never opened
 
 
 @dataclass(frozen=True)
 class _Listed:
-    """An entry of a folder as the walk listed it, while the folder was open:
-    ident is the entry's own (a link's, not its target's)."""
+    """A folder's entry as listed while the folder was open (ident: a link's own)."""
 
     name: str
     path: str
@@ -8161,24 +8159,21 @@ class _Listed:
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None, folders: list | None = None, kept: dict | None = None):
-    """Yield a _Walked record for each file under paths, depth first in name order.
+    """Yield a _Walked for each file under paths, depth first in name order.
 
-    Hidden entries, filtered ones and virtual file systems are skipped; each
-    real directory is entered once (a link to a folder walked already adds
-    nothing); an explicit stack, not recursion, so any depth of folders works.
-    A link is followed only when its real target is one this walk would reach
-    by itself (see _link_refusal), unless follow_links or the folder's .ragignore
-    says so; refused gets (root, the link relative to it, its target) for the others.
-    A folder is entered only if it is still what its parent listed (_open_folder);
-    folders gets the path of each folder listed (what a watch polls). kept: a
-    watch's real path of each path given, which it must still lead to (_kept_root).
+    Hidden, filtered and virtual entries are skipped; each real folder is entered once,
+    and only while still what its parent listed (_open_folder); a stack, not recursion,
+    so any depth works. A link is followed only with follow_links or the .ragignore line,
+    else refused gets (root, link relative to it, target) of those _link_refusal refuses.
+    folders gets each folder listed (what a watch polls); kept: a watch's real path of
+    each path given, which it must still lead to (_kept_root).
     """
     virtual = _virtual_mounts()
     bounds = [(kept or {}).get(p) or os.path.realpath(p) for p in paths]
     for root, real_root in zip(paths, bounds):
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
-        # a watch's root: opened below only if it is what is at its real path (no race)
+        # a watch's root only if it still is what is at its real path (no race)
         ident = _kept_root(root, real_root, log) if kept and root in kept else file_identity(
             os.stat(root))
         if ident is None:
@@ -8222,11 +8217,9 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
 
 
 def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
-    """The identity of what is at real (never through a link), when a watch's
-    root still leads there, to the folder (or file) it watched at its start;
-    if not (the folder moved and a link put in its place), None and a note: it
-    is not followed, where its link would bring in what is outside the folders
-    given. An index run of the link itself reads where it leads, as asked."""
+    """The identity of what is at real (not through a link) while a watch's root still
+    leads there; else None and a note: a link put in the folder's place is not followed,
+    as it would bring in what is outside the folders given."""
     now = os.path.realpath(root)
     if now != real:
         log.note(_led_away(root, now, real))
@@ -8245,7 +8238,7 @@ def _led_away(root: str, now: str, real: str) -> str:
 
 
 def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
-    """With -v, say which entries a default exclude left out (they are silent otherwise)."""
+    """With -v, say which entries a default exclude left out."""
     if log.verbose and keep.by_default(rel + e.name, e.is_dir):
         line = f"!{e.name}{'/' if e.is_dir else ''}"
         log.note(f"skipped {shown(e.path)}: excluded by default "
@@ -8253,9 +8246,8 @@ def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
 
 
 def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
-    """A folder opened for listing, checked to be the one its parent listed
-    (ident): not a link put in its place since (unless linked: reached
-    through links the user follows). OSError when it is not."""
+    """A folder opened for listing; OSError unless it is the one its parent listed (ident),
+    not a link put in its place since (unless linked: reached through links followed)."""
     nofollow = 0 if linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow
     fd = os.open(folder, flags)
@@ -8267,11 +8259,9 @@ def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
 
 def _folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set, virtual: set,
                     log: Log) -> list[_Listed]:
-    """The entries of a folder the walk enters, in name order, hidden ones left
-    out; none (with a note) for a virtual file system, a folder entered already
-    (seen: (device, inode) of those), or one that cannot be read or is no longer
-    what was listed. _Listed from the open folder, where the system allows, so
-    what each entry is cannot change between the listing and the look."""
+    """The entries of a folder, in name order, hidden ones left out; none (with a note)
+    for a virtual file system, a folder in seen, or one unreadable or no longer what was
+    listed. Listed from the open folder where the system allows: no change between looks."""
     if os.path.abspath(folder) in virtual:
         log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
         return []
@@ -8307,9 +8297,8 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
-    """Say why the walk does not follow a link (_link_refusal's why). One to a
-    target inside the paths given is silent: the walk reaches that target under
-    its own path, rules and all; unless it is a loop or leads nowhere."""
+    """Say why the walk does not follow a link; silent for one inside the paths given (the
+    walk reaches its target under its own path, rules and all) unless a loop or dangling."""
     if why != _LINK_INSIDE:
         log.skipped(e.path, "link(s) outside the folders indexed" if why == _LINK_OUTSIDE else
                     "link(s) into hidden files or folders",
@@ -8323,19 +8312,16 @@ def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
                     "file or a loop of links)")
 
 
-# A link to a file or folder inside the paths given is not followed either: its
-# target is walked under its own path, where .ragignore, --exclude, the credential
-# rules and --source (which matches that path) apply; through the link it would
-# be one more way in, under a name of the link's choosing (a key's folder).
+# A link inside the paths given is not followed either: its target is walked under its own
+# path, where the rules and --source apply; the link would be a way in under a name of its
+# choosing (a key's folder).
 _LINK_INSIDE = "inside the folders indexed"
 _LINK_OUTSIDE = "outside the folders indexed"
 
 
 def _link_refusal(path: str, bounds: list[str]) -> str:
-    """Why walk does not follow this link: its real target is outside every
-    path given (bounds, real paths), or, inside them, in a hidden folder or a
-    hidden file, which the walk itself skips, or anywhere else inside them
-    (_LINK_INSIDE: reached without the link)."""
+    """Why walk does not follow this link: its real target is outside every path given
+    (bounds), or hidden (the walk skips it), or elsewhere inside (_LINK_INSIDE)."""
     target = os.path.realpath(path)
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
@@ -8357,8 +8343,8 @@ class IndexStats:
     embedded: int = 0
     cached: int = 0
     removed: int = 0
-    skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
-    model: str = ""  # the embedding model used (an older built-in one an index keeps)
+    skips: dict = field(default_factory=dict)  # the files skipped, by kind (Log.skips)
+    model: str = ""  # the embedding model used
 
 
 class _FileRead(NamedTuple):
@@ -8370,11 +8356,9 @@ class _FileRead(NamedTuple):
 
 
 def _open_walked(w: _Walked) -> tuple:
-    """The file the walk listed, opened, and its stat: OSError when what is
-    there now is another file, or a link put in its place (unless w.linked:
-    reached through links the user follows), so that no swap between listing
-    and reading brings in a file from outside the folder. Without O_NOFOLLOW
-    the identity check alone decides. Never blocks on a pipe."""
+    """The file the walk listed, opened, and its stat; OSError when it is now another file
+    or a link (unless w.linked): no swap between listing and reading brings in a file from
+    outside the folder. Never blocks on a pipe."""
     nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(w.path, flags)
@@ -8392,16 +8376,14 @@ class _Swapped(OSError):
 
 def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> _FileRead | None:
-    """Bytes, stat and format of a file the walk listed, or None with a note
-    saying why it is skipped. A compressed file's bytes are those it holds
-    (unpack). named: --include named it (file_format)."""
+    """Bytes (a compressed file's: what it holds), stat and format of a file the walk
+    listed, or None with a note saying why not. named: --include named it (file_format)."""
     path = w.path
     if file_format(path, named=named) is None:
         log.skipped(path, "unsupported type", "unsupported file type")
         return None
     try:
-        path.encode("utf-8")
-    # SQLite text must be valid UTF-8; a lossy name could not be found again
+        path.encode("utf-8")  # SQLite text must be valid UTF-8; a lossy name is lost
     except UnicodeEncodeError:
         log.skipped(path, "name not UTF-8",
                     "the file name is not valid UTF-8 (rename the file to index it)")
@@ -8428,7 +8410,8 @@ def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: 
 
 def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named: bool
               ) -> _FileRead | None:
-    """_read_file's part once the file is open (f, with its stat st)."""
+    """_read_file's part once the file is open."""
+
     if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
         log.skipped(path, "not a regular file", "not a regular file")
         return None
@@ -8455,12 +8438,10 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
 
 def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
-    """Read, parse and chunk one file the walk listed: ('read', document),
-    ('unchanged', the document without chunks), or ('empty' | 'skipped' |
-    'secret', None), with a note saying
-    why a file is skipped. rel: its path in the folder indexed (_doc_rel);
-    known: the SHA-256 stored for it. No error in one file stops the run. A
-    file that looks like credentials is 'secret': not read unless opts.include_secrets."""
+    """Read, parse and chunk one file the walk listed: ('read', document), ('unchanged',
+    the document without chunks), or ('empty' | 'skipped' | 'secret', None), with a note
+    saying why. rel: its path in the folder indexed; known: the SHA-256 stored for it. No
+    error in one file stops the run; credentials are not read unless opts.include_secrets."""
     path, key = w.path, w.key
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
     got = None if kind else _read_file(w, log, opts.max_bytes, bool(opts.include))
@@ -8479,15 +8460,17 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                     ".so), which is read under its own name where the folder's rules allow")
         return "empty", None
     sha = sha256_hex(data)
+
+    def doc(chunks=()) -> PendingDoc:
+        return PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
+                          _stat_key(st, time.time()))
     if known == sha:
-        return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
-                                       _stat_key(st, time.time()))
+        return "unchanged", doc()
     try:
-        # parse_document holds the only reference: the bytes go once decoded, not held
-        # beside a large file's lines
+        # parse_document holds the only reference: a large file's bytes are not held twice
         data, got = [data], None
         lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
-        got = data = None  # the bytes go before chunking: a large file is not held twice
+        got = data = None
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
     except NotText as e:
@@ -8511,22 +8494,18 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         log.note(f"{shown(path)}: read as {read_as(fmt)}")
     if not chunks:
         log.skipped(path, "no text", "no text")
-        return "empty", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
-                                   _stat_key(st, time.time()))
-    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
-                              _stat_key(st, time.time()))
+        return "empty", doc()
+    return "read", doc(chunks)
 
 
-# A file changed less than this before it was read may change again within the
-# same tick of its clock (FAT counts modification times in 2 s steps): it is
-# read again next run, not trusted by its stat (as git treats "racily clean" files).
+# A file changed this recently may change again within its clock's tick (FAT: 2 s): read
+# again next run, not trusted by its stat (git's "racily clean" files).
 _SETTLE_SECONDS = 2.0
 
 
 def _stat_key(st: os.stat_result, now: float) -> str:
-    """What says a file is unchanged since it was read: its modification and
-    change times, size and inode ('' when too fresh to trust: _SETTLE_SECONDS).
-    A file put back with its old modification time (tar, rsync) has a new change time."""
+    """What says a file is unchanged since read: modification and change times (tar and
+    rsync put old mtimes back, not ctimes), size, inode; '' when too fresh to trust."""
     if now - st.st_mtime < _SETTLE_SECONDS or now - st.st_ctime < _SETTLE_SECONDS:
         return ""
     return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_size} {st.st_ino}"
@@ -8543,12 +8522,10 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
 
 
 def _root_bases(roots: Iterable[str]) -> dict[str, str]:
-    """For each root (a real path given to index), the folder its documents'
-    paths are relative to: the root itself (a file's own folder) when it is the
-    only one; with several, the folder above as many of its last names as tell
-    it apart from every other root, so that each path starts with its root's
-    name ('hr/public/pay.md', 'team-public/public/faq.md') and --source, keys and
-    citations cannot take one root's documents for another's.
+    """For each root (a real path given), the folder its documents' paths are relative
+    to: the root (a file's folder) when alone; with several, the folder above as many of
+    its last names as tell it from the others, so --source, keys and citations cannot take
+    one root's documents for another's ('hr/public/pay.md', 'team-public/public/faq.md').
 
     >>> _root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
     '/home'
@@ -8589,26 +8566,18 @@ def _tail(path: str, n: int) -> str:
 
 
 def _doc_rel(path: str, key: str, root: str) -> str:
-    """A document's path relative to the folder indexed, which --source and a
-    key's globs match: that of its real path (key) when it is inside the real
-    folder, whatever name (a followed link) it was reached by."""
+    """A document's path relative to the folder indexed (what --source and keys match): of
+    its real path when inside the real folder, whatever link it was reached by."""
     real_root = os.path.realpath(root) if root else ""
     if real_root and under(key, real_root):
         return os.path.relpath(key, real_root)
     return os.path.relpath(path, root) if root else path
 
 
-# How an index run paces a server (_Pace). A CPU model behind a local server
-# answers one request at a time: eight requests of 64 passages each wait
-# behind the others past any timeout, and the server goes on computing the
-# abandoned ones. So a run starts with one request, opens up only while
-# replies come back well within the timeout, and sizes requests by the
-# seconds per text it measures; a timeout halves what is asked before it
-# fails the run.
-_REPLY_SHARE = 0.25    # of the timeout a reply should take: room for a slower moment (another
-                      # client, a long text)
-_RATE_MEMORY = 0.5     # weight of the last reply in the seconds per text measured: a change shows
-                      # within a few replies
+# How an index run paces a server (_Pace): a CPU model answers one request at a time, so
+# parallel large requests time out while it computes the abandoned ones.
+_REPLY_SHARE = 0.25  # of the timeout a reply should take: room for a slower moment
+_RATE_MEMORY = 0.5   # weight of the last reply in the seconds per text: changes show quickly
 
 
 @dataclass
@@ -8617,34 +8586,29 @@ class _Job:
 
     keys: list[str]
     texts: list[str]
-    patient: bool = True       # a timeout is retried, then fails the run (_Pace.patient)
-    cut: int = 0               # _Pace.cuts when it was sent
+    patient: bool = True  # a timeout is retried, then fails the run (_Pace.patient)
+    cut: int = 0          # _Pace.cuts when it was sent
     vectors: list | None = None
     error: BaseException | None = None
     seconds: float = 0.0
 
 
 class _Pace:
-    """What an index run asks of an embedding server at once: parallel
-    requests in flight of at most batch texts each, never more than the user
-    allowed (most_parallel, most_batch).
+    """What an index run asks of an embedding server at once: parallel requests of at most
+    batch texts, within what the user allowed (most_parallel, most_batch).
 
-    A run starts with one request in flight and doubles that after each
-    reply that took at most _REPLY_SHARE of the timeout; each reply sizes
-    requests to what the server answers in that share (its seconds per text,
-    measured). A request that timed out halves both, once for all the
-    requests sent at the same pace (cut), and its texts are sent again; for
-    the rest of the run, no request is that large again and no more are in
-    flight. Only one text alone timing out fails the run (after the usual
-    retries). Without a timeout (an embedder in this process) nothing changes."""
+    One request at first, doubled after each reply within _REPLY_SHARE of the timeout;
+    each reply sizes requests by the seconds per text measured. A timeout halves both for
+    the rest of the run (once for the requests sent at one pace: cut) and its texts are
+    sent again; only one text alone timing out fails the run. No timeout: no pacing."""
 
     def __init__(self, most_parallel: int, most_batch: int, timeout: float | None):
         self.most_parallel, self.most_batch, self.timeout = most_parallel, most_batch, timeout
         self.asked = (most_parallel, most_batch)
         self.parallel = 1 if timeout else most_parallel
         self.batch = most_batch
-        self.per_text = 0.0    # seconds per text, measured
-        self.cuts = 0          # times a timeout lowered the pace
+        self.per_text = 0.0  # seconds per text, measured
+        self.cuts = 0        # times a timeout lowered the pace
 
     def patient(self, n: int) -> bool:
         """Whether a request of n texts is sent at the lowest pace there is."""
@@ -8678,10 +8642,8 @@ class _Pace:
 
 
 class _EmbedPool:
-    """Embedding requests in flight on worker threads; results come back as
-    they finish. The threads are daemons, so Ctrl-C never waits for a reply
-    (ThreadPoolExecutor joins its workers at exit: a hung server would hold
-    a Ctrl-C for up to --timeout)."""
+    """Embedding requests on worker threads, results as they finish. Daemon threads, not
+    ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
 
     def __init__(self, embedder, workers: int):
         import queue
@@ -8699,14 +8661,12 @@ class _EmbedPool:
         self.todo.put(job)
 
     def next(self) -> _Job:
-        """The next finished request."""
         job = self.done.get()
         self.pending -= 1
         return job
 
     def close(self) -> None:
-        """Drop the requests no worker has taken (nothing is sent that the run would not
-        use), then let the workers end after the ones they are on."""
+        """Drop the requests no worker has taken, then let the workers end."""
         import queue
         with contextlib.suppress(queue.Empty):
             while True:
@@ -8717,7 +8677,8 @@ class _EmbedPool:
 
 
 def _run_job(embedder: Embedder, job: _Job) -> _Job:
-    """Send one request; its vectors or its error, and how long it took, go into job."""
+    """Send one request; its vectors or error, and its seconds, go into job."""
+
     start = time.monotonic()
     try:
         job.vectors = embedder.embed_request(job.texts, job.patient)
@@ -8728,16 +8689,13 @@ def _run_job(embedder: Embedder, job: _Job) -> _Job:
 
 
 class Batcher:
-    """Documents waiting for their vectors. Texts the cache lacks go to the
-    embedder in full requests of batch texts as soon as that many wait, so a
-    clean run makes ceil(texts / batch) requests whatever the documents' sizes;
-    with parallel > 1, up to that many requests are in flight at once while
-    reading goes on, as a slow server allows (_Pace). A document is committed,
-    in the order read, once all its chunks have vectors, so the database is
-    the same whatever order replies come in.
+    """Documents waiting for their vectors. Texts the cache lacks go out in full requests of
+    batch texts (a clean run makes ceil(texts / batch) requests), up to parallel at once as
+    _Pace allows, while reading goes on. Documents are committed in the order read once all
+    their chunks have vectors: the database is the same whatever order replies come in.
     """
 
-    HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory stays bounded
+    HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory bounded
 
     def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1,
                  note=None):
@@ -8745,19 +8703,18 @@ class Batcher:
         self.pace = _Pace(parallel, batch, embedder.timeout)
         self.note = note or (lambda msg: None)
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
-        self.rows: dict[str, tuple] = {}                    # key -> vector_codes
-        self.new: set[str] = set()                          # keys embedded by this
-                                                            # run, not yet stored
-        self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
-        self.flying: set[str] = set()                       # keys of the requests in flight
-        self.held = 0                                       # chunks of the documents waiting
+        self.rows: dict[str, tuple] = {}      # key -> vector_codes
+        self.new: set[str] = set()            # keys embedded by this run, not yet stored
+        self.waiting: dict[str, str] = {}     # key -> text to embed, in order
+        self.flying: set[str] = set()         # keys of the requests in flight
+        self.held = 0                         # chunks of the documents waiting
         self.dim = 0
         self.limit = self.HOLD * batch * parallel
         self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
-        """Embed and store doc: a document of more chunks than are held at most
-        is written in parts of that many (a 33 MB log's vectors are not all held)."""
+        """Embed and store doc, in parts of self.limit chunks (a huge log's vectors are
+        not all held)."""
         n, step = len(doc.chunks), self.limit
         if n <= step or not self.store.writes_parts:
             return self._add(doc)
@@ -8803,9 +8760,8 @@ class Batcher:
             self.collect()
 
     def collect(self) -> None:
-        """Take the next reply. When a request failed, retry nothing more and
-        take every reply still to come, so that the documents before the failed
-        batch are committed as one request at a time would have; then raise its error."""
+        """Take the next reply. After a failure, retry nothing, take the replies still to
+        come (the documents before it are committed as in a serial run), then raise it."""
         try:
             self.settle(self.pool.next())
         except Exception:
@@ -8816,9 +8772,8 @@ class Batcher:
             raise
 
     def settle(self, job: _Job) -> None:
-        """A finished request: its vectors are kept; after a timeout (not at the
-        lowest pace) its texts wait to be sent again, in smaller requests; any
-        other failure is raised."""
+        """A finished request: its vectors kept; after a timeout not at the lowest pace, its
+        texts wait to go again in smaller requests; any other failure raised."""
         self.flying.difference_update(job.keys)
         if job.error is None:
             self.pace.answered(len(job.keys), job.seconds)
@@ -8881,8 +8836,7 @@ class Batcher:
                       f"{self.pace.parallel} --batch-size {self.pace.batch} starts a run there")
 
     def close(self) -> None:
-        """Let the worker threads end (after the requests they are on); when the
-        run stops early, nothing queued is sent and nothing is retried."""
+        """Let the worker threads end; a run stopped early sends and retries nothing more."""
         if self.pool:
             if self.pool.pending:
                 self.embedder.cancel()
@@ -8891,9 +8845,8 @@ class Batcher:
 
 def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
                 log: Log, unchanged=frozenset()) -> IndexStats:
-    """Bring the index (store) up to date with the files under paths;
-    unchanged: paths a watch saw unchanged since its last pass, so that one
-    skipped then (an image without text, a credential) is not read again."""
+    """Bring the index (store) up to date with the files under paths; unchanged: paths a
+    watch saw unchanged since its last pass (one skipped then is not read again)."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     kept = dict(opts.kept_roots)
@@ -8934,16 +8887,15 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
 
 @dataclass
 class _IndexRun:
-    """One index run's state: what is stored (path -> SHA-256, path -> rel),
-    the files seen, those that can no longer be read (stale), and the Batcher
-    its documents go to."""
+    """One index run's state: what is stored, the files seen, those that can no longer be
+    read (stale), and the Batcher its documents go to."""
 
     store: Store
     opts: IndexOptions
     log: Log
     stats: IndexStats
-    stored: dict = field(default_factory=dict)
-    stored_rel: dict = field(default_factory=dict)
+    stored: dict = field(default_factory=dict)  # path -> SHA-256
+    stored_rel: dict = field(default_factory=dict)  # path -> rel
     stored_stat: dict = field(default_factory=dict)  # path -> its file's stat when read
     restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
@@ -8965,8 +8917,8 @@ class _IndexRun:
         return rel if base == real else os.path.join(os.path.relpath(real, base), rel)
 
     def relabel(self) -> None:
-        """Documents this run did not walk, renamed where the roots' bases
-        changed (a second folder indexed: the first one's paths gain its name)."""
+        """Rename the documents this run did not walk where the roots' bases changed (a
+        second folder indexed: the first one's paths gain its name)."""
         # the deepest root first; one that is gone keeps its documents' names
         roots = sorted(filter(os.path.exists, self.bases), key=len, reverse=True)
         for key, rel in self.stored_rel.items():
@@ -8975,9 +8927,8 @@ class _IndexRun:
                 self.store.rename(key, new)
 
     def know_stored(self) -> str:
-        """Read what is stored; returns the chunking key. Changed chunk settings
-        make every document known but unmatched: read again, its unchanged text
-        not embedded again."""
+        """Read what is stored; returns the chunking key. Changed chunk settings make every
+        document read again (its unchanged text is not embedded again)."""
         rows = self.store.documents()
         self.stored = {d.path: d.sha256 for d in rows}
         self.stored_rel = {d.path: d.rel for d in rows}
@@ -9036,9 +8987,8 @@ class _IndexRun:
             stats.read += 1
 
     def tidy(self, paths: list[str], filters: dict, refused: list) -> None:
-        """After the files: count the skips; report or remove what is gone,
-        excluded, reached through links not followed, outside the folders, or
-        no longer readable."""
+        """After the files: count the skips; report or remove what is gone, excluded,
+        reached through links not followed, outside the folders, or unreadable."""
         store, opts, log, stats = self.store, self.opts, self.log, self.stats
         log.clear()
         stats.skips = dict(log.skips)
@@ -9057,8 +9007,7 @@ class _IndexRun:
 
 
 def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
-    """The files this run found no text in (path -> stat), as Meta.NO_TEXT keeps
-    them: with what decides a file's text (OCR's language too); None for none."""
+    """Meta.NO_TEXT: the files found without text (path -> stat) and what decided that."""
     if not files:
         return None
     return json.dumps({"read_with": _read_with(opts) + f" ocr_lang={opts.ocr_lang}",
@@ -9066,7 +9015,7 @@ def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
 
 
 def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
-    """Meta.NO_TEXT's files, when read as this run reads (else {}: read again)."""
+    """Meta.NO_TEXT's files, when read as this run reads (else {})."""
     try:
         got = json.loads(kept or "{}")
         same = got.get("read_with") == _read_with(opts) + f" ocr_lang={opts.ocr_lang}"
@@ -9076,8 +9025,7 @@ def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
 
 
 def _read_with(opts: IndexOptions) -> str:
-    """The options and version that decide what text a file gives: a file is
-    trusted by its stat (_unchanged_on_disk) only when they are as they were."""
+    """What decides a file's text: a file is trusted by its stat only while it is the same."""
     return (f"chunker={CHUNKER_VERSION} secrets={opts.include_secrets} "
             f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
 
@@ -9091,9 +9039,8 @@ def _rules_json(opts: IndexOptions) -> str:
 
 
 def read_rules(store: Store) -> IndexOptions:
-    """The options of the index run that last wrote store, with its chunking:
-    what a server's watch indexes with (an index from before they were kept:
-    the defaults)."""
+    """The options (and chunking) of the index run that last wrote store, which a server's
+    watch indexes with; the defaults if none were kept."""
     try:
         kept = json.loads(store.meta(Meta.READ_RULES) or "{}")
         rules = {name: kept[name] for name in _READ_RULES if name in kept}
@@ -9105,9 +9052,8 @@ def read_rules(store: Store) -> IndexOptions:
 
 
 def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
-    """The null level and the default mode's refusal floor, measured and kept
-    now, so that no question pays for them; the documents are stored whatever
-    happens here."""
+    """Measure and keep the null level and the default mode's floor now, so that no
+    question pays for them; the documents are stored whatever happens here."""
     null_level(store, keep=True)
     try:
         measured = question_floor(Retriever(store, embedder), "hybrid", keep=True)
@@ -9120,10 +9066,8 @@ def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
 
 def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log,
                    bases: dict) -> int:
-    """Remove the documents an earlier run read through links this run did not
-    follow (refused: root, link, target, from walk): stored under the target,
-    by a name through the link. Unlike a vanished file, at once: the link was
-    never meant to bring them in. bases: _root_bases. Returns how many."""
+    """Remove at once (the link was never meant to bring them in) the documents an earlier
+    run read through links this run refused (walk's refused). Returns how many."""
     if not refused:
         return 0
     def through(rel: str, link: str) -> bool:  # named by the link, or (_doc_rel) in a hidden folder
@@ -9146,11 +9090,9 @@ def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log:
 
 
 def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
-    """Under the folders indexed (filters: root -> _PathFilter), remove the
-    stored documents whose files were deleted from a folder still there and
-    readable; report (and with prune, remove) those now excluded, and those
-    gone from a folder that cannot be read now (an unmounted drive: their text
-    is kept until it is back, or --prune). Returns how many were removed."""
+    """Remove the stored documents deleted from a readable folder indexed; report (with
+    prune, remove) those now excluded or in a folder unreadable now (unmounted: kept until
+    it is back). Returns how many were removed."""
     roots = {os.path.realpath(root): keep for root, keep in filters.items()}
     deleted, excluded, unseen = [], [], []
     for p in stored:
@@ -9170,8 +9112,8 @@ def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log
 
 
 def _readable_above(path: str, root: str) -> bool:
-    """Is the nearest folder above path that still exists, up to root, one this
-    process can list? Then path was deleted, not hidden by what cannot be read."""
+    """Whether the nearest existing folder above path (up to root) can be listed: then
+    path was deleted, not hidden by what cannot be read."""
     folder = os.path.dirname(path)
     while not os.path.isdir(folder) and under(os.path.dirname(folder), root):
         folder = os.path.dirname(folder)  # shorter each time: ends at root
@@ -9179,17 +9121,13 @@ def _readable_above(path: str, root: str) -> bool:
 
 
 def indexed_roots(store: Store) -> dict[str, bool]:
-    """The folders (and files) given to index so far, as real paths, each with
-    whether links under it may lead outside it (--follow-links, or its
-    .ragignore). An index from before they were kept: the folder each
-    document's path and relative path imply (a document reached through a
-    link, whose real path does not end in its relative one, implies none)."""
+    """The real paths given to index so far, each with whether links under it may lead
+    outside it; if none were kept, those the documents' paths and relative paths imply."""
     return _roots_from(store, store.meta(Meta.ROOTS))
 
 
 def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, bool]:
-    """indexed_roots from the kept value (None: inferred from the documents
-    but those in seen)."""
+    """indexed_roots from the kept value (None: implied by the documents not in seen)."""
     if kept:
         return json.loads(kept)
     return {d.path[:-len(d.rel) - 1]: False for d in store.documents()
@@ -9198,10 +9136,8 @@ def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, b
 
 def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
                 seen=frozenset(), real: dict | None = None) -> dict[str, bool]:
-    """indexed_roots with this run's paths added (or their link setting updated), kept.
-    Inferred (an index from before they were kept) only from documents this
-    run did not read (seen): a file given alone implies no folder around it.
-    real: a watch's real path of each path (never where a link put since leads)."""
+    """indexed_roots with this run's paths added or updated, kept (implied only by documents
+    not seen: a file given alone implies no folder). real: a watch's real path of each."""
     kept = store.meta(Meta.ROOTS)
     roots = _roots_from(store, kept, seen)
     for p in paths:
@@ -9213,10 +9149,8 @@ def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: boo
 
 
 def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) -> list[str]:
-    """Stored documents whose real path is outside every folder indexed and not
-    where a link under a folder that follows links leads now (nor read by this
-    run: seen): brought in by a file swapped for a link while an older version
-    read it, or through a link no longer followed."""
+    """Stored documents not seen whose real path is outside every folder indexed and not
+    where a followed link leads now (a file swapped for a link, a link no longer followed)."""
     bases = _root_bases(roots)
     def reached(path: str, rel: str) -> bool:
         return any(follows and os.path.realpath(os.path.join(bases[root], rel)) == path
@@ -9226,8 +9160,8 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
 
 
 def _remove_outside(store: Store, roots: dict[str, bool], seen, log: Log) -> int:
-    """Remove outside_documents at once (with or without --prune): they were
-    never meant to be in the index. Returns how many."""
+    """Remove outside_documents at once (never meant to be indexed). Returns how many."""
+
     gone = outside_documents(store, roots, seen)
     if gone:
         store.delete(gone)
