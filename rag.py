@@ -9181,26 +9181,22 @@ def _prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log:
     return 0
 
 
-# Watch: folders kept current by polling (stat, standard library only: no
-# notifier reaches every file system, a network share's included). A poll
-# stats each file and folder the last walk listed; a change starts a settle,
-# walks WATCH_QUIET apart until two agree, so that a burst of changes (a
-# checkout) is one pass and a file still being written is not read half
-# written; then a pass, which is an index run, every rule of one applying.
+# Watch: folders kept current by polling the stat of what the last walk listed (no notifier
+# reaches every file system, network shares included). A change waits until two walks
+# WATCH_QUIET apart agree (a checkout is one pass, a file being written is not read half
+# written); then a pass, which is an index run.
 
 WATCH_CPU_SHARE = 0.02   # of a core an idle watch spends polling: the interval follows its cost
-WATCH_MIN_POLL = 0.5     # seconds between polls however cheap: a change is seen in a quarter of 2 s
-WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them (a save, a checkout)
-WATCH_MAX_SETTLE = 10.0  # seconds a pass waits on files that keep changing (a log written to, a
-                         # long copy): then it reads them as they are, and again once they rest,
-                         # so that other changes wait no longer than this
+WATCH_MIN_POLL = 0.5     # seconds between polls however cheap
+WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them
+WATCH_MAX_SETTLE = 10.0  # seconds a pass waits on files that keep changing (a log written to):
+                         # then it reads them as they are, so other changes wait no longer
 WATCH_MAX_BACKOFF = 60.0  # seconds at most between the tries of a pass that keeps failing
 
 
 class Snapshot(NamedTuple):
-    """What a poll compares: the stat of each file (path -> (follows links,
-    stamp)) and folder (path -> stamp) a walk listed; a root that is missing
-    has the stamp None."""
+    """What a poll compares: each file (path -> (follows links, stamp)) and folder (path ->
+    stamp) a walk listed; a missing root's stamp is None."""
 
     files: dict
     folders: dict
@@ -9216,8 +9212,7 @@ def _stamp(path: str, follow: bool = True) -> tuple | None:
 
 
 class _NewNotes(Log):
-    """A watch's log: a note is said again only once others have been (a pass
-    does not repeat '... are now excluded' at every change)."""
+    """A watch's log: a note already said is not repeated at every pass."""
 
     def note(self, msg: str) -> None:
         if msg not in self.said:
@@ -9235,10 +9230,9 @@ class _Silent(Log):
 
 
 class Watcher:
-    """Keeps an index current with the folders given (paths): whenever a poll
-    sees a change and it has settled, index() runs a pass and say() gets one
-    line for a pass that changed something. pause() is where it waits (a
-    test drives it by events); stop (a threading.Event) ends it."""
+    """Keeps an index current with the folders given: once a change a poll sees has
+    settled, index() runs a pass and say() gets a line if it changed something. pause()
+    is where it waits (a test drives it); stop (a threading.Event) ends it."""
 
     def __init__(self, paths: list[str], opts: IndexOptions, index, say, stop=None):
         import threading  # here: only a watch needs it
@@ -9254,8 +9248,7 @@ class Watcher:
         self.led_away: set[str] = set()  # the roots said to lead away, until they are back
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
-        """Wait seconds (between polls, or while changes settle); True when
-        the watch is to stop."""
+        """Wait seconds; True when the watch is to stop."""
         return self.stop.wait(seconds) or (self.parent is not None
                                            and os.getppid() != self.parent)
 
@@ -9278,16 +9271,14 @@ class Watcher:
         return Snapshot(files, folders)
 
     def watching(self, snap: Snapshot) -> str:
-        """'N file(s) in M folder(s)' (a root's .ragignore, polled too, is no file of
-        it), and the folders given that are missing now."""
+        """'N file(s) in M folder(s)' (.ragignore not counted), and the roots missing now."""
         missing = [p for p in self.paths if snap.folders.get(p, True) is None]
         return (f"{len(snap.files) - len(self.paths) + len(missing)} file(s) in "
                 f"{len(snap.folders) - len(missing)} folder(s)"
                 + (f" ({listed(missing)} missing now: watched until back)" if missing else ""))
 
     def changed(self, snap: Snapshot) -> bool:
-        """Has any file or folder of snap changed? Stops at the first that has;
-        the interval follows what a whole poll costs (WATCH_CPU_SHARE)."""
+        """Whether any file or folder of snap changed; a whole poll's cost sets the interval."""
         t0 = time.thread_time()
         for path, (follow, stamp) in snap.files.items():
             if _stamp(path, follow) != stamp:
@@ -9300,8 +9291,8 @@ class Watcher:
         return False
 
     def settled(self) -> Snapshot | None:
-        """Walks WATCH_QUIET apart until two agree (or WATCH_MAX_SETTLE has
-        passed): the snapshot a pass reads after. None: stopped meanwhile."""
+        """The snapshot once two walks WATCH_QUIET apart agree (or WATCH_MAX_SETTLE has
+        passed); None if stopped meanwhile."""
         began, last = time.monotonic(), self.snapshot()
         while not self.pause(WATCH_QUIET, settling=True):
             now = self.snapshot()
@@ -9311,8 +9302,7 @@ class Watcher:
         return None
 
     def into(self, store: Store, embedder: Embedder, opts: IndexOptions, log: Log) -> Watcher:
-        """Passes as index runs into store (their notes said once while they
-        stay the same: _NewNotes); returns the watcher."""
+        """Make passes index runs into store (notes said once: _NewNotes); returns self."""
         quiet = _NewNotes(log.verbose)
         opts = replace(opts, kept_roots=tuple(self.real.items()))
         self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
@@ -9321,22 +9311,21 @@ class Watcher:
         return self
 
     def still_there(self) -> None:
-        """RagError when the index was deleted or replaced: the watch ends there."""
+        """RagError (the watch ends) when the index was deleted or replaced."""
         gone = self.gone()
         if gone:
             raise RagError(f"{gone} while the watch ran: the watch stops (index again to make "
                            "it anew)")
 
     def follow(self, snap: Snapshot, log: Log, how: str) -> None:
-        """A first poll (what one costs sets the interval), a note saying what
-        is watched, then run from snap."""
+        """A first poll (to set the interval), a note saying what is watched, then run."""
         self.changed(snap)
         log.note(f"watching {self.watching(snap)}, a poll every {self.interval:.1f} s{how}")
         self.run(snap)
 
     def run(self, snap: Snapshot) -> None:
-        """Watch until stopped, from snap (taken before the first pass read,
-        so that nothing changed since goes unseen)."""
+        """Watch until stopped, from snap (taken before the first pass read: no change
+        goes unseen)."""
         backoff = 0.0
         while not self.pause(max(self.interval, backoff)):
             self.still_there()
@@ -9362,9 +9351,8 @@ class Watcher:
                 self.note(_led_away(root, now, self.real[root]))
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
-        """One pass over the folders present (the files as they were in
-        before, the last pass's snapshot, are index_paths' unchanged); True
-        unless it failed."""
+        """One pass over the folders present (files as in before are index_paths'
+        unchanged); True unless it failed."""
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
         self.say_led_away()
@@ -9386,17 +9374,11 @@ class Watcher:
         return True
 
 
-# One index run at a time: a lock beside the database's real file.
-
 @contextlib.contextmanager
 def index_lock(db: str):
-    """Hold an exclusive lock on DB.lock for one index run, or fail at once.
-
-    Two runs at a time would embed (and pay for) the same files twice; SQLite
-    alone would keep the file sound but not stop that. Searches and asks take
-    no lock: WAL readers never wait for the writer. The operating system drops
-    the lock when the process dies, so a killed run never leaves it held.
-    The lock is beside the real file, so every name of one index shares it.
+    """Hold an exclusive lock on DB.lock (beside the real file: every name of one index
+    shares it) for one index run, or fail at once: two runs would embed, and pay for, the
+    same files twice. Readers take none (WAL). The system drops it if the process dies.
     """
     path = os.path.realpath(db) + ".lock"
     for _ in range(_LOCK_TRIES):
@@ -9414,7 +9396,7 @@ def index_lock(db: str):
 
 
 def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
-    """Why DB.lock cannot be made, with what to do: its folder missing or read-only."""
+    """Why DB.lock cannot be made (its folder missing or read-only), and what to do."""
     folder = shown(display_path(os.path.dirname(path)))
     if e.errno == errno.ENOENT:
         return RagError(f"cannot create the index in {folder}: no such folder; make it, or "
@@ -9429,11 +9411,11 @@ def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
                     "in a folder you can write")
 
 
-_LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
+_LOCK_TRIES = 3  # opening again after a failed first run removed the lock file
 
 
 def _take_lock(f, db: str) -> None:
-    """Lock the open lock file f, or fail at once when another run holds it."""
+    """Lock f, or fail at once when another run holds it."""
     try:
         if os.name == "nt":
             import msvcrt
@@ -9456,8 +9438,8 @@ def _names_file(path: str, f) -> bool:
 
 
 def forget_index(db: str, lock: str) -> None:
-    """Remove the index a first run made and could not fill, and its lock file (held
-    until the run ends)."""
+    """Remove the index a first run made and could not fill, and its (held) lock file."""
+
     real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
     for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
         with contextlib.suppress(OSError):
