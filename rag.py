@@ -9451,10 +9451,8 @@ def forget_index(db: str, lock: str) -> None:
 # ---------------------------------------------------------------------------
 
 def fts_query(question: str) -> str | None:
-    """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
-
-    Stopwords are left out (they rank worse: bench/README.md, "Retrieval
-    quality (SciFact)") unless the question has nothing else.
+    """A MATCH expression that cannot be a syntax error: quoted words OR-ed, stopwords
+    left out (they rank worse) unless the question has nothing else.
 
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
     '"err" OR "4012" OR "x" OR "y"'
@@ -9480,9 +9478,8 @@ def _rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
 
 def _summed(a: list[tuple[int, float]], b: list[tuple[int, float]],
             weight: float) -> list[tuple[int, float]]:
-    """Two rankings of one question asked two ways, a's scores plus weight
-    times b's (a follow-up as rewritten and as the user asked it: measured
-    against either alone and against reciprocal rank fusion, README "Conversations").
+    """Two rankings of one question asked two ways (a follow-up as rewritten and as
+    asked): a's scores plus weight times b's.
 
     >>> _summed([(1, 0.9), (2, 0.5)], [(2, 1.2), (3, 0.8)], 0.5)
     [(2, 1.1), (1, 0.9), (3, 0.4)]
@@ -9536,12 +9533,10 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
 
 
 def named_tier(chunk: Chunk, module: str, name: str) -> int:
-    """3: a chunk of the module (its heading path's first part is the module's
-    file, 'http/server' for http.server) or of the class ('Counter.most_common')
-    that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
-    within the definition (its heading says so); 1: a chunk of the module when
-    no name is asked (the module is what the dotted name names); 0: any other
-    (a module 'http' that defines no 'server' is not what 'http.server' names)."""
+    """3: a chunk of the module (its heading path starts with its file: 'http/server') or
+    class ('Counter.most_common') that defines name or aliases it ('insort = insort_right');
+    2: within the definition (by its heading); 1: of the module, when no name is asked;
+    0: any other ('http' defining no 'server' is not what 'http.server' names)."""
     root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
     of_class = re.compile(rf"^[ \t]*class\s+{re.escape(module.rpartition('.')[2])}\b", re.M)
     # 'Counter.most_common': a method of a class the chunk is in ('> class Counter(dict):')
@@ -9557,8 +9552,7 @@ def named_tier(chunk: Chunk, module: str, name: str) -> int:
 
 
 def aliases(text: str, name: str) -> list[str]:
-    """The names name is made an alias of in text ('insort = insort_right'): their
-    definitions are its.
+    """The names name is made an alias of in text: their definitions are its.
 
     >>> aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
     ['insort_right']
@@ -9567,11 +9561,9 @@ def aliases(text: str, name: str) -> list[str]:
                       re.M)
 
 
-# Of a document's chunks holding a name, the keyword index's first this many are searched for
-# its assignment: a long module names a constant in a few dozen chunks at most.
-_FOLLOW_DEPTH = 50
-# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
-# RootLogger(WARNING)': what a module makes of a class is the class as it is used)
+_FOLLOW_DEPTH = 50  # a document's chunks searched for a name's assignment (a few dozen name it)
+# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance of it ('root =
+# RootLogger(WARNING)': the class as a module uses it)
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
 
 
@@ -9579,9 +9571,8 @@ SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name
 
 
 def assignment_lines(text: str, name: str) -> list[str]:
-    """The lines of text that assign name at its top level, or make an instance of it
-    there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
-    ends in '\\', its next lines (at most SIGNATURE_LINES); [] when there is none.
+    """The first line of text that assigns name at its top level (_ASSIGNMENT) and its
+    continuation lines (open brackets, a '\\'), SIGNATURE_LINES at most; [] if none.
 
     >>> assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
     ['LIMIT = (1 << 31', '         ) - 1']
@@ -9605,9 +9596,8 @@ def assignment_lines(text: str, name: str) -> list[str]:
 
 def _named_first(ranked: list[tuple[int, float]],
                  tiers: dict[int, int]) -> list[tuple[int, float]]:
-    """ranked with the chunks of named modules first, by tier (named_tier), each
-    tier in ranked's order; one ranked deeper than the ranking (scored 0 there),
-    after it, in the order named found it.
+    """ranked with the chunks of named modules first, by tier (named_tier), each tier in
+    ranked's order; one not in ranked is added, scored 0, after those of its tier.
 
     >>> _named_first([(1, 0.9), (2, 0.5), (3, 0.4)], {3: 3, 9: 1, 8: 1, 2: 0})
     [(3, 0.4), (9, 0.0), (8, 0.0), (1, 0.9), (2, 0.5)]
@@ -9619,18 +9609,14 @@ def _named_first(ranked: list[tuple[int, float]],
     return sorted(ranked + extra, key=lambda p: -tiers.get(p[0], 0))
 
 
-# A passage the question did not ask for counts for this share of its score: a test of
-# the code asked about (unless the question is about tests), a man page translated into
-# another language than the question's. A share, not last place: when nothing else
-# answers, it still does.
+# A passage not asked for (a test, unless the question is about tests; a man page in another
+# language) counts for this share of its score: not last place, so it answers if nothing else.
 _UNASKED_WEIGHT = 0.5
-# A path of tests: a folder test/, tests/, testing/, __tests__/, idle_test/; a file
-# test_x.py, x_test.go, x_tests.rs, x.test.js, x.spec.ts.
+# Tests: test/, tests/, testing/, __tests__/, idle_test/; test_x.py, x_test.go, x.spec.ts.
 _TEST_PATH = LazyPattern(r"(?:^|/)(?:tests?|testing|__tests__|\w+_tests?)/|(?:^|/)test_[^/]*$"
                          r"|_tests?\.\w+$|\.(?:test|spec)\.\w+$")
 _ABOUT_TESTS = LazyPattern(r"test|\bspecs?\b", re.I)  # 'tests', 'unittest', 'pytest', 'spec'
-# A man page's language, by its folder: man/fr/man1/kill.1.gz is French, pt_BR/man8 Portuguese,
-# man/man1/ls.1.gz the default locale's (English).
+# A man page's language, by its folder: man/fr/man1/kill.1.gz, pt_BR/man8; man/man1: English.
 _MAN_LOCALE = LazyPattern(r"(?:^|/)(?:(?!man/)([a-z]{2,3})(?:_[A-Za-z]{2})?(?:[.@][\w@.-]+)?/)?"
                           r"man[1-9n][a-z]*/[^/]+$")
 # Words frequent in questions of a language and rare in the others' (English's: the default).
@@ -9653,8 +9639,7 @@ _SCRIPT_LANGUAGES = (("ru", "\u0400", "\u04ff"), ("ja", "\u3040", "\u30ff"),
 
 
 def _question_language(question: str) -> str:
-    """The language a question is written in, as a man folder names it ('fr', 'de'); 'en'
-    when it gives no sign of another.
+    """The language of a question, as a man folder names it ('fr'); 'en' by default.
 
     >>> [_question_language(q) for q in ("Quelle option de free affiche les totaux ?", "ls -t?")]
     ['fr', 'en']
@@ -9669,10 +9654,8 @@ def _question_language(question: str) -> str:
 
 
 def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[StoredChunk], bool]:
-    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk;
-    rows: the best chunks ranked (_NAMED_PAGE_DEPTH), among which a man page the question
-    names (_named_pages) makes the pages it does not name unasked ('grep' asks for grep(1),
-    not git-grep(1))."""
+    """A test of a stored chunk: not asked for (_UNASKED_WEIGHT). A man page the question
+    names among rows, the best ranked, makes the others unasked (grep(1), not git-grep(1))."""
     lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
     named = _named_pages(question, rows)
 
@@ -9685,23 +9668,22 @@ def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[Store
     return unasked
 
 
-# A man page the question names counts when retrieval finds it among this many passages: a
-# word of the question that happens to name a page ('make' in 'How do I make ...') seldom does.
+# A man page the question names counts when found among this many passages (a word that
+# happens to name a page, 'make', seldom is).
 _NAMED_PAGE_DEPTH = 10
 # A man page's name, from its file's: grep.1.gz, ssh_config.5, openssl-req.1ssl.bz2.
 _PAGE_FILE = LazyPattern(r"([^/]+?)\.[1-9n][a-z]*(?:\.(?:gz|bz2|xz|lzma|zst|z))?$", re.I)
 
 
 def _page_name(path: str) -> str:
-    """The name of the man page at path ('grep' of man/man1/grep.1.gz), lowercased."""
+    """The man page's name at path, lowercased."""
     m = _PAGE_FILE.search(path)
     return m.group(1).lower() if m else ""
 
 
 def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
-    """The names of the man pages among rows that the question says as a word of its own
-    ('grep' in 'How can grep list ...', not in 'git-grep'); a stopword names no page ('at',
-    'which' are commands too, and words of every question)."""
+    """The names of the man pages among rows that the question has as words of their own
+    (not in 'git-grep'); no stopword ('at', 'which' are commands too)."""
     words = set(re.findall(r"(?<![\w.-])[\w.-]*\w", question.lower())) - STOPWORDS
     return {name for name in map(_page_name, (r.path for r in rows
                                               if _MAN_LOCALE.search(r.path))) if name in words}
@@ -9709,9 +9691,8 @@ def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
 
 def _preferred(ranked: list[tuple[int, float]], rows: dict,
                question: str) -> list[tuple[int, float]]:
-    """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
-    test, another language's translation), so that the code and the page asked for rank
-    above them, and a translation is a copy of its original, not the other way round."""
+    """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score: the
+    code and page asked for rank above, and a translation is a copy of its original."""
     unasked = _unasked(question, [rows[c] for c, _ in ranked[:_NAMED_PAGE_DEPTH] if c in rows])
     if not ranked or min(s for _, s in ranked) < 0:
         return ranked  # scores not all positive: a share of one means nothing
@@ -9719,18 +9700,15 @@ def _preferred(ranked: list[tuple[int, float]], rows: dict,
     return sorted(scored, key=lambda p: -p[1])
 
 
-# What a word is to shingles: bytes of letters and digits (any other ASCII byte
-# a space; UTF-8 beyond ASCII kept as written), found faster than by a regular expression
-# (bench/README.md, "Duplicates").
+# What a word is to shingles: bytes of letters and digits and UTF-8 beyond ASCII (any
+# other byte a space); faster than a regular expression.
 _SHINGLE_BYTES = bytes(b if chr(b).isalnum() or b > 127 else 32 for b in range(256))
 
 
 def shingles(text: str) -> frozenset:
-    """What alike compares of a passage: its runs of DUPLICATE_WORDS words,
-    lowercased (whitespace, ASCII punctuation and markup aside), each run as
-    one int (the hash of its words' CRC-32s: the same in every process, see
-    collapse); a passage shorter than that, its words as one; one without
-    words, its text.
+    """What alike compares of a passage: its runs of DUPLICATE_WORDS lowercased words
+    (punctuation and markup aside), each as one int (a hash of CRC-32s: the same in every
+    process); a shorter passage, its words as one; one without words, its text.
 
     >>> shingles("The **cat** sat,  on the_mat.") == shingles("the cat sat on The mat")
     True
@@ -9745,8 +9723,7 @@ def shingles(text: str) -> frozenset:
 
 
 def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> bool:
-    """True when two passages' shingles have a Jaccard similarity of at least
-    threshold (sizes too far apart cannot: that test first, it is cheap).
+    """True when two passages' shingles have a Jaccard similarity of at least threshold.
 
     >>> alike(shingles("a b c d e f g h i j"), shingles("a b c d e f g h i k"))  # 7 of 9 shared
     True
@@ -9762,17 +9739,12 @@ def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> b
 
 def _collapse(ranked: list[tuple[int, float]],
               texts: dict[int, frozenset]) -> tuple[list[tuple[int, float]], dict]:
-    """(the distinct passages of a ranking, best first; the copies of each:
-    {chunk id: [(id, score) of the lower-ranked chunks alike to it]}). texts:
-    each chunk's shingles (a chunk without is left out).
+    """(the distinct passages of a ranking, best first; {chunk id: [(id, score) of the
+    lower-ranked chunks alike to it]}). texts: each chunk's shingles (none: left out).
 
-    A chunk is compared only with the passages kept that share
-    DUPLICATE_SHARED of its DUPLICATE_ANCHORS anchors, its smallest shingles
-    (shingles are hashes: a MinHash sketch). Of the 16 smallest of two sets'
-    union, each is in both with a chance of J, their Jaccard similarity: two
-    passages alike at 0.7 share fewer than 2 with a chance of 1 in 6 million,
-    and one shingle that many passages hold ('of the said') makes no
-    comparison. So the work stays linear in the ranking however many copies it holds.
+    A chunk is compared only with kept passages sharing DUPLICATE_SHARED of its
+    DUPLICATE_ANCHORS smallest shingles (a MinHash sketch: alike passages almost surely
+    do), so the work stays linear in the ranking however many copies it holds.
 
     >>> texts = {1: shingles("MIT licence, (c) Ann"), 2: shingles("mit LICENCE (c) ann"),
     ...          3: shingles("GPL")}
@@ -9782,8 +9754,7 @@ def _collapse(ranked: list[tuple[int, float]],
     kept: list[tuple[int, float]] = []
     copies: dict[int, list] = {}
     same: dict[frozenset, int] = {}      # identical shingles: found without comparing
-    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept of the
-                                         # passages it anchors
+    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept it anchors
     for cid, score in ranked:
         s = texts.get(cid)
         if s is None:
@@ -9807,12 +9778,11 @@ def _collapse(ranked: list[tuple[int, float]],
 
 def _as_sources(kept: list[tuple[int, float]], copies: dict,
                 rows: dict) -> tuple[list[tuple[int, float]], dict]:
-    """Each passage shown from its source among its copies in other documents:
-    the one with the fewest chunks before it in its document (the licence file
-    itself, not a copyright file that quotes it after its own text), the
-    best-ranked among those; it takes the passage's place and score, the
-    others are its copies. (Within one document the best-ranked stays: two
-    functions alike are not one the other's source.)
+    """Each passage shown from its source among its copies in other documents: the one
+    with the fewest chunks before it (the licence itself, not a file quoting it; ties: the
+    best ranked) takes the passage's place and score. Within one document the best ranked
+    stays.
+
 
     >>> rows = {1: StoredChunk("c", "c", Chunk(9, "x", "", 1, 1)),
     ...         2: StoredChunk("g", "g", Chunk(2, "x", "", 1, 1))}
@@ -9833,8 +9803,7 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
 
 def _check_rerank(resp, n: int) -> list[float | None]:
     """One score per document from a rerank reply ({"results": [{"index",
-    "relevance_score"}]}, or TEI's bare list with "score"); None for a
-    document the reply leaves out (a server that honours top_n loosely).
+    "relevance_score"}]}, or TEI's list with "score"); None for one left out.
 
     >>> _check_rerank({"results": [{"index": 1, "relevance_score": 0.9},
     ...                           {"index": 0, "score": 0.1}]}, 3)
@@ -9859,9 +9828,8 @@ def _check_rerank(resp, n: int) -> list[float | None]:
 
 
 class Reranker:
-    """What reranking needs of a model: rerank(query, texts) -> one relevance
-    score per text (higher is better; None for one it leaves out). A new kind
-    is a subclass, and make_rerank chooses it (one kind today: no table yet)."""
+    """What reranking needs of a model: rerank(query, texts) -> one relevance score per
+    text (higher is better; None for one left out). A new kind is a subclass."""
 
     model = "?"
 
@@ -9874,8 +9842,7 @@ class Reranker:
 
 
 class HttpReranker(Reranker):
-    """Scores from POST {base}/rerank, in the shape Cohere, Jina, vLLM,
-    llama.cpp's server, TEI and Infinity accept."""
+    """Scores from POST {base}/rerank (Cohere, Jina, vLLM, llama.cpp, TEI, Infinity)."""
 
     def __init__(self, client: HttpClient, model: str):
         self.client, self.model = client, model
@@ -9895,8 +9862,7 @@ class HttpReranker(Reranker):
 
 @dataclass(frozen=True)
 class Rerank:
-    """A reranker, how many candidates it sees, and warn(message), where its
-    failure is told."""
+    """A reranker, how many candidates it sees, and warn(message) for its failure."""
 
     reranker: Reranker
     depth: int
@@ -9919,9 +9885,8 @@ class RankedPassage(NamedTuple):
 
 
 class Retrieved(NamedTuple):
-    """What a retrieval found: the top k hits (reranked when a reranker is set);
-    the top k before copies are shown once and before reranking, which the
-    refusal floor judges; and every distinct passage ranked."""
+    """What a retrieval found: the top k hits; the top k before copies are folded and
+    before reranking (judged by the refusal floor); every distinct passage ranked."""
 
     hits: list
     judged: list
@@ -9929,9 +9894,7 @@ class Retrieved(NamedTuple):
 
 
 class _Distinct(NamedTuple):
-    """A ranking and the distinct passages of its best depth (Retriever.distinct):
-    the ranking, the passages kept (best first), their copies, the chunks read
-    (StoredChunk by id) and the question's vector."""
+    """Retriever.distinct's ranking, passages kept, copies, rows read and question vector."""
 
     ranking: list
     kept: list
@@ -9941,10 +9904,8 @@ class _Distinct(NamedTuple):
 
 
 def _measure_null_level(store: Store) -> float:
-    """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (models differ
-    widely: bench/README.md, "Refusing on two corpora and at other similarity
-    scales"). Seeded, so it is repeatable."""
+    """Mean similarity of random (seeded) pairs of chunks from different documents: how
+    similar unrelated text is under this model on this corpus (models differ widely)."""
     rows = store.chunk_docs()
     if len(rows) < 2:
         return 0.0
@@ -9963,58 +9924,49 @@ def _measure_null_level(store: Store) -> float:
 
 
 def still_fresh(count: int, measured: int) -> bool:
-    """Whether what was measured on an index of measured chunks still holds at
-    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
+    """Whether what was measured at measured chunks holds at count (within NULL_REFRESH)."""
     return abs(count - measured) <= NULL_REFRESH * measured
 
 
 def null_level(store, count: int | None = None, keep: bool = False) -> float:
-    """The stored unrelated level of a store, measured
-    again when missing or when the index has grown or shrunk a lot. count: the
-    number of chunks, when known; keep: store what was measured (an index run
-    does, when the index can be written now; a read command never writes)."""
+    """The stored unrelated level of a store, measured again when missing or stale.
+    count: its chunks, when known; keep: store it (an index run; a read never writes)."""
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
     if level is not None and still_fresh(count, measured):
         return float(level)
     value = _measure_null_level(store)
     if keep:
-        # else used unstored
         store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
     return value
 
 
-# a follow-up's ranking as asked, added to its rewrite's at this weight (README,
-# "Conversations": measured)
-ASKED_WEIGHT = 0.5
+ASKED_WEIGHT = 0.5  # a follow-up's ranking as asked, added to its rewrite's at this weight
 
 
 class Retriever:
-    """Ranks chunks for questions from a store; caches what it loads for the
-    next question."""
+    """Ranks chunks for questions from a store, caching what it loads."""
 
     def __init__(self, store: Store, embedder: Embedder, source: str | None = None,
                  exact: bool = False, fusion: str = "score", rerank: Rerank | None = None):
         self.store, self.embedder, self.source, self.exact = store, embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
-        # the label-free floor by mode, once found (question_floor)
-        self._floors: dict[str, dict] = {}
+        self._floors: dict[str, dict] = {}  # the label-free floor by mode (question_floor)
         self._allowed: set[int] | None = None
         # (scope, word): weight; (scope, None): chunks. Narrowed copies share it: keyed by scope
         self._idf: dict[tuple[Scope, str | None], float] = {}
         self._n: int | None = None
-        # the last question embedded, and its vector
-        self._last: tuple[str, list[float]] | None = None
+        self._last: tuple[str, list[float]] | None = None  # the last question embedded
 
     def chunks(self) -> int:
-        """How many chunks the index holds, counted once (a full scan of an index)."""
+        """How many chunks the index holds, counted once (a full scan)."""
         if self._n is None:
             self._n = self.store.count()
         return self._n
 
     def null_level(self) -> float:
-        """How similar unrelated chunks of this index are (see null_level)."""
+        """How similar unrelated chunks of this index are (null_level)."""
         if self._level is None:
             self._level = null_level(self.store, self.chunks())
         return self._level
@@ -10024,29 +9976,28 @@ class Retriever:
         return Scope(source_globs(self.source))
 
     def allowed(self) -> set[int] | None:
-        """Ids of the chunks --source lets this retriever see (None: all of them)."""
+        """Ids of the chunks --source lets this retriever see (None: all)."""
         if self._allowed is None:
             self._allowed = self.store.scope_ids(self.scope())
         return self._allowed
 
     def floor_found(self, mode: str) -> dict | None:
-        """The label-free floor for mode this retriever has found (question_floor)."""
+        """The label-free floor this retriever found for mode (question_floor)."""
         return self._floors.get(mode)
 
     def keep_floor_found(self, mode: str, floor: dict) -> None:
         self._floors[mode] = floor
 
     def adopt(self, other: Retriever) -> None:
-        """Take what other, over this index at the same state, has found and
-        loaded (Store.share): a server's retriever for one more request at once
-        starts warm."""
+        """Take what other, over this index in the same state, found and loaded: a server's
+        retriever for one more request at once starts warm."""
         self.store.share(other.store)
         self._level, self._n, self._floors, self._idf = (other._level, other._n, other._floors,
                                                          other._idf)
 
     def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
-        """A copy (of its own class) sharing what this one loaded, with changes
-        and its own allowed ids (None: found when first needed)."""
+        """A copy (of its own class) sharing what this one loaded, with changes and its own
+        allowed ids (None: found when needed)."""
         import copy  # here: only a server's retrievers are copied
         r = copy.copy(self)
         for name, value in changes.items():
@@ -10055,8 +10006,7 @@ class Retriever:
         return r
 
     def embed_question(self, question: str) -> list[float]:
-        """The question's unit vector (a follow-up's is asked for again to
-        judge it: embedded once)."""
+        """The question's unit vector (embedded once: a follow-up's is asked for twice)."""
         if self._last and self._last[0] == question:
             return self._last[1]
         vec = normalize(self.embedder.embed([question], QUERY)[0])
@@ -10069,11 +10019,9 @@ class Retriever:
         return self.store.dense(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
-        """Inverse document frequency of a word over the chunks this retriever
-        may see, from the keyword index: under a key or --source, counted in
-        its documents alone, so that what others hold never shows through a
-        rewrite's words or a relevance. (The copies narrowed from one warm
-        retriever share this memo, hence the scope in its key.)"""
+        """Inverse document frequency of a word over the chunks this retriever may see:
+        under a key or --source, its documents alone, so what others hold never shows
+        through a rewrite's words or a relevance."""
         scope = self.scope()
         if (scope, word) not in self._idf:
             if (scope, None) not in self._idf:  # the chunks in scope, counted once
@@ -10088,10 +10036,9 @@ class Retriever:
         return self.store.keyword(query, depth, self.scope()) if query else []
 
     def named(self, question: str, depth: int) -> dict[int, int]:
-        """The chunks of a module a question names by a dotted name ('heapq.merge',
-        'http.server'), by named_tier: of those the keyword index finds with the
-        module's words side by side in their heading path (as its file's name
-        gives them: 'http server') and the question's words, the depth best."""
+        """named_tier of the chunks of a module a question names by a dotted name: the depth
+        best the keyword index finds with the module's words as a phrase in their heading
+        path ('http server') and the question's words."""
         tiers: dict[int, int] = {}
         asked = dotted_names(question)
         for module, name in asked:  # grows by the names an asked one is an alias of
@@ -10108,10 +10055,8 @@ class Retriever:
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
-        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (assignment_lines), or None: of the chunks of the
-        document the keyword index finds with the name's words side by side, the first
-        _FOLLOW_DEPTH."""
+        """The passage of hit's document that assigns name at its top level
+        (assignment_lines), among the first _FOLLOW_DEPTH holding the name; or None."""
         words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
         if not words or home is None:
             return None
@@ -10128,10 +10073,8 @@ class Retriever:
         return None
 
     def following(self, hit: Hit, n: int) -> list[Hit]:
-        """The next chunks of hit's document after its chunk, in order, at most n (a
-        definition that runs on past it): read by the ids after its own, each checked
-        to be of the document and next in its order (a store that numbers them apart
-        gives none)."""
+        """At most n chunks of hit's document after its own (a definition running on): the
+        next ids, while each is of the document and next in its order."""
         ids = list(range(hit.chunk_id + 1, hit.chunk_id + 1 + n))
         rows, out = self.store.chunks(ids), []
         for i, cid in enumerate(ids, 1):
@@ -10144,11 +10087,9 @@ class Retriever:
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
-        """(chunk id, score) best first, before any reranking, and the
-        question's vector (None for keyword search, which needs none;
-        qvec: the question's vector, when it is embedded already). A module
-        the question names comes first, its definition of the name first of all
-        (named), in keyword and hybrid search."""
+        """((chunk id, score) best first, before reranking; the question's vector, None
+        for keyword search; qvec: when embedded already). In keyword and hybrid search a
+        module the question names comes first, its definition of the name first of all."""
         if mode == "keyword":
             return _named_first(self.preferred(self.keyword(question, depth), question),
                                 self.named(question, depth)), qvec
@@ -10163,22 +10104,19 @@ class Retriever:
         return _named_first(self.preferred(fused, question), self.named(question, depth)), qvec
 
     def preferred(self, ranked: list[tuple[int, float]], question: str) -> list[tuple[int, float]]:
-        """ranked with what the question did not ask for lower (_preferred: a test, a
-        translation), by the paths of its chunks."""
+        """ranked with what the question did not ask for lower (_preferred)."""
         return _preferred(ranked, self.store.chunks([c for c, _ in ranked]), question)
 
     def narrowed(self, source: str | None) -> Retriever:
-        """This retriever limited further to the documents matching source (a
-        request can narrow a server's --source, never widen it), sharing what
-        this one has loaded: signatures, vectors, word weights, the level."""
+        """This retriever limited further to the documents matching source (a request
+        narrows a server's --source, never widens it), sharing what this one loaded."""
         if not source:
             return self
         return self._copy(source=source_globs(self.source) + (source,))
 
     def reranked(self, question: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """The best rerank.depth candidates in the reranker's order, with its
-        scores, the rest after them. When the reranker fails the order stays
-        as it was, with one note, and this retriever stops asking it."""
+        """The best rerank.depth candidates in the reranker's order, with its scores, the
+        rest after. If it fails: the order kept, one note, and it is not asked again."""
         if not self.rerank or len(ranked) < 2:
             return ranked
         top, rest = ranked[:self.rerank.depth], ranked[self.rerank.depth:]
@@ -10199,32 +10137,24 @@ class Retriever:
 
     def search(self, question: str, mode: str = "hybrid", k: int = DEFAULT_K,
                similarity: bool = True, also: str | None = None) -> list[Hit]:
-        """The top k hits for a question, reranked when a reranker is set;
-        without similarity, keyword search leaves each hit's similarity None
-        and calls no embedder (also: see retrieve)."""
+        """The top k hits for a question (retrieve); without similarity, keyword search
+        calls no embedder and leaves each hit's similarity None."""
         return self.retrieve(question, mode, k, similarity, also).hits
 
     def retrieve(self, question: str, mode: str, k: int, similarity: bool = True,
                  also: str | None = None, gold: Callable[[int], bool] | None = None
                  ) -> Retrieved:
-        """What a question finds (Retrieved): the top k hits, reranked when a
-        reranker is set; the top k before copies are shown once and before
-        reranking, which the refusal floor judges, as it was measured on them;
-        the distinct passages ranked, that the hits head. The hits are
-        distinct passages (a copy is in its hit's copies; see distinct). also:
-        the same question as the user asked it, when question is its rewrite (a
-        follow-up): both rankings count (summed, also's at ASKED_WEIGHT); the
-        hits' similarity is the rewrite's. gold: eval's test of a chunk (see distinct)."""
+        """What a question finds (Retrieved); the hits are distinct passages, reranked if
+        set. also: the question as asked when question is its rewrite (both rankings
+        count, also's at ASKED_WEIGHT; similarity is the rewrite's). gold: see distinct."""
         found = self.distinct(question, mode, k, also, gold)
         first, copies, rows, qvec = found.ranking, found.copies, found.rows, found.qvec
         if qvec is None and similarity:
             qvec = self.embed_question(question)
         ranked = self.reranked(question, found.kept)
-        # both tops' vectors, read once
         ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
         vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
         hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
-        # no copy, no reranking in the top k
         unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
         judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
         return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
@@ -10232,15 +10162,12 @@ class Retriever:
 
     def distinct(self, question: str, mode: str, k: int, also: str | None = None,
                  gold=None) -> _Distinct:
-        """(the ranking; the distinct passages of its best depth, best first;
-        their copies; the rows of those chunks; the question's vector). The
-        depth is FUSION_DEPTH, or deeper (up to DUPLICATE_DEPTH) while copies
-        leave fewer distinct passages than the hits and the reranker need and
-        more chunks could be ranked; with gold, as deep as the last chunk it
-        holds, so that each gold chunk is found where it ranks as a copy."""
+        """_Distinct at depth FUSION_DEPTH, deeper (to DUPLICATE_DEPTH) while copies leave
+        fewer passages than the hits and reranker need; with gold (eval's test of a chunk),
+        as deep as its last chunk, so each is found where it ranks as a copy."""
         depth, qvec = max(FUSION_DEPTH, k), None
         need = max(k, self.rerank.depth if self.rerank else 0)
-        rows, texts = {}, {}  # kept from one depth to the next: each chunk read and shingled once
+        rows, texts = {}, {}  # kept between depths: each chunk read and shingled once
         while True:
             first, qvec = self.rank(question, mode, depth, qvec)
             if also and also != question:
@@ -10256,8 +10183,7 @@ class Retriever:
 
     def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
              vecs: dict | None = None, copies: dict | None = None) -> list[Hit]:
-        """Hits of ranked chunks (rows, vecs: their chunks and vectors when
-        fetched already; copies: each one's, as collapse gives them, in rows)."""
+        """Hits of ranked chunks (rows, vecs, copies: when fetched already)."""
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
@@ -10271,7 +10197,8 @@ class Retriever:
 
     @staticmethod
     def hit_path(path: str, rel: str) -> str:
-        """The path a hit carries (the stored absolute one; a server's, see _ServedRetriever)."""
+        """The path a hit carries (the stored one; a server's: _ServedRetriever)."""
+
         return path
 
 
