@@ -10218,9 +10218,9 @@ def _on_scale(score: float, level: float) -> float:
 
 @dataclass(frozen=True)
 class Floor:
-    """The relevance floor in force and where it came from; by_evidence:
-    measured on an index where similarity does not separate the questions it
-    answers from unrelated ones (logs, generated tables), so the evidence decides."""
+    """The relevance floor in force and where it came from; by_evidence: the index's
+    similarity cannot separate answerable questions from unrelated ones (logs), so the
+    evidence decides."""
 
     value: float
     source: str
@@ -10228,10 +10228,8 @@ class Floor:
 
 
 def floor_in_force(store, model: str, min_score: float | None = None, measured=None) -> Floor:
-    """--min-score, else the floor eval --calibrate stored for this index
-    (store) and model, else the one measured on it
-    without labels (measured(): the value, None when there is none), else the
-    default of the model's kind of relevance (Embedder.floor)."""
+    """--min-score, else the floor eval --calibrate stored for this index and model, else
+    the one measured without labels (measured(), or None), else the model kind's default."""
     if min_score is not None:
         return Floor(min_score, "--min-score")
     stored = store.meta(Meta.FLOOR)
@@ -10245,46 +10243,33 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
     return Floor(kind.floor, kind.floor_source)
 
 
-# Refusing without labels. What questions score depends on the model, on the
-# index and on its size (among more chunks, a better best match by chance),
-# so the floor is measured on the index itself, from two kinds of question
-# retrieved as a question is: PROBES, everyday questions about everything
-# (written for rag.py, about no corpus in particular), which the index should
-# not answer; and questions made from its own passages (_pseudo_questions),
-# which it does. The floor starts at the default of the embedder's kind, rises
-# until PROBE_QUANTILE of the probes are refused; and when that refuses more
-# than _PSEUDO_TOLERATED of the index's own questions (the default does not fit
-# this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor";
-# chosen with two real models of very different similarity scales: bench/README.md,
-# "Refusing without labels"). Measured by an index run for the default mode and kept
-# in the index for its embedding model, again when the number of chunks has
-# changed by NULL_REFRESH; a read command that finds none kept for its mode
-# measures it in memory (once a process) and never writes it.
+# Refusing without labels. What questions score depends on the model, the index and its
+# size, so the floor is measured on the index from PROBES, everyday questions it should not
+# answer, and questions made from its own passages (_pseudo_questions), which it should.
+# From the embedder kind's default it rises until PROBE_QUANTILE of the probes are refused;
+# if that refuses more than _PSEUDO_TOLERATED of its own questions (the default does not
+# fit the model), it comes down until at most PSEUDO_QUANTILE are. An index run measures
+# and keeps it for the default mode (again when the chunks change by NULL_REFRESH); a read
+# command measures it in memory and never writes it.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
 PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most, once lowered
-# Refusing more of the index's own questions than this share says the floor does not fit the model:
-# MiniLM's default stays well below it, multilingual-e5-small's above (bench/README.md,
-# "Refusing without labels").
-_PSEUDO_TOLERATED = 0.25
+_PSEUDO_TOLERATED = 0.25  # refusing more of its own questions: the floor does not fit the model
 _PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
-PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every
-                        # other word of it
-# fewer of the index's own questions than this say too little of where answerable ones fall
-PSEUDO_MIN = 20
-# A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
-# (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
+PSEUDO_WORDS = (8, 40)  # a sentence this long (words) becomes a question: every other word
+PSEUDO_MIN = 20  # fewer own questions say too little of where answerable ones fall
+# A probe whose best passage holds this share of its words (by IDF) is one the index answers
+# (a quiz book): left out, so that it does not lift the floor over real answers.
 _PROBE_ANSWERED = 0.8
-# A test hook, never changed by rag.py: a test about something other than refusal sets it False,
-# so that no command measures the floor (it stays the embedder kind's default, as on an index too
-# small to measure), and the suite does not spend a third of its time measuring it.
+# A test hook, never changed by rag.py: tests not about refusal set it False (the floor stays
+# the embedder kind's default), so the suite does not spend a third of its time measuring it.
 _MEASURES_FLOOR = True
 
 
 def _question_relevance(retriever, questions: list[str], mode: str,
                         unanswered: bool = False) -> list[float]:
-    """The relevance of each question on this index, sorted, as ask judges it
-    (the top DEFAULT_K before any reranking), the questions embedded in one
-    go; unanswered: only those whose passages lack _PROBE_ANSWERED of their words."""
+    """The relevance of each question on this index, sorted, as ask judges it (the top
+    DEFAULT_K before reranking); unanswered: only those whose passages lack
+    _PROBE_ANSWERED of their words."""
     vecs = ([normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)]
             if questions else [])
     out, memo = [], {}  # each passage's stems, found once for all these questions
@@ -10308,7 +10293,7 @@ def _question_relevance(retriever, questions: list[str], mode: str,
 
 
 def _line_statements(text: str) -> list[str]:
-    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+    """What text says, one line that ends a statement (line_ends: a log's) at a time.
 
     >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
     ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
@@ -10321,12 +10306,10 @@ def _line_statements(text: str) -> list[str]:
 
 
 def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
-    """Questions the index answers, made without labels: from each of n
-    passages (a fixed-seed sample), one sentence of PSEUDO_WORDS words, every
-    other word of it kept ('Refunds 5 7 days reach card'): its passage shares
-    words and meaning with it, as with a real question, but not all of them."""
+    """Questions the index answers, made without labels: from each of n sampled passages,
+    a sentence of PSEUDO_WORDS words, every other word kept ('Refunds 5 7 days reach
+    card'): like a real question, it shares some of its passage's words, not all."""
     ids = [cid for cid, _ in store.chunk_docs()]
-    # some passages have no such sentence
     sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))
     texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
     for cid in sample:
@@ -10348,9 +10331,8 @@ def _quantile(sorted_values: list[float], share: float) -> float:
 
 
 def _measure_question_floor(retriever, mode: str) -> dict:
-    """The label-free floor for this index and mode, and what it came from:
-    the probes' level (PROBE_QUANTILE) and the index's own questions'
-    (PSEUDO_QUANTILE); see the comment above PROBE_QUANTILE."""
+    """The label-free floor for this index and mode, and what it came from (see the
+    comment above PROBE_QUANTILE)."""
     probes = _question_relevance(retriever, list(PROBES), mode, unanswered=True)
     own = _question_relevance(retriever, _pseudo_questions(retriever.store), mode)
     kind = embedder_class(retriever.embedder.model)
@@ -10372,15 +10354,10 @@ def _measure_question_floor(retriever, mode: str) -> dict:
             "probes": len(probes), "own": len(own), "separates": separates}
 
 
-# An index whose passages are far more alike among themselves than unrelated
-# questions are to them (log lines, generated tables, one template repeated):
-# the unrelated questions' level (PROBE_QUANTILE) falls below the level of
-# unrelated passages (0 on the index's scale) by more than that level's distance
-# to an identical text (1). Questions made from its own lines may still score
-# well, but one worded as a person asks it scores like the unrelated ones, so
-# similarity cannot tell an answer from noise and the evidence alone decides
-# (judge_question). Logs fall below this level, prose and papers above 0
-# (bench/README.md, "Answers grounded in the passages").
+# Passages far more alike among themselves than to unrelated questions (logs, tables, a
+# template): the probes' level falls below that of unrelated passages (0) by more than 1.
+# A question worded as a person asks it then scores like noise, and the evidence alone
+# decides (judge_question). Logs fall below, prose above 0.
 _ALIKE_LEVEL = -1.0
 ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated "
          "template) that similarity cannot tell an answer from an unrelated question, so "
@@ -10389,8 +10366,7 @@ ALIKE = ("measured on this index: its passages are so alike (logs, tables, a rep
 
 
 def kept_question_floors(store, model: str, count: int) -> dict:
-    """The floors measured without labels that the index keeps for model, by
-    mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
+    """The label-free floors the index keeps for model, by mode; none if stale."""
     try:
         kept = json.loads(store.meta(Meta.QUESTION_FLOOR) or "{}")
         if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
@@ -10401,10 +10377,8 @@ def kept_question_floors(store, model: str, count: int) -> dict:
 
 
 def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
-    """The floor measured without labels for this index, model and mode
-    (_measure_question_floor): as kept, else measured now, and kept only when
-    keep (an index run, for the default mode; a read command never writes:
-    it measures once a process, see Retriever)."""
+    """The label-free floor for this index, model and mode: as kept, else measured now and
+    kept only when keep (an index run; a read command measures it once a process)."""
     # a warm retriever (a server's) finds it once, read-only index or not
     if retriever.floor_found(mode) is not None:
         return retriever.floor_found(mode)
@@ -10426,9 +10400,8 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
 
 
 def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content_words) -> float:
-    """Best share, over the hits, of the IDF weight of the question's words
-    (words(question): its content words, or its focus_words) found in one
-    passage (stems(hit): its words' stems, chunk_stems unless given).
+    """Best share, over the hits, of the IDF weight of words(question) found in one
+    passage (stems(hit): its stems, chunk_stems unless given).
 
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
     >>> word_coverage("How long do refunds take?", [h],
@@ -10449,8 +10422,8 @@ def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content
 
 
 def focus_words(question: str) -> list[str]:
-    """The question's content words that an answer holds: not the word after
-    'how' ('how long', 'how many'), which asks for the kind of answer ('5 days').
+    """The question's content words an answer holds: not the word after 'how' ('how
+    long'), which asks for a kind of answer ('5 days').
 
     >>> focus_words("How long do refunds take?")
     ['refunds', 'take']
@@ -10463,11 +10436,9 @@ _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
 
 
 def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
-    """Best share, over the hits, of what the question asks of its subject that
-    a passage holds: the IDF weight of the question's focus_words outside the
-    heaviest word or run of them the passage holds (the subject: 'Mona Lisa')
-    that it holds too (the ask: 'painted'); 1.0 when nothing is outside that run.
-    Only capitalised words make a run (a name); any other held word is one alone.
+    """Best share, over the hits, of what the question asks of its subject that a passage
+    holds: the IDF weight of the focus_words outside the heaviest run it holds (the
+    subject: 'Mona Lisa') that it holds too ('painted'); 1.0 when nothing is outside.
 
     >>> h = Hit(1, "a", Chunk(0, 'char text0[] = "Mona Lisa";', "", 1, 1), 0, 0)
     >>> joint_coverage("Who painted the Mona Lisa?", [h], lambda w: 1.0)
@@ -10493,9 +10464,8 @@ def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
 
 
 def _heaviest_run(at: list[tuple[int, str, bool]], held: set[str], weight: dict) -> set[str]:
-    """Of the runs of held capitalised words next to each other in the question
-    (at: position, word, capitalised), the one of most weight: a name ('Mona
-    Lisa') counts once; a held word not capitalised is a run alone."""
+    """The heaviest run of held words (at: position, word, capitalised): adjacent
+    capitalised words make one (a name), any other word is a run alone."""
     runs: list[set[str]] = []
     prev = -2
     for i, w, capital in at:
@@ -10514,9 +10484,9 @@ def chunk_stems(h: Hit) -> set[str]:
 
 def relevance(retriever, question: str, hits: list[Hit], stems=None,
               coverage: float | None = None) -> float:
-    """How well the passages answer, on the index's own scale (see _on_scale):
-    the best cosine similarity, plus for an embedder whose similarity alone
-    separates poorly (the built-in one), a share of the question's words found."""
+    """How well the passages answer, on the index's own scale (_on_scale): the best
+    similarity, plus, for an embedder whose similarity separates poorly (the built-in
+    one), a share of the question's words found."""
     if not hits:
         return 0.0
     score = max(h.similarity for h in hits)
@@ -10528,47 +10498,37 @@ def relevance(retriever, question: str, hits: list[Hit], stems=None,
 
 
 def refuses(relevance: float, floor: float) -> bool:
-    """The refusal rule: passages less relevant than the floor do not answer,
-    and no model is asked (ask refuses, eval counts the question as refused)."""
+    """The refusal rule: passages less relevant than the floor do not answer (no model
+    is asked)."""
     return relevance < floor
 
 
-# Refusing on evidence: beside the floor, the best passages must hold enough of
-# the question's words, each weighed by its rarity in the index (the words that
-# pick the answer out weigh most), so that a passage sharing only a common word
-# with an unrelated question does not answer it. Chosen on several corpora and
-# embedders: it refuses few more answerable questions, a higher share more
-# (bench/README.md, "Answers grounded in the passages"). Words, not vectors: one
-# share for every model.
+# Refusing on evidence: the best passages must also hold this share of the question's words,
+# weighed by rarity, so a passage sharing only a common word does not answer. Words, not
+# vectors: one share for every model.
 _EVIDENCE_SHARE = 0.2
-# Refusing on what is asked: a passage that holds the question's subject (the heaviest word or
-# run of capitalised words it holds: 'Mona Lisa', 'capital') but less than _JOINT_SHARE of the rest
-# of the words ('painted', 'Peru') answers only when its relevance clears the floor by _JOINT_MARGIN
-# too: one rare name shared is not evidence, while a passage about the subject may answer in other
-# words ('ethnicity': 'a Serbian American'). Chosen on the trade-off curve of three real folders
-# and two benchmarks, built-in embedder and all-MiniLM-L6-v2 (bench/README.md, "Refusing what is
-# asked"): a larger margin refuses more unrelated questions in real folders, and more answerable
-# ones on SQuAD than raising the floor would.
+# Refusing on what is asked: a passage holding the question's subject ('Mona Lisa') but less
+# than _JOINT_SHARE of the rest ('painted') answers only if its relevance clears the floor by
+# _JOINT_MARGIN too: one rare name shared is no evidence, yet the subject's own passage may
+# answer in other words ('ethnicity': 'a Serbian American').
 _JOINT_SHARE = 0.2  # as _EVIDENCE_SHARE: a fifth of the words, by rarity
-_JOINT_MARGIN = 0.1  # on the index's relevance scale; the curve's chosen point
+_JOINT_MARGIN = 0.1  # on the index's relevance scale
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the passages answer a question: their relevance, the share of
-    the question's words the best of them holds, the share of what it asks
-    of its subject (joint_coverage), and why it is refused ('': it is not)."""
+    """Whether the passages answer a question: relevance, coverage (word_coverage),
+    joint (joint_coverage), and why it is refused ('': it is not) and on what."""
 
     relevance: float
     coverage: float
     refusal: str = ""
-    on: str = ""  # what the refusal was decided on: "floor" or "evidence"
+    on: str = ""  # "floor" or "evidence"
     joint: float = 1.0
 
 
 def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
-    """The one refusal rule of ask, chat, the servers and eval: below the
-    floor (unless the index is one where similarity cannot separate, see
+    """The one refusal rule of ask, chat, the servers and eval: below the floor (unless
     AskOptions.by_evidence), or the passages hold too little of the question."""
     found = {h.chunk_id: chunk_stems(h) for h in hits}  # each passage's words, once for both
 
@@ -10594,7 +10554,7 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
 
 
 def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
-    """(share of the unanswerable cases, share of the answerable) a floor refuses."""
+    """(share of the unanswerable, share of the answerable cases) a floor refuses."""
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     ans = [r["relevance"] for r in rows if not r.get("unanswerable")]
     return (sum(refuses(x, floor) for x in off) / max(len(off), 1),
@@ -10617,9 +10577,8 @@ class _Calibration(NamedTuple):
 
 
 def calibrate(rows: list[dict]) -> _Calibration:
-    """The floor that refuses the most unanswerable cases while refusing at most
-    CALIBRATION_MAX_FALSE of the answerable ones (the lowest such: see
-    _lowest_floor_refusing), and the trade-off at a few floors.
+    """The lowest floor refusing the most unanswerable cases while refusing at most
+    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few floors.
 
     >>> rows = ([{"relevance": r} for r in (0.5, 0.6, 0.7)]
     ...         + [{"relevance": 0.55, "unanswerable": True}])
@@ -10630,7 +10589,6 @@ def calibrate(rows: list[dict]) -> _Calibration:
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     if not answerable or not off:
         raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
-    # refuses at most that many below it
     limit = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]
     chosen = _lowest_floor_refusing(sorted(off), answerable, limit)
 
@@ -10644,10 +10602,8 @@ def calibrate(rows: list[dict]) -> _Calibration:
 
 
 def _lowest_floor_refusing(off: list[float], answerable: list[float], limit: float) -> float:
-    """Of the floors up to limit, the lowest that refuses every unanswerable
-    case limit refuses: halfway between the highest of those and the next
-    answerable relevance (the widest margin on both sides), so that no
-    answerable case is refused that need not be (both lists sorted).
+    """The lowest floor refusing every unanswerable case limit refuses: halfway between
+    the highest of those and the next answerable relevance (both lists sorted).
 
     >>> _lowest_floor_refusing([0.2, 0.4, 0.9], [0.3, 0.5, 0.6, 0.8], 0.8)
     0.45
@@ -10659,49 +10615,40 @@ def _lowest_floor_refusing(off: list[float], answerable: list[float], limit: flo
     return round((refused[-1] + above) / 2, 6)
 
 
-# a calibrated floor, its model, its source
-FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)
+FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)  # a calibrated floor's
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
-    """Keep a calibrated floor in the index (store) for model: floor_in_force
-    uses it from then on."""
+    """Keep a calibrated floor in the index for model (floor_in_force uses it)."""
+
     store.set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
 # ---------------------------------------------------------------------------
 # Converse: a conversation's question, and what it is searched as
 # ---------------------------------------------------------------------------
-# A follow-up ("Are those the only steps?") resembles no passage, so it is
-# searched with the telling words of the turns before it: rewritten by the
-# chat model when there is one, else (and whenever that fails) offline by
-# _follow_up_query. The refusal still judges the passages found against the
-# question as the user asked it (or as the model rewrote it), so a follow-up
-# the documents do not answer is refused however on-topic the conversation was.
+# A follow-up ("Are those the only steps?") resembles no passage, so it is searched with
+# the telling words of the turns before it: rewritten by the chat model, else offline by
+# _follow_up_query. The refusal still judges the passages against the question as asked
+# (or as the model rewrote it): an on-topic conversation lets no unanswered question pass.
 
 USER, ASSISTANT = "user", "assistant"
-INSTRUCTION_ROLES = ("system", "developer")  # the client's instructions: a chat model sees them,
-                                             # never the search
-SKIPPED_ROLES = ("tool", "function")         # a tool's output is neither what the user said nor
-                                             # what they were told
-_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: the topic drifts
-# Words by which a question points back at the conversation ("Are those the
-# only steps?", "What about for children?"): a question with one of them, or
-# opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of its own,
-# is a follow-up; any other is searched as asked.
+INSTRUCTION_ROLES = ("system", "developer")  # seen by a chat model, never by the search
+SKIPPED_ROLES = ("tool", "function")  # neither what the user said nor what they were told
+_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: topics drift
+# Words by which a question points back at the conversation ("What about for children?"):
+# a question with one, opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of
+# its own, is a follow-up.
 _REFERRING = frozenset("""it its they them their theirs this that these those there here he him his
 she her hers one ones such same former latter above else also other another""".split())
 _FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ",
                        "also ")
-# words a question needs of its own to stand alone (README, "Conversations": measured)
-_MIN_OWN_WORDS = 5
-# share of a follow-up's own words its passages hold for it to be judged in context (the same)
-_BORROWS_AT = 0.5
+_MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone
+_BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold to be judged in context
 
 
 def message_text(content, n: int) -> str:
-    """The text of message n's content: a string, or the text parts of a list (images and
-    other parts skipped)."""
+    """The text of message n's content: a string, or a list's text parts."""
     if content is None:  # an assistant message that only called a tool
         return ""
     if isinstance(content, str):
@@ -10720,9 +10667,8 @@ def message_text(content, n: int) -> str:
 
 
 def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
-    """OpenAI-style chat messages as (the user's and the assistant's turns in
-    order, the client's instructions); a RagError names the message at fault.
-    Held to the limits of a question each, MAX_MESSAGES in all."""
+    """OpenAI-style chat messages as (the user's and assistant's turns, the client's
+    instructions), MAX_MESSAGES at most; a RagError names the message at fault."""
     if not isinstance(messages, list):
         raise RagError("a conversation must be a list of messages, each {\"role\": ..., "
                        "\"content\": ...}")
@@ -10761,17 +10707,14 @@ def last_question(turns: tuple[Turn, ...]) -> tuple[str, tuple[Turn, ...]]:
 
 
 def recent(history) -> tuple[Turn, ...]:
-    """The last HISTORY_TURNS turns with text, an answer's Sources: lines left
-    out (paths are not what was said)."""
+    """The last HISTORY_TURNS turns with text, without an answer's Sources: lines."""
     said = [t for t in history if t.text.strip()]
     return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in said[-HISTORY_TURNS:])
 
 
 def _follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
-    """What a follow-up is searched as offline: the question and the
-    TOPIC_WORDS most telling words of the user's earlier turns that it lacks
-    (rarest in the index, the latest turns weighing most: _RECENCY). A first
-    question is searched as asked.
+    """What a follow-up is searched as offline: the question and the TOPIC_WORDS rarest
+    words it lacks of the user's earlier turns, the latest weighing most (_RECENCY).
 
     >>> idf = {"passport": 5.0, "renew": 4.0, "online": 2.0, "fee": 4.5}.get
     >>> h = (Turn(USER, "How do I renew my passport online?"),
@@ -10803,8 +10746,7 @@ def _points_back(question: str) -> bool:
 
 
 def _stands_alone(question: str) -> bool:
-    """Whether a question names what it asks about: it does not point back,
-    and it has _MIN_OWN_WORDS words besides stopwords.
+    """Whether a question does not point back and has _MIN_OWN_WORDS words besides stopwords.
 
     >>> (_stands_alone("Can I renew a passport from abroad by registered mail?"),
     ...  _stands_alone("Which form?"))
@@ -10815,12 +10757,10 @@ def _stands_alone(question: str) -> bool:
 
 
 def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit]) -> list[Hit]:
-    """The hits the refusal judges, with the similarity it judges them by:
-    the search's, unless an offline rewrite added the conversation's words to
-    a question that neither points back at it nor finds most of its own words
-    in the passages (_BORROWS_AT): then its own vector's, so that an unrelated
-    question ("What is the boiling point of water?") never borrows the
-    conversation's topic to pass the floor."""
+    """The hits the refusal judges: with the search's similarity, unless an offline rewrite
+    added the conversation's words to a question that neither points back nor finds
+    _BORROWS_AT of its words in them; then with its own vector's, so an unrelated question
+    never borrows the conversation's topic to pass the floor."""
     if query == question or judge != question or _points_back(question) or not hits:
         return hits
     if word_coverage(question, hits, retriever.idf) >= _BORROWS_AT:
@@ -10833,10 +10773,10 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
 
 def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
                  warn) -> tuple[str, str]:
-    """(what the question is searched as, what the refusal judges): the
-    question itself when it opens the conversation; else the chat model's
-    standalone rewrite (judged as it is: a question like any other), or
-    offline _follow_up_query (judged on the question's own words)."""
+    """(what the question is searched as, what the refusal judges): the question if it
+    stands alone; else the chat model's rewrite (both), or _follow_up_query (and the
+    question)."""
+
     if not history or _stands_alone(question):
         return question, question
     try:
