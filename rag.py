@@ -8969,19 +8969,15 @@ class _IndexRun:
         # stored by an earlier run under a link's name
         if status == "unchanged" and self.stored_rel.get(key) != rel:
             store.rename(key, rel)
-        if status == "secret":
-            if key in self.stored:  # indexed by an earlier version: its text goes now
+        if status == "empty" and doc and doc.stat:  # not read again while it stays as it is
+            self.no_text_now[key] = doc.stat
+        if status in ("secret", "empty"):
+            if key in self.stored:  # its text goes now
                 store.delete([key])
                 stats.removed += 1
         elif status == "skipped" and key in self.stored:
             # indexed before, unreadable now: its old text must not be quoted
             self.stale.append(key)
-        elif status == "empty":
-            if doc and doc.stat:  # not read again while it stays as it is
-                self.no_text_now[key] = doc.stat
-            if key in self.stored:
-                store.delete([key])
-                stats.removed += 1
         elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
@@ -9280,12 +9276,9 @@ class Watcher:
     def changed(self, snap: Snapshot) -> bool:
         """Whether any file or folder of snap changed; a whole poll's cost sets the interval."""
         t0 = time.thread_time()
-        for path, (follow, stamp) in snap.files.items():
-            if _stamp(path, follow) != stamp:
-                return True
-        for path, stamp in snap.folders.items():
-            if _stamp(path) != stamp:
-                return True
+        if any(_stamp(p, follow) != stamp for p, (follow, stamp) in snap.files.items()) or any(
+                _stamp(p) != stamp for p, stamp in snap.folders.items()):
+            return True
         cost = time.thread_time() - t0
         self.interval = max(WATCH_MIN_POLL, cost / WATCH_CPU_SHARE)
         return False
