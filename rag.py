@@ -9245,8 +9245,7 @@ class Watcher:
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
         """Wait seconds; True when the watch is to stop."""
-        return self.stop.wait(seconds) or (self.parent is not None
-                                           and os.getppid() != self.parent)
+        return self.stop.wait(seconds) or (self.parent is not None and os.getppid() != self.parent)
 
     def snapshot(self) -> Snapshot:
         """Walk the folders as an index run would (the same filters and links)."""
@@ -9534,8 +9533,7 @@ def named_tier(chunk: Chunk, module: str, name: str) -> int:
     of_class = re.compile(rf"^[ \t]*class\s+{re.escape(module.rpartition('.')[2])}\b", re.M)
     # 'Counter.most_common': a method of a class the chunk is in ('> class Counter(dict):')
     method = name and any(of_class.search(t) for t in chunk.heading.split(" > ") + [chunk.text])
-    if not (root == module or root.endswith("." + module) or module.endswith("." + root)
-            or method):
+    if not (root == module or root.endswith("." + module) or module.endswith("." + root) or method):
         return 0
     if not name:
         return 1
@@ -9587,8 +9585,7 @@ def assignment_lines(text: str, name: str) -> list[str]:
     return lines[start:end]
 
 
-def _named_first(ranked: list[tuple[int, float]],
-                 tiers: dict[int, int]) -> list[tuple[int, float]]:
+def _named_first(ranked: list[tuple[int, float]], tiers: dict[int, int]) -> list[tuple[int, float]]:
     """ranked with the chunks of named modules first, by tier (named_tier), each tier in
     ranked's order; one not in ranked is added, scored 0, after those of its tier.
 
@@ -10537,8 +10534,7 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
                        f"the passages hold {coverage:.0%} of the question's words, weighed by "
                        f"rarity ({_EVIDENCE_SHARE:.0%} needed)", "evidence")
     joint = joint_coverage(question, hits, retriever.idf, stems)
-    if (joint < _JOINT_SHARE and not opts.by_evidence
-            and refuses(rel, opts.floor + _JOINT_MARGIN)):
+    if joint < _JOINT_SHARE and not opts.by_evidence and refuses(rel, opts.floor + _JOINT_MARGIN):
         return Verdict(rel, coverage,
                        f"the passages hold the question's subject but {joint:.0%} of what it "
                        f"asks of it ({_JOINT_SHARE:.0%} needed, or relevance "
