@@ -8195,7 +8195,10 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             subdirs = []  # the folder given is opened as named, links and all
             for e in _folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
-                    _note_excluded(e, rel, keep, log)
+                    if log.verbose and keep.by_default(rel + e.name, e.is_dir):  # else silent
+                        log.note(f"skipped {shown(e.path)}: excluded by default (--no-default-"
+                                 f"excludes, or '!{e.name}{'/' if e.is_dir else ''}' in "
+                                 ".ragignore, reads it)")
                     continue
                 why = None if follows or not e.is_link else _link_refusal(e.path, bounds)
                 if why:
@@ -8235,14 +8238,6 @@ def _led_away(root: str, now: str, real: str) -> str:
     return (f"skipped {shown(root)}: it now leads to {shown(now)}, not to the folder watched "
             f"({shown(real)}); not followed (watched until it is back; 'index' of it reads where "
             "it leads)")
-
-
-def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
-    """With -v, say which entries a default exclude left out."""
-    if log.verbose and keep.by_default(rel + e.name, e.is_dir):
-        line = f"!{e.name}{'/' if e.is_dir else ''}"
-        log.note(f"skipped {shown(e.path)}: excluded by default "
-                 f"(--no-default-excludes, or '{line}' in .ragignore, reads it)")
 
 
 def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
@@ -8877,8 +8872,9 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     finally:
         run.batcher.close()
     # only once every document has been redone
+    rules = json.dumps({name: getattr(opts, name) for name in _READ_RULES}, sort_keys=True)
     store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
-                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None,
+                    Meta.READ_RULES: rules, Meta.RUNNING: None,
                     Meta.NO_TEXT: _no_text_json(run.no_text_now, opts)})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
@@ -9028,10 +9024,6 @@ def _read_with(opts: IndexOptions) -> str:
 
 _READ_RULES = ("max_bytes", "include", "exclude", "default_excludes", "follow_links",
                "include_secrets", "ocr_lang")  # the IndexOptions a watch of a server reuses
-
-
-def _rules_json(opts: IndexOptions) -> str:
-    return json.dumps({name: getattr(opts, name) for name in _READ_RULES}, sort_keys=True)
 
 
 def read_rules(store: Store) -> IndexOptions:
