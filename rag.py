@@ -8133,9 +8133,8 @@ def _virtual_mounts() -> set[str]:
 
 @dataclass(frozen=True)
 class _Walked:
-    """A file the walk listed: its path, the folder given it was found under, its real
-    path (key: the document's identity), its (device, inode) when listed, which reading
-    must find again, and linked: reached through a link followed, so opened as links lead."""
+    """A file the walk listed: path, root given, real path (key: its identity), the (device,
+    inode) reading must find again, and linked: reached through a followed link."""
 
     path: str
     root: str
@@ -8220,9 +8219,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
 
 
 def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
-    """The identity of what is at real (not through a link) while a watch's root still
-    leads there; else None and a note: a link put in the folder's place is not followed,
-    as it would bring in what is outside the folders given."""
+    """The identity of what is at real while a watch's root still leads there; else None
+    and a note (a link put in its place would bring in what is outside the folders)."""
     now = os.path.realpath(root)
     if now != real:
         log.note(_led_away(root, now, real))
@@ -8254,9 +8252,8 @@ def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
 
 def _folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set, virtual: set,
                     log: Log) -> list[_Listed]:
-    """The entries of a folder, in name order, hidden ones left out; none (with a note)
-    for a virtual file system, a folder in seen, or one unreadable or no longer what was
-    listed. Listed from the open folder where the system allows: no change between looks."""
+    """A folder's entries in name order, hidden ones left out, listed from the open folder
+    (no change between looks); none, with a note, if virtual, seen, unreadable or changed."""
     if os.path.abspath(folder) in virtual:
         log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
         return []
@@ -8351,9 +8348,8 @@ class _FileRead(NamedTuple):
 
 
 def _open_walked(w: _Walked) -> tuple:
-    """The file the walk listed, opened, and its stat; OSError when it is now another file
-    or a link (unless w.linked): no swap between listing and reading brings in a file from
-    outside the folder. Never blocks on a pipe."""
+    """The file the walk listed, opened (never blocking), and its stat; OSError when it is
+    another file or (unless w.linked) a link: no swap brings in a file from outside."""
     nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(w.path, flags)
@@ -8517,10 +8513,9 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
 
 
 def _root_bases(roots: Iterable[str]) -> dict[str, str]:
-    """For each root (a real path given), the folder its documents' paths are relative
-    to: the root (a file's folder) when alone; with several, the folder above as many of
-    its last names as tell it from the others, so --source, keys and citations cannot take
-    one root's documents for another's ('hr/public/pay.md', 'team-public/public/faq.md').
+    """For each root (a real path given), the folder its documents' paths are relative to:
+    the root (a file's folder) when alone, else the folder above as many of its last names
+    as tell it from the others, so --source, keys and citations cannot mix up two roots.
 
     >>> _root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
     '/home'
@@ -8590,12 +8585,10 @@ class _Job:
 
 class _Pace:
     """What an index run asks of an embedding server at once: parallel requests of at most
-    batch texts, within what the user allowed (most_parallel, most_batch).
-
-    One request at first, doubled after each reply within _REPLY_SHARE of the timeout;
-    each reply sizes requests by the seconds per text measured. A timeout halves both for
-    the rest of the run (once for the requests sent at one pace: cut) and its texts are
-    sent again; only one text alone timing out fails the run. No timeout: no pacing."""
+    batch texts, within most_parallel and most_batch. One request at first, doubled after
+    each reply within _REPLY_SHARE of the timeout, sized by the seconds per text measured.
+    A timeout halves both for the rest of the run (once per pace: cut) and its texts go
+    again; only one text alone timing out fails the run. No timeout: no pacing."""
 
     def __init__(self, most_parallel: int, most_batch: int, timeout: float | None):
         self.most_parallel, self.most_batch, self.timeout = most_parallel, most_batch, timeout
@@ -8687,8 +8680,7 @@ class Batcher:
     """Documents waiting for their vectors. Texts the cache lacks go out in full requests of
     batch texts (a clean run makes ceil(texts / batch) requests), up to parallel at once as
     _Pace allows, while reading goes on. Documents are committed in the order read once all
-    their chunks have vectors: the database is the same whatever order replies come in.
-    """
+    their chunks have vectors: the database is the same whatever order replies come in."""
 
     HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory bounded
 
@@ -8708,8 +8700,7 @@ class Batcher:
         self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
-        """Embed and store doc, in parts of self.limit chunks (a huge log's vectors are
-        not all held)."""
+        """Embed and store doc, in parts of self.limit chunks: memory stays bounded."""
         n, step = len(doc.chunks), self.limit
         if n <= step or not self.store.writes_parts:
             return self._add(doc)
@@ -9078,9 +9069,8 @@ def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log:
 
 
 def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
-    """Remove the stored documents deleted from a readable folder indexed; report (with
-    prune, remove) those now excluded or in a folder unreadable now (unmounted: kept until
-    it is back). Returns how many were removed."""
+    """Remove the documents deleted from a readable folder; report (prune: remove) those
+    now excluded or in a folder unreadable now (unmounted). Returns how many were removed."""
     roots = {os.path.realpath(root): keep for root, keep in filters.items()}
     deleted, excluded, unseen = [], [], []
     for p in stored:
@@ -9218,9 +9208,8 @@ class _Silent(Log):
 
 
 class Watcher:
-    """Keeps an index current with the folders given: once a change a poll sees has
-    settled, index() runs a pass and say() gets a line if it changed something. pause()
-    is where it waits (a test drives it); stop (a threading.Event) ends it."""
+    """Keeps an index current: once a change has settled, index() runs a pass and say() gets
+    a line if it changed something; pause() waits (a test drives it); stop ends it."""
 
     def __init__(self, paths: list[str], opts: IndexOptions, index, say, stop=None):
         import threading  # here: only a watch needs it
@@ -9275,8 +9264,7 @@ class Watcher:
         return False
 
     def settled(self) -> Snapshot | None:
-        """The snapshot once two walks WATCH_QUIET apart agree (or WATCH_MAX_SETTLE has
-        passed); None if stopped meanwhile."""
+        """The snapshot once two walks WATCH_QUIET apart agree; None if stopped meanwhile."""
         began, last = time.monotonic(), self.snapshot()
         while not self.pause(WATCH_QUIET, settling=True):
             now = self.snapshot()
@@ -9308,8 +9296,7 @@ class Watcher:
         self.run(snap)
 
     def run(self, snap: Snapshot) -> None:
-        """Watch until stopped, from snap (taken before the first pass read: no change
-        goes unseen)."""
+        """Watch until stopped, from snap (taken before the first pass read)."""
         backoff = 0.0
         while not self.pause(max(self.interval, backoff)):
             self.still_there()
@@ -9335,8 +9322,8 @@ class Watcher:
                 self.note(_led_away(root, now, self.real[root]))
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
-        """One pass over the folders present (files as in before are index_paths'
-        unchanged); True unless it failed."""
+        """One pass over the folders present; True unless it failed."""
+
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
         self.say_led_away()
@@ -9362,8 +9349,7 @@ class Watcher:
 def index_lock(db: str):
     """Hold an exclusive lock on DB.lock (beside the real file: every name of one index
     shares it) for one index run, or fail at once: two runs would embed, and pay for, the
-    same files twice. Readers take none (WAL). The system drops it if the process dies.
-    """
+    same files twice. Readers take none (WAL). The system drops it if the process dies."""
     path = os.path.realpath(db) + ".lock"
     for _ in range(_LOCK_TRIES):
         try:
@@ -9762,9 +9748,7 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
                 rows: dict) -> tuple[list[tuple[int, float]], dict]:
     """Each passage shown from its source among its copies in other documents: the one
     with the fewest chunks before it (the licence itself, not a file quoting it; ties: the
-    best ranked) takes the passage's place and score. Within one document the best ranked
-    stays.
-
+    best ranked) takes the passage's place and score; within one document the best stays.
 
     >>> rows = {1: StoredChunk("c", "c", Chunk(9, "x", "", 1, 1)),
     ...         2: StoredChunk("g", "g", Chunk(2, "x", "", 1, 1))}
@@ -10001,9 +9985,8 @@ class Retriever:
         return self.store.dense(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
-        """Inverse document frequency of a word over the chunks this retriever may see:
-        under a key or --source, its documents alone, so what others hold never shows
-        through a rewrite's words or a relevance."""
+        """Inverse document frequency of a word over the chunks this retriever may see
+        alone (under a key or --source, what others hold never shows through)."""
         scope = self.scope()
         if (scope, word) not in self._idf:
             if (scope, None) not in self._idf:  # the chunks in scope, counted once
@@ -10018,9 +10001,8 @@ class Retriever:
         return self.store.keyword(query, depth, self.scope()) if query else []
 
     def named(self, question: str, depth: int) -> dict[int, int]:
-        """named_tier of the chunks of a module a question names by a dotted name: the depth
-        best the keyword index finds with the module's words as a phrase in their heading
-        path ('http server') and the question's words."""
+        """named_tier of the depth best chunks holding the question's words and a module it
+        names by a dotted name as a phrase in their heading path ('http server')."""
         tiers: dict[int, int] = {}
         asked = dotted_names(question)
         for module, name in asked:  # grows by the names an asked one is an alias of
@@ -10069,9 +10051,8 @@ class Retriever:
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
-        """((chunk id, score) best first, before reranking; the question's vector, None
-        for keyword search; qvec: when embedded already). In keyword and hybrid search a
-        module the question names comes first, its definition of the name first of all."""
+        """((chunk id, score) best first, before reranking; the question's vector or None).
+        In keyword and hybrid search a module the question names comes first (named)."""
         if mode == "keyword":
             return _named_first(self.preferred(self.keyword(question, depth), question),
                                 self.named(question, depth)), qvec
@@ -10200,9 +10181,8 @@ def _on_scale(score: float, level: float) -> float:
 
 @dataclass(frozen=True)
 class Floor:
-    """The relevance floor in force and where it came from; by_evidence: the index's
-    similarity cannot separate answerable questions from unrelated ones (logs), so the
-    evidence decides."""
+    """The relevance floor in force and its source; by_evidence: similarity cannot tell
+    answerable questions from unrelated ones on this index (logs): the evidence decides."""
 
     value: float
     source: str
@@ -10249,9 +10229,8 @@ _MEASURES_FLOOR = True
 
 def _question_relevance(retriever, questions: list[str], mode: str,
                         unanswered: bool = False) -> list[float]:
-    """The relevance of each question on this index, sorted, as ask judges it (the top
-    DEFAULT_K before reranking); unanswered: only those whose passages lack
-    _PROBE_ANSWERED of their words."""
+    """Each question's relevance on this index as ask judges it, sorted; unanswered: only
+    those whose passages lack _PROBE_ANSWERED of their words."""
     vecs = ([normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)]
             if questions else [])
     out, memo = [], {}  # each passage's stems, found once for all these questions
@@ -10288,9 +10267,8 @@ def _line_statements(text: str) -> list[str]:
 
 
 def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
-    """Questions the index answers, made without labels: from each of n sampled passages,
-    a sentence of PSEUDO_WORDS words, every other word kept ('Refunds 5 7 days reach
-    card'): like a real question, it shares some of its passage's words, not all."""
+    """Questions the index answers: from n sampled passages, a sentence of PSEUDO_WORDS
+    words, every other word kept (like a real question, it shares some of their words)."""
     ids = [cid for cid, _ in store.chunk_docs()]
     sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))
     texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
@@ -10313,8 +10291,7 @@ def _quantile(sorted_values: list[float], share: float) -> float:
 
 
 def _measure_question_floor(retriever, mode: str) -> dict:
-    """The label-free floor for this index and mode, and what it came from (see the
-    comment above PROBE_QUANTILE)."""
+    """The label-free floor for this index and mode, and its source (see PROBE_QUANTILE)."""
     probes = _question_relevance(retriever, list(PROBES), mode, unanswered=True)
     own = _question_relevance(retriever, _pseudo_questions(retriever.store), mode)
     kind = embedder_class(retriever.embedder.model)
@@ -10466,9 +10443,8 @@ def chunk_stems(h: Hit) -> set[str]:
 
 def relevance(retriever, question: str, hits: list[Hit], stems=None,
               coverage: float | None = None) -> float:
-    """How well the passages answer, on the index's own scale (_on_scale): the best
-    similarity, plus, for an embedder whose similarity separates poorly (the built-in
-    one), a share of the question's words found."""
+    """How well the passages answer, on the index's scale: the best similarity, plus a share
+    of the question's words found for an embedder whose similarity separates poorly."""
     if not hits:
         return 0.0
     score = max(h.similarity for h in hits)
@@ -10480,8 +10456,7 @@ def relevance(retriever, question: str, hits: list[Hit], stems=None,
 
 
 def refuses(relevance: float, floor: float) -> bool:
-    """The refusal rule: passages less relevant than the floor do not answer (no model
-    is asked)."""
+    """The refusal rule: passages less relevant than the floor do not answer."""
     return relevance < floor
 
 
@@ -10738,10 +10713,9 @@ def _stands_alone(question: str) -> bool:
 
 
 def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit]) -> list[Hit]:
-    """The hits the refusal judges: with the search's similarity, unless an offline rewrite
-    added the conversation's words to a question that neither points back nor finds
-    _BORROWS_AT of its words in them; then with its own vector's, so an unrelated question
-    never borrows the conversation's topic to pass the floor."""
+    """The hits the refusal judges; when an offline rewrite added the conversation's words
+    to a question that neither points back nor finds _BORROWS_AT of its words in them, with
+    its own similarity: an unrelated question never borrows the topic to pass the floor."""
     if query == question or judge != question or _points_back(question) or not hits:
         return hits
     if word_coverage(question, hits, retriever.idf) >= _BORROWS_AT:
@@ -10754,9 +10728,8 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
 
 def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
                  warn) -> tuple[str, str]:
-    """(what the question is searched as, what the refusal judges): the question if it
-    stands alone; else the chat model's rewrite (both), or _follow_up_query (and the
-    question)."""
+    """(what the question is searched as, what the refusal judges): the question alone, the
+    chat model's rewrite (both), or _follow_up_query and the question."""
 
     if not history or _stands_alone(question):
         return question, question
