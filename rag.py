@@ -8122,7 +8122,6 @@ class _PathFilter:
 
 def _virtual_mounts() -> set[str]:
     """Mount points of virtual file systems (/proc, /sys), where a walk would never end."""
-
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
             rows = [line.split() for line in f]
@@ -8402,7 +8401,6 @@ def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: 
 def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named: bool
               ) -> _FileRead | None:
     """_read_file's part once the file is open."""
-
     if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
         log.skipped(path, "not a regular file", "not a regular file")
         return None
@@ -8666,7 +8664,6 @@ class _EmbedPool:
 
 def _run_job(embedder: Embedder, job: _Job) -> _Job:
     """Send one request; its vectors or error, and its seconds, go into job."""
-
     start = time.monotonic()
     try:
         job.vectors = embedder.embed_request(job.texts, job.patient)
@@ -9139,7 +9136,6 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
 
 def _remove_outside(store: Store, roots: dict[str, bool], seen, log: Log) -> int:
     """Remove outside_documents at once (never meant to be indexed). Returns how many."""
-
     gone = outside_documents(store, roots, seen)
     if gone:
         store.delete(gone)
@@ -9323,7 +9319,6 @@ class Watcher:
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
         """One pass over the folders present; True unless it failed."""
-
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
         self.say_led_away()
@@ -9409,7 +9404,6 @@ def _names_file(path: str, f) -> bool:
 
 def forget_index(db: str, lock: str) -> None:
     """Remove the index a first run made and could not fill, and its (held) lock file."""
-
     real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
     for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
         with contextlib.suppress(OSError):
@@ -10161,7 +10155,6 @@ class Retriever:
     @staticmethod
     def hit_path(path: str, rel: str) -> str:
         """The path a hit carries (the stored one; a server's: _ServedRetriever)."""
-
         return path
 
 
@@ -10576,7 +10569,6 @@ FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)  # a calibrated f
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
     """Keep a calibrated floor in the index for model (floor_in_force uses it)."""
-
     store.set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
@@ -10730,7 +10722,6 @@ def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
                  warn) -> tuple[str, str]:
     """(what the question is searched as, what the refusal judges): the question alone, the
     chat model's rewrite (both), or _follow_up_query and the question."""
-
     if not history or _stands_alone(question):
         return question, question
     try:
