@@ -8781,15 +8781,11 @@ class Batcher:
             self.dim = len(unit)
         self.commit()
 
-    def ready(self) -> list[tuple[PendingDoc, list[str]]]:
-        """The documents at the front whose vectors are all here."""
-        n = 0
+    def commit(self) -> None:
+        n = 0  # the documents at the front whose vectors are all here
         while n < len(self.docs) and all(k in self.rows for k in self.docs[n][1]):
             n += 1
-        return self.docs[:n]
-
-    def commit(self) -> None:
-        ready = self.ready()
+        ready = self.docs[:n]
         if not ready:
             return
         used = {k for _, keys in ready for k in keys}
