@@ -8311,8 +8311,7 @@ _LINK_OUTSIDE = "outside the folders indexed"
 
 
 def _link_refusal(path: str, bounds: list[str]) -> str:
-    """Why walk does not follow this link: its real target is outside every path given
-    (bounds), or hidden (the walk skips it), or elsewhere inside (_LINK_INSIDE)."""
+    """Why walk does not follow this link: its target is outside bounds, hidden, or inside."""
     target = os.path.realpath(path)
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
@@ -8867,8 +8866,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
 
 @dataclass
 class _IndexRun:
-    """One index run's state: what is stored, the files seen, those that can no longer be
-    read (stale), and the Batcher its documents go to."""
+    """One index run's state: what is stored, what is seen, what is stale, and its Batcher."""
 
     store: Store
     opts: IndexOptions
@@ -8897,8 +8895,7 @@ class _IndexRun:
         return rel if base == real else os.path.join(os.path.relpath(real, base), rel)
 
     def relabel(self) -> None:
-        """Rename the documents this run did not walk where the roots' bases changed (a
-        second folder indexed: the first one's paths gain its name)."""
+        """Rename the documents not walked where the roots' bases changed (a second root)."""
         # the deepest root first; one that is gone keeps its documents' names
         roots = sorted(filter(os.path.exists, self.bases), key=len, reverse=True)
         for key, rel in self.stored_rel.items():
@@ -8907,8 +8904,7 @@ class _IndexRun:
                 self.store.rename(key, new)
 
     def know_stored(self) -> str:
-        """Read what is stored; returns the chunking key. Changed chunk settings make every
-        document read again (its unchanged text is not embedded again)."""
+        """Read what is stored; the chunking key (changed: every document is read again)."""
         rows = self.store.documents()
         self.stored = {d.path: d.sha256 for d in rows}
         self.stored_rel = {d.path: d.rel for d in rows}
@@ -9011,8 +9007,7 @@ _READ_RULES = ("max_bytes", "include", "exclude", "default_excludes", "follow_li
 
 
 def read_rules(store: Store) -> IndexOptions:
-    """The options (and chunking) of the index run that last wrote store, which a server's
-    watch indexes with; the defaults if none were kept."""
+    """The options and chunking of the last index run into store (for a server's watch)."""
     try:
         kept = json.loads(store.meta(Meta.READ_RULES) or "{}")
         rules = {name: kept[name] for name in _READ_RULES if name in kept}
@@ -9083,8 +9078,7 @@ def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log
 
 
 def _readable_above(path: str, root: str) -> bool:
-    """Whether the nearest existing folder above path (up to root) can be listed: then
-    path was deleted, not hidden by what cannot be read."""
+    """Whether path's nearest folder (up to root) can be listed: then path was deleted."""
     folder = os.path.dirname(path)
     while not os.path.isdir(folder) and under(os.path.dirname(folder), root):
         folder = os.path.dirname(folder)  # shorter each time: ends at root
@@ -9165,8 +9159,7 @@ WATCH_MAX_BACKOFF = 60.0  # seconds at most between the tries of a pass that kee
 
 
 class Snapshot(NamedTuple):
-    """What a poll compares: each file (path -> (follows links, stamp)) and folder (path ->
-    stamp) a walk listed; a missing root's stamp is None."""
+    """What a poll compares: files (path -> (follows links, stamp)) and folders (path -> stamp)."""
 
     files: dict
     folders: dict
@@ -9860,8 +9853,8 @@ class _Distinct(NamedTuple):
 
 
 def _measure_null_level(store: Store) -> float:
-    """Mean similarity of random (seeded) pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (models differ widely)."""
+    """Mean similarity of seeded random pairs of chunks of different documents: unrelated
+    text's level under this model on this corpus (models differ widely)."""
     rows = store.chunk_docs()
     if len(rows) < 2:
         return 0.0
@@ -9952,8 +9945,7 @@ class Retriever:
                                                          other._idf)
 
     def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
-        """A copy (of its own class) sharing what this one loaded, with changes and its own
-        allowed ids (None: found when needed)."""
+        """A copy sharing what this one loaded, with changes and its own allowed ids."""
         import copy  # here: only a server's retrievers are copied
         r = copy.copy(self)
         for name, value in changes.items():
@@ -10009,8 +10001,7 @@ class Retriever:
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
-        """The passage of hit's document that assigns name at its top level
-        (assignment_lines), among the first _FOLLOW_DEPTH holding the name; or None."""
+        """The passage of hit's document that assigns name at its top level, or None."""
         words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
         if not words or home is None:
             return None
@@ -10412,8 +10403,7 @@ def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
 
 
 def _heaviest_run(at: list[tuple[int, str, bool]], held: set[str], weight: dict) -> set[str]:
-    """The heaviest run of held words (at: position, word, capitalised): adjacent
-    capitalised words make one (a name), any other word is a run alone."""
+    """The heaviest run of held words (at: position, word, capitalised): a name is one."""
     runs: list[set[str]] = []
     prev = -2
     for i, w, capital in at:
@@ -10463,8 +10453,7 @@ _JOINT_MARGIN = 0.1  # on the index's relevance scale
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the passages answer a question: relevance, coverage (word_coverage),
-    joint (joint_coverage), and why it is refused ('': it is not) and on what."""
+    """Whether the passages answer a question: their scores, and why it is refused ('')."""
 
     relevance: float
     coverage: float
