@@ -9842,16 +9842,6 @@ class Retrieved(NamedTuple):
     ranked: list
 
 
-class _Distinct(NamedTuple):
-    """Retriever.distinct's ranking, passages kept, copies, rows read and question vector."""
-
-    ranking: list
-    kept: list
-    copies: dict
-    rows: dict
-    qvec: list | None
-
-
 def _measure_null_level(store: Store) -> float:
     """Mean similarity of seeded random pairs of chunks of different documents: unrelated
     text's level under this model on this corpus (models differ widely)."""
@@ -10090,25 +10080,10 @@ class Retriever:
                  ) -> Retrieved:
         """What a question finds (Retrieved); the hits are distinct passages, reranked if
         set. also: the question as asked when question is its rewrite (both rankings
-        count, also's at ASKED_WEIGHT; similarity is the rewrite's). gold: see distinct."""
-        found = self.distinct(question, mode, k, also, gold)
-        first, copies, rows, qvec = found.ranking, found.copies, found.rows, found.qvec
-        if qvec is None and similarity:
-            qvec = self.embed_question(question)
-        ranked = self.reranked(question, found.kept)
-        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
-        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
-        hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
-        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
-        judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
-        return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
-                                        for c, s in ranked])
-
-    def distinct(self, question: str, mode: str, k: int, also: str | None = None,
-                 gold=None) -> _Distinct:
-        """_Distinct at depth FUSION_DEPTH, deeper (to DUPLICATE_DEPTH) while copies leave
-        fewer passages than the hits and reranker need; with gold (eval's test of a chunk),
-        as deep as its last chunk, so each is found where it ranks as a copy."""
+        count, also's at ASKED_WEIGHT; similarity is the rewrite's). The ranking goes to
+        depth FUSION_DEPTH, deeper (to DUPLICATE_DEPTH) while copies leave fewer passages
+        than the hits and reranker need; with gold (eval's test of a chunk), as deep as its
+        last chunk, so each is found where it ranks as a copy."""
         depth, qvec = max(FUSION_DEPTH, k), None
         need = max(k, self.rerank.depth if self.rerank else 0)
         rows, texts = {}, {}  # kept between depths: each chunk read and shingled once
@@ -10122,8 +10097,18 @@ class Retriever:
             texts.update((c, shingles(r.chunk.text)) for c, r in rows.items() if c not in texts)
             kept, copies = _as_sources(*_collapse(scan, texts), rows)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
-                return _Distinct(first, kept, copies, rows, qvec)
+                break
             depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)
+        if qvec is None and similarity:
+            qvec = self.embed_question(question)
+        ranked = self.reranked(question, kept)
+        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
+        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
+        hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
+        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
+        judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
+        return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
+                                        for c, s in ranked])
 
     def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
              vecs: dict | None = None, copies: dict | None = None) -> list[Hit]:
