@@ -7869,19 +7869,16 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-_GLOB_SETS = 4096  # sets of states a filter's patterns remember (a few dozen in practice): a
-                   # hostile name's new sets start them again past it, memory stays flat
+_GLOB_SETS = 4096  # sets of states remembered: past it they start again, memory stays flat
 
 
 class _Globs:
-    """Gitignore-style patterns over '/'-separated relative paths, all matched
-    in one pass over a path, in time O(len(patterns) * len(path)): sets of
-    states stepped one character at a time (a backtracking regex takes years
-    on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
+    """Gitignore-style patterns over '/'-separated relative paths, all matched in one pass,
+    in time O(len(patterns) * len(path)): sets of states stepped a character at a time (a
+    backtracking regex takes years on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
 
-    A pattern without a '/' (other than a trailing one) matches at any depth;
-    '*' and '?' stay within a folder, '**' crosses folders; '[...]' is a set
-    ('!' or '^' first: any character not in it; '[[]' is '[' itself).
+    A pattern without a '/' (but a trailing one) matches at any depth; '*' and '?' stay
+    within a folder, '**' crosses folders; '[...]' is a set ('!' or '^' first: negated).
 
     >>> g = _Globs()
     >>> [g.add(p) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
@@ -7898,9 +7895,8 @@ class _Globs:
         self.first: dict = self._row(frozenset())
 
     def add(self, pattern: str) -> int:
-        """Add a pattern; its number in matches(). ValueError for one that is
-        none (a reversed range '[z-a]', an empty set '[!]', a '[' without its
-        ']'): nothing added."""
+        """Add a pattern; its number in matches(). ValueError, nothing added, for one
+        that is none ('[z-a]', '[!]', a '[' without its ']')."""
         kept = len(self.tests)
         try:
             self.starts.append(kept)
@@ -7922,7 +7918,6 @@ class _Globs:
         self.outs.append(outs)
 
     def _on(self, test) -> None:
-        """A state taking one character that passes test, on to the next state."""
         self._add(test, (len(self.tests) + 1,))
 
     def _element(self, pattern: str, i: int) -> int:
@@ -7954,7 +7949,6 @@ class _Globs:
         self._add("/", (split + 4,))
 
     def _closure(self, states: Iterable[int]) -> frozenset:
-        """states and every state their splits lead to."""
         into: set[int] = set()
         stack = list(states)
         while stack:
@@ -7966,9 +7960,8 @@ class _Globs:
         return frozenset(into)
 
     def matches(self, text: str) -> frozenset:
-        """The numbers of the patterns matching the whole of text. Each set of
-        states met is a row kept with the rows each character leads to, so
-        that a path costs a lookup a character once its rows have been met."""
+        """The numbers of the patterns matching the whole of text. Each set of states met
+        is a row remembering where each character leads: a lookup a character once met."""
         row = self.first
         for ch in text:
             try:
@@ -7978,10 +7971,10 @@ class _Globs:
         return row[""]
 
     def _row(self, states: frozenset) -> dict:
-        """The row of a set of states: '' (no character) -> what it matches,
-        None -> the states; then each character met -> the row it leads to."""
-        if len(self.rows) > _GLOB_SETS:  # a hostile name meets new sets at each character:
-            first = self.first  # the rows start again (those in use end with their match)
+        """The row of a set of states: '' -> what it matches, None -> the states, each
+        character met -> the row it leads to."""
+        if len(self.rows) > _GLOB_SETS:  # a hostile name: start again (rows in use still end)
+            first = self.first
             self.first = {"": first[""], None: first[None]}
             self.rows = {first[None]: self.first}
         row = self.rows.get(states)
@@ -7991,7 +7984,6 @@ class _Globs:
         return row
 
     def _step(self, row: dict, ch: str) -> dict:
-        """The row after ch from row (remembered in it)."""
         moved: list[int] = []
         for s in row[None]:
             test = self.tests[s]
@@ -8010,9 +8002,8 @@ def _IN_FOLDER(ch: str) -> bool:
 
 
 def _char_set(body: str) -> Callable[[str], bool]:
-    """'[body]' as a test: characters and ranges ('a-z'; '-' first or last is
-    itself), or with '!' or '^' first every character but those. ValueError when it
-    matches nothing or a range runs backwards."""
+    """'[body]' as a test: characters and ranges ('-' first or last is itself), negated by
+    a first '!' or '^'. ValueError when it is empty or a range runs backwards."""
     negate = body[:1] in ("!", "^")
     body = body[1:] if negate else body
     if not body:
@@ -8031,9 +8022,8 @@ def _char_set(body: str) -> Callable[[str], bool]:
     return (lambda ch: not inside(ch)) if negate else inside
 
 
-# Folders and files that are rarely documents and can hold thousands of files:
-# skipped unless --no-default-excludes, or re-included by a .ragignore line ('!venv/').
-# the last two: editors' backups (notes.md~) and auto-saves (#notes.md#)
+# Rarely documents, often thousands of files: skipped unless --no-default-excludes or a
+# .ragignore '!' line; the last two are editors' backups (notes.md~) and auto-saves (#notes.md#)
 DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/",
                     "*.egg-info/", "package-lock.json", "*~", "[#]*[#]")
 # File systems that describe the running system rather than hold documents.
@@ -8050,21 +8040,20 @@ FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what 
 class _Rule:
     """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
-    glob: int  # its pattern's number in the filter's _Globs
+    glob: int  # its number in the filter's _Globs
     negate: bool
     dir_only: bool
     default: bool  # one of DEFAULT_EXCLUDES
 
 
 class _PathFilter:
-    """Which paths under a folder to index: the default excludes, the folder's
-    .ragignore and --exclude globs (gitignore style: '#' comments, '!'
-    re-includes, a trailing '/' matches folders only; the last matching line
-    wins), and --include globs. The .ragignore line FOLLOW_LINKS is no pattern:
-    it lets links under the folder lead outside it, as --follow-links does."""
+    """Which paths under a folder to index: the default excludes, .ragignore and --exclude
+    (gitignore style: '#' comments, '!' re-includes, a trailing '/' for folders only, the
+    last matching line wins), and --include. The .ragignore line FOLLOW_LINKS is no pattern:
+    it lets links lead outside the folder, as --follow-links does."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
-        self.bad: list[str] = []  # the lines that are no pattern, as notes say them: skipped
+        self.bad: list[str] = []  # notes for the lines that are no pattern (skipped)
         self.globs, self.includes = _Globs(), _Globs()
         # an --include that is none matches nothing: it never widens what is read
         self.include = [self._glob(self.includes, p, "--include") for p in include]
@@ -8103,7 +8092,7 @@ class _PathFilter:
         return cls(include, exclude, lines, defaults)
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
-        """True when rel (relative to the folder, '/'-separated) is not to be indexed."""
+        """True when rel ('/'-separated, relative to the folder) is not to be indexed."""
         rule = self.last_rule(rel, is_dir)
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
@@ -8111,12 +8100,12 @@ class _PathFilter:
         return out
 
     def by_default(self, rel: str, is_dir: bool = False) -> bool:
-        """Whether rel is excluded by one of DEFAULT_EXCLUDES (what -v says)."""
+        """Whether one of DEFAULT_EXCLUDES excludes rel (what -v says)."""
         rule = self.last_rule(rel, is_dir)
         return bool(rule and not rule.negate and rule.default)
 
     def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
-        """The last rule matching rel, which decides (None: none does)."""
+        """The last rule matching rel, which decides (or None)."""
         matched = self.globs.matches(rel) if self.rules else ()
         for rule in reversed(self.rules):
             if (is_dir or not rule.dir_only) and rule.glob in matched:
@@ -8124,7 +8113,7 @@ class _PathFilter:
         return None
 
     def excludes_path(self, path: str, root: str) -> bool:
-        """excluded() for a file's path, checking each folder above it too."""
+        """excluded() for a file's path or any folder above it."""
         rel = os.path.relpath(path, root).replace(os.sep, "/")
         parts = rel.split("/")
         return any(self.excluded("/".join(parts[:i]), True) for i in range(1, len(parts))) \
@@ -8132,7 +8121,7 @@ class _PathFilter:
 
 
 def _virtual_mounts() -> set[str]:
-    """Mount points of virtual file systems (/proc, /sys, ...), where a walk would never end."""
+    """Mount points of virtual file systems (/proc, /sys), where a walk would never end."""
     try:
         with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
             rows = [line.split() for line in f]
@@ -8143,23 +8132,20 @@ def _virtual_mounts() -> set[str]:
 
 @dataclass(frozen=True)
 class _Walked:
-    """A file the walk listed: its path, the folder given it was found under,
-    its real path (the document's identity), and what reading it must find
-    again (ident: device and inode when listed; linked: reached through a link
-    the user let it follow, so it is opened as links lead)."""
+    """A file the walk listed: path, root given, real path (key: its identity), the (device,
+    inode) reading must find again, and linked: reached through a followed link."""
 
     path: str
     root: str
     key: str
     ident: tuple[int, int]
     linked: bool = False
-    regular: bool = True  # a regular file when listed: a device, pipe or socket is never opened
+    regular: bool = True  # a device, pipe or socket is never opened
 
 
 @dataclass(frozen=True)
 class _Listed:
-    """An entry of a folder as the walk listed it, while the folder was open:
-    ident is the entry's own (a link's, not its target's)."""
+    """A folder's entry as listed while the folder was open (ident: a link's own)."""
 
     name: str
     path: str
@@ -8171,24 +8157,21 @@ class _Listed:
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None, folders: list | None = None, kept: dict | None = None):
-    """Yield a _Walked record for each file under paths, depth first in name order.
+    """Yield a _Walked for each file under paths, depth first in name order.
 
-    Hidden entries, filtered ones and virtual file systems are skipped; each
-    real directory is entered once (a link to a folder walked already adds
-    nothing); an explicit stack, not recursion, so any depth of folders works.
-    A link is followed only when its real target is one this walk would reach
-    by itself (see _link_refusal), unless follow_links or the folder's .ragignore
-    says so; refused gets (root, the link relative to it, its target) for the others.
-    A folder is entered only if it is still what its parent listed (_open_folder);
-    folders gets the path of each folder listed (what a watch polls). kept: a
-    watch's real path of each path given, which it must still lead to (_kept_root).
+    Hidden, filtered and virtual entries are skipped; each real folder is entered once,
+    and only while still what its parent listed (_open_folder); a stack, not recursion,
+    so any depth works. A link is followed only with follow_links or the .ragignore line,
+    else refused gets (root, link relative to it, target) of those _link_refusal refuses.
+    folders gets each folder listed (what a watch polls); kept: a watch's real path of
+    each path given, which it must still lead to (_kept_root).
     """
     virtual = _virtual_mounts()
     bounds = [(kept or {}).get(p) or os.path.realpath(p) for p in paths]
     for root, real_root in zip(paths, bounds):
         if not os.path.exists(root):
             raise RagError(f"no such file or directory: {shown(root)}")
-        # a watch's root: opened below only if it is what is at its real path (no race)
+        # a watch's root only if it still is what is at its real path (no race)
         ident = _kept_root(root, real_root, log) if kept and root in kept else file_identity(
             os.stat(root))
         if ident is None:
@@ -8210,7 +8193,10 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             subdirs = []  # the folder given is opened as named, links and all
             for e in _folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
-                    _note_excluded(e, rel, keep, log)
+                    if log.verbose and keep.by_default(rel + e.name, e.is_dir):  # else silent
+                        log.note(f"skipped {shown(e.path)}: excluded by default (--no-default-"
+                                 f"excludes, or '!{e.name}{'/' if e.is_dir else ''}' in "
+                                 ".ragignore, reads it)")
                     continue
                 why = None if follows or not e.is_link else _link_refusal(e.path, bounds)
                 if why:
@@ -8232,11 +8218,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
 
 
 def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
-    """The identity of what is at real (never through a link), when a watch's
-    root still leads there, to the folder (or file) it watched at its start;
-    if not (the folder moved and a link put in its place), None and a note: it
-    is not followed, where its link would bring in what is outside the folders
-    given. An index run of the link itself reads where it leads, as asked."""
+    """The identity of what is at real while a watch's root still leads there; else None
+    and a note (a link put in its place would bring in what is outside the folders)."""
     now = os.path.realpath(root)
     if now != real:
         log.note(_led_away(root, now, real))
@@ -8254,18 +8237,9 @@ def _led_away(root: str, now: str, real: str) -> str:
             "it leads)")
 
 
-def _note_excluded(e: _Listed, rel: str, keep: _PathFilter, log: Log) -> None:
-    """With -v, say which entries a default exclude left out (they are silent otherwise)."""
-    if log.verbose and keep.by_default(rel + e.name, e.is_dir):
-        line = f"!{e.name}{'/' if e.is_dir else ''}"
-        log.note(f"skipped {shown(e.path)}: excluded by default "
-                 f"(--no-default-excludes, or '{line}' in .ragignore, reads it)")
-
-
 def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
-    """A folder opened for listing, checked to be the one its parent listed
-    (ident): not a link put in its place since (unless linked: reached
-    through links the user follows). OSError when it is not."""
+    """A folder opened for listing; OSError unless it is the one its parent listed (ident),
+    not a link put in its place since (unless linked: reached through links followed)."""
     nofollow = 0 if linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow
     fd = os.open(folder, flags)
@@ -8277,11 +8251,8 @@ def _open_folder(folder: str, ident: tuple[int, int], linked: bool) -> int:
 
 def _folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set, virtual: set,
                     log: Log) -> list[_Listed]:
-    """The entries of a folder the walk enters, in name order, hidden ones left
-    out; none (with a note) for a virtual file system, a folder entered already
-    (seen: (device, inode) of those), or one that cannot be read or is no longer
-    what was listed. _Listed from the open folder, where the system allows, so
-    what each entry is cannot change between the listing and the look."""
+    """A folder's entries in name order, hidden ones left out, listed from the open folder
+    (no change between looks); none, with a note, if virtual, seen, unreadable or changed."""
     if os.path.abspath(folder) in virtual:
         log.note(f"skipped {shown(folder)}: a virtual file system, not documents")
         return []
@@ -8317,9 +8288,8 @@ def _listed_entry(folder: str, e: os.DirEntry) -> _Listed:
 
 
 def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
-    """Say why the walk does not follow a link (_link_refusal's why). One to a
-    target inside the paths given is silent: the walk reaches that target under
-    its own path, rules and all; unless it is a loop or leads nowhere."""
+    """Say why the walk does not follow a link; silent for one inside the paths given (the
+    walk reaches its target under its own path, rules and all) unless a loop or dangling."""
     if why != _LINK_INSIDE:
         log.skipped(e.path, "link(s) outside the folders indexed" if why == _LINK_OUTSIDE else
                     "link(s) into hidden files or folders",
@@ -8333,19 +8303,15 @@ def _note_link(e: _Listed, folder: str, why: str, log: Log) -> None:
                     "file or a loop of links)")
 
 
-# A link to a file or folder inside the paths given is not followed either: its
-# target is walked under its own path, where .ragignore, --exclude, the credential
-# rules and --source (which matches that path) apply; through the link it would
-# be one more way in, under a name of the link's choosing (a key's folder).
+# A link inside the paths given is not followed either: its target is walked under its own
+# path, where the rules and --source apply; the link would be a way in under a name of its
+# choosing (a key's folder).
 _LINK_INSIDE = "inside the folders indexed"
 _LINK_OUTSIDE = "outside the folders indexed"
 
 
 def _link_refusal(path: str, bounds: list[str]) -> str:
-    """Why walk does not follow this link: its real target is outside every
-    path given (bounds, real paths), or, inside them, in a hidden folder or a
-    hidden file, which the walk itself skips, or anywhere else inside them
-    (_LINK_INSIDE: reached without the link)."""
+    """Why walk does not follow this link: its target is outside bounds, hidden, or inside."""
     target = os.path.realpath(path)
     inside = [os.path.relpath(target, b) for b in bounds if under(target, b)]
     if not inside:
@@ -8367,8 +8333,8 @@ class IndexStats:
     embedded: int = 0
     cached: int = 0
     removed: int = 0
-    skips: dict = field(default_factory=dict)    # the files skipped, by kind (Log.skips)
-    model: str = ""  # the embedding model used (an older built-in one an index keeps)
+    skips: dict = field(default_factory=dict)  # the files skipped, by kind (Log.skips)
+    model: str = ""  # the embedding model used
 
 
 class _FileRead(NamedTuple):
@@ -8380,11 +8346,8 @@ class _FileRead(NamedTuple):
 
 
 def _open_walked(w: _Walked) -> tuple:
-    """The file the walk listed, opened, and its stat: OSError when what is
-    there now is another file, or a link put in its place (unless w.linked:
-    reached through links the user follows), so that no swap between listing
-    and reading brings in a file from outside the folder. Without O_NOFOLLOW
-    the identity check alone decides. Never blocks on a pipe."""
+    """The file the walk listed, opened (never blocking), and its stat; OSError when it is
+    another file or (unless w.linked) a link: no swap brings in a file from outside."""
     nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
     flags = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(w.path, flags)
@@ -8402,16 +8365,14 @@ class _Swapped(OSError):
 
 def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> _FileRead | None:
-    """Bytes, stat and format of a file the walk listed, or None with a note
-    saying why it is skipped. A compressed file's bytes are those it holds
-    (unpack). named: --include named it (file_format)."""
+    """Bytes (a compressed file's: what it holds), stat and format of a file the walk
+    listed, or None with a note saying why not. named: --include named it (file_format)."""
     path = w.path
     if file_format(path, named=named) is None:
         log.skipped(path, "unsupported type", "unsupported file type")
         return None
     try:
-        path.encode("utf-8")
-    # SQLite text must be valid UTF-8; a lossy name could not be found again
+        path.encode("utf-8")  # SQLite text must be valid UTF-8; a lossy name is lost
     except UnicodeEncodeError:
         log.skipped(path, "name not UTF-8",
                     "the file name is not valid UTF-8 (rename the file to index it)")
@@ -8438,7 +8399,7 @@ def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: 
 
 def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named: bool
               ) -> _FileRead | None:
-    """_read_file's part once the file is open (f, with its stat st)."""
+    """_read_file's part once the file is open."""
     if not stat.S_ISREG(st.st_mode):  # a pipe or a device: reading could block or never end
         log.skipped(path, "not a regular file", "not a regular file")
         return None
@@ -8465,12 +8426,10 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
 
 def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
-    """Read, parse and chunk one file the walk listed: ('read', document),
-    ('unchanged', the document without chunks), or ('empty' | 'skipped' |
-    'secret', None), with a note saying
-    why a file is skipped. rel: its path in the folder indexed (_doc_rel);
-    known: the SHA-256 stored for it. No error in one file stops the run. A
-    file that looks like credentials is 'secret': not read unless opts.include_secrets."""
+    """Read, parse and chunk one file the walk listed: ('read', document), ('unchanged',
+    the document without chunks), or ('empty' | 'skipped' | 'secret', None), with a note
+    saying why. rel: its path in the folder indexed; known: the SHA-256 stored for it. No
+    error in one file stops the run; credentials are not read unless opts.include_secrets."""
     path, key = w.path, w.key
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
     got = None if kind else _read_file(w, log, opts.max_bytes, bool(opts.include))
@@ -8489,15 +8448,17 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                     ".so), which is read under its own name where the folder's rules allow")
         return "empty", None
     sha = sha256_hex(data)
+
+    def doc(chunks=()) -> PendingDoc:
+        return PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
+                          _stat_key(st, time.time()))
     if known == sha:
-        return "unchanged", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
-                                       _stat_key(st, time.time()))
+        return "unchanged", doc()
     try:
-        # parse_document holds the only reference: the bytes go once decoded, not held
-        # beside a large file's lines
+        # parse_document holds the only reference: a large file's bytes are not held twice
         data, got = [data], None
         lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
-        got = data = None  # the bytes go before chunking: a large file is not held twice
+        got = data = None
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
     except NotText as e:
@@ -8521,22 +8482,18 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         log.note(f"{shown(path)}: read as {read_as(fmt)}")
     if not chunks:
         log.skipped(path, "no text", "no text")
-        return "empty", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, (),
-                                   _stat_key(st, time.time()))
-    return "read", PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
-                              _stat_key(st, time.time()))
+        return "empty", doc()
+    return "read", doc(chunks)
 
 
-# A file changed less than this before it was read may change again within the
-# same tick of its clock (FAT counts modification times in 2 s steps): it is
-# read again next run, not trusted by its stat (as git treats "racily clean" files).
+# A file changed this recently may change again within its clock's tick (FAT: 2 s): read
+# again next run, not trusted by its stat (git's "racily clean" files).
 _SETTLE_SECONDS = 2.0
 
 
 def _stat_key(st: os.stat_result, now: float) -> str:
-    """What says a file is unchanged since it was read: its modification and
-    change times, size and inode ('' when too fresh to trust: _SETTLE_SECONDS).
-    A file put back with its old modification time (tar, rsync) has a new change time."""
+    """What says a file is unchanged since read: modification and change times (tar and
+    rsync put old mtimes back, not ctimes), size, inode; '' when too fresh to trust."""
     if now - st.st_mtime < _SETTLE_SECONDS or now - st.st_ctime < _SETTLE_SECONDS:
         return ""
     return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_size} {st.st_ino}"
@@ -8553,12 +8510,9 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
 
 
 def _root_bases(roots: Iterable[str]) -> dict[str, str]:
-    """For each root (a real path given to index), the folder its documents'
-    paths are relative to: the root itself (a file's own folder) when it is the
-    only one; with several, the folder above as many of its last names as tell
-    it apart from every other root, so that each path starts with its root's
-    name ('hr/public/pay.md', 'team-public/public/faq.md') and --source, keys and
-    citations cannot take one root's documents for another's.
+    """For each root (a real path given), the folder its documents' paths are relative to:
+    the root (a file's folder) when alone, else the folder above as many of its last names
+    as tell it from the others, so --source, keys and citations cannot mix up two roots.
 
     >>> _root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
     '/home'
@@ -8599,26 +8553,18 @@ def _tail(path: str, n: int) -> str:
 
 
 def _doc_rel(path: str, key: str, root: str) -> str:
-    """A document's path relative to the folder indexed, which --source and a
-    key's globs match: that of its real path (key) when it is inside the real
-    folder, whatever name (a followed link) it was reached by."""
+    """A document's path relative to the folder indexed (what --source and keys match): of
+    its real path when inside the real folder, whatever link it was reached by."""
     real_root = os.path.realpath(root) if root else ""
     if real_root and under(key, real_root):
         return os.path.relpath(key, real_root)
     return os.path.relpath(path, root) if root else path
 
 
-# How an index run paces a server (_Pace). A CPU model behind a local server
-# answers one request at a time: eight requests of 64 passages each wait
-# behind the others past any timeout, and the server goes on computing the
-# abandoned ones. So a run starts with one request, opens up only while
-# replies come back well within the timeout, and sizes requests by the
-# seconds per text it measures; a timeout halves what is asked before it
-# fails the run.
-_REPLY_SHARE = 0.25    # of the timeout a reply should take: room for a slower moment (another
-                      # client, a long text)
-_RATE_MEMORY = 0.5     # weight of the last reply in the seconds per text measured: a change shows
-                      # within a few replies
+# How an index run paces a server (_Pace): a CPU model answers one request at a time, so
+# parallel large requests time out while it computes the abandoned ones.
+_REPLY_SHARE = 0.25  # of the timeout a reply should take: room for a slower moment
+_RATE_MEMORY = 0.5   # weight of the last reply in the seconds per text: changes show quickly
 
 
 @dataclass
@@ -8627,34 +8573,27 @@ class _Job:
 
     keys: list[str]
     texts: list[str]
-    patient: bool = True       # a timeout is retried, then fails the run (_Pace.patient)
-    cut: int = 0               # _Pace.cuts when it was sent
+    patient: bool = True  # a timeout is retried, then fails the run (_Pace.patient)
+    cut: int = 0          # _Pace.cuts when it was sent
     vectors: list | None = None
     error: BaseException | None = None
     seconds: float = 0.0
 
 
 class _Pace:
-    """What an index run asks of an embedding server at once: parallel
-    requests in flight of at most batch texts each, never more than the user
-    allowed (most_parallel, most_batch).
-
-    A run starts with one request in flight and doubles that after each
-    reply that took at most _REPLY_SHARE of the timeout; each reply sizes
-    requests to what the server answers in that share (its seconds per text,
-    measured). A request that timed out halves both, once for all the
-    requests sent at the same pace (cut), and its texts are sent again; for
-    the rest of the run, no request is that large again and no more are in
-    flight. Only one text alone timing out fails the run (after the usual
-    retries). Without a timeout (an embedder in this process) nothing changes."""
+    """What an index run asks of an embedding server at once: parallel requests of at most
+    batch texts, within most_parallel and most_batch. One request at first, doubled after
+    each reply within _REPLY_SHARE of the timeout, sized by the seconds per text measured.
+    A timeout halves both for the rest of the run (once per pace: cut) and its texts go
+    again; only one text alone timing out fails the run. No timeout: no pacing."""
 
     def __init__(self, most_parallel: int, most_batch: int, timeout: float | None):
         self.most_parallel, self.most_batch, self.timeout = most_parallel, most_batch, timeout
         self.asked = (most_parallel, most_batch)
         self.parallel = 1 if timeout else most_parallel
         self.batch = most_batch
-        self.per_text = 0.0    # seconds per text, measured
-        self.cuts = 0          # times a timeout lowered the pace
+        self.per_text = 0.0  # seconds per text, measured
+        self.cuts = 0        # times a timeout lowered the pace
 
     def patient(self, n: int) -> bool:
         """Whether a request of n texts is sent at the lowest pace there is."""
@@ -8688,10 +8627,8 @@ class _Pace:
 
 
 class _EmbedPool:
-    """Embedding requests in flight on worker threads; results come back as
-    they finish. The threads are daemons, so Ctrl-C never waits for a reply
-    (ThreadPoolExecutor joins its workers at exit: a hung server would hold
-    a Ctrl-C for up to --timeout)."""
+    """Embedding requests on worker threads, results as they finish. Daemon threads, not
+    ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
 
     def __init__(self, embedder, workers: int):
         import queue
@@ -8709,14 +8646,12 @@ class _EmbedPool:
         self.todo.put(job)
 
     def next(self) -> _Job:
-        """The next finished request."""
         job = self.done.get()
         self.pending -= 1
         return job
 
     def close(self) -> None:
-        """Drop the requests no worker has taken (nothing is sent that the run would not
-        use), then let the workers end after the ones they are on."""
+        """Drop the requests no worker has taken, then let the workers end."""
         import queue
         with contextlib.suppress(queue.Empty):
             while True:
@@ -8727,7 +8662,7 @@ class _EmbedPool:
 
 
 def _run_job(embedder: Embedder, job: _Job) -> _Job:
-    """Send one request; its vectors or its error, and how long it took, go into job."""
+    """Send one request; its vectors or error, and its seconds, go into job."""
     start = time.monotonic()
     try:
         job.vectors = embedder.embed_request(job.texts, job.patient)
@@ -8738,16 +8673,12 @@ def _run_job(embedder: Embedder, job: _Job) -> _Job:
 
 
 class Batcher:
-    """Documents waiting for their vectors. Texts the cache lacks go to the
-    embedder in full requests of batch texts as soon as that many wait, so a
-    clean run makes ceil(texts / batch) requests whatever the documents' sizes;
-    with parallel > 1, up to that many requests are in flight at once while
-    reading goes on, as a slow server allows (_Pace). A document is committed,
-    in the order read, once all its chunks have vectors, so the database is
-    the same whatever order replies come in.
-    """
+    """Documents waiting for their vectors. Texts the cache lacks go out in full requests of
+    batch texts (a clean run makes ceil(texts / batch) requests), up to parallel at once as
+    _Pace allows, while reading goes on. Documents are committed in the order read once all
+    their chunks have vectors: the database is the same whatever order replies come in."""
 
-    HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory stays bounded
+    HOLD = 4  # requests' worth of chunks held at most (per request in flight): memory bounded
 
     def __init__(self, store, embedder: Embedder, batch: int, stats: IndexStats, parallel: int = 1,
                  note=None):
@@ -8755,19 +8686,17 @@ class Batcher:
         self.pace = _Pace(parallel, batch, embedder.timeout)
         self.note = note or (lambda msg: None)
         self.docs: list[tuple[PendingDoc, list[str]]] = []  # with their chunks' text keys
-        self.rows: dict[str, tuple] = {}                    # key -> vector_codes
-        self.new: set[str] = set()                          # keys embedded by this
-                                                            # run, not yet stored
-        self.waiting: dict[str, str] = {}                   # key -> text to embed, in order
-        self.flying: set[str] = set()                       # keys of the requests in flight
-        self.held = 0                                       # chunks of the documents waiting
+        self.rows: dict[str, tuple] = {}      # key -> vector_codes
+        self.new: set[str] = set()            # keys embedded by this run, not yet stored
+        self.waiting: dict[str, str] = {}     # key -> text to embed, in order
+        self.flying: set[str] = set()         # keys of the requests in flight
+        self.held = 0                         # chunks of the documents waiting
         self.dim = 0
         self.limit = self.HOLD * batch * parallel
         self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
-        """Embed and store doc: a document of more chunks than are held at most
-        is written in parts of that many (a 33 MB log's vectors are not all held)."""
+        """Embed and store doc, in parts of self.limit chunks: memory stays bounded."""
         n, step = len(doc.chunks), self.limit
         if n <= step or not self.store.writes_parts:
             return self._add(doc)
@@ -8813,9 +8742,8 @@ class Batcher:
             self.collect()
 
     def collect(self) -> None:
-        """Take the next reply. When a request failed, retry nothing more and
-        take every reply still to come, so that the documents before the failed
-        batch are committed as one request at a time would have; then raise its error."""
+        """Take the next reply. After a failure, retry nothing, take the replies still to
+        come (the documents before it are committed as in a serial run), then raise it."""
         try:
             self.settle(self.pool.next())
         except Exception:
@@ -8826,9 +8754,8 @@ class Batcher:
             raise
 
     def settle(self, job: _Job) -> None:
-        """A finished request: its vectors are kept; after a timeout (not at the
-        lowest pace) its texts wait to be sent again, in smaller requests; any
-        other failure is raised."""
+        """A finished request: its vectors kept; after a timeout not at the lowest pace, its
+        texts wait to go again in smaller requests; any other failure raised."""
         self.flying.difference_update(job.keys)
         if job.error is None:
             self.pace.answered(len(job.keys), job.seconds)
@@ -8853,15 +8780,11 @@ class Batcher:
             self.dim = len(unit)
         self.commit()
 
-    def ready(self) -> list[tuple[PendingDoc, list[str]]]:
-        """The documents at the front whose vectors are all here."""
-        n = 0
+    def commit(self) -> None:
+        n = 0  # the documents at the front whose vectors are all here
         while n < len(self.docs) and all(k in self.rows for k in self.docs[n][1]):
             n += 1
-        return self.docs[:n]
-
-    def commit(self) -> None:
-        ready = self.ready()
+        ready = self.docs[:n]
         if not ready:
             return
         used = {k for _, keys in ready for k in keys}
@@ -8891,8 +8814,7 @@ class Batcher:
                       f"{self.pace.parallel} --batch-size {self.pace.batch} starts a run there")
 
     def close(self) -> None:
-        """Let the worker threads end (after the requests they are on); when the
-        run stops early, nothing queued is sent and nothing is retried."""
+        """Let the worker threads end; a run stopped early sends and retries nothing more."""
         if self.pool:
             if self.pool.pending:
                 self.embedder.cancel()
@@ -8901,9 +8823,8 @@ class Batcher:
 
 def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
                 log: Log, unchanged=frozenset()) -> IndexStats:
-    """Bring the index (store) up to date with the files under paths;
-    unchanged: paths a watch saw unchanged since its last pass, so that one
-    skipped then (an image without text, a credential) is not read again."""
+    """Bring the index (store) up to date with the files under paths; unchanged: paths a
+    watch saw unchanged since its last pass (one skipped then is not read again)."""
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     kept = dict(opts.kept_roots)
@@ -8934,8 +8855,9 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     finally:
         run.batcher.close()
     # only once every document has been redone
+    rules = json.dumps({name: getattr(opts, name) for name in _READ_RULES}, sort_keys=True)
     store.set_meta({Meta.CHUNKING: chunking, Meta.READ_WITH: _read_with(opts),
-                    Meta.READ_RULES: _rules_json(opts), Meta.RUNNING: None,
+                    Meta.READ_RULES: rules, Meta.RUNNING: None,
                     Meta.NO_TEXT: _no_text_json(run.no_text_now, opts)})
     run.tidy(paths, filters, refused)
     _measure_refusal(store, embedder, log)
@@ -8944,16 +8866,14 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
 
 @dataclass
 class _IndexRun:
-    """One index run's state: what is stored (path -> SHA-256, path -> rel),
-    the files seen, those that can no longer be read (stale), and the Batcher
-    its documents go to."""
+    """One index run's state: what is stored, what is seen, what is stale, and its Batcher."""
 
     store: Store
     opts: IndexOptions
     log: Log
     stats: IndexStats
-    stored: dict = field(default_factory=dict)
-    stored_rel: dict = field(default_factory=dict)
+    stored: dict = field(default_factory=dict)  # path -> SHA-256
+    stored_rel: dict = field(default_factory=dict)  # path -> rel
     stored_stat: dict = field(default_factory=dict)  # path -> its file's stat when read
     restat: dict = field(default_factory=dict)  # path -> the stat of a file read, unchanged
     seen: set = field(default_factory=set)
@@ -8975,8 +8895,7 @@ class _IndexRun:
         return rel if base == real else os.path.join(os.path.relpath(real, base), rel)
 
     def relabel(self) -> None:
-        """Documents this run did not walk, renamed where the roots' bases
-        changed (a second folder indexed: the first one's paths gain its name)."""
+        """Rename the documents not walked where the roots' bases changed (a second root)."""
         # the deepest root first; one that is gone keeps its documents' names
         roots = sorted(filter(os.path.exists, self.bases), key=len, reverse=True)
         for key, rel in self.stored_rel.items():
@@ -8985,9 +8904,7 @@ class _IndexRun:
                 self.store.rename(key, new)
 
     def know_stored(self) -> str:
-        """Read what is stored; returns the chunking key. Changed chunk settings
-        make every document known but unmatched: read again, its unchanged text
-        not embedded again."""
+        """Read what is stored; the chunking key (changed: every document is read again)."""
         rows = self.store.documents()
         self.stored = {d.path: d.sha256 for d in rows}
         self.stored_rel = {d.path: d.rel for d in rows}
@@ -9028,27 +8945,22 @@ class _IndexRun:
         # stored by an earlier run under a link's name
         if status == "unchanged" and self.stored_rel.get(key) != rel:
             store.rename(key, rel)
-        if status == "secret":
-            if key in self.stored:  # indexed by an earlier version: its text goes now
+        if status == "empty" and doc and doc.stat:  # not read again while it stays as it is
+            self.no_text_now[key] = doc.stat
+        if status in ("secret", "empty"):
+            if key in self.stored:  # its text goes now
                 store.delete([key])
                 stats.removed += 1
         elif status == "skipped" and key in self.stored:
             # indexed before, unreadable now: its old text must not be quoted
             self.stale.append(key)
-        elif status == "empty":
-            if doc and doc.stat:  # not read again while it stays as it is
-                self.no_text_now[key] = doc.stat
-            if key in self.stored:
-                store.delete([key])
-                stats.removed += 1
         elif doc and status == "read":
             self.batcher.add(doc)
             stats.read += 1
 
     def tidy(self, paths: list[str], filters: dict, refused: list) -> None:
-        """After the files: count the skips; report or remove what is gone,
-        excluded, reached through links not followed, outside the folders, or
-        no longer readable."""
+        """After the files: count the skips; report or remove what is gone, excluded,
+        reached through links not followed, outside the folders, or unreadable."""
         store, opts, log, stats = self.store, self.opts, self.log, self.stats
         log.clear()
         stats.skips = dict(log.skips)
@@ -9067,8 +8979,7 @@ class _IndexRun:
 
 
 def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
-    """The files this run found no text in (path -> stat), as Meta.NO_TEXT keeps
-    them: with what decides a file's text (OCR's language too); None for none."""
+    """Meta.NO_TEXT: the files found without text (path -> stat) and what decided that."""
     if not files:
         return None
     return json.dumps({"read_with": _read_with(opts) + f" ocr_lang={opts.ocr_lang}",
@@ -9076,7 +8987,7 @@ def _no_text_json(files: dict, opts: IndexOptions) -> str | None:
 
 
 def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
-    """Meta.NO_TEXT's files, when read as this run reads (else {}: read again)."""
+    """Meta.NO_TEXT's files, when read as this run reads (else {})."""
     try:
         got = json.loads(kept or "{}")
         same = got.get("read_with") == _read_with(opts) + f" ocr_lang={opts.ocr_lang}"
@@ -9086,8 +8997,7 @@ def _no_text_read(kept: str | None, opts: IndexOptions) -> dict:
 
 
 def _read_with(opts: IndexOptions) -> str:
-    """The options and version that decide what text a file gives: a file is
-    trusted by its stat (_unchanged_on_disk) only when they are as they were."""
+    """What decides a file's text: a file is trusted by its stat only while it is the same."""
     return (f"chunker={CHUNKER_VERSION} secrets={opts.include_secrets} "
             f"max_bytes={opts.max_bytes} include={sorted(opts.include)}")
 
@@ -9096,14 +9006,8 @@ _READ_RULES = ("max_bytes", "include", "exclude", "default_excludes", "follow_li
                "include_secrets", "ocr_lang")  # the IndexOptions a watch of a server reuses
 
 
-def _rules_json(opts: IndexOptions) -> str:
-    return json.dumps({name: getattr(opts, name) for name in _READ_RULES}, sort_keys=True)
-
-
 def read_rules(store: Store) -> IndexOptions:
-    """The options of the index run that last wrote store, with its chunking:
-    what a server's watch indexes with (an index from before they were kept:
-    the defaults)."""
+    """The options and chunking of the last index run into store (for a server's watch)."""
     try:
         kept = json.loads(store.meta(Meta.READ_RULES) or "{}")
         rules = {name: kept[name] for name in _READ_RULES if name in kept}
@@ -9115,9 +9019,8 @@ def read_rules(store: Store) -> IndexOptions:
 
 
 def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
-    """The null level and the default mode's refusal floor, measured and kept
-    now, so that no question pays for them; the documents are stored whatever
-    happens here."""
+    """Measure and keep the null level and the default mode's floor now, so that no
+    question pays for them; the documents are stored whatever happens here."""
     null_level(store, keep=True)
     try:
         measured = question_floor(Retriever(store, embedder), "hybrid", keep=True)
@@ -9130,10 +9033,8 @@ def _measure_refusal(store: Store, embedder: Embedder, log: Log) -> None:
 
 def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log: Log,
                    bases: dict) -> int:
-    """Remove the documents an earlier run read through links this run did not
-    follow (refused: root, link, target, from walk): stored under the target,
-    by a name through the link. Unlike a vanished file, at once: the link was
-    never meant to bring them in. bases: _root_bases. Returns how many."""
+    """Remove at once (the link was never meant to bring them in) the documents an earlier
+    run read through links this run refused (walk's refused). Returns how many."""
     if not refused:
         return 0
     def through(rel: str, link: str) -> bool:  # named by the link, or (_doc_rel) in a hidden folder
@@ -9156,11 +9057,8 @@ def _remove_linked(store: Store, refused: list[tuple[str, str, str]], seen, log:
 
 
 def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log: Log) -> int:
-    """Under the folders indexed (filters: root -> _PathFilter), remove the
-    stored documents whose files were deleted from a folder still there and
-    readable; report (and with prune, remove) those now excluded, and those
-    gone from a folder that cannot be read now (an unmounted drive: their text
-    is kept until it is back, or --prune). Returns how many were removed."""
+    """Remove the documents deleted from a readable folder; report (prune: remove) those
+    now excluded or in a folder unreadable now (unmounted). Returns how many were removed."""
     roots = {os.path.realpath(root): keep for root, keep in filters.items()}
     deleted, excluded, unseen = [], [], []
     for p in stored:
@@ -9180,8 +9078,7 @@ def _handle_vanished(store: Store, filters: dict, seen, stored, prune: bool, log
 
 
 def _readable_above(path: str, root: str) -> bool:
-    """Is the nearest folder above path that still exists, up to root, one this
-    process can list? Then path was deleted, not hidden by what cannot be read."""
+    """Whether path's nearest folder (up to root) can be listed: then path was deleted."""
     folder = os.path.dirname(path)
     while not os.path.isdir(folder) and under(os.path.dirname(folder), root):
         folder = os.path.dirname(folder)  # shorter each time: ends at root
@@ -9189,17 +9086,13 @@ def _readable_above(path: str, root: str) -> bool:
 
 
 def indexed_roots(store: Store) -> dict[str, bool]:
-    """The folders (and files) given to index so far, as real paths, each with
-    whether links under it may lead outside it (--follow-links, or its
-    .ragignore). An index from before they were kept: the folder each
-    document's path and relative path imply (a document reached through a
-    link, whose real path does not end in its relative one, implies none)."""
+    """The real paths given to index so far, each with whether links under it may lead
+    outside it; if none were kept, those the documents' paths and relative paths imply."""
     return _roots_from(store, store.meta(Meta.ROOTS))
 
 
 def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, bool]:
-    """indexed_roots from the kept value (None: inferred from the documents
-    but those in seen)."""
+    """indexed_roots from the kept value (None: implied by the documents not in seen)."""
     if kept:
         return json.loads(kept)
     return {d.path[:-len(d.rel) - 1]: False for d in store.documents()
@@ -9208,10 +9101,8 @@ def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, b
 
 def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
                 seen=frozenset(), real: dict | None = None) -> dict[str, bool]:
-    """indexed_roots with this run's paths added (or their link setting updated), kept.
-    Inferred (an index from before they were kept) only from documents this
-    run did not read (seen): a file given alone implies no folder around it.
-    real: a watch's real path of each path (never where a link put since leads)."""
+    """indexed_roots with this run's paths added or updated, kept (implied only by documents
+    not seen: a file given alone implies no folder). real: a watch's real path of each."""
     kept = store.meta(Meta.ROOTS)
     roots = _roots_from(store, kept, seen)
     for p in paths:
@@ -9223,10 +9114,8 @@ def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: boo
 
 
 def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) -> list[str]:
-    """Stored documents whose real path is outside every folder indexed and not
-    where a link under a folder that follows links leads now (nor read by this
-    run: seen): brought in by a file swapped for a link while an older version
-    read it, or through a link no longer followed."""
+    """Stored documents not seen whose real path is outside every folder indexed and not
+    where a followed link leads now (a file swapped for a link, a link no longer followed)."""
     bases = _root_bases(roots)
     def reached(path: str, rel: str) -> bool:
         return any(follows and os.path.realpath(os.path.join(bases[root], rel)) == path
@@ -9236,8 +9125,7 @@ def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) ->
 
 
 def _remove_outside(store: Store, roots: dict[str, bool], seen, log: Log) -> int:
-    """Remove outside_documents at once (with or without --prune): they were
-    never meant to be in the index. Returns how many."""
+    """Remove outside_documents at once (never meant to be indexed). Returns how many."""
     gone = outside_documents(store, roots, seen)
     if gone:
         store.delete(gone)
@@ -9257,26 +9145,21 @@ def _prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log:
     return 0
 
 
-# Watch: folders kept current by polling (stat, standard library only: no
-# notifier reaches every file system, a network share's included). A poll
-# stats each file and folder the last walk listed; a change starts a settle,
-# walks WATCH_QUIET apart until two agree, so that a burst of changes (a
-# checkout) is one pass and a file still being written is not read half
-# written; then a pass, which is an index run, every rule of one applying.
+# Watch: folders kept current by polling the stat of what the last walk listed (no notifier
+# reaches every file system, network shares included). A change waits until two walks
+# WATCH_QUIET apart agree (a checkout is one pass, a file being written is not read half
+# written); then a pass, which is an index run.
 
 WATCH_CPU_SHARE = 0.02   # of a core an idle watch spends polling: the interval follows its cost
-WATCH_MIN_POLL = 0.5     # seconds between polls however cheap: a change is seen in a quarter of 2 s
-WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them (a save, a checkout)
-WATCH_MAX_SETTLE = 10.0  # seconds a pass waits on files that keep changing (a log written to, a
-                         # long copy): then it reads them as they are, and again once they rest,
-                         # so that other changes wait no longer than this
+WATCH_MIN_POLL = 0.5     # seconds between polls however cheap
+WATCH_QUIET = 0.3        # seconds the files must rest before a pass reads them
+WATCH_MAX_SETTLE = 10.0  # seconds a pass waits on files that keep changing (a log written to):
+                         # then it reads them as they are, so other changes wait no longer
 WATCH_MAX_BACKOFF = 60.0  # seconds at most between the tries of a pass that keeps failing
 
 
 class Snapshot(NamedTuple):
-    """What a poll compares: the stat of each file (path -> (follows links,
-    stamp)) and folder (path -> stamp) a walk listed; a root that is missing
-    has the stamp None."""
+    """What a poll compares: files (path -> (follows links, stamp)) and folders (path -> stamp)."""
 
     files: dict
     folders: dict
@@ -9292,8 +9175,7 @@ def _stamp(path: str, follow: bool = True) -> tuple | None:
 
 
 class _NewNotes(Log):
-    """A watch's log: a note is said again only once others have been (a pass
-    does not repeat '... are now excluded' at every change)."""
+    """A watch's log: a note already said is not repeated at every pass."""
 
     def note(self, msg: str) -> None:
         if msg not in self.said:
@@ -9311,10 +9193,8 @@ class _Silent(Log):
 
 
 class Watcher:
-    """Keeps an index current with the folders given (paths): whenever a poll
-    sees a change and it has settled, index() runs a pass and say() gets one
-    line for a pass that changed something. pause() is where it waits (a
-    test drives it by events); stop (a threading.Event) ends it."""
+    """Keeps an index current: once a change has settled, index() runs a pass and say() gets
+    a line if it changed something; pause() waits (a test drives it); stop ends it."""
 
     def __init__(self, paths: list[str], opts: IndexOptions, index, say, stop=None):
         import threading  # here: only a watch needs it
@@ -9330,10 +9210,8 @@ class Watcher:
         self.led_away: set[str] = set()  # the roots said to lead away, until they are back
 
     def pause(self, seconds: float, settling: bool = False) -> bool:
-        """Wait seconds (between polls, or while changes settle); True when
-        the watch is to stop."""
-        return self.stop.wait(seconds) or (self.parent is not None
-                                           and os.getppid() != self.parent)
+        """Wait seconds; True when the watch is to stop."""
+        return self.stop.wait(seconds) or (self.parent is not None and os.getppid() != self.parent)
 
     def snapshot(self) -> Snapshot:
         """Walk the folders as an index run would (the same filters and links)."""
@@ -9354,30 +9232,24 @@ class Watcher:
         return Snapshot(files, folders)
 
     def watching(self, snap: Snapshot) -> str:
-        """'N file(s) in M folder(s)' (a root's .ragignore, polled too, is no file of
-        it), and the folders given that are missing now."""
+        """'N file(s) in M folder(s)' (.ragignore not counted), and the roots missing now."""
         missing = [p for p in self.paths if snap.folders.get(p, True) is None]
         return (f"{len(snap.files) - len(self.paths) + len(missing)} file(s) in "
                 f"{len(snap.folders) - len(missing)} folder(s)"
                 + (f" ({listed(missing)} missing now: watched until back)" if missing else ""))
 
     def changed(self, snap: Snapshot) -> bool:
-        """Has any file or folder of snap changed? Stops at the first that has;
-        the interval follows what a whole poll costs (WATCH_CPU_SHARE)."""
+        """Whether any file or folder of snap changed; a whole poll's cost sets the interval."""
         t0 = time.thread_time()
-        for path, (follow, stamp) in snap.files.items():
-            if _stamp(path, follow) != stamp:
-                return True
-        for path, stamp in snap.folders.items():
-            if _stamp(path) != stamp:
-                return True
+        if any(_stamp(p, follow) != stamp for p, (follow, stamp) in snap.files.items()) or any(
+                _stamp(p) != stamp for p, stamp in snap.folders.items()):
+            return True
         cost = time.thread_time() - t0
         self.interval = max(WATCH_MIN_POLL, cost / WATCH_CPU_SHARE)
         return False
 
     def settled(self) -> Snapshot | None:
-        """Walks WATCH_QUIET apart until two agree (or WATCH_MAX_SETTLE has
-        passed): the snapshot a pass reads after. None: stopped meanwhile."""
+        """The snapshot once two walks WATCH_QUIET apart agree; None if stopped meanwhile."""
         began, last = time.monotonic(), self.snapshot()
         while not self.pause(WATCH_QUIET, settling=True):
             now = self.snapshot()
@@ -9387,8 +9259,7 @@ class Watcher:
         return None
 
     def into(self, store: Store, embedder: Embedder, opts: IndexOptions, log: Log) -> Watcher:
-        """Passes as index runs into store (their notes said once while they
-        stay the same: _NewNotes); returns the watcher."""
+        """Make passes index runs into store (notes said once: _NewNotes); returns self."""
         quiet = _NewNotes(log.verbose)
         opts = replace(opts, kept_roots=tuple(self.real.items()))
         self.index = lambda present, unchanged: index_paths(store, embedder, present, opts,
@@ -9397,22 +9268,20 @@ class Watcher:
         return self
 
     def still_there(self) -> None:
-        """RagError when the index was deleted or replaced: the watch ends there."""
+        """RagError (the watch ends) when the index was deleted or replaced."""
         gone = self.gone()
         if gone:
             raise RagError(f"{gone} while the watch ran: the watch stops (index again to make "
                            "it anew)")
 
     def follow(self, snap: Snapshot, log: Log, how: str) -> None:
-        """A first poll (what one costs sets the interval), a note saying what
-        is watched, then run from snap."""
+        """A first poll (to set the interval), a note saying what is watched, then run."""
         self.changed(snap)
         log.note(f"watching {self.watching(snap)}, a poll every {self.interval:.1f} s{how}")
         self.run(snap)
 
     def run(self, snap: Snapshot) -> None:
-        """Watch until stopped, from snap (taken before the first pass read,
-        so that nothing changed since goes unseen)."""
+        """Watch until stopped, from snap (taken before the first pass read)."""
         backoff = 0.0
         while not self.pause(max(self.interval, backoff)):
             self.still_there()
@@ -9438,9 +9307,7 @@ class Watcher:
                 self.note(_led_away(root, now, self.real[root]))
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
-        """One pass over the folders present (the files as they were in
-        before, the last pass's snapshot, are index_paths' unchanged); True
-        unless it failed."""
+        """One pass over the folders present; True unless it failed."""
         t0 = time.perf_counter()
         present = [p for p in self.paths if settled.folders.get(p, True) is not None]
         self.say_led_away()
@@ -9462,18 +9329,11 @@ class Watcher:
         return True
 
 
-# One index run at a time: a lock beside the database's real file.
-
 @contextlib.contextmanager
 def index_lock(db: str):
-    """Hold an exclusive lock on DB.lock for one index run, or fail at once.
-
-    Two runs at a time would embed (and pay for) the same files twice; SQLite
-    alone would keep the file sound but not stop that. Searches and asks take
-    no lock: WAL readers never wait for the writer. The operating system drops
-    the lock when the process dies, so a killed run never leaves it held.
-    The lock is beside the real file, so every name of one index shares it.
-    """
+    """Hold an exclusive lock on DB.lock (beside the real file: every name of one index
+    shares it) for one index run, or fail at once: two runs would embed, and pay for, the
+    same files twice. Readers take none (WAL). The system drops it if the process dies."""
     path = os.path.realpath(db) + ".lock"
     for _ in range(_LOCK_TRIES):
         try:
@@ -9490,7 +9350,7 @@ def index_lock(db: str):
 
 
 def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
-    """Why DB.lock cannot be made, with what to do: its folder missing or read-only."""
+    """Why DB.lock cannot be made (its folder missing or read-only), and what to do."""
     folder = shown(display_path(os.path.dirname(path)))
     if e.errno == errno.ENOENT:
         return RagError(f"cannot create the index in {folder}: no such folder; make it, or "
@@ -9505,11 +9365,11 @@ def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
                     "in a folder you can write")
 
 
-_LOCK_TRIES = 3  # opening the lock file again after a failed first run removed it; more is no race
+_LOCK_TRIES = 3  # opening again after a failed first run removed the lock file
 
 
 def _take_lock(f, db: str) -> None:
-    """Lock the open lock file f, or fail at once when another run holds it."""
+    """Lock f, or fail at once when another run holds it."""
     try:
         if os.name == "nt":
             import msvcrt
@@ -9532,8 +9392,7 @@ def _names_file(path: str, f) -> bool:
 
 
 def forget_index(db: str, lock: str) -> None:
-    """Remove the index a first run made and could not fill, and its lock file (held
-    until the run ends)."""
+    """Remove the index a first run made and could not fill, and its (held) lock file."""
     real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
     for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
         with contextlib.suppress(OSError):
@@ -9545,10 +9404,8 @@ def forget_index(db: str, lock: str) -> None:
 # ---------------------------------------------------------------------------
 
 def fts_query(question: str) -> str | None:
-    """A MATCH expression that cannot be a syntax error: quoted words OR-ed.
-
-    Stopwords are left out (they rank worse: bench/README.md, "Retrieval
-    quality (SciFact)") unless the question has nothing else.
+    """A MATCH expression that cannot be a syntax error: quoted words OR-ed, stopwords
+    left out (they rank worse) unless the question has nothing else.
 
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
     '"err" OR "4012" OR "x" OR "y"'
@@ -9574,9 +9431,8 @@ def _rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
 
 def _summed(a: list[tuple[int, float]], b: list[tuple[int, float]],
             weight: float) -> list[tuple[int, float]]:
-    """Two rankings of one question asked two ways, a's scores plus weight
-    times b's (a follow-up as rewritten and as the user asked it: measured
-    against either alone and against reciprocal rank fusion, README "Conversations").
+    """Two rankings of one question asked two ways (a follow-up as rewritten and as
+    asked): a's scores plus weight times b's.
 
     >>> _summed([(1, 0.9), (2, 0.5)], [(2, 1.2), (3, 0.8)], 0.5)
     [(2, 1.1), (1, 0.9), (3, 0.4)]
@@ -9630,18 +9486,15 @@ def dotted_names(question: str) -> list[tuple[str, str]]:
 
 
 def named_tier(chunk: Chunk, module: str, name: str) -> int:
-    """3: a chunk of the module (its heading path's first part is the module's
-    file, 'http/server' for http.server) or of the class ('Counter.most_common')
-    that defines name in its text, or makes it an alias ('insort = insort_right'); 2:
-    within the definition (its heading says so); 1: a chunk of the module when
-    no name is asked (the module is what the dotted name names); 0: any other
-    (a module 'http' that defines no 'server' is not what 'http.server' names)."""
+    """3: a chunk of the module (its heading path starts with its file: 'http/server') or
+    class ('Counter.most_common') that defines name or aliases it ('insort = insort_right');
+    2: within the definition (by its heading); 1: of the module, when no name is asked;
+    0: any other ('http' defining no 'server' is not what 'http.server' names)."""
     root = chunk.heading.split(" > ")[0].replace("/", ".").removesuffix(".__init__")
     of_class = re.compile(rf"^[ \t]*class\s+{re.escape(module.rpartition('.')[2])}\b", re.M)
     # 'Counter.most_common': a method of a class the chunk is in ('> class Counter(dict):')
     method = name and any(of_class.search(t) for t in chunk.heading.split(" > ") + [chunk.text])
-    if not (root == module or root.endswith("." + module) or module.endswith("." + root)
-            or method):
+    if not (root == module or root.endswith("." + module) or module.endswith("." + root) or method):
         return 0
     if not name:
         return 1
@@ -9651,8 +9504,7 @@ def named_tier(chunk: Chunk, module: str, name: str) -> int:
 
 
 def aliases(text: str, name: str) -> list[str]:
-    """The names name is made an alias of in text ('insort = insort_right'): their
-    definitions are its.
+    """The names name is made an alias of in text: their definitions are its.
 
     >>> aliases("bisect = bisect_right\\ninsort = insort_right", "insort")
     ['insort_right']
@@ -9661,11 +9513,9 @@ def aliases(text: str, name: str) -> list[str]:
                       re.M)
 
 
-# Of a document's chunks holding a name, the keyword index's first this many are searched for
-# its assignment: a long module names a constant in a few dozen chunks at most.
-_FOLLOW_DEPTH = 50
-# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance made of it ('root =
-# RootLogger(WARNING)': what a module makes of a class is the class as it is used)
+_FOLLOW_DEPTH = 50  # a document's chunks searched for a name's assignment (a few dozen name it)
+# At the top level: 'NAME = ...', 'NAME: int = ...', or an instance of it ('root =
+# RootLogger(WARNING)': the class as a module uses it)
 _ASSIGNMENT = r"^(?:{0}[ \t]*(?::[^=\n]*)?=(?!=)|[A-Za-z_]\w*[ \t]*=[ \t]*{0}\()"
 
 
@@ -9673,9 +9523,8 @@ SIGNATURE_LINES = 4  # a signature longer than this is cut: its first lines name
 
 
 def assignment_lines(text: str, name: str) -> list[str]:
-    """The lines of text that assign name at its top level, or make an instance of it
-    there (_ASSIGNMENT): the first such line and, while its brackets stay open or a line
-    ends in '\\', its next lines (at most SIGNATURE_LINES); [] when there is none.
+    """The first line of text that assigns name at its top level (_ASSIGNMENT) and its
+    continuation lines (open brackets, a '\\'), SIGNATURE_LINES at most; [] if none.
 
     >>> assignment_lines("X = 1\\nLIMIT = (1 << 31\\n         ) - 1\\n  LIMIT = 2", "LIMIT")
     ['LIMIT = (1 << 31', '         ) - 1']
@@ -9697,11 +9546,9 @@ def assignment_lines(text: str, name: str) -> list[str]:
     return lines[start:end]
 
 
-def _named_first(ranked: list[tuple[int, float]],
-                 tiers: dict[int, int]) -> list[tuple[int, float]]:
-    """ranked with the chunks of named modules first, by tier (named_tier), each
-    tier in ranked's order; one ranked deeper than the ranking (scored 0 there),
-    after it, in the order named found it.
+def _named_first(ranked: list[tuple[int, float]], tiers: dict[int, int]) -> list[tuple[int, float]]:
+    """ranked with the chunks of named modules first, by tier (named_tier), each tier in
+    ranked's order; one not in ranked is added, scored 0, after those of its tier.
 
     >>> _named_first([(1, 0.9), (2, 0.5), (3, 0.4)], {3: 3, 9: 1, 8: 1, 2: 0})
     [(3, 0.4), (9, 0.0), (8, 0.0), (1, 0.9), (2, 0.5)]
@@ -9713,18 +9560,14 @@ def _named_first(ranked: list[tuple[int, float]],
     return sorted(ranked + extra, key=lambda p: -tiers.get(p[0], 0))
 
 
-# A passage the question did not ask for counts for this share of its score: a test of
-# the code asked about (unless the question is about tests), a man page translated into
-# another language than the question's. A share, not last place: when nothing else
-# answers, it still does.
+# A passage not asked for (a test, unless the question is about tests; a man page in another
+# language) counts for this share of its score: not last place, so it answers if nothing else.
 _UNASKED_WEIGHT = 0.5
-# A path of tests: a folder test/, tests/, testing/, __tests__/, idle_test/; a file
-# test_x.py, x_test.go, x_tests.rs, x.test.js, x.spec.ts.
+# Tests: test/, tests/, testing/, __tests__/, idle_test/; test_x.py, x_test.go, x.spec.ts.
 _TEST_PATH = LazyPattern(r"(?:^|/)(?:tests?|testing|__tests__|\w+_tests?)/|(?:^|/)test_[^/]*$"
                          r"|_tests?\.\w+$|\.(?:test|spec)\.\w+$")
 _ABOUT_TESTS = LazyPattern(r"test|\bspecs?\b", re.I)  # 'tests', 'unittest', 'pytest', 'spec'
-# A man page's language, by its folder: man/fr/man1/kill.1.gz is French, pt_BR/man8 Portuguese,
-# man/man1/ls.1.gz the default locale's (English).
+# A man page's language, by its folder: man/fr/man1/kill.1.gz, pt_BR/man8; man/man1: English.
 _MAN_LOCALE = LazyPattern(r"(?:^|/)(?:(?!man/)([a-z]{2,3})(?:_[A-Za-z]{2})?(?:[.@][\w@.-]+)?/)?"
                           r"man[1-9n][a-z]*/[^/]+$")
 # Words frequent in questions of a language and rare in the others' (English's: the default).
@@ -9747,8 +9590,7 @@ _SCRIPT_LANGUAGES = (("ru", "\u0400", "\u04ff"), ("ja", "\u3040", "\u30ff"),
 
 
 def _question_language(question: str) -> str:
-    """The language a question is written in, as a man folder names it ('fr', 'de'); 'en'
-    when it gives no sign of another.
+    """The language of a question, as a man folder names it ('fr'); 'en' by default.
 
     >>> [_question_language(q) for q in ("Quelle option de free affiche les totaux ?", "ls -t?")]
     ['fr', 'en']
@@ -9763,10 +9605,8 @@ def _question_language(question: str) -> str:
 
 
 def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[StoredChunk], bool]:
-    """What a question did not ask for (see _UNASKED_WEIGHT), as a test of a stored chunk;
-    rows: the best chunks ranked (_NAMED_PAGE_DEPTH), among which a man page the question
-    names (_named_pages) makes the pages it does not name unasked ('grep' asks for grep(1),
-    not git-grep(1))."""
+    """A test of a stored chunk: not asked for (_UNASKED_WEIGHT). A man page the question
+    names among rows, the best ranked, makes the others unasked (grep(1), not git-grep(1))."""
     lang, tests = _question_language(question), bool(_ABOUT_TESTS.search(question))
     named = _named_pages(question, rows)
 
@@ -9779,23 +9619,22 @@ def _unasked(question: str, rows: Iterable[StoredChunk] = ()) -> Callable[[Store
     return unasked
 
 
-# A man page the question names counts when retrieval finds it among this many passages: a
-# word of the question that happens to name a page ('make' in 'How do I make ...') seldom does.
+# A man page the question names counts when found among this many passages (a word that
+# happens to name a page, 'make', seldom is).
 _NAMED_PAGE_DEPTH = 10
 # A man page's name, from its file's: grep.1.gz, ssh_config.5, openssl-req.1ssl.bz2.
 _PAGE_FILE = LazyPattern(r"([^/]+?)\.[1-9n][a-z]*(?:\.(?:gz|bz2|xz|lzma|zst|z))?$", re.I)
 
 
 def _page_name(path: str) -> str:
-    """The name of the man page at path ('grep' of man/man1/grep.1.gz), lowercased."""
+    """The man page's name at path, lowercased."""
     m = _PAGE_FILE.search(path)
     return m.group(1).lower() if m else ""
 
 
 def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
-    """The names of the man pages among rows that the question says as a word of its own
-    ('grep' in 'How can grep list ...', not in 'git-grep'); a stopword names no page ('at',
-    'which' are commands too, and words of every question)."""
+    """The names of the man pages among rows that the question has as words of their own
+    (not in 'git-grep'); no stopword ('at', 'which' are commands too)."""
     words = set(re.findall(r"(?<![\w.-])[\w.-]*\w", question.lower())) - STOPWORDS
     return {name for name in map(_page_name, (r.path for r in rows
                                               if _MAN_LOCALE.search(r.path))) if name in words}
@@ -9803,9 +9642,8 @@ def _named_pages(question: str, rows: Iterable[StoredChunk]) -> set[str]:
 
 def _preferred(ranked: list[tuple[int, float]], rows: dict,
                question: str) -> list[tuple[int, float]]:
-    """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score (a
-    test, another language's translation), so that the code and the page asked for rank
-    above them, and a translation is a copy of its original, not the other way round."""
+    """ranked with what the question did not ask for at _UNASKED_WEIGHT of its score: the
+    code and page asked for rank above, and a translation is a copy of its original."""
     unasked = _unasked(question, [rows[c] for c, _ in ranked[:_NAMED_PAGE_DEPTH] if c in rows])
     if not ranked or min(s for _, s in ranked) < 0:
         return ranked  # scores not all positive: a share of one means nothing
@@ -9813,18 +9651,15 @@ def _preferred(ranked: list[tuple[int, float]], rows: dict,
     return sorted(scored, key=lambda p: -p[1])
 
 
-# What a word is to shingles: bytes of letters and digits (any other ASCII byte
-# a space; UTF-8 beyond ASCII kept as written), found faster than by a regular expression
-# (bench/README.md, "Duplicates").
+# What a word is to shingles: bytes of letters and digits and UTF-8 beyond ASCII (any
+# other byte a space); faster than a regular expression.
 _SHINGLE_BYTES = bytes(b if chr(b).isalnum() or b > 127 else 32 for b in range(256))
 
 
 def shingles(text: str) -> frozenset:
-    """What alike compares of a passage: its runs of DUPLICATE_WORDS words,
-    lowercased (whitespace, ASCII punctuation and markup aside), each run as
-    one int (the hash of its words' CRC-32s: the same in every process, see
-    collapse); a passage shorter than that, its words as one; one without
-    words, its text.
+    """What alike compares of a passage: its runs of DUPLICATE_WORDS lowercased words
+    (punctuation and markup aside), each as one int (a hash of CRC-32s: the same in every
+    process); a shorter passage, its words as one; one without words, its text.
 
     >>> shingles("The **cat** sat,  on the_mat.") == shingles("the cat sat on The mat")
     True
@@ -9839,8 +9674,7 @@ def shingles(text: str) -> frozenset:
 
 
 def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> bool:
-    """True when two passages' shingles have a Jaccard similarity of at least
-    threshold (sizes too far apart cannot: that test first, it is cheap).
+    """True when two passages' shingles have a Jaccard similarity of at least threshold.
 
     >>> alike(shingles("a b c d e f g h i j"), shingles("a b c d e f g h i k"))  # 7 of 9 shared
     True
@@ -9856,17 +9690,12 @@ def alike(a: frozenset, b: frozenset, threshold: float = DUPLICATE_JACCARD) -> b
 
 def _collapse(ranked: list[tuple[int, float]],
               texts: dict[int, frozenset]) -> tuple[list[tuple[int, float]], dict]:
-    """(the distinct passages of a ranking, best first; the copies of each:
-    {chunk id: [(id, score) of the lower-ranked chunks alike to it]}). texts:
-    each chunk's shingles (a chunk without is left out).
+    """(the distinct passages of a ranking, best first; {chunk id: [(id, score) of the
+    lower-ranked chunks alike to it]}). texts: each chunk's shingles (none: left out).
 
-    A chunk is compared only with the passages kept that share
-    DUPLICATE_SHARED of its DUPLICATE_ANCHORS anchors, its smallest shingles
-    (shingles are hashes: a MinHash sketch). Of the 16 smallest of two sets'
-    union, each is in both with a chance of J, their Jaccard similarity: two
-    passages alike at 0.7 share fewer than 2 with a chance of 1 in 6 million,
-    and one shingle that many passages hold ('of the said') makes no
-    comparison. So the work stays linear in the ranking however many copies it holds.
+    A chunk is compared only with kept passages sharing DUPLICATE_SHARED of its
+    DUPLICATE_ANCHORS smallest shingles (a MinHash sketch: alike passages almost surely
+    do), so the work stays linear in the ranking however many copies it holds.
 
     >>> texts = {1: shingles("MIT licence, (c) Ann"), 2: shingles("mit LICENCE (c) ann"),
     ...          3: shingles("GPL")}
@@ -9876,8 +9705,7 @@ def _collapse(ranked: list[tuple[int, float]],
     kept: list[tuple[int, float]] = []
     copies: dict[int, list] = {}
     same: dict[frozenset, int] = {}      # identical shingles: found without comparing
-    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept of the
-                                         # passages it anchors
+    anchored: dict[int, list[int]] = {}  # an anchor -> the places in kept it anchors
     for cid, score in ranked:
         s = texts.get(cid)
         if s is None:
@@ -9901,12 +9729,9 @@ def _collapse(ranked: list[tuple[int, float]],
 
 def _as_sources(kept: list[tuple[int, float]], copies: dict,
                 rows: dict) -> tuple[list[tuple[int, float]], dict]:
-    """Each passage shown from its source among its copies in other documents:
-    the one with the fewest chunks before it in its document (the licence file
-    itself, not a copyright file that quotes it after its own text), the
-    best-ranked among those; it takes the passage's place and score, the
-    others are its copies. (Within one document the best-ranked stays: two
-    functions alike are not one the other's source.)
+    """Each passage shown from its source among its copies in other documents: the one
+    with the fewest chunks before it (the licence itself, not a file quoting it; ties: the
+    best ranked) takes the passage's place and score; within one document the best stays.
 
     >>> rows = {1: StoredChunk("c", "c", Chunk(9, "x", "", 1, 1)),
     ...         2: StoredChunk("g", "g", Chunk(2, "x", "", 1, 1))}
@@ -9927,8 +9752,7 @@ def _as_sources(kept: list[tuple[int, float]], copies: dict,
 
 def _check_rerank(resp, n: int) -> list[float | None]:
     """One score per document from a rerank reply ({"results": [{"index",
-    "relevance_score"}]}, or TEI's bare list with "score"); None for a
-    document the reply leaves out (a server that honours top_n loosely).
+    "relevance_score"}]}, or TEI's list with "score"); None for one left out.
 
     >>> _check_rerank({"results": [{"index": 1, "relevance_score": 0.9},
     ...                           {"index": 0, "score": 0.1}]}, 3)
@@ -9953,9 +9777,8 @@ def _check_rerank(resp, n: int) -> list[float | None]:
 
 
 class Reranker:
-    """What reranking needs of a model: rerank(query, texts) -> one relevance
-    score per text (higher is better; None for one it leaves out). A new kind
-    is a subclass, and make_rerank chooses it (one kind today: no table yet)."""
+    """What reranking needs of a model: rerank(query, texts) -> one relevance score per
+    text (higher is better; None for one left out). A new kind is a subclass."""
 
     model = "?"
 
@@ -9968,8 +9791,7 @@ class Reranker:
 
 
 class HttpReranker(Reranker):
-    """Scores from POST {base}/rerank, in the shape Cohere, Jina, vLLM,
-    llama.cpp's server, TEI and Infinity accept."""
+    """Scores from POST {base}/rerank (Cohere, Jina, vLLM, llama.cpp, TEI, Infinity)."""
 
     def __init__(self, client: HttpClient, model: str):
         self.client, self.model = client, model
@@ -9989,8 +9811,7 @@ class HttpReranker(Reranker):
 
 @dataclass(frozen=True)
 class Rerank:
-    """A reranker, how many candidates it sees, and warn(message), where its
-    failure is told."""
+    """A reranker, how many candidates it sees, and warn(message) for its failure."""
 
     reranker: Reranker
     depth: int
@@ -10013,32 +9834,17 @@ class RankedPassage(NamedTuple):
 
 
 class Retrieved(NamedTuple):
-    """What a retrieval found: the top k hits (reranked when a reranker is set);
-    the top k before copies are shown once and before reranking, which the
-    refusal floor judges; and every distinct passage ranked."""
+    """What a retrieval found: the top k hits; the top k before copies are folded and
+    before reranking (judged by the refusal floor); every distinct passage ranked."""
 
     hits: list
     judged: list
     ranked: list
 
 
-class _Distinct(NamedTuple):
-    """A ranking and the distinct passages of its best depth (Retriever.distinct):
-    the ranking, the passages kept (best first), their copies, the chunks read
-    (StoredChunk by id) and the question's vector."""
-
-    ranking: list
-    kept: list
-    copies: dict
-    rows: dict
-    qvec: list | None
-
-
 def _measure_null_level(store: Store) -> float:
-    """Mean similarity of random pairs of chunks from different documents: how
-    similar unrelated text is under this model on this corpus (models differ
-    widely: bench/README.md, "Refusing on two corpora and at other similarity
-    scales"). Seeded, so it is repeatable."""
+    """Mean similarity of seeded random pairs of chunks of different documents: unrelated
+    text's level under this model on this corpus (models differ widely)."""
     rows = store.chunk_docs()
     if len(rows) < 2:
         return 0.0
@@ -10057,58 +9863,49 @@ def _measure_null_level(store: Store) -> float:
 
 
 def still_fresh(count: int, measured: int) -> bool:
-    """Whether what was measured on an index of measured chunks still holds at
-    count chunks (it has not grown or shrunk by NULL_REFRESH)."""
+    """Whether what was measured at measured chunks holds at count (within NULL_REFRESH)."""
     return abs(count - measured) <= NULL_REFRESH * measured
 
 
 def null_level(store, count: int | None = None, keep: bool = False) -> float:
-    """The stored unrelated level of a store, measured
-    again when missing or when the index has grown or shrunk a lot. count: the
-    number of chunks, when known; keep: store what was measured (an index run
-    does, when the index can be written now; a read command never writes)."""
+    """The stored unrelated level of a store, measured again when missing or stale.
+    count: its chunks, when known; keep: store it (an index run; a read never writes)."""
     count = store.count() if count is None else count
     level, measured = store.meta(Meta.NULL_LEVEL), int(store.meta(Meta.NULL_CHUNKS) or 0)
     if level is not None and still_fresh(count, measured):
         return float(level)
     value = _measure_null_level(store)
     if keep:
-        # else used unstored
         store.remember({Meta.NULL_LEVEL: f"{value:.6f}", Meta.NULL_CHUNKS: count})
     return value
 
 
-# a follow-up's ranking as asked, added to its rewrite's at this weight (README,
-# "Conversations": measured)
-ASKED_WEIGHT = 0.5
+ASKED_WEIGHT = 0.5  # a follow-up's ranking as asked, added to its rewrite's at this weight
 
 
 class Retriever:
-    """Ranks chunks for questions from a store; caches what it loads for the
-    next question."""
+    """Ranks chunks for questions from a store, caching what it loads."""
 
     def __init__(self, store: Store, embedder: Embedder, source: str | None = None,
                  exact: bool = False, fusion: str = "score", rerank: Rerank | None = None):
         self.store, self.embedder, self.source, self.exact = store, embedder, source, exact
         self.fusion, self.rerank = fusion, rerank
         self._level: float | None = None
-        # the label-free floor by mode, once found (question_floor)
-        self._floors: dict[str, dict] = {}
+        self._floors: dict[str, dict] = {}  # the label-free floor by mode (question_floor)
         self._allowed: set[int] | None = None
         # (scope, word): weight; (scope, None): chunks. Narrowed copies share it: keyed by scope
         self._idf: dict[tuple[Scope, str | None], float] = {}
         self._n: int | None = None
-        # the last question embedded, and its vector
-        self._last: tuple[str, list[float]] | None = None
+        self._last: tuple[str, list[float]] | None = None  # the last question embedded
 
     def chunks(self) -> int:
-        """How many chunks the index holds, counted once (a full scan of an index)."""
+        """How many chunks the index holds, counted once (a full scan)."""
         if self._n is None:
             self._n = self.store.count()
         return self._n
 
     def null_level(self) -> float:
-        """How similar unrelated chunks of this index are (see null_level)."""
+        """How similar unrelated chunks of this index are (null_level)."""
         if self._level is None:
             self._level = null_level(self.store, self.chunks())
         return self._level
@@ -10118,29 +9915,27 @@ class Retriever:
         return Scope(source_globs(self.source))
 
     def allowed(self) -> set[int] | None:
-        """Ids of the chunks --source lets this retriever see (None: all of them)."""
+        """Ids of the chunks --source lets this retriever see (None: all)."""
         if self._allowed is None:
             self._allowed = self.store.scope_ids(self.scope())
         return self._allowed
 
     def floor_found(self, mode: str) -> dict | None:
-        """The label-free floor for mode this retriever has found (question_floor)."""
+        """The label-free floor this retriever found for mode (question_floor)."""
         return self._floors.get(mode)
 
     def keep_floor_found(self, mode: str, floor: dict) -> None:
         self._floors[mode] = floor
 
     def adopt(self, other: Retriever) -> None:
-        """Take what other, over this index at the same state, has found and
-        loaded (Store.share): a server's retriever for one more request at once
-        starts warm."""
+        """Take what other, over this index in the same state, found and loaded: a server's
+        retriever for one more request at once starts warm."""
         self.store.share(other.store)
         self._level, self._n, self._floors, self._idf = (other._level, other._n, other._floors,
                                                          other._idf)
 
     def _copy(self, allowed: set[int] | None = None, **changes) -> Retriever:
-        """A copy (of its own class) sharing what this one loaded, with changes
-        and its own allowed ids (None: found when first needed)."""
+        """A copy sharing what this one loaded, with changes and its own allowed ids."""
         import copy  # here: only a server's retrievers are copied
         r = copy.copy(self)
         for name, value in changes.items():
@@ -10149,8 +9944,7 @@ class Retriever:
         return r
 
     def embed_question(self, question: str) -> list[float]:
-        """The question's unit vector (a follow-up's is asked for again to
-        judge it: embedded once)."""
+        """The question's unit vector (embedded once: a follow-up's is asked for twice)."""
         if self._last and self._last[0] == question:
             return self._last[1]
         vec = normalize(self.embedder.embed([question], QUERY)[0])
@@ -10163,11 +9957,8 @@ class Retriever:
         return self.store.dense(qvec, depth, self.allowed(), self.exact)
 
     def idf(self, word: str) -> float:
-        """Inverse document frequency of a word over the chunks this retriever
-        may see, from the keyword index: under a key or --source, counted in
-        its documents alone, so that what others hold never shows through a
-        rewrite's words or a relevance. (The copies narrowed from one warm
-        retriever share this memo, hence the scope in its key.)"""
+        """Inverse document frequency of a word over the chunks this retriever may see
+        alone (under a key or --source, what others hold never shows through)."""
         scope = self.scope()
         if (scope, word) not in self._idf:
             if (scope, None) not in self._idf:  # the chunks in scope, counted once
@@ -10182,10 +9973,8 @@ class Retriever:
         return self.store.keyword(query, depth, self.scope()) if query else []
 
     def named(self, question: str, depth: int) -> dict[int, int]:
-        """The chunks of a module a question names by a dotted name ('heapq.merge',
-        'http.server'), by named_tier: of those the keyword index finds with the
-        module's words side by side in their heading path (as its file's name
-        gives them: 'http server') and the question's words, the depth best."""
+        """named_tier of the depth best chunks holding the question's words and a module it
+        names by a dotted name as a phrase in their heading path ('http server')."""
         tiers: dict[int, int] = {}
         asked = dotted_names(question)
         for module, name in asked:  # grows by the names an asked one is an alias of
@@ -10202,10 +9991,7 @@ class Retriever:
         return tiers
 
     def assignment(self, hit: Hit, name: str) -> Hit | None:
-        """The passage of hit's document that assigns name at its top level ('FTP_PORT = 21')
-        or makes an instance of it there (assignment_lines), or None: of the chunks of the
-        document the keyword index finds with the name's words side by side, the first
-        _FOLLOW_DEPTH."""
+        """The passage of hit's document that assigns name at its top level, or None."""
         words, home = lexical_words(name), self.store.chunks([hit.chunk_id]).get(hit.chunk_id)
         if not words or home is None:
             return None
@@ -10222,10 +10008,8 @@ class Retriever:
         return None
 
     def following(self, hit: Hit, n: int) -> list[Hit]:
-        """The next chunks of hit's document after its chunk, in order, at most n (a
-        definition that runs on past it): read by the ids after its own, each checked
-        to be of the document and next in its order (a store that numbers them apart
-        gives none)."""
+        """At most n chunks of hit's document after its own (a definition running on): the
+        next ids, while each is of the document and next in its order."""
         ids = list(range(hit.chunk_id + 1, hit.chunk_id + 1 + n))
         rows, out = self.store.chunks(ids), []
         for i, cid in enumerate(ids, 1):
@@ -10238,11 +10022,8 @@ class Retriever:
 
     def rank(self, question: str, mode: str, depth: int = FUSION_DEPTH,
              qvec: list[float] | None = None):
-        """(chunk id, score) best first, before any reranking, and the
-        question's vector (None for keyword search, which needs none;
-        qvec: the question's vector, when it is embedded already). A module
-        the question names comes first, its definition of the name first of all
-        (named), in keyword and hybrid search."""
+        """((chunk id, score) best first, before reranking; the question's vector or None).
+        In keyword and hybrid search a module the question names comes first (named)."""
         if mode == "keyword":
             return _named_first(self.preferred(self.keyword(question, depth), question),
                                 self.named(question, depth)), qvec
@@ -10257,22 +10038,19 @@ class Retriever:
         return _named_first(self.preferred(fused, question), self.named(question, depth)), qvec
 
     def preferred(self, ranked: list[tuple[int, float]], question: str) -> list[tuple[int, float]]:
-        """ranked with what the question did not ask for lower (_preferred: a test, a
-        translation), by the paths of its chunks."""
+        """ranked with what the question did not ask for lower (_preferred)."""
         return _preferred(ranked, self.store.chunks([c for c, _ in ranked]), question)
 
     def narrowed(self, source: str | None) -> Retriever:
-        """This retriever limited further to the documents matching source (a
-        request can narrow a server's --source, never widen it), sharing what
-        this one has loaded: signatures, vectors, word weights, the level."""
+        """This retriever limited further to the documents matching source (a request
+        narrows a server's --source, never widens it), sharing what this one loaded."""
         if not source:
             return self
         return self._copy(source=source_globs(self.source) + (source,))
 
     def reranked(self, question: str, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """The best rerank.depth candidates in the reranker's order, with its
-        scores, the rest after them. When the reranker fails the order stays
-        as it was, with one note, and this retriever stops asking it."""
+        """The best rerank.depth candidates in the reranker's order, with its scores, the
+        rest after. If it fails: the order kept, one note, and it is not asked again."""
         if not self.rerank or len(ranked) < 2:
             return ranked
         top, rest = ranked[:self.rerank.depth], ranked[self.rerank.depth:]
@@ -10293,48 +10071,22 @@ class Retriever:
 
     def search(self, question: str, mode: str = "hybrid", k: int = DEFAULT_K,
                similarity: bool = True, also: str | None = None) -> list[Hit]:
-        """The top k hits for a question, reranked when a reranker is set;
-        without similarity, keyword search leaves each hit's similarity None
-        and calls no embedder (also: see retrieve)."""
+        """The top k hits for a question (retrieve); without similarity, keyword search
+        calls no embedder and leaves each hit's similarity None."""
         return self.retrieve(question, mode, k, similarity, also).hits
 
     def retrieve(self, question: str, mode: str, k: int, similarity: bool = True,
                  also: str | None = None, gold: Callable[[int], bool] | None = None
                  ) -> Retrieved:
-        """What a question finds (Retrieved): the top k hits, reranked when a
-        reranker is set; the top k before copies are shown once and before
-        reranking, which the refusal floor judges, as it was measured on them;
-        the distinct passages ranked, that the hits head. The hits are
-        distinct passages (a copy is in its hit's copies; see distinct). also:
-        the same question as the user asked it, when question is its rewrite (a
-        follow-up): both rankings count (summed, also's at ASKED_WEIGHT); the
-        hits' similarity is the rewrite's. gold: eval's test of a chunk (see distinct)."""
-        found = self.distinct(question, mode, k, also, gold)
-        first, copies, rows, qvec = found.ranking, found.copies, found.rows, found.qvec
-        if qvec is None and similarity:
-            qvec = self.embed_question(question)
-        ranked = self.reranked(question, found.kept)
-        # both tops' vectors, read once
-        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
-        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
-        hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
-        # no copy, no reranking in the top k
-        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
-        judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
-        return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
-                                        for c, s in ranked])
-
-    def distinct(self, question: str, mode: str, k: int, also: str | None = None,
-                 gold=None) -> _Distinct:
-        """(the ranking; the distinct passages of its best depth, best first;
-        their copies; the rows of those chunks; the question's vector). The
-        depth is FUSION_DEPTH, or deeper (up to DUPLICATE_DEPTH) while copies
-        leave fewer distinct passages than the hits and the reranker need and
-        more chunks could be ranked; with gold, as deep as the last chunk it
-        holds, so that each gold chunk is found where it ranks as a copy."""
+        """What a question finds (Retrieved); the hits are distinct passages, reranked if
+        set. also: the question as asked when question is its rewrite (both rankings
+        count, also's at ASKED_WEIGHT; similarity is the rewrite's). The ranking goes to
+        depth FUSION_DEPTH, deeper (to DUPLICATE_DEPTH) while copies leave fewer passages
+        than the hits and reranker need; with gold (eval's test of a chunk), as deep as its
+        last chunk, so each is found where it ranks as a copy."""
         depth, qvec = max(FUSION_DEPTH, k), None
         need = max(k, self.rerank.depth if self.rerank else 0)
-        rows, texts = {}, {}  # kept from one depth to the next: each chunk read and shingled once
+        rows, texts = {}, {}  # kept between depths: each chunk read and shingled once
         while True:
             first, qvec = self.rank(question, mode, depth, qvec)
             if also and also != question:
@@ -10345,13 +10097,22 @@ class Retriever:
             texts.update((c, shingles(r.chunk.text)) for c, r in rows.items() if c not in texts)
             kept, copies = _as_sources(*_collapse(scan, texts), rows)
             if len(kept) >= need or len(first) < depth or depth >= DUPLICATE_DEPTH:
-                return _Distinct(first, kept, copies, rows, qvec)
+                break
             depth = min(DUPLICATE_DEPTH, depth * DUPLICATE_DEEPER)
+        if qvec is None and similarity:
+            qvec = self.embed_question(question)
+        ranked = self.reranked(question, kept)
+        ids = list(dict.fromkeys(c for c, _ in ranked[:k] + first[:k]))
+        vecs = dict(self.store.vectors(ids)) if qvec is not None else {}
+        hits = self.hits(ranked[:k], qvec, rows, vecs, copies)
+        unchanged = [c for c, _ in ranked[:k]] == [c for c, _ in first[:k]]
+        judged = hits if unchanged else self.hits(first[:k], qvec, rows, vecs)
+        return Retrieved(hits, judged, [RankedPassage(c, s, tuple(i for i, _ in copies.get(c, ())))
+                                        for c, s in ranked])
 
     def hits(self, ranked: list[tuple[int, float]], qvec, rows: dict | None = None,
              vecs: dict | None = None, copies: dict | None = None) -> list[Hit]:
-        """Hits of ranked chunks (rows, vecs: their chunks and vectors when
-        fetched already; copies: each one's, as collapse gives them, in rows)."""
+        """Hits of ranked chunks (rows, vecs, copies: when fetched already)."""
         if not ranked:
             return []
         ids = [c for c, _ in ranked]
@@ -10365,7 +10126,7 @@ class Retriever:
 
     @staticmethod
     def hit_path(path: str, rel: str) -> str:
-        """The path a hit carries (the stored absolute one; a server's, see _ServedRetriever)."""
+        """The path a hit carries (the stored one; a server's: _ServedRetriever)."""
         return path
 
 
@@ -10385,9 +10146,8 @@ def _on_scale(score: float, level: float) -> float:
 
 @dataclass(frozen=True)
 class Floor:
-    """The relevance floor in force and where it came from; by_evidence:
-    measured on an index where similarity does not separate the questions it
-    answers from unrelated ones (logs, generated tables), so the evidence decides."""
+    """The relevance floor in force and its source; by_evidence: similarity cannot tell
+    answerable questions from unrelated ones on this index (logs): the evidence decides."""
 
     value: float
     source: str
@@ -10395,10 +10155,8 @@ class Floor:
 
 
 def floor_in_force(store, model: str, min_score: float | None = None, measured=None) -> Floor:
-    """--min-score, else the floor eval --calibrate stored for this index
-    (store) and model, else the one measured on it
-    without labels (measured(): the value, None when there is none), else the
-    default of the model's kind of relevance (Embedder.floor)."""
+    """--min-score, else the floor eval --calibrate stored for this index and model, else
+    the one measured without labels (measured(), or None), else the model kind's default."""
     if min_score is not None:
         return Floor(min_score, "--min-score")
     stored = store.meta(Meta.FLOOR)
@@ -10412,46 +10170,32 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
     return Floor(kind.floor, kind.floor_source)
 
 
-# Refusing without labels. What questions score depends on the model, on the
-# index and on its size (among more chunks, a better best match by chance),
-# so the floor is measured on the index itself, from two kinds of question
-# retrieved as a question is: PROBES, everyday questions about everything
-# (written for rag.py, about no corpus in particular), which the index should
-# not answer; and questions made from its own passages (_pseudo_questions),
-# which it does. The floor starts at the default of the embedder's kind, rises
-# until PROBE_QUANTILE of the probes are refused; and when that refuses more
-# than _PSEUDO_TOLERATED of the index's own questions (the default does not fit
-# this model), it comes down until no more than PSEUDO_QUANTILE are (README, "Floor";
-# chosen with two real models of very different similarity scales: bench/README.md,
-# "Refusing without labels"). Measured by an index run for the default mode and kept
-# in the index for its embedding model, again when the number of chunks has
-# changed by NULL_REFRESH; a read command that finds none kept for its mode
-# measures it in memory (once a process) and never writes it.
+# Refusing without labels. What questions score depends on the model, the index and its
+# size, so the floor is measured on the index from PROBES, everyday questions it should not
+# answer, and questions made from its own passages (_pseudo_questions), which it should.
+# From the embedder kind's default it rises until PROBE_QUANTILE of the probes are refused;
+# if that refuses more than _PSEUDO_TOLERATED of its own questions (the default does not
+# fit the model), it comes down until at most PSEUDO_QUANTILE are. An index run measures
+# and keeps it for the default mode (again when the chunks change by NULL_REFRESH); a read
+# command measures it in memory and never writes it.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
 PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most, once lowered
-# Refusing more of the index's own questions than this share says the floor does not fit the model:
-# MiniLM's default stays well below it, multilingual-e5-small's above (bench/README.md,
-# "Refusing without labels").
-_PSEUDO_TOLERATED = 0.25
+_PSEUDO_TOLERATED = 0.25  # refusing more of its own questions: the floor does not fit the model
 _PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
-PSEUDO_WORDS = (8, 40)  # a passage sentence this long (words) becomes a question: every
-                        # other word of it
-# fewer of the index's own questions than this say too little of where answerable ones fall
-PSEUDO_MIN = 20
-# A probe whose best passage holds this share of its words (IDF-weighted) is one the index answers
-# (a quiz book, an encyclopaedia): left out, so that it does not lift the floor over real answers.
+PSEUDO_WORDS = (8, 40)  # a sentence this long (words) becomes a question: every other word
+PSEUDO_MIN = 20  # fewer own questions say too little of where answerable ones fall
+# A probe whose best passage holds this share of its words (by IDF) is one the index answers
+# (a quiz book): left out, so that it does not lift the floor over real answers.
 _PROBE_ANSWERED = 0.8
-# A test hook, never changed by rag.py: a test about something other than refusal sets it False,
-# so that no command measures the floor (it stays the embedder kind's default, as on an index too
-# small to measure), and the suite does not spend a third of its time measuring it.
+# A test hook, never changed by rag.py: tests not about refusal set it False (the floor stays
+# the embedder kind's default), so the suite does not spend a third of its time measuring it.
 _MEASURES_FLOOR = True
 
 
 def _question_relevance(retriever, questions: list[str], mode: str,
                         unanswered: bool = False) -> list[float]:
-    """The relevance of each question on this index, sorted, as ask judges it
-    (the top DEFAULT_K before any reranking), the questions embedded in one
-    go; unanswered: only those whose passages lack _PROBE_ANSWERED of their words."""
+    """Each question's relevance on this index as ask judges it, sorted; unanswered: only
+    those whose passages lack _PROBE_ANSWERED of their words."""
     vecs = ([normalize(v) for v in retriever.embedder.embed(list(questions), QUERY)]
             if questions else [])
     out, memo = [], {}  # each passage's stems, found once for all these questions
@@ -10475,7 +10219,7 @@ def _question_relevance(retriever, questions: list[str], mode: str,
 
 
 def _line_statements(text: str) -> list[str]:
-    """What text says, a line that ends what it says (line_ends: a log's) at a time.
+    """What text says, one line that ends a statement (line_ends: a log's) at a time.
 
     >>> _line_statements("09:00:01 worker-1 batch 7 done\\n09:00:02 worker-2 batch 8 done")
     ['09:00:01 worker-1 batch 7 done', '09:00:02 worker-2 batch 8 done']
@@ -10488,12 +10232,9 @@ def _line_statements(text: str) -> list[str]:
 
 
 def _pseudo_questions(store: Store, n: int = _PSEUDO_QUESTIONS) -> list[str]:
-    """Questions the index answers, made without labels: from each of n
-    passages (a fixed-seed sample), one sentence of PSEUDO_WORDS words, every
-    other word of it kept ('Refunds 5 7 days reach card'): its passage shares
-    words and meaning with it, as with a real question, but not all of them."""
+    """Questions the index answers: from n sampled passages, a sentence of PSEUDO_WORDS
+    words, every other word kept (like a real question, it shares some of their words)."""
     ids = [cid for cid, _ in store.chunk_docs()]
-    # some passages have no such sentence
     sample = random.Random(len(ids)).sample(ids, min(len(ids), 4 * n))
     texts, rnd, out = store.chunks(sample), random.Random(len(ids) + 1), []
     for cid in sample:
@@ -10515,9 +10256,7 @@ def _quantile(sorted_values: list[float], share: float) -> float:
 
 
 def _measure_question_floor(retriever, mode: str) -> dict:
-    """The label-free floor for this index and mode, and what it came from:
-    the probes' level (PROBE_QUANTILE) and the index's own questions'
-    (PSEUDO_QUANTILE); see the comment above PROBE_QUANTILE."""
+    """The label-free floor for this index and mode, and its source (see PROBE_QUANTILE)."""
     probes = _question_relevance(retriever, list(PROBES), mode, unanswered=True)
     own = _question_relevance(retriever, _pseudo_questions(retriever.store), mode)
     kind = embedder_class(retriever.embedder.model)
@@ -10539,15 +10278,10 @@ def _measure_question_floor(retriever, mode: str) -> dict:
             "probes": len(probes), "own": len(own), "separates": separates}
 
 
-# An index whose passages are far more alike among themselves than unrelated
-# questions are to them (log lines, generated tables, one template repeated):
-# the unrelated questions' level (PROBE_QUANTILE) falls below the level of
-# unrelated passages (0 on the index's scale) by more than that level's distance
-# to an identical text (1). Questions made from its own lines may still score
-# well, but one worded as a person asks it scores like the unrelated ones, so
-# similarity cannot tell an answer from noise and the evidence alone decides
-# (judge_question). Logs fall below this level, prose and papers above 0
-# (bench/README.md, "Answers grounded in the passages").
+# Passages far more alike among themselves than to unrelated questions (logs, tables, a
+# template): the probes' level falls below that of unrelated passages (0) by more than 1.
+# A question worded as a person asks it then scores like noise, and the evidence alone
+# decides (judge_question). Logs fall below, prose above 0.
 _ALIKE_LEVEL = -1.0
 ALIKE = ("measured on this index: its passages are so alike (logs, tables, a repeated "
          "template) that similarity cannot tell an answer from an unrelated question, so "
@@ -10556,8 +10290,7 @@ ALIKE = ("measured on this index: its passages are so alike (logs, tables, a rep
 
 
 def kept_question_floors(store, model: str, count: int) -> dict:
-    """The floors measured without labels that the index keeps for model, by
-    mode; none when it has changed by NULL_REFRESH since (count: its chunks)."""
+    """The label-free floors the index keeps for model, by mode; none if stale."""
     try:
         kept = json.loads(store.meta(Meta.QUESTION_FLOOR) or "{}")
         if kept.get("model") != model or not still_fresh(count, kept["chunks"]):
@@ -10568,10 +10301,8 @@ def kept_question_floors(store, model: str, count: int) -> dict:
 
 
 def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
-    """The floor measured without labels for this index, model and mode
-    (_measure_question_floor): as kept, else measured now, and kept only when
-    keep (an index run, for the default mode; a read command never writes:
-    it measures once a process, see Retriever)."""
+    """The label-free floor for this index, model and mode: as kept, else measured now and
+    kept only when keep (an index run; a read command measures it once a process)."""
     # a warm retriever (a server's) finds it once, read-only index or not
     if retriever.floor_found(mode) is not None:
         return retriever.floor_found(mode)
@@ -10593,9 +10324,8 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
 
 
 def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content_words) -> float:
-    """Best share, over the hits, of the IDF weight of the question's words
-    (words(question): its content words, or its focus_words) found in one
-    passage (stems(hit): its words' stems, chunk_stems unless given).
+    """Best share, over the hits, of the IDF weight of words(question) found in one
+    passage (stems(hit): its stems, chunk_stems unless given).
 
     >>> h = Hit(1, "a", Chunk(0, "Refunds take five days.", "", 1, 1), 0, 0)
     >>> word_coverage("How long do refunds take?", [h],
@@ -10616,8 +10346,8 @@ def word_coverage(question: str, hits: list[Hit], idf, stems=None, words=content
 
 
 def focus_words(question: str) -> list[str]:
-    """The question's content words that an answer holds: not the word after
-    'how' ('how long', 'how many'), which asks for the kind of answer ('5 days').
+    """The question's content words an answer holds: not the word after 'how' ('how
+    long'), which asks for a kind of answer ('5 days').
 
     >>> focus_words("How long do refunds take?")
     ['refunds', 'take']
@@ -10630,11 +10360,9 @@ _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
 
 
 def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
-    """Best share, over the hits, of what the question asks of its subject that
-    a passage holds: the IDF weight of the question's focus_words outside the
-    heaviest word or run of them the passage holds (the subject: 'Mona Lisa')
-    that it holds too (the ask: 'painted'); 1.0 when nothing is outside that run.
-    Only capitalised words make a run (a name); any other held word is one alone.
+    """Best share, over the hits, of what the question asks of its subject that a passage
+    holds: the IDF weight of the focus_words outside the heaviest run it holds (the
+    subject: 'Mona Lisa') that it holds too ('painted'); 1.0 when nothing is outside.
 
     >>> h = Hit(1, "a", Chunk(0, 'char text0[] = "Mona Lisa";', "", 1, 1), 0, 0)
     >>> joint_coverage("Who painted the Mona Lisa?", [h], lambda w: 1.0)
@@ -10660,9 +10388,7 @@ def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
 
 
 def _heaviest_run(at: list[tuple[int, str, bool]], held: set[str], weight: dict) -> set[str]:
-    """Of the runs of held capitalised words next to each other in the question
-    (at: position, word, capitalised), the one of most weight: a name ('Mona
-    Lisa') counts once; a held word not capitalised is a run alone."""
+    """The heaviest run of held words (at: position, word, capitalised): a name is one."""
     runs: list[set[str]] = []
     prev = -2
     for i, w, capital in at:
@@ -10681,9 +10407,8 @@ def chunk_stems(h: Hit) -> set[str]:
 
 def relevance(retriever, question: str, hits: list[Hit], stems=None,
               coverage: float | None = None) -> float:
-    """How well the passages answer, on the index's own scale (see _on_scale):
-    the best cosine similarity, plus for an embedder whose similarity alone
-    separates poorly (the built-in one), a share of the question's words found."""
+    """How well the passages answer, on the index's scale: the best similarity, plus a share
+    of the question's words found for an embedder whose similarity separates poorly."""
     if not hits:
         return 0.0
     score = max(h.similarity for h in hits)
@@ -10695,47 +10420,35 @@ def relevance(retriever, question: str, hits: list[Hit], stems=None,
 
 
 def refuses(relevance: float, floor: float) -> bool:
-    """The refusal rule: passages less relevant than the floor do not answer,
-    and no model is asked (ask refuses, eval counts the question as refused)."""
+    """The refusal rule: passages less relevant than the floor do not answer."""
     return relevance < floor
 
 
-# Refusing on evidence: beside the floor, the best passages must hold enough of
-# the question's words, each weighed by its rarity in the index (the words that
-# pick the answer out weigh most), so that a passage sharing only a common word
-# with an unrelated question does not answer it. Chosen on several corpora and
-# embedders: it refuses few more answerable questions, a higher share more
-# (bench/README.md, "Answers grounded in the passages"). Words, not vectors: one
-# share for every model.
+# Refusing on evidence: the best passages must also hold this share of the question's words,
+# weighed by rarity, so a passage sharing only a common word does not answer. Words, not
+# vectors: one share for every model.
 _EVIDENCE_SHARE = 0.2
-# Refusing on what is asked: a passage that holds the question's subject (the heaviest word or
-# run of capitalised words it holds: 'Mona Lisa', 'capital') but less than _JOINT_SHARE of the rest
-# of the words ('painted', 'Peru') answers only when its relevance clears the floor by _JOINT_MARGIN
-# too: one rare name shared is not evidence, while a passage about the subject may answer in other
-# words ('ethnicity': 'a Serbian American'). Chosen on the trade-off curve of three real folders
-# and two benchmarks, built-in embedder and all-MiniLM-L6-v2 (bench/README.md, "Refusing what is
-# asked"): a larger margin refuses more unrelated questions in real folders, and more answerable
-# ones on SQuAD than raising the floor would.
+# Refusing on what is asked: a passage holding the question's subject ('Mona Lisa') but less
+# than _JOINT_SHARE of the rest ('painted') answers only if its relevance clears the floor by
+# _JOINT_MARGIN too: one rare name shared is no evidence, yet the subject's own passage may
+# answer in other words ('ethnicity': 'a Serbian American').
 _JOINT_SHARE = 0.2  # as _EVIDENCE_SHARE: a fifth of the words, by rarity
-_JOINT_MARGIN = 0.1  # on the index's relevance scale; the curve's chosen point
+_JOINT_MARGIN = 0.1  # on the index's relevance scale
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether the passages answer a question: their relevance, the share of
-    the question's words the best of them holds, the share of what it asks
-    of its subject (joint_coverage), and why it is refused ('': it is not)."""
+    """Whether the passages answer a question: their scores, and why it is refused ('')."""
 
     relevance: float
     coverage: float
     refusal: str = ""
-    on: str = ""  # what the refusal was decided on: "floor" or "evidence"
+    on: str = ""  # "floor" or "evidence"
     joint: float = 1.0
 
 
 def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
-    """The one refusal rule of ask, chat, the servers and eval: below the
-    floor (unless the index is one where similarity cannot separate, see
+    """The one refusal rule of ask, chat, the servers and eval: below the floor (unless
     AskOptions.by_evidence), or the passages hold too little of the question."""
     found = {h.chunk_id: chunk_stems(h) for h in hits}  # each passage's words, once for both
 
@@ -10751,8 +10464,7 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
                        f"the passages hold {coverage:.0%} of the question's words, weighed by "
                        f"rarity ({_EVIDENCE_SHARE:.0%} needed)", "evidence")
     joint = joint_coverage(question, hits, retriever.idf, stems)
-    if (joint < _JOINT_SHARE and not opts.by_evidence
-            and refuses(rel, opts.floor + _JOINT_MARGIN)):
+    if joint < _JOINT_SHARE and not opts.by_evidence and refuses(rel, opts.floor + _JOINT_MARGIN):
         return Verdict(rel, coverage,
                        f"the passages hold the question's subject but {joint:.0%} of what it "
                        f"asks of it ({_JOINT_SHARE:.0%} needed, or relevance "
@@ -10761,7 +10473,7 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
 
 
 def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
-    """(share of the unanswerable cases, share of the answerable) a floor refuses."""
+    """(share of the unanswerable, share of the answerable cases) a floor refuses."""
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     ans = [r["relevance"] for r in rows if not r.get("unanswerable")]
     return (sum(refuses(x, floor) for x in off) / max(len(off), 1),
@@ -10784,9 +10496,8 @@ class _Calibration(NamedTuple):
 
 
 def calibrate(rows: list[dict]) -> _Calibration:
-    """The floor that refuses the most unanswerable cases while refusing at most
-    CALIBRATION_MAX_FALSE of the answerable ones (the lowest such: see
-    _lowest_floor_refusing), and the trade-off at a few floors.
+    """The lowest floor refusing the most unanswerable cases while refusing at most
+    CALIBRATION_MAX_FALSE of the answerable ones, and the trade-off at a few floors.
 
     >>> rows = ([{"relevance": r} for r in (0.5, 0.6, 0.7)]
     ...         + [{"relevance": 0.55, "unanswerable": True}])
@@ -10797,7 +10508,6 @@ def calibrate(rows: list[dict]) -> _Calibration:
     off = [r["relevance"] for r in rows if r.get("unanswerable")]
     if not answerable or not off:
         raise RagError("--calibrate needs answerable cases and cases marked \"unanswerable\": true")
-    # refuses at most that many below it
     limit = answerable[int(CALIBRATION_MAX_FALSE * len(answerable))]
     chosen = _lowest_floor_refusing(sorted(off), answerable, limit)
 
@@ -10811,10 +10521,8 @@ def calibrate(rows: list[dict]) -> _Calibration:
 
 
 def _lowest_floor_refusing(off: list[float], answerable: list[float], limit: float) -> float:
-    """Of the floors up to limit, the lowest that refuses every unanswerable
-    case limit refuses: halfway between the highest of those and the next
-    answerable relevance (the widest margin on both sides), so that no
-    answerable case is refused that need not be (both lists sorted).
+    """The lowest floor refusing every unanswerable case limit refuses: halfway between
+    the highest of those and the next answerable relevance (both lists sorted).
 
     >>> _lowest_floor_refusing([0.2, 0.4, 0.9], [0.3, 0.5, 0.6, 0.8], 0.8)
     0.45
@@ -10826,49 +10534,39 @@ def _lowest_floor_refusing(off: list[float], answerable: list[float], limit: flo
     return round((refused[-1] + above) / 2, 6)
 
 
-# a calibrated floor, its model, its source
-FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)
+FLOOR_KEYS = (Meta.FLOOR, Meta.FLOOR_MODEL, Meta.FLOOR_SOURCE)  # a calibrated floor's
 
 
 def keep_floor(store, model: str, value: float, source: str) -> None:
-    """Keep a calibrated floor in the index (store) for model: floor_in_force
-    uses it from then on."""
+    """Keep a calibrated floor in the index for model (floor_in_force uses it)."""
     store.set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
 # ---------------------------------------------------------------------------
 # Converse: a conversation's question, and what it is searched as
 # ---------------------------------------------------------------------------
-# A follow-up ("Are those the only steps?") resembles no passage, so it is
-# searched with the telling words of the turns before it: rewritten by the
-# chat model when there is one, else (and whenever that fails) offline by
-# _follow_up_query. The refusal still judges the passages found against the
-# question as the user asked it (or as the model rewrote it), so a follow-up
-# the documents do not answer is refused however on-topic the conversation was.
+# A follow-up ("Are those the only steps?") resembles no passage, so it is searched with
+# the telling words of the turns before it: rewritten by the chat model, else offline by
+# _follow_up_query. The refusal still judges the passages against the question as asked
+# (or as the model rewrote it): an on-topic conversation lets no unanswered question pass.
 
 USER, ASSISTANT = "user", "assistant"
-INSTRUCTION_ROLES = ("system", "developer")  # the client's instructions: a chat model sees them,
-                                             # never the search
-SKIPPED_ROLES = ("tool", "function")         # a tool's output is neither what the user said nor
-                                             # what they were told
-_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: the topic drifts
-# Words by which a question points back at the conversation ("Are those the
-# only steps?", "What about for children?"): a question with one of them, or
-# opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of its own,
-# is a follow-up; any other is searched as asked.
+INSTRUCTION_ROLES = ("system", "developer")  # seen by a chat model, never by the search
+SKIPPED_ROLES = ("tool", "function")  # neither what the user said nor what they were told
+_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: topics drift
+# Words by which a question points back at the conversation ("What about for children?"):
+# a question with one, opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of
+# its own, is a follow-up.
 _REFERRING = frozenset("""it its they them their theirs this that these those there here he him his
 she her hers one ones such same former latter above else also other another""".split())
 _FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ",
                        "also ")
-# words a question needs of its own to stand alone (README, "Conversations": measured)
-_MIN_OWN_WORDS = 5
-# share of a follow-up's own words its passages hold for it to be judged in context (the same)
-_BORROWS_AT = 0.5
+_MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone
+_BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold to be judged in context
 
 
 def message_text(content, n: int) -> str:
-    """The text of message n's content: a string, or the text parts of a list (images and
-    other parts skipped)."""
+    """The text of message n's content: a string, or a list's text parts."""
     if content is None:  # an assistant message that only called a tool
         return ""
     if isinstance(content, str):
@@ -10887,9 +10585,8 @@ def message_text(content, n: int) -> str:
 
 
 def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
-    """OpenAI-style chat messages as (the user's and the assistant's turns in
-    order, the client's instructions); a RagError names the message at fault.
-    Held to the limits of a question each, MAX_MESSAGES in all."""
+    """OpenAI-style chat messages as (the user's and assistant's turns, the client's
+    instructions), MAX_MESSAGES at most; a RagError names the message at fault."""
     if not isinstance(messages, list):
         raise RagError("a conversation must be a list of messages, each {\"role\": ..., "
                        "\"content\": ...}")
@@ -10928,17 +10625,14 @@ def last_question(turns: tuple[Turn, ...]) -> tuple[str, tuple[Turn, ...]]:
 
 
 def recent(history) -> tuple[Turn, ...]:
-    """The last HISTORY_TURNS turns with text, an answer's Sources: lines left
-    out (paths are not what was said)."""
+    """The last HISTORY_TURNS turns with text, without an answer's Sources: lines."""
     said = [t for t in history if t.text.strip()]
     return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in said[-HISTORY_TURNS:])
 
 
 def _follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
-    """What a follow-up is searched as offline: the question and the
-    TOPIC_WORDS most telling words of the user's earlier turns that it lacks
-    (rarest in the index, the latest turns weighing most: _RECENCY). A first
-    question is searched as asked.
+    """What a follow-up is searched as offline: the question and the TOPIC_WORDS rarest
+    words it lacks of the user's earlier turns, the latest weighing most (_RECENCY).
 
     >>> idf = {"passport": 5.0, "renew": 4.0, "online": 2.0, "fee": 4.5}.get
     >>> h = (Turn(USER, "How do I renew my passport online?"),
@@ -10970,8 +10664,7 @@ def _points_back(question: str) -> bool:
 
 
 def _stands_alone(question: str) -> bool:
-    """Whether a question names what it asks about: it does not point back,
-    and it has _MIN_OWN_WORDS words besides stopwords.
+    """Whether a question does not point back and has _MIN_OWN_WORDS words besides stopwords.
 
     >>> (_stands_alone("Can I renew a passport from abroad by registered mail?"),
     ...  _stands_alone("Which form?"))
@@ -10982,12 +10675,9 @@ def _stands_alone(question: str) -> bool:
 
 
 def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit]) -> list[Hit]:
-    """The hits the refusal judges, with the similarity it judges them by:
-    the search's, unless an offline rewrite added the conversation's words to
-    a question that neither points back at it nor finds most of its own words
-    in the passages (_BORROWS_AT): then its own vector's, so that an unrelated
-    question ("What is the boiling point of water?") never borrows the
-    conversation's topic to pass the floor."""
+    """The hits the refusal judges; when an offline rewrite added the conversation's words
+    to a question that neither points back nor finds _BORROWS_AT of its words in them, with
+    its own similarity: an unrelated question never borrows the topic to pass the floor."""
     if query == question or judge != question or _points_back(question) or not hits:
         return hits
     if word_coverage(question, hits, retriever.idf) >= _BORROWS_AT:
@@ -11000,10 +10690,8 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
 
 def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
                  warn) -> tuple[str, str]:
-    """(what the question is searched as, what the refusal judges): the
-    question itself when it opens the conversation; else the chat model's
-    standalone rewrite (judged as it is: a question like any other), or
-    offline _follow_up_query (judged on the question's own words)."""
+    """(what the question is searched as, what the refusal judges): the question alone, the
+    chat model's rewrite (both), or _follow_up_query and the question."""
     if not history or _stands_alone(question):
         return question, question
     try:
