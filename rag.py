@@ -16181,24 +16181,19 @@ COMMANDS = {
 }
 
 
-def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The argparse command line: one subcommand per entry of COMMANDS. Given
-    argv, only the command it names gets its arguments (making them all takes
-    a tenth of a search's time)."""
-    chosen = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse command line: one subcommand per entry of COMMANDS."""
     groups = {name: _Parser(add_help=False) for name in _OPTION_GROUPS}
     for name, add in _OPTION_GROUPS.items():
-        if argv is None or name in getattr(COMMANDS.get(chosen), "groups", ()):
-            add(groups[name])
+        add(groups[name])
     p = _Parser(prog=program(), description=__doc__.split("\n\n")[1],
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"rag.py {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, c in COMMANDS.items():
-        full = argv is None or name == chosen
-        s = sub.add_parser(name, parents=[groups[g] for g in c.groups] if full else [],
+        s = sub.add_parser(name, parents=[groups[g] for g in c.groups],
                            help=c.help, description=c.description)
-        if c.arguments and full:
+        if c.arguments:
             c.arguments(s)
         s.set_defaults(func=c.run)
     return p
@@ -16213,9 +16208,7 @@ def _interruptible() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         _interruptible()
         with contextlib.ExitStack() as closer:
