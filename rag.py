@@ -14305,6 +14305,10 @@ class HttpApi:
     def json(status: int, obj):
         return status, "application/json", json.dumps(obj, ensure_ascii=False).encode("utf-8")
 
+    @classmethod
+    def error(cls, status: int, message: str, kind: str = "invalid_request_error"):
+        return cls.json(status, {"error": {"message": message, "type": kind}})
+
 
 # /search's reply is a list, with no room for a warning: a header says it (fixed
 # words: a request's own text never goes into a header).
@@ -14525,15 +14529,13 @@ class _HttpHandler:
         an unknown method, headers too long) as JSON, like ours."""
         self.close_connection = True
         text = message or self.responses.get(code, ("error",))[0]
-        self.send(*self.api.json(code, {"error": {"message": text, "type": "invalid_request_error"
-                                                  if code < 500 else "server_error"}}))
+        self.send(*self.api.error(code, text, "invalid_request_error" if code < 500
+                                  else "server_error"))
 
     def refuse_method(self):
         self.close_connection = True  # any body it has is not read
-        self.send(*self.api.json(405, {"error": {"message": f"method {self.command} is not allowed "
-                                                 f"here: use {', '.join(_ROUTE_METHODS[:-1])} or "
-                                                 f"{_ROUTE_METHODS[-1]}",
-                                                 "type": "invalid_request_error"}}),
+        self.send(*self.api.error(405, f"method {self.command} is not allowed here: use "
+                                  f"{', '.join(_ROUTE_METHODS[:-1])} or {_ROUTE_METHODS[-1]}"),
                   allow=", ".join(_ROUTE_METHODS))
 
     def route(self) -> Route | None:
@@ -14646,23 +14648,21 @@ class _HttpHandler:
         except _HttpError as e:
             # its body may be unread
             self.close_connection = self.close_connection or self.command == "POST"
-            reply = api.json(e.status, {"error": {"message": str(e), "type": e.kind}})
+            reply = api.error(e.status, str(e), e.kind)
         except RagError as e:
-            reply = api.json(400, {"error": {"message": str(e), "type": "invalid_request_error"}})
+            reply = api.error(400, str(e))
         except TimeoutError:
             self.close_connection = True
             if self.raw.until is None:
                 return  # a reply's write stalled: the client is gone
             self.raw.rest()
-            reply = api.json(408, {"error": {"message": "the request was not received within "
-                                             f"{self.server.deadline:g} s",
-                                             "type": "invalid_request_error"}})
+            reply = api.error(408, "the request was not received within "
+                              f"{self.server.deadline:g} s")
         except OSError:
             self.close_connection = True
             return  # the client went away
         except Exception as e:  # never a traceback page: the server keeps serving
-            reply = api.json(500,
-                             {"error": {"message": api.service.failure(e), "type": "server_error"}})
+            reply = api.error(500, api.service.failure(e), "server_error")
         if reply is not None:
             self.send(*reply)
 
