@@ -15920,51 +15920,42 @@ class _Target(NamedTuple):
     files: tuple = ()
 
 
-def _forget_target(docs: list[StoredDocument], t: str) -> _Target:
-    """A target is a path when a file is there, or indexed documents (by
-    real path, or by the path relative to the folder indexed, as written);
-    else a glob when it holds glob characters; else a path naming nothing."""
-    import fnmatch
-    if not t.strip():
-        raise UsageError("an empty target names no document (an unset shell variable?); give a "
-                         "path or a glob")
-    real = os.path.realpath(t)
-    found = [d for d in docs if under(d.path, real)] or [
-        d for d in docs if d.rel.replace(os.sep, "/") == t.replace(os.sep, "/")]
-    if found or os.path.lexists(t) or not _GLOB_CHARS.search(t):
-        return _Target(t, "path", found)
-    return _Target(t, "glob", [d for d in docs if fnmatch.fnmatchcase(
-        d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)])
-
-
-def _files_named(target: _Target, roots: list[str]) -> list[str]:
-    """The files under a folder indexed that a target naming no document names
-    on disk: the path itself, or a path or glob relative to such a folder."""
-    import glob
-    t = target.given
-    if target.kind == "path":
-        found = [t] + [os.path.join(r, t) for r in roots]
-    else:
-        found = sorted(p for b in ([""] if t.startswith("/") else [r + os.sep for r in roots])
-                       for p in glob.glob(glob.escape(b) + t))
-    inside = [p for p in found if os.path.isfile(p)
-              and any(under(os.path.realpath(p), r) for r in roots)]
-    return inside[:1] if target.kind == "path" else list(dict.fromkeys(inside))
-
-
 def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
-    """Each target, read (a usage error for one naming no document and no file)."""
+    """Each target, read: a path when a file is there, or indexed documents (by real path, or
+    by the path relative to the folder indexed, as written); else a glob when it holds glob
+    characters; else a path naming nothing. One naming no document names the files under a
+    folder indexed that it names on disk (the path itself, or a path or glob relative to such
+    a folder); one naming neither is a usage error."""
+    import fnmatch
+    import glob
     docs, roots, read = store.documents(), list(indexed_roots(store)), []
     for t in targets:
-        target = _forget_target(docs, t)
-        if not target.docs:
-            target = target._replace(files=tuple(_files_named(target, roots)))
-        if not target.docs and not target.files:
+        if not t.strip():
+            raise UsageError("an empty target names no document (an unset shell variable?); "
+                             "give a path or a glob")
+        real = os.path.realpath(t)
+        found = [d for d in docs if under(d.path, real)] or [
+            d for d in docs if d.rel.replace(os.sep, "/") == t.replace(os.sep, "/")]
+        kind = "path" if found or os.path.lexists(t) or not _GLOB_CHARS.search(t) else "glob"
+        if kind == "glob":
+            found = [d for d in docs if fnmatch.fnmatchcase(
+                d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)]
+        files = []
+        if not found:
+            if kind == "path":
+                files = [t] + [os.path.join(r, t) for r in roots]
+            else:
+                bases = [""] if t.startswith("/") else [r + os.sep for r in roots]
+                files = sorted(p for b in bases for p in glob.glob(glob.escape(b) + t))
+            files = [p for p in files if os.path.isfile(p)
+                     and any(under(os.path.realpath(p), r) for r in roots)]
+            files = files[:1] if kind == "path" else list(dict.fromkeys(files))
+        if not found and not files:
             raise UsageError(f"{shown(repr(t))} names no indexed document and no file (a path, "
                              "or a glob on the path relative to the folder indexed: "
                              "'notes/*.md'; what is left of a forgotten one whose file is gone: "
                              "--text)")
-        read.append(target)
+        read.append(_Target(t, kind, found, tuple(files)))
     return read
 
 
