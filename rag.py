@@ -13492,9 +13492,8 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
 # ---------------------------------------------------------------------------
 
 def hit_json(h: Hit, n: int, ids: Callable[[int], int | str] = int) -> dict:
-    """A passage as search --json, ask --json and the servers give it; also_in:
-    the sources of its first copies (the same text, nearly, elsewhere),
-    also_in_more: how many more; its chunk id as ids shows it (Service.chunk_ids)."""
+    """A passage as search --json, ask --json and the servers give it; also_in: the sources
+    of its first copies, also_in_more: how many more; its chunk id as ids shows it."""
     shown, more = h.also()
     return {"n": n, "chunk_id": ids(h.chunk_id), "source": h.source, "path": h.path,
             "start_line": h.chunk.start_line, "end_line": h.chunk.end_line, "location": h.chunk.loc,
@@ -13520,8 +13519,7 @@ def answer_json(a: Answer, floor: Floor, ids: Callable[[int], int | str] = int) 
 
 
 def _unfinished_run(store) -> dict | None:
-    """The index run that started and has not finished ({started, chunking}):
-    stopped (Ctrl-C, a kill, a full disk), or still running."""
+    """The index run that started and has not finished ({started, chunking}), or None."""
     try:
         run = json.loads(store.meta(Meta.RUNNING) or "null")
         return {"started": str(run["started"]), "chunking": str(run["chunking"])}
@@ -13530,9 +13528,8 @@ def _unfinished_run(store) -> dict | None:
 
 
 def index_info(store, db: str) -> dict:
-    """What the index holds (stats --json, the servers' stats and health); db:
-    the index's name as shown (size_bytes: with SQLite's write-ahead log, where
-    recent commits are)."""
+    """What the index holds (stats --json, the servers' stats and health); db: its name as
+    shown (size_bytes counts SQLite's write-ahead log, where recent commits are)."""
     info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
                 dim=int(store.meta(Meta.DIM) or 0) or None,
                 last_indexed=store.meta(Meta.LAST_INDEXED), chunking=store.meta(Meta.CHUNKING),
@@ -13550,21 +13547,16 @@ def index_info(store, db: str) -> dict:
     return info
 
 
-MAX_BODY = 1 << 20     # bytes in one request (an HTTP body, an MCP line): far above a
-                       # 10,000-character question
+MAX_BODY = 1 << 20     # bytes in one request (HTTP body, MCP line): far above a long question
 _REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requests, or one read)
-# Seconds from a request's first byte to the end of its body, however the bytes
-# trickle in: a per-read timeout alone lets a client sending a byte a second hold
-# a worker for ever. 30 s sends a full MAX_BODY at 35 KB/s, a slow mobile link.
+# Seconds from a request's first byte to the end of its body: a per-read timeout alone lets
+# a client sending a byte a second hold a worker for ever (30 s: MAX_BODY at 35 KB/s).
 _REQUEST_DEADLINE = 30
-# Connections the kernel queues before they are accepted: with the default 5,
-# many clients connecting at once waited on SYN retries (bench/README.md,
-# "Serving"). 128 was Linux's somaxconn default for years (the kernel caps it at
-# somaxconn in any case).
+# Connections the kernel queues before accepting: with the default 5, many clients connecting
+# at once waited on SYN retries (bench/README.md, "Serving"); the kernel caps it at somaxconn.
 _ACCEPT_BACKLOG = 128
-# Seconds a stopping server (SIGTERM, Ctrl-C) lets requests in flight finish: one
-# chat model call may take its 30 s timeout (QUERY_TIMEOUT); a service manager
-# waits longer than this before it kills (systemd: 90 s).
+# Seconds a stopping server lets requests in flight finish: a chat call may take its 30 s
+# (QUERY_TIMEOUT); a service manager waits longer before it kills (systemd: 90 s).
 _DRAIN_TIMEOUT = 30
 _WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
 # bytes of a too-large body read before the 413; beyond it, the connection is cut
@@ -13577,8 +13569,7 @@ _SHOWN_ID_HEX, _ID_KEY_BYTES = 16, 16
 
 
 def _request_args(params, defaults) -> dict:
-    """A search or ask request's question and options, checked (a RagError
-    names the field at fault); defaults: the server's own options."""
+    """A search or ask request's fields, checked (a RagError names the one at fault)."""
     if not isinstance(params, dict):
         raise RagError("the request must be a JSON object")
     q = params.get("question")
@@ -13602,9 +13593,8 @@ def _request_args(params, defaults) -> dict:
 
 
 def _request_conversation(question: str, messages) -> Conversation:
-    """A request's question after the turns of its 'conversation' (optional:
-    the messages before the question, oldest first; a last user message that
-    is the question itself is not counted twice)."""
+    """A request's question after the turns of its optional 'conversation' (oldest first; a
+    last user message that is the question itself is not counted twice)."""
     if messages is None:
         return Conversation(question)
     try:
@@ -13617,18 +13607,15 @@ def _request_conversation(question: str, messages) -> Conversation:
 
 
 def _served_path(rel: str) -> str:
-    """A document's path as the servers show it: relative to the folder it was
-    indexed from, never the server's absolute path (user name, layout); a
-    stored absolute one shows its file name only."""
+    """A document's path as the servers show it: relative to the folder indexed, never the
+    server's absolute path (user name, layout): a stored absolute one shows its file name."""
     rel = rel.replace(os.sep, "/")
-    # a file name's escape codes too
     return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)
 
 
 class _ServedRetriever(Retriever):
-    """A server's retriever. Its hits carry the path relative to the folder
-    indexed; only (a key's globs: a document may match any one of them)
-    restricts it beside --source and a request's source, before ranking."""
+    """A server's retriever: its hits carry the path relative to the folder indexed; only (a
+    key's globs, any one of which a document may match) restricts it before ranking."""
 
     only: tuple = ()
 
@@ -13645,8 +13632,7 @@ class _ServedRetriever(Retriever):
         return Scope(super().scope().every, self.only)
 
     def limited(self, only: tuple) -> _ServedRetriever:
-        """This retriever restricted to a key's globs; the chunks each key may
-        see are found once per warm retriever (its memo), not per request."""
+        """This retriever restricted to a key's globs (found once per warm retriever, in memo)."""
         if not only:
             return self
         only = tuple(only)
@@ -13667,9 +13653,8 @@ class _ServedRetriever(Retriever):
 
 @dataclass(frozen=True)
 class _Caller:
-    """Whom a request's key names: the name of its serve --keys entry (None
-    for the single --api-key), the SHA-256 of the key, and the globs it may
-    read (any one of them; none: whatever the server's --source allows)."""
+    """Whom a request's key names: its --keys entry's name (None for the single --api-key),
+    the key's SHA-256, and the globs it may read (none: what --source allows)."""
 
     name: str | None
     digest: bytes = field(repr=False)
@@ -13680,9 +13665,8 @@ _KEY_FIELDS = {"name", "key", "sha256", "source"}
 
 
 def load_keys(path: str) -> tuple[_Caller, ...]:
-    """The entries of a serve --keys file: a JSON list of {name, key or
-    sha256, source}, or an object of such entries by name. Any fault is one
-    usage error naming the entry, never showing a key."""
+    """The entries of a serve --keys file: a JSON list of {name, key or sha256, source}, or an
+    object of them by name. A fault is a usage error naming the entry, never showing a key."""
     where = f"--keys {shown(path)}"
     try:
         with open(path, encoding="utf-8") as f:
@@ -13730,8 +13714,7 @@ def _key_entry(e, where: str) -> _Caller:
 
 
 class _Searched(NamedTuple):
-    """A served search: the passages as JSON, what was searched (a follow-up
-    as search_query rewrites it), warnings for the caller."""
+    """A served search: the passages as JSON, what was searched, warnings for the caller."""
 
     passages: list[dict]
     query: str
@@ -13747,19 +13730,16 @@ class _Warm(NamedTuple):
 
 
 def _opaque_id(key: bytes, chunk_id: int) -> str:
-    """A chunk id as a restricted caller sees it (Service.chunk_ids): its HMAC-SHA256 under
-    the server's key, cut to _SHOWN_ID_HEX hex digits."""
+    """A chunk id as a restricted caller sees it: its HMAC-SHA256 under the server's key."""
     import hashlib
     import hmac
     return hmac.new(key, str(chunk_id).encode(), hashlib.sha256).hexdigest()[:_SHOWN_ID_HEX]
 
 
 class Service:
-    """search, ask and stats over one index for the servers. Each worker
-    takes a warm retriever from a pool (its own connection, its loaded
-    signatures and vectors) and gives it back; one whose index another
-    process has changed is rebuilt. The --source set at start is kept: a
-    request can narrow it, never widen it; a caller's key narrows it too."""
+    """search, ask and stats over one index for the servers. Each request takes a warm
+    retriever from a pool and gives it back; one whose index another process changed is
+    rebuilt. A request or a caller's key can narrow the --source set at start, never widen it."""
 
     def __init__(self, cfg: Config, opts: QueryOptions, log: Log):
         self.cfg, self.opts, self.log = cfg, opts, log
@@ -13789,8 +13769,7 @@ class Service:
         return _Warm(store, r, state)
 
     def warm(self) -> None:
-        """Load what a first request would (the store's signatures or words,
-        the null level, the default mode's floor), so that none waits for it."""
+        """Load what a first request would (signatures, null level, floor): none waits for it."""
         with self.retriever() as r:
             r.store.warm()
             r.null_level()
@@ -13801,8 +13780,7 @@ class Service:
 
     @contextlib.contextmanager
     def retriever(self, source: str | None = None, caller: _Caller | None = None):
-        """A warm retriever for one request, narrowed to source and to what
-        the caller's key may read."""
+        """A warm retriever for one request, narrowed to source and to the caller's globs."""
         with self.lock:
             item = self.idle.pop() if self.idle else None
         store, r, state = item or self._open()
@@ -13858,25 +13836,23 @@ class Service:
         return not (caller and caller.globs) and not self.opts.source
 
     def chunk_ids(self, caller: _Caller | None) -> Callable[[int], int | str]:
-        """A caller's chunk ids: as stored when it may read the whole index; else an
-        opaque digest keyed by this server (the same in every worker, while it runs), so that
-        no id tells how many chunks the index holds, nor what came before the caller's own."""
+        """A caller's chunk ids: as stored when it may read the whole index; else an opaque
+        digest keyed by this server (the same in every worker), so that no id tells how many
+        chunks the index holds, nor what came before the caller's own."""
         key = self.id_key
         return int if self.sees_all(caller) else lambda i: _opaque_id(key, i)
 
     @staticmethod
     def source_warnings(r: _ServedRetriever, source: str | None) -> list[str]:
-        """A warning when a request's source matches no document: counted in
-        what the caller may read (a key's documents, --source), so that it
-        says nothing of the others (the command line's warnings count them all)."""
+        """A warning when a request's source matches no document the caller may read (counted
+        there only, so that it says nothing of the others)."""
         if not source or r.counts()["documents"]:
             return []
         return [f"warning: source {source!r} matches no document you may search (a pattern matches "
                 "the path relative to the folder indexed, e.g. 'guides/*.md')"]
 
     def ask(self, params, stream_to=None, caller: _Caller | None = None) -> tuple[Answer, Floor]:
-        """Answer like ask (logged in the asks table with the caller's name);
-        stream_to gets the model's text as it comes when a chat model writes it."""
+        """Answer like ask, logged with the caller's name; stream_to gets a model's text live."""
         a = self.request(params)
         with self.retriever(a["source"], caller) as r:
             opts, floor = ask_options(self.opts, r)
@@ -13889,9 +13865,8 @@ class Service:
             return replace(answer, warnings=tuple(self.source_warnings(r, a["source"]))), floor
 
     def failure(self, e: Exception) -> str:
-        """What a client is told of a failure (RagError: its message): never
-        row data, a server path or a bug's details, which go to the server's
-        stderr instead."""
+        """What a client is told of a failure (RagError: its message): never row data, a
+        server path or a bug's details, which go to the server's stderr instead."""
         if isinstance(e, RagError):
             return str(e)
         if os.environ.get("RAG_DEBUG") == "1":
@@ -13905,18 +13880,16 @@ class Service:
         return f"internal error ({type(e).__name__}); the server's log says more"
 
     def stats(self, caller: _Caller | None = None) -> dict:
-        """index_info as a client may see it: counts under --source and the
-        caller's globs, the database by its file name only."""
+        """index_info as a client may see it: counts under --source and the caller's globs,
+        the database by its file or collection name only."""
         with self.retriever(None, caller) as r:
             info = index_info(r.store, index_name(self.cfg))
-            # a file or collection name
             return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())
 
 
-# MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line.
-# An initialize asking for a revision listed here gets it; any other gets the
-# newest. A method we do not know (server/discover of the 2026-07-28 revision
-# among them) is answered at once with -32601, so a client falls back to initialize.
+# MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line. An initialize
+# asking for a revision listed here gets it, any other the newest. An unknown method
+# (server/discover of 2026-07-28 among them) gets -32601: a client falls back to initialize.
 _MCP_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
 _QUESTION_SCHEMA = {
     "type": "object",
@@ -13984,14 +13957,12 @@ def _rpc_error(msg_id, code: int, message: str) -> dict:
 
 
 def _valid_id(msg_id) -> bool:
-    """An id as MCP allows one: a string or an integer (not null, a float, a
-    boolean or an object, which are never echoed back)."""
+    """An id as MCP allows one, a string or an integer (any other is never echoed back)."""
     return isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
 
 
 def _passages_text(passages: list[dict]) -> str:
-    """Passages as an agent reads them: citation, heading, score, where else
-    the text is, the text."""
+    """Passages as an agent reads them: citation, heading, score, copies, text."""
     if not passages:
         return "No matching passages."
     out = []
@@ -14045,8 +14016,7 @@ class _McpServer:
                                 "passages as [n] with path:lines; quote those sources to the user."}
 
     def call(self, params: dict) -> dict:
-        """A tools/call: the tool's result, or its failure as a tool error
-        (isError). The tools are _MCP_TOOLS, each answered by its tool_ method."""
+        """A tools/call: the tool_<name> method's result, or its failure as a tool error."""
         name, args = params.get("name"), params.get("arguments")
         names = [tool["name"] for tool in _MCP_TOOLS]
         if name not in names:
@@ -14083,8 +14053,8 @@ _OVERSIZED = object()  # _read_message's answer for a line over the limit
 
 
 def _read_message(stream, limit: int = MAX_BODY):
-    """One line from stream without its line end; None at the end of the
-    stream; _OVERSIZED (after reading it to its end) for a line over limit."""
+    """One line from stream, stripped; None at its end; _OVERSIZED (read to its end) for a
+    line over limit."""
     line = stream.readline(limit + 1)
     if not line:
         return None
@@ -14096,8 +14066,7 @@ def _read_message(stream, limit: int = MAX_BODY):
 
 
 def serve_mcp(service: Service, stdin, stdout) -> None:
-    """Answer MCP messages from stdin until it closes. Only protocol messages
-    go to stdout: anything printed meanwhile goes to stderr."""
+    """Answer MCP messages from stdin until it closes; anything else printed goes to stderr."""
     server = _McpServer(service)
     with contextlib.redirect_stdout(sys.stderr):
         while (line := _read_message(stdin)) is not None:
@@ -14125,8 +14094,8 @@ class _HttpError(Exception):
 
 
 def _chat_question(body) -> tuple[str, list]:
-    """The question of an OpenAI chat request, its last user message's text,
-    and the messages before it (the conversation, the client's system message among them)."""
+    """The question of an OpenAI chat request (its last user message's text) and the messages
+    before it."""
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or not messages:
         raise _HttpError(400, "'messages' must be a non-empty list")
@@ -14143,8 +14112,7 @@ def _chat_question(body) -> tuple[str, list]:
 
 
 class _SseOut:
-    """A stream_to for ChatGenerator that sends each piece as an OpenAI chat
-    completion chunk over server-sent events."""
+    """A stream_to sending each piece as an OpenAI chat completion chunk (server-sent events)."""
 
     def __init__(self, wfile, chunk):
         self.wfile, self.chunk, self.text = wfile, chunk, ""
@@ -14163,11 +14131,8 @@ class _SseOut:
 
 
 class HttpApi:
-    """What rag.py serve answers: a method an endpoint (ROUTES names them),
-    each giving (status, content type, body); stream_chat writes a streamed
-    chat completion as it is made.
-    api_key: the one key every request needs; keys: the entries of --keys
-    (each request then sees what its key's entry may read)."""
+    """What rag.py serve answers: a method an endpoint (ROUTES), each giving (status, content
+    type, body). api_key: the one key every request needs; keys: the entries of --keys."""
 
     def __init__(self, service: Service, api_key: str | None = None, keys: tuple = ()):
         import hashlib
@@ -14177,9 +14142,8 @@ class HttpApi:
         self.started = int(time.time())
 
     def caller(self, header: str | None) -> _Caller | None:
-        """The entry whose key the Authorization header carries (None: the
-        server needs no key); 401 for any other. The key's SHA-256 is compared
-        with every entry's in constant time, whichever matches."""
+        """The entry whose key the Authorization header carries (None: no key needed), else a
+        401. The key's SHA-256 is compared with every entry's in constant time."""
         if not self.callers:
             return None
         import hashlib
@@ -14195,15 +14159,13 @@ class HttpApi:
                              "authentication_error")
         return found
 
-    # The endpoints (see ROUTES): each takes the request's JSON body (None for
-    # a GET) and its caller, and gives (status, content type, body).
+    # The endpoints: each takes the JSON body (None for a GET) and the caller.
     def page(self, body=None, caller: _Caller | None = None):
         return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
 
     def health(self, body=None, caller: _Caller | None = None):
         info = self.service.stats(caller)  # counted under --source and the caller's key
-        # when the index last changed: only to a caller who may read all of it (the change
-        # may be in a document others may not read)
+        # when the index last changed: only to one who may read all (a change may be elsewhere)
         whole = self.service.sees_all(caller)
         return self.json(200, {"status": "ok", "documents": info["documents"],
                                "chunks": info["chunks"], "embed_model": info["embed_model"],
@@ -14230,9 +14192,8 @@ class HttpApi:
                                           self.service.chunk_ids(caller)))
 
     def chat(self, body, caller: _Caller | None = None):
-        """An OpenAI chat completion; for a body asking for a stream, the
-        function that writes it (every field checked first: a bad request
-        gets its 4xx before the stream starts)."""
+        """An OpenAI chat completion; for a stream, the function that writes it (every field
+        checked first: a bad request gets its 4xx before the stream starts)."""
         if isinstance(body, dict) and body.get("stream"):
             params = self.chat_params(body)
             return lambda wfile: self.stream_chat(body, params, wfile, caller)
@@ -14246,10 +14207,8 @@ class HttpApi:
                                "rag": answer_json(a, floor, self.service.chunk_ids(caller))})
 
     def chat_params(self, body) -> dict:
-        """A chat request as Service.ask takes it, every field checked (a bad
-        one is a 400, before a stream would start)."""
-        # first: a body that is not an object is a 400 there
-        question, before = _chat_question(body)
+        """A chat request as Service.ask takes it, every field checked (a bad one: a 400)."""
+        question, before = _chat_question(body)  # first: it checks body is an object
         params = dict(self.options(body), question=question, conversation=before)
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict)
@@ -14271,9 +14230,8 @@ class HttpApi:
                 if key in body}
 
     def stream_chat(self, body, params: dict, wfile, caller: _Caller | None = None) -> None:
-        """A streamed chat completion of body (params: its chat_params, checked
-        before the stream started): the answer as it is written, then its
-        sources, a last chunk with the whole result under "rag", [DONE]."""
+        """A streamed chat completion: the answer as it is written, its sources, a last chunk
+        with the whole result under "rag", then [DONE]."""
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
         def chunk(delta, finish=None, **extra):
@@ -14310,24 +14268,21 @@ class HttpApi:
         return cls.json(status, {"error": {"message": message, "type": kind}})
 
 
-# /search's reply is a list, with no room for a warning: a header says it (fixed
-# words: a request's own text never goes into a header).
+# /search's reply is a list, with no room for a warning: a header says it (in fixed words).
 _NO_MATCH = "source matches no document you may search"
 
 
 @dataclass(frozen=True)
 class Route:
-    """What answers a method on a path: an HttpApi method; whether the request
-    needs the API key; whether the reply may be a stream (the method then
-    gives, for a body that asks for one, a function writing it to the socket)."""
+    """What answers a method on a path: an HttpApi method, whether the request needs the API
+    key, whether the reply may be a stream (a function writing it to the socket)."""
 
     handler: Callable  # HttpApi.<endpoint>, called as handler(api, body, caller)
     auth: bool = True
     streams: bool = False
 
 
-# Every endpoint. A HEAD is answered as a GET, without the body; a path not
-# here is a 404 (once the key is checked); a method not here, a 405 or a 501.
+# Every endpoint; a HEAD is a GET without the body; another path is a 404 (after the key).
 ROUTES = {
     # the page holds no data and asks for the key itself
     ("GET", "/"): Route(HttpApi.page, auth=False),
@@ -14338,26 +14293,23 @@ ROUTES = {
     ("POST", "/v1/chat/completions"): Route(HttpApi.chat, streams=True),
 }
 _ROUTE_METHODS = tuple(sorted({method for method, _ in ROUTES} | {"HEAD"}))
-# Methods HTTP defines that no route takes get a 405 naming those that do (a
-# browser's preflight OPTIONS among them: it is never granted); others a 501.
+# HTTP's methods that no route takes get a 405 (a browser's preflight OPTIONS: never
+# granted); others a 501.
 _HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH")
 
 
-# Who may call. A browser page on another site can reach a loopback server by
-# DNS rebinding (its own name made to resolve to 127.0.0.1), but its requests
-# then carry that name in Host: only names (and addresses) the server was
-# started on are answered. On a wildcard address (0.0.0.0, ::) any address
-# literal is the machine's own (no DNS is involved, so no rebinding) as is its
-# host name; a name a proxy forwards is allowed with --allow-host.
+# Who may call. A page on another site can reach a loopback server by DNS rebinding, but
+# its requests then carry its own name in Host: only the names (and addresses) the server
+# was started on are answered. On a wildcard address any address literal (no DNS: no
+# rebinding) and the host name are too; a proxy's name is allowed with --allow-host.
 _WILDCARD_HOSTS = {"", "0.0.0.0", "::"}
 _HOST_HEADER = LazyPattern(r"(\[[0-9a-fA-F:.]+\]|[^:\[\]/@\s]+)(?::([0-9]{1,5}))?")
 
 
 @dataclass(frozen=True)
 class _HostRule:
-    """The Host headers a server answers: names (and addresses) on its own
-    port, any address literal when it listens on all (any_ip), and the
-    --allow-host names on any port (a proxy's public one)."""
+    """The Host headers a server answers: names on its own port, any address literal when it
+    listens on all (any_ip), and the --allow-host names on any port."""
 
     names: frozenset
     port: int
@@ -14404,9 +14356,8 @@ def _host_allowed(value: str | None, rule: _HostRule) -> bool:
         return False
 
 
-# Every reply carries these: the page runs its own inline code only and cannot
-# be framed (a framed page could be clicked into asking); nothing is cached or
-# read by another origin's page.
+# Every reply carries these: the page runs its own inline code only, cannot be framed (and
+# clicked into asking); nothing is cached or read by another origin's page.
 _SECURITY_HEADERS = (
     ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; script-src "
                                 "'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'; "
@@ -14416,13 +14367,11 @@ _SECURITY_HEADERS = (
     ("Cache-Control", "no-store"))
 
 
-# The server's classes are mixins, made whole by http_server with http.server's
-# and socket's (imported there only: they slow every other command's start;
-# bench/README.md, "Small measurements behind constants").
+# The server's classes are mixins, made whole by http_server with http.server's and
+# socket's (imported there only: they slow every other command's start).
 class _DeadlineReader:
-    """The raw stream under a handler's rfile (with socket.SocketIO): once a
-    request's first bytes have come, the rest of its head and body must come
-    within deadline seconds, by `until`."""
+    """The raw stream under a handler's rfile: once a request's first bytes have come, the
+    rest of its head and body must come within deadline seconds (by `until`)."""
 
     until: float | None = None
 
@@ -14448,14 +14397,11 @@ class _DeadlineReader:
 
 
 class _HttpHandler:
-    """A connection's requests (with http.server's BaseHTTPRequestHandler),
-    each answered by its route (ROUTES) on the server's api, within the
-    server's deadline."""
+    """A connection's requests (with BaseHTTPRequestHandler), each answered by its route."""
 
     server_version = f"rag.py/{__version__}"
     protocol_version = "HTTP/1.1"  # keep-alive: a client's next request finds a warm worker
-    # So that every reply has its headers (security headers, JSON type), an error to
-    # a malformed request line too: http.server sends HTTP/0.9 replies bare.
+    # an error to a malformed request line has headers too: HTTP/0.9 replies are sent bare
     default_request_version = "HTTP/1.0"
     timeout = _REQUEST_TIMEOUT
     reader: type  # _DeadlineReader with socket.SocketIO, from http_server
@@ -14471,17 +14417,15 @@ class _HttpHandler:
         import io
         import socket
         super().setup()
-        # Headers and body go out in two writes: without this, Nagle's algorithm holds
-        # the body until the client's delayed ACK on every keep-alive request
-        # (bench/README.md, "Serving").
+        # headers and body go out in two writes: Nagle's algorithm would hold the body until
+        # the client's delayed ACK on every keep-alive request
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.rfile.close()  # read through the deadline instead
         self.raw = self.reader(self.connection, self.server.deadline)
         self.rfile = io.BufferedReader(self.raw)
 
     def handle_one_request(self):
-        """http.server's, with a whole-request deadline (a 408 once a request
-        has begun), JSON errors, and each request counted while in flight."""
+        """http.server's, with a whole-request deadline (408), JSON errors, and a count."""
         self.raw.rest()
         self.command, self.requestline, self.request_version = (
             None, "", self.default_request_version)
@@ -14525,8 +14469,7 @@ class _HttpHandler:
         return super().parse_request()
 
     def send_error(self, code, message=None, explain=None):
-        """Every error http.server itself finds (a malformed request line,
-        an unknown method, headers too long) as JSON, like ours."""
+        """Every error http.server itself finds (a bad request line, ...) as JSON, like ours."""
         self.close_connection = True
         text = message or self.responses.get(code, ("error",))[0]
         self.send(*self.api.error(code, text, "invalid_request_error" if code < 500
@@ -14544,8 +14487,8 @@ class _HttpHandler:
         return ROUTES.get((method, self.path.split("?", 1)[0]))
 
     def reply(self, caller):
-        """The route's reply (None once a stream is sent). A POST's body is
-        read first: a non-JSON one is a 415 whatever the path."""
+        """The route's reply (None once a stream is sent); a POST's non-JSON body is a 415
+        whatever the path."""
         body = self.body() if self.command == "POST" else None
         route = self.route()
         if route is None:
@@ -14568,8 +14511,8 @@ class _HttpHandler:
         write(self.wfile)
 
     def length(self) -> int | None:
-        """The body's length by its Content-Length. Framing that a proxy in
-        front could read another way (request smuggling) is refused."""
+        """The body's Content-Length; framing a proxy could read another way (smuggling) is
+        refused."""
         lengths = self.headers.get_all("Content-Length") or []
         if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
             # a body that is not read: the next request cannot follow it
@@ -14589,10 +14532,9 @@ class _HttpHandler:
         return int(lengths[0]) if lengths else None
 
     def framed(self) -> None:
-        """Refuse (400) headers a proxy in front could read another way
-        (RFC 9112 section 5.1, RFC 9110 section 7.2): a line that is no
-        header ('Transfer-Encoding : chunked', with white space before the
-        colon, ends the headers for http.server), and more than one Host."""
+        """Refuse (400) headers a proxy could read another way (RFC 9112 5.1, RFC 9110 7.2): a
+        line that is no header ('Transfer-Encoding : chunked' ends http.server's headers),
+        and more than one Host."""
         from email.errors import MissingHeaderBodySeparatorDefect
         if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in self.headers.defects):
             self.close_connection = True
@@ -14610,8 +14552,7 @@ class _HttpHandler:
         if size is None:
             raise _HttpError(411, "a request body needs a Content-Length")
         if size > MAX_BODY:
-            # Read (and drop) a body up to a few times the limit first, so that the
-            # client, still sending, hears the 413 rather than a reset connection.
+            # drop a body up to a few times the limit: a client still sending hears the 413
             left = min(size, _DRAIN_LIMIT)
             while left > 0 and (piece := self.rfile.read(min(left, 1 << 16))):
                 left -= len(piece)
@@ -14624,11 +14565,9 @@ class _HttpHandler:
             raise _HttpError(400, "the request body is not valid JSON") from None
 
     def admit(self) -> _Caller | None:
-        """Whom the request comes from, once its Host, framing and key are
-        checked (an _HttpError if any is wrong)."""
+        """Whom the request comes from, once its Host, framing and key are checked."""
         self.framed()
-        # DNS rebinding, a stray proxy
-        if not _host_allowed(self.headers.get("Host"), self.server.hosts):
+        if not _host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding
             raise _HttpError(403, f"this server does not answer to the host "
                              f"{(self.headers.get('Host') or '')[:100]!r} (start it with "
                              "--allow-host NAME to allow a name)", "permission_error")
@@ -14691,8 +14630,7 @@ class _HttpHandler:
 
 
 class _HttpServer:
-    """A threaded server (with http.server's ThreadingHTTPServer) of api,
-    counting the requests in flight so that a stop can wait for them."""
+    """A threaded server of api, counting the requests in flight so that a stop can wait."""
 
     daemon_threads = True
     request_queue_size = _ACCEPT_BACKLOG
@@ -14735,9 +14673,8 @@ class _HttpServer:
 
 
 def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = _REQUEST_DEADLINE):
-    """A threaded HTTP server for api on host:port (port 0: any free port). It
-    answers only requests whose Host names it (_host_rule; allow: more names),
-    each request's head and body within deadline seconds in all."""
+    """A threaded HTTP server for api on host:port (0: any free port), answering requests
+    whose Host names it (allow: more names) within deadline seconds each."""
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     reader = type("Reader", (_DeadlineReader, socket.SocketIO), {})
@@ -14749,8 +14686,7 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
 # Server processes: one, or workers forked and supervised; how each stops.
 
 def run_server(server, workers: int, ready) -> None:
-    """Serve until SIGTERM or Ctrl-C: in this process, or in workers
-    processes it supervises; ready() once every one is warm (_warm_up) and serving."""
+    """Serve until SIGTERM or Ctrl-C, here or in workers processes; ready() once all are warm."""
     previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop: as Ctrl-C
     try:
         if workers > 1:
@@ -14764,8 +14700,8 @@ def run_server(server, workers: int, ready) -> None:
 
 
 def _serve_until_stopped(server) -> None:
-    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish
-    (at most _DRAIN_TIMEOUT seconds; a second Ctrl-C stops at once)."""
+    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish (a second Ctrl-C
+    stops at once)."""
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     with server.quiet:
@@ -14780,10 +14716,9 @@ def _serve_until_stopped(server) -> None:
 
 
 def _supervise(server, workers: int, ready=lambda: None) -> None:
-    """Keep workers processes serving server's socket, replacing any that
-    dies (a SIGKILL too), until SIGTERM or Ctrl-C; then stop them and wait
-    while each lets its requests in flight finish. This process serves none:
-    it forks its workers while it has a single thread."""
+    """Keep workers processes serving server's socket, replacing any that dies, until SIGTERM
+    or Ctrl-C; then stop them, each finishing its requests. This process serves none: it
+    forks its workers while it has a single thread."""
     born: dict[int, float] = {}  # worker pid -> when it started
     warm, told = os.pipe()  # a byte from each worker once it is warm
     try:
@@ -14818,8 +14753,7 @@ def _supervise(server, workers: int, ready=lambda: None) -> None:
 
 
 def _wait_warm(warm: int, workers: int) -> None:
-    """Until each of the workers has said it is warm (a byte), or has died
-    (the pipe's end closes with the last of them)."""
+    """Until each worker has said it is warm (a byte), or died (the pipe closes with the last)."""
     said = 0
     while said < workers:
         got = os.read(warm, workers - said)
@@ -14829,8 +14763,7 @@ def _wait_warm(warm: int, workers: int) -> None:
 
 
 def _warm_up(server) -> None:
-    """Load the index before taking a request (Service.warm). A failure is a
-    note, never the end of serving: requests then load it, and say what fails."""
+    """Load the index before taking a request; a failure is a note: each request says it."""
     try:
         server.api.service.warm()
     except Exception as e:  # noqa: BLE001 (whatever it is, each request meets it again)
@@ -14842,16 +14775,13 @@ def stop_serving(signum, frame):
     raise KeyboardInterrupt
 
 
-# A server's watch (serve --watch, mcp --watch): a pass at start, then one
-# whenever the folders the index was built from change. In a process of its
-# own where processes fork: a pass never holds the interpreter a request
-# needs, and a supervisor keeps its single thread; readers are never blocked
-# (WAL), and a document is replaced in one transaction, so never seen half.
+# A server's watch (--watch): a pass at start, then one whenever the folders indexed change.
+# In a process of its own where processes fork: a pass never holds the interpreter a request
+# needs, a supervisor keeps its single thread; readers are never blocked (WAL).
 
 def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> None:
-    """Keep the index current with the folders it was built from, read with the
-    rules of its last index run (read_rules), until stop is set (a
-    threading.Event) or the parent process is gone."""
+    """Keep the index current with the folders indexed, by its last run's rules, until stop
+    (a threading.Event) is set or the parent process is gone."""
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
         embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
@@ -14863,10 +14793,8 @@ def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> 
 
 
 def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
-    """Start a server's watch (a child process, else a thread); returns what
-    stops it. Another index run writing the index fails it now. Requests are
-    answered meanwhile from what is indexed: a first pass over a big change
-    may take minutes, longer than a client waits to start."""
+    """Start a server's watch (a child process, else a thread); returns what stops it. Another
+    index run writing the index fails it now; requests are answered meanwhile."""
     if not cfg.store:
         with index_lock(cfg.db):
             pass
@@ -14909,12 +14837,9 @@ def _watch_quietly(cfg: Config, log: Log, stop, parent: int | None = None) -> in
 
 
 def _fork_worker(server, told: int | None = None) -> int:
-    """A worker process serving the same listening socket (the kernel hands
-    each connection to one of them): Python runs one thread at a time, so
-    processes are what use more than one core. It warms up (_warm_up) before
-    it accepts a connection, then writes a byte to told. Returns the child's
-    pid; the child stops when its parent is gone, however it went, and lets
-    its requests in flight finish first."""
+    """A worker process serving the same listening socket (processes, not threads, use more
+    than one core); warm, it writes a byte to told. Returns its pid; it stops when its
+    parent is gone, however it went, after its requests in flight."""
     parent = os.getpid()
     pid = os.fork()
     if pid:
