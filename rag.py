@@ -15002,7 +15002,7 @@ def _answer_arguments(p: argparse.ArgumentParser) -> None:
                         "none is left")
 
 
-# The option groups commands share, by name (Command.groups): each command takes only those it uses.
+# The option groups commands share, by name (Command.groups).
 _OPTION_GROUPS = {"db": _db_arguments, "servers": _server_arguments,
                   "retrieval": _retrieval_arguments, "answer": _answer_arguments}
 _ANSWERING = ("db", "servers", "retrieval", "answer")
@@ -15056,8 +15056,8 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
-    """The run's options; chunking the index was built with is kept unless a
-    flag changes it (a new size would re-chunk, and re-embed, everything)."""
+    """The run's options; the index's chunking is kept unless a flag changes it (a new size
+    would re-chunk, and re-embed, everything)."""
     size, overlap = (store and store.chunking()) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
@@ -15068,13 +15068,12 @@ def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
     parallel = 1 if embedder_class(cfg.embed_model).local else args.parallel or EMBED_PARALLEL
     return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
                         tuple(args.include), tuple(args.exclude), not args.no_default_excludes,
-                        parallel, getattr(args, "follow_links", False),
-                        getattr(args, "include_secrets", False), _ocr_lang(args))
+                        parallel, args.follow_links, args.include_secrets, _ocr_lang(args))
 
 
 def _ocr_lang(args) -> str:
     """--ocr-lang, else RAG_OCR_LANG, else English: a usage error unless a tesseract name."""
-    lang = getattr(args, "ocr_lang", None) or os.environ.get("RAG_OCR_LANG") or OCR_LANG
+    lang = args.ocr_lang or os.environ.get("RAG_OCR_LANG") or OCR_LANG
     if not OCR_LANG_NAME.fullmatch(lang):
         raise UsageError(f"--ocr-lang {lang!r} is not an OCR language: tesseract's names, joined "
                          "by '+' ('eng', 'deu+fra')")
@@ -15091,7 +15090,7 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     """Index files and folders."""
     _check_overlap(args.overlap, args.chunk_size)  # before anything is opened
     t0 = time.perf_counter()
-    log = Log(getattr(args, "verbose", False))
+    log = Log(args.verbose)
     embedder = make_embedder(cfg, log.note)
     for p in filter(lambda p: not os.path.exists(p), args.paths):
         kept = _indexed_under(cfg, p)  # a folder indexed before, missing now: --prune removes
@@ -15121,8 +15120,7 @@ def _said(line: str) -> None:
 
 
 def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
-    """Watch until Ctrl-C (or SIGTERM), which ends it cleanly: a pass it cuts
-    short keeps what it finished, and the next one finishes it."""
+    """Watch until Ctrl-C or SIGTERM; a pass it cuts short keeps what it finished."""
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
         previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop
@@ -15155,8 +15153,7 @@ def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) ->
 
 
 def _indexed_under(cfg: Config, path: str) -> int:
-    """How many documents the index holds from path (a folder given to index
-    that is missing now: an unmounted drive); 0 without an index."""
+    """How many documents the index holds from path (missing now: an unmounted drive?)."""
     if not cfg.store and not os.path.isfile(cfg.db):
         return 0
     try:
@@ -15174,8 +15171,7 @@ def _documents_under(store: Store, paths: list[str]) -> list[str]:
 
 
 def _remove_under(store: Store, missing: list[str], log: Log) -> int:
-    """Remove the documents indexed from folders given that are missing now
-    (--prune asked for it); returns how many."""
+    """Remove the documents indexed from folders given that are missing now; how many."""
     gone = _documents_under(store, missing)
     if gone:
         store.delete(gone)
@@ -15186,9 +15182,8 @@ def _remove_under(store: Store, missing: list[str], log: Log) -> int:
 
 def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer
                 ) -> tuple[IndexStats, Store]:
-    """An index run into the SQLite file: under its lock (held until closer
-    closes, as the store is), after repairing any damage; a first run that
-    stored nothing leaves no file behind."""
+    """An index run into the SQLite file, under its lock (until closer closes), after
+    repairing any damage; a first run that stored nothing leaves no file behind."""
     fresh = not os.path.exists(cfg.db)
     if os.path.isfile(cfg.db) and os.path.getsize(cfg.db):
         # not an index, read-only: say so before making DB.lock
@@ -15221,10 +15216,9 @@ def _print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
 
 
 def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
-    """Before an index run: a damaged file stops it (writing would spread the
-    damage); damaged rows are named and removed, so their files are read again.
-    Every row is read only when another program wrote to the file, or check
-    found damage (Meta.OUTSIDE); else what SQLite checks as it reads pages."""
+    """Before an index run: a damaged file stops it (writing would spread the damage);
+    damaged rows are named and removed, so their files are read again. Every row is read
+    only when another program wrote to the file or check found damage (Meta.OUTSIDE)."""
     every_row = store.meta(Meta.OUTSIDE) != "0"
     if every_row:  # cleared before the check: a write by another program during it sets it again
         with contextlib.suppress(sqlite3.DatabaseError):  # a damaged file: the check says how
@@ -15333,8 +15327,7 @@ def _read_conversation(path: str) -> list:
 
 def _asked_from_args(args) -> Conversation:
     """ask's and search's question, after the turns of --conversation when given."""
-    if args.conversation is None or args.question is not None:
-        # an empty question is a usage error, with a conversation or not
+    if args.conversation is None or args.question is not None:  # an empty one: a usage error
         check_question(args.question or "")
     if args.conversation is None:
         return Conversation(check_question(args.question or ""))
@@ -15628,8 +15621,8 @@ def _cmd_eval(args, cfg: Config, closer) -> int:
 
 def _store_calibration(store: Store, model: str, rows: list[dict], cases: str,
                        measured: float | None = None) -> None:
-    """eval --calibrate: print the trade-off (and where the floor measured
-    without labels stands on it), keep the chosen floor in the index."""
+    """eval --calibrate: print the trade-off (with the floor measured without labels on it),
+    keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
     for f, off, ans in table:
@@ -15795,8 +15788,7 @@ def _cmd_serve(args, cfg: Config, closer) -> int:
 
 
 def _serve_keys(args) -> tuple[str | None, tuple]:
-    """The one API key (--api-key-file, $RAG_API_KEY, or --api-key) or the
-    entries of --keys, whichever the command line gives."""
+    """The one API key (--api-key-file, $RAG_API_KEY, or --api-key), or the --keys entries."""
     given = [name for name, value in (("--keys", args.keys), ("--api-key", args.api_key),
                                       ("--api-key-file", args.api_key_file)) if value]
     if len(given) > 1:
@@ -15835,9 +15827,8 @@ _GLOB_CHARS = LazyPattern(r"[*?\[]")  # what makes a forget target that names no
 
 
 class _Target(NamedTuple):
-    """A forget target, read as a path or as a glob (never both), the
-    documents it names, and when it names none, the files it names on disk
-    now (what is left of their text is looked for)."""
+    """A forget target, read as a path or as a glob (never both), the documents it names, and
+    when none, the files it names on disk (what is left of their text is looked for)."""
 
     given: str
     kind: str  # "path" or "glob"
@@ -15944,8 +15935,7 @@ def _forget_receipt(targets: list[_Target], docs: list, f: Forgotten, texts: lis
 
 
 def _texts_on_disk(paths: list[str]) -> list[str]:
-    """The text of each file at paths as rag reads it now (a forgotten
-    document's file: what is left of it is looked for)."""
+    """The text of each file at paths as rag reads it now (what is left of it is looked for)."""
     texts = []
     for p in paths:
         try:
@@ -15961,8 +15951,8 @@ def _texts_on_disk(paths: list[str]) -> list[str]:
 
 def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
                   ) -> list[tuple[str, str]]:
-    """(folder indexed, .ragignore line) pairs keeping docs out of every
-    folder indexed that holds them: a folder given to forget as 'folder/'."""
+    """(folder indexed, .ragignore line) pairs keeping docs out of every folder indexed that
+    holds them (a folder given to forget as 'folder/')."""
     folders = [os.path.realpath(t) for t in targets if os.path.isdir(t)]
     pairs: dict[tuple[str, str], None] = {}
     for d in docs:
@@ -15975,11 +15965,9 @@ def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
 
 
 def ignore_line(rel: str) -> str:
-    """A .ragignore line naming exactly rel (relative to its folder) as
-    _PathFilter reads lines: anchored by a '/' (so '#' or '!' cannot lead,
-    and no folder deeper matches), each glob character in brackets, trailing
-    spaces too (a line's end is stripped). A line break cannot be in a line:
-    there it is '?' (any one character).
+    """A .ragignore line naming exactly rel: anchored by a '/' (so '#' or '!' cannot lead, and
+    no folder deeper matches), each glob character and trailing space in brackets (a line's
+    end is stripped), a line break as '?' (any one character).
 
     >>> ignore_line("a[1].md"), ignore_line("#plan.md"), ignore_line("sub/!n *.md ")
     ('/a[[]1].md', '/#plan.md', '/sub/!n [*].md[ ]')
@@ -16044,9 +16032,8 @@ def _chunking_shown(chunking: str | None, run: dict | None) -> str:
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: the function that runs it (args, cfg, closer) -> exit
-    code, the function adding its own arguments (beside it, above), the
-    shared option groups it takes (_OPTION_GROUPS), its help and description."""
+    """A subcommand: its run(args, cfg, closer) -> exit code, the function adding its own
+    arguments, the shared option groups it takes (_OPTION_GROUPS), its help and description."""
 
     run: Callable
     arguments: Callable | None
@@ -16055,8 +16042,7 @@ class Command:
     description: str
 
 
-# The subcommands, in the order --help lists them. A new one is a cmd_ function,
-# its _arguments function, and one entry here.
+# The subcommands, in the order --help lists them.
 COMMANDS = {
     "index": Command(_cmd_index, _index_arguments, ("db", "servers"), "index files and folders",
                      "Parse, chunk, embed and store documents. Unchanged files are skipped."),
@@ -16116,8 +16102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _interruptible() -> None:
-    """From here on a Ctrl-C raises KeyboardInterrupt, which main() reports
-    (until now, while rag.py loads, it exits 130 at once)."""
+    """From here on a Ctrl-C raises KeyboardInterrupt, for main() (while loading: exit 130)."""
     with contextlib.suppress(ValueError):  # not the main thread (a test's): signals are not its own
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
