@@ -11806,10 +11806,9 @@ def _is_code_path(path: str) -> bool:
 
 
 def _passage_blocks(text: str, code: bool = False) -> list[tuple[bool, list[str]]]:
-    """A passage's paragraphs as (is code, lines): fenced blocks, reST literal
-    blocks (after '::'), doctest and shell sessions and indented blocks are
-    code, an indented paragraph after code still the same block; headings,
-    table rows and markup lines are left out."""
+    """A passage's paragraphs as (is code, lines): fenced, reST literal, session and indented
+    blocks are code (an indented paragraph after code joins it); headings, table rows and
+    markup lines are left out."""
     out: list[tuple[bool, list[str]]] = []
     for is_code, lines in _paragraphs(text, code):
         if not lines:  # an empty fenced block
@@ -11853,8 +11852,7 @@ def _indent(line: str) -> int:
 
 
 def _reindented(lines: list[str]) -> list[str]:
-    """An indented block whose first line lost its indentation (a paragraph's
-    first line is stored flush left) given back the indentation of the rest.
+    """An indented block whose first line was stored flush left, given the rest's indent.
 
     >>> _reindented(["@app.route('/')", "    def hello():", "        return 1"])
     ["    @app.route('/')", '    def hello():', '        return 1']
@@ -11866,11 +11864,9 @@ def _reindented(lines: list[str]) -> list[str]:
 
 
 def _looks_like_code(lines: list[str]) -> bool:
-    """A paragraph of a prose document that is code: a doctest or shell
-    session, or lines after the first all indented (as code is, and as a
-    paragraph whose first line lost its indent is) that read as code, half
-    of them at least (prose indented as a whole, or a list item whose lines
-    hang under its bullet, a NEWS entry, is not code)."""
+    """A paragraph of a prose document that is code: a doctest or shell session, or lines
+    after the first all indented that read as code, half of them at least (not indented
+    prose, nor a list item hanging under its bullet)."""
     first = lines[0].lstrip()
     # a block in braces ('/var/log/dpkg.log {' ... '}', a JSON record): kept whole, as written
     braced = len(lines) > 2 and lines[0].rstrip().endswith(("{", "[")) \
@@ -11882,16 +11878,14 @@ def _looks_like_code(lines: list[str]) -> bool:
 
 
 _BULLET = LazyPattern(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
-# A line that reads as code, not prose: assignment, braces, a call or a keyword
-# opening it, a prompt.
+# A line that reads as code: assignment, braces, a call, a keyword opening it, a prompt.
 _CODE_LINE = LazyPattern(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|"
                          r"var|let|const|echo|sudo|cd|@|#!|\$|%|<)\b")
 
 
 def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
-    """The pieces of passage n an answer may quote: each prose sentence
-    (titles and refusal-shaped text left out) and each block of code; of
-    configuration, each setting with its comment."""
+    """The pieces of passage n an answer may quote: each prose sentence (not titles nor
+    refusal-shaped text) and code block; of configuration, each setting with its comment."""
     if _is_config_passage(h):
         return _config_pieces(h.chunk.text, n)
     out, code, before = [], _is_code_path(h.path), ""
@@ -11940,25 +11934,21 @@ def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
 
 
 def _is_config_passage(h: Hit) -> bool:
-    """A passage of configuration: of a file named as one ('.conf', '.ini'), or
-    of a file its name does not place whose lines read as one (file_format)."""
+    """A passage of configuration: of a file named as one, or unplaced and reading as one."""
     fmt = FORMATS.get(os.path.splitext(inner_name(h.path))[1].lower())
     if fmt is not None and fmt.definitions != "ini":
         return False
     return looks_like_config(h.chunk.text.splitlines(), passage=True)
 
 
-# A setting's comment shows at most this many lines: those naming the setting, then the
-# nearest (a comment may run to twenty lines of history before the setting it explains).
+# Lines of a setting's comment shown, at most (one may run to twenty lines of history).
 _CONFIG_COMMENT_LINES = 4
 _SETTING_KEY = LazyPattern(r"[#;\s]*\[?([\w.@*/-]*)")  # "" when it starts otherwise ("$if")
 
 
 def _config_pieces(text: str, n: int) -> list[_Piece]:
-    """Each setting of a passage of configuration as a piece: the setting line
-    and the comment above it (commented-out settings are comment). Settings in
-    a row share that comment, but not its lines that name another of them
-    (login.defs explains ERASECHAR, KILLCHAR and UMASK in one comment)."""
+    """Each setting of a configuration passage as a piece, with the comment above it; settings
+    in a row share it, but not its lines naming another of them (login.defs' ERASECHAR...)."""
     out: list[_Piece] = []
     comment: list[str] = []
     group: list[str] = []  # the settings in a row after comment
@@ -11984,8 +11974,8 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
 
 
 def _commented_settings(comment: list[str], out: list[_Piece], n: int) -> list[str]:
-    """Settings left commented out (each a default) that end a comment: pieces
-    added to out, each with the comment before them; what is left of the comment."""
+    """Settings left commented out that end a comment, added to out as pieces with the
+    comment before them; returns what is left of the comment."""
     run = len(comment)
     while run and _commented_setting(comment[run - 1]):
         run -= 1
@@ -12036,9 +12026,8 @@ def _names(line: str, key: str) -> bool:
 
 
 def _comment_shown(comment: list[str], key: str) -> list[str]:
-    """The lines of a setting's comment shown with it, in their order: the
-    nearest that name its key, then the nearest, at most _CONFIG_COMMENT_LINES;
-    '…' where lines are left out between them."""
+    """The lines of a setting's comment shown with it, in order: the nearest naming its key,
+    then the nearest, at most _CONFIG_COMMENT_LINES; '…' where lines are left out."""
     lines = [i for i, l in enumerate(comment) if l.strip("#; \t")]
     keep = [i for i in lines if _names(comment[i], key)][-(_CONFIG_COMMENT_LINES - 1):]
     last = next((i for i in range(max(lines, default=-1), -1, -1) if not comment[i]), -1)
@@ -12062,8 +12051,7 @@ _TIME_FIELD = LazyPattern(r"\s*[A-Z][\w-]{1,30}: .*(?:\d{4}-\d\d-\d\d|\d\d:\d\d)
 
 
 def _record_time(lines: list[str]) -> str:
-    """A paragraph's time when it is a record of fields that its first line
-    dates (as _prose_sentences gives that line), else ''."""
+    """A paragraph's time when it is a record of fields its first line dates, else ''."""
     if len(lines) < 2 or not _TIME_FIELD.match(lines[0]) or not all(
             RECORD_START.match(l) for l in lines[1:] if not l[:1].isspace()):
         return ""
@@ -12071,10 +12059,9 @@ def _record_time(lines: list[str]) -> str:
 
 
 def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
-    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines; a longer one
-    (a long definition) by its signature, its docstring's first line and the lines that
-    hold the most of the question's weight (wanted: stem -> weight), in their order, each
-    gap shown as '…' (the default, the raise, however deep in the definition it is)."""
+    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines; a longer one by
+    its signature, its docstring's first line and the lines holding the most of the
+    question's weight (wanted), in order, each gap shown as '…'."""
     lines = text.splitlines()
     if len(lines) <= _MAX_CODE_LINES:
         return text
@@ -12115,10 +12102,8 @@ _BRANCH = LazyPattern(r"\s*(?:if|elif|else|except|case|default|for|while|catch|s
 
 
 def _outcomes(lines: list[str]) -> list[set[int]]:
-    """Each outcome line of a code block (_OUTCOME: 'return (data[i - 1] + data[i]) / 2')
-    with the branch line it is under ('else:'), when it is under one: an answer's
-    excerpt shows them in the lines its question's words leave, since what a function
-    gives back, and in which case, is what most questions of it ask.
+    """Each outcome line of a code block with the branch line it is under ('else:'), if any:
+    what a function gives back, and in which case, is what most questions of it ask.
 
     >>> _outcomes(["def f(n):", "    if n:", "        x = 1", "        return x", "    raise E"])
     [{1, 3}, {4}]
@@ -12138,9 +12123,8 @@ _DOC_OPENERS = ('"""', "'''", "#", "//", "/*")  # a docstring's or a comment's f
 
 
 def _code_head(lines: list[str]) -> list[int]:
-    """The line numbers of a block's head: its first line, through the line that ends the
-    signature (':' or '{' closing it, within SIGNATURE_LINES), and the first line of
-    the docstring or comment after it (its opening quotes alone: and the next line)."""
+    """The line numbers of a block's head: through the line ending the signature (within
+    SIGNATURE_LINES), and the first line of the docstring or comment after it."""
     end = next((i for i, l in enumerate(lines[:SIGNATURE_LINES])
                 if l.rstrip().endswith((":", "{"))), 0)
     head = list(range(end + 1))
@@ -12157,8 +12141,7 @@ _BADGES = LazyPattern(r"\s*(?:\[?!\[[^\]]*\]\([^)]*\)\]?(?:\([^)]*\))?\s*)+")
 
 
 def _holds_refusal(text: str) -> bool:
-    """True when text holds the refusal sentence (case and punctuation aside):
-    a document's copy of it is never an answer.
+    """True when text holds the refusal sentence: a document's copy is never an answer.
 
     >>> _holds_refusal("Policy: I could NOT find the answer in the provided documents!")
     True
@@ -12167,13 +12150,9 @@ def _holds_refusal(text: str) -> bool:
 
 
 def _prose_sentences(lines: list[str]) -> list[str]:
-    """A prose paragraph's sentences, markup reduced; a title line at its
-    start (short, unpunctuated, before more text) is left out, never glued to
-    the sentence after it; a line that ends what it says (line_ends: a log's,
-    a record's field, a note's) ends a sentence."""
+    """A prose paragraph's sentences, markup reduced; a title line at its start is left out,
+    never glued to the sentence after it; a line that ends what it says (line_ends) ends one."""
     term = ""  # an option a man page or a reference describes ('-h, --human-readable'): said first
-    # (titles before a sentence; a note's lines end in no punctuation and are all said; an
-    # option's description follows it, whatever its first line looks like)
     prose = any(re.search(r"[.!?]\W*$", l) for l in lines)
     while (len(lines) > 1 and len(lines[0].split()) <= _HEADING_WORDS and not term
            and not re.search(r"[.!?:;,]\s*$", lines[0]) and not RECORD_START.match(lines[0])
@@ -12190,8 +12169,7 @@ def _prose_sentences(lines: list[str]) -> list[str]:
 
 
 def _piece_stems(p: _Piece) -> set[str]:
-    """The stems of a piece's words, and its dotted numbers whole ('#1.12',
-    see Evidence.weights)."""
+    """The stems of a piece's words, and its dotted numbers whole ('#1.12')."""
     text = p.before + "\n" + p.text if p.code or p.leans() else p.text  # with what it is read with
     text += "\n" + p.about if p.about else ""
     return set(map(stem, lexical_words(text))) | {"#" + v for v in _VERSION.findall(text)}
@@ -12220,10 +12198,8 @@ def _message_content(resp) -> str:
 class ChatGenerator(Generator):
     """Answers from POST {base}/chat/completions, streamed to out when given."""
 
-    def __init__(self, client: HttpClient, model: str, out=None,
-                 rewriter: HttpClient | None = None):
-        self.client, self.model, self.out = client, model, out
-        self.rewriter = rewriter or client
+    def __init__(self, client: HttpClient, model: str, out, rewriter: HttpClient):
+        self.client, self.model, self.out, self.rewriter = client, model, out, rewriter
 
     @classmethod
     def from_config(cls, cfg: Config, stream_to=None, warn=None) -> ChatGenerator:
@@ -12233,8 +12209,7 @@ class ChatGenerator(Generator):
                    HttpClient(cfg.chat, quick))
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
-        """One short call, at most _REWRITE_TOKENS tokens, no retry: the follow-up as one
-        standalone question."""
+        """The follow-up as one standalone question: one short call, no retry."""
         lines = _history_lines(history, HISTORY_CHARS)
         payload = {"model": self.model, "temperature": 0, "max_tokens": _REWRITE_TOKENS,
                    "messages": [{"role": "system", "content": _REWRITE_PROMPT},
@@ -12412,16 +12387,13 @@ _DATE_FORMS = (
     (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))           # 3/3/24
 _INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
 _NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
-# Of a sentence's words (each weighed by its rarity in the index), the share the
-# passages it cites must hold; its numbers, names and quoted code must all be there.
-# Chosen so that a sentence a model reworded passes and one about something else
-# does not (README, "How an answer is checked").
+# The share of a sentence's words (weighed by rarity) the passages it cites must hold, beside
+# all its numbers, names and quoted code (README, "How an answer is checked").
 _GROUNDED_SHARE = 0.5
 
 
 def _answer_statements(text: str) -> list[str]:
-    """An answer's statements: each fenced code block whole, each prose
-    sentence, a citation standing alone kept with the sentence before it.
+    """An answer's statements: each code block, each sentence (a lone citation joins the last).
 
     >>> _answer_statements("Refunds take 5 days. [1] Cards [2].\\n```\\nx = 1\\n```\\n[2]")
     ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
@@ -12467,8 +12439,7 @@ def _dates(text: str) -> list[_Date]:
 
 
 def _date_read(m: re.Match, order: str) -> _Date | None:
-    """A date form's match (its groups in order: _DATE_FORMS) as a _Date; None when no
-    reading of it is a day of the calendar."""
+    """A date form's match as a _Date; None when no reading of it is a day of the calendar."""
     got = m.groups()
     year = next((int(v) for k, v in zip(order, got) if k == "y" and v), None)
     if year is not None and year < 100:
@@ -12497,18 +12468,15 @@ def _numbers(text: str, spaced_apart: bool = False) -> list[str]:
 
 
 def _number_held(n: str, numbers: set[str]) -> bool:
-    """Whether a statement's number n is among a passage's numbers, whole. A version or a
-    time is also held by a longer one it begins, at a separator: 3.9 by 3.9.1 (a release of
-    3.9), 12:30 by 12:30:15; never a plain number by a longer one (41 is not 417), nor 3.9.1
-    by 3.9."""
+    """Whether a statement's number n is among a passage's numbers, whole; a version or a time
+    also by a longer one it begins at a separator (3.9 by 3.9.1), never 41 by 417."""
     return n in numbers or (("." in n or ":" in n) and any(
         d.startswith(n) and d[len(n):len(n) + 1] in (".", ":") for d in numbers))
 
 
 def _numbers_missing(body: str, source: str) -> str:
-    """Why the dates and numbers of a statement are not all in source ('' when they are):
-    a date must be a day source names (its year too, when the statement gives one), and each
-    other number one of source's, whole (_number_held)."""
+    """Why the dates and numbers of a statement are not all in source ('' when they are): a
+    date must be a day source names (and its year, if given), each other number one of its."""
     numbers = set(_numbers(source)) | set(_numbers(source, spaced_apart=True))
     dates, claimed = _dates(source), _dates(body)
     for c in claimed:
@@ -12521,19 +12489,16 @@ def _numbers_missing(body: str, source: str) -> str:
 
 
 def _undated(text: str, dates: list[_Date]) -> str:
-    """text without its dates (checked as days: their numbers and month names are not
-    checked again one by one)."""
+    """text without its dates (checked as days, not number by number)."""
     for start, end in reversed([d.span for d in dates]):
         text = text[:start] + " " + text[end:]
     return text
 
 
 def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, ...]:
-    """Check each statement of an answer against the passages it cites (hits
-    by number): it must cite one, and what it claims (its rare words,
-    numbers, names and quoted code) must be found in what it cites. A
-    statement that cites nothing given is unsupported; its why says which
-    passage holds what it says all the same, if one does."""
+    """Check each statement of an answer against the passages it cites: what it claims (rare
+    words, numbers, names, quoted code) must be there. One citing nothing given is
+    unsupported; its why names a passage that holds it all the same, if one does."""
     claims = []
     for s in _answer_statements(text):
         cites = tuple(n for n, _ in citations(s, len(hits)))
@@ -12557,8 +12522,7 @@ def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, 
 
 
 def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
-    """Why the passages do not hold a statement ('' when they do); '[?]'
-    stands for what it cites."""
+    """Why the passages do not hold a statement ('' when they do; '[?]': what it cites)."""
     source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
     if CODE_BLOCK.match(body):
         lines = {l.strip() for l in source.splitlines()}
@@ -12590,10 +12554,8 @@ NO_MODEL = "none"  # an Answer's model when the floor refused before any was cal
 
 @dataclass(frozen=True)
 class Answer:
-    """The outcome of ask: answer text, refusal flag, the passages the model
-    was given (in the order the answer's [n] number them), the numbers it
-    cited (and whether each was given), usage, and each statement checked
-    against what it cites (claims)."""
+    """The outcome of ask: answer text, refusal flag, the passages given (as its [n] number
+    them), the numbers it cited (and whether each was given), usage, checked statements."""
 
     text: str
     refused: bool
@@ -12604,19 +12566,14 @@ class Answer:
     prompt: str
     latency_ms: float
     fallback: str | None = None  # why the model call failed, when the answer is extractive instead
-    relevance: float = 0.0       # of the passages, on the index's scale, and the
-                                 # floor it was held to
-    floor: float = 0.0
-    search_query: str = ""       # what was searched: the question, or a follow-up
-                                 # rewritten (Converse)
+    relevance: float = 0.0       # of the passages, on the index's scale
+    floor: float = 0.0           # the floor it was held to
+    search_query: str = ""       # what was searched: the question, or a follow-up rewritten
     turns: tuple = ()            # the conversation's turns the model was sent before the prompt
-    warnings: tuple = ()         # what a server's caller is told of the request
-                                 # (Service.source_warnings)
+    warnings: tuple = ()         # what a server's caller is told (Service.source_warnings)
     claims: tuple = ()           # Claim: each statement, what it cites, supported or why not
-    refusal: str = ""            # why it was refused (the floor, the evidence, the model,
-                                 # the check)
+    refusal: str = ""            # why it was refused (the floor, evidence, model, check)
     coverage: float = 0.0        # the share of the question's words the best passage holds
-                                 # (by rarity)
 
     @property
     def by_model(self) -> bool:
@@ -12629,10 +12586,8 @@ class Answer:
         return any(ok for _, ok in self.cited)
 
     def sources(self) -> list[str]:
-        """The Sources: lines every answer ends with: each [n] cited and where
-        it is (and where else, for a text in several places); when none of the
-        given passages is cited, all of them, saying so; then the statements
-        that what they cite does not hold, and why."""
+        """The Sources: lines every answer ends with: each [n] cited and where it is (and else);
+        when none is cited, all given, saying so; then the unsupported statements, and why."""
         if self.refused:
             return []
         where = lambda h: h.source + (f" ({also_in(*h.also())})" if h.copies else "")  # noqa: E731
@@ -12655,16 +12610,14 @@ class Answer:
 
     @property
     def grounded(self) -> float | None:
-        """The share of its statements that what they cite holds (None: refused,
-        or nothing claimed)."""
+        """The share of its statements that what they cite holds (None: nothing claimed)."""
         return sum(c.supported for c in self.claims) / len(self.claims) if self.claims else None
 
 
 @dataclass(frozen=True)
 class AskOptions:
-    """How a question is answered: retrieval, the refusal floor (by_evidence:
-    similarity does not separate on this index, so the evidence alone
-    decides), the context, and whether unsupported statements are dropped."""
+    """How a question is answered: retrieval, the refusal floor (by_evidence: similarity does
+    not separate on this index, the evidence decides), context, dropping unsupported."""
 
     mode: str = "hybrid"
     k: int = DEFAULT_K
@@ -12676,10 +12629,8 @@ class AskOptions:
 
 def answer_question(retriever: Retriever, generator: Generator, asked: str | Conversation,
                     opts: AskOptions, log: Log, caller: str | None = None) -> Answer:
-    """Retrieve (a follow-up as search_query rewrites it), refuse below the
-    floor or without the evidence, otherwise generate from the passages, then
-    number the citations as shown and check each statement against them;
-    caller: the name of who asked, for the ask log (a server's key entry)."""
+    """Retrieve, refuse below the floor or without the evidence, else generate from the
+    passages; number the citations as shown and check each statement; caller: for the log."""
     t0 = time.perf_counter()
     since = retriever.store.forgets()  # before anything is read: see log_ask
     asked = asked if isinstance(asked, Conversation) else Conversation(asked)
@@ -12715,8 +12666,7 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
 
 @dataclass(frozen=True)
 class Settled:
-    """An answer as shown: its text, the passages in the order it numbers
-    them, its statements checked, and why it is a refusal ('' when it is not)."""
+    """An answer as shown: text, passages as it numbers them, checked statements, refusal."""
 
     text: str
     hits: tuple
@@ -12725,9 +12675,8 @@ class Settled:
 
 
 def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> Settled:
-    """A reply as it is shown: its citations numbered as shown (the first
-    cited is [1]; not renumber: an answer already shown as it came keeps its
-    numbers), each statement checked; with drop, unsupported ones left out."""
+    """A reply as shown: citations numbered from [1] (unless renumber is False: one streamed
+    keeps its numbers), each statement checked; with drop, unsupported ones left out."""
     text = text.strip()
     if is_refusal(text):
         return Settled(REFUSAL, given, (), "the answerer found no answer in the passages")
@@ -12751,8 +12700,7 @@ def joined(statements: list[str]) -> str:
 
 
 def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
-    """The answer with its citations numbered in the order they first appear,
-    and the passages in that order (those cited first, then the rest by rank).
+    """The answer with its citations numbered in order of appearance, and the passages so.
 
     >>> hits = ("h1", "h2", "h3")
     >>> _renumbered("A [3]. B [1, 3]. C [9].", hits)
@@ -12770,8 +12718,7 @@ def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
 
 
 def system_prompt(instructions: str = "") -> str:
-    """rag.py's rules, then a client's own instructions (a chat app's system
-    message), which come after them and say they cannot change them."""
+    """rag.py's rules, then a client's own instructions, after them and unable to change them."""
     if not instructions.strip():
         return SYSTEM_PROMPT
     return (SYSTEM_PROMPT + "\n\nThe application adds these instructions; where they conflict with "
@@ -12788,8 +12735,7 @@ class _Generated(NamedTuple):
 
 def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMPT,
              history: list[dict] = (), evidence: Evidence | None = None) -> _Generated:
-    """A reply: a failed model call falls back to the extractive answer with
-    a warning, never an error."""
+    """A reply: a failed model call falls back to the extractive answer, with a warning."""
     try:
         return _Generated(generator.generate(system, prompt, history, evidence), generator.model)
     except RagError as e:
@@ -12803,10 +12749,9 @@ def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMP
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
                 caller: str | None = None, since: str | None = None) -> None:
-    """Keep every ask in the index for later inspection, when it can be
-    written now (else one note a run, however many questions); caller: the
-    name of who asked (a server's key entry), never a key; since: the
-    store's forgets() before the ask retrieved (a forget since: not kept)."""
+    """Keep every ask in the index, when it can be written now (else one note a run); caller:
+    the name of who asked, never a key; since: forgets() before it retrieved (a forget
+    since: not kept)."""
     usage = a.usage or {}
     row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
            json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
@@ -12849,11 +12794,9 @@ def load_cases(path: str) -> list[dict]:
 
 
 def _check_case(case, i: int) -> dict | None:
-    """Validate one case's fields; errors name the case and the field. A case
-    is a question, or a conversation (messages: the last user message is the
-    question); "answerability": "UNANSWERABLE" (MTRAG's) is unanswerable, and
-    a case with an answerability but no gold (an underspecified question) is
-    left out (None)."""
+    """Validate one case's fields (errors name case and field). A case is a question, or
+    messages ending in one; "answerability": "UNANSWERABLE" (MTRAG's) is unanswerable, one
+    with an answerability but no gold is left out (None)."""
     name = f"case {i}"
     if not isinstance(case, dict):
         raise RagError(f"{name}: expected an object, got {type(case).__name__}")
