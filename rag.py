@@ -11193,11 +11193,6 @@ def history_messages(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> 
     return out[::-1]
 
 
-def _history_lines(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> list[str]:
-    """The same turns as 'User: ...' lines, for the rewrite's prompt."""
-    return [f"{m['role'].title()}: {m['content']}" for m in history_messages(history, budget)]
-
-
 @dataclass(frozen=True)
 class Evidence:
     """What an answer is written from, as records (never a prompt read back): the question,
@@ -12210,7 +12205,7 @@ class ChatGenerator(Generator):
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
         """The follow-up as one standalone question: one short call, no retry."""
-        lines = _history_lines(history, HISTORY_CHARS)
+        lines = [f"{m['role'].title()}: {m['content']}" for m in history_messages(history)]
         payload = {"model": self.model, "temperature": 0, "max_tokens": _REWRITE_TOKENS,
                    "messages": [{"role": "system", "content": _REWRITE_PROMPT},
                                 {"role": "user", "content": "\n".join(
@@ -13615,13 +13610,6 @@ class _Warm(NamedTuple):
     state: str | None
 
 
-def _opaque_id(key: bytes, chunk_id: int) -> str:
-    """A chunk id as a restricted caller sees it: its HMAC-SHA256 under the server's key."""
-    import hashlib
-    import hmac
-    return hmac.new(key, str(chunk_id).encode(), hashlib.sha256).hexdigest()[:_SHOWN_ID_HEX]
-
-
 class Service:
     """search, ask and stats over one index for the servers. Each request takes a warm
     retriever from a pool and gives it back; one whose index another process changed is
@@ -13723,10 +13711,14 @@ class Service:
 
     def chunk_ids(self, caller: _Caller | None) -> Callable[[int], int | str]:
         """A caller's chunk ids: as stored when it may read the whole index; else an opaque
-        digest keyed by this server (the same in every worker), so that no id tells how many
-        chunks the index holds, nor what came before the caller's own."""
+        HMAC-SHA256 keyed by this server (the same in every worker), so that no id tells how
+        many chunks the index holds, nor what came before the caller's own."""
+        if self.sees_all(caller):
+            return int
+        import hashlib
+        import hmac
         key = self.id_key
-        return int if self.sees_all(caller) else lambda i: _opaque_id(key, i)
+        return lambda i: hmac.new(key, str(i).encode(), hashlib.sha256).hexdigest()[:_SHOWN_ID_HEX]
 
     @staticmethod
     def source_warnings(r: _ServedRetriever, source: str | None) -> list[str]:
@@ -14095,7 +14087,9 @@ class HttpApi:
     def chat_params(self, body) -> dict:
         """A chat request as Service.ask takes it, every field checked (a bad one: a 400)."""
         question, before = _chat_question(body)  # first: it checks body is an object
-        params = dict(self.options(body), question=question, conversation=before)
+        params = {key: body[key] for key in ("k", "mode", "source", "drop_unsupported")
+                  if key in body}  # retrieval options beside the OpenAI fields
+        params.update(question=question, conversation=before)
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict)
                                       and isinstance(extra.get("include_usage", False), bool)):
@@ -14108,12 +14102,6 @@ class HttpApi:
             raise RagError(str(e).replace("'conversation': ", "'messages': ", 1)
                            .replace("'question' ", "the last user message ", 1)) from None
         return params
-
-    @staticmethod
-    def options(body) -> dict:
-        """Retrieval options a chat request may carry beside the OpenAI fields."""
-        return {key: body[key] for key in ("k", "mode", "source", "drop_unsupported")
-                if key in body}
 
     def stream_chat(self, body, params: dict, wfile, caller: _Caller | None = None) -> None:
         """A streamed chat completion: the answer as it is written, its sources, a last chunk
@@ -15592,11 +15580,6 @@ def _watch_argument(p: argparse.ArgumentParser) -> None:
                         "them with (one pass at start)")
 
 
-def _mcp_arguments(p: argparse.ArgumentParser) -> None:
-    """Mcp's own arguments."""
-    _watch_argument(p)
-
-
 def _cmd_mcp(args, cfg: Config, closer) -> int:
     """Serve the index to an MCP client (an agent) over stdin and stdout."""
     log = Log()
@@ -15947,7 +15930,7 @@ COMMANDS = {
     "export": Command(_cmd_export, _export_arguments, ("db",), "write the index as JSON Lines",
                       "One chunk a line: id, path, citation, lines, heading, text, the document's "
                       "SHA-256, the embedding model, its dimension and the vector."),
-    "mcp": Command(_cmd_mcp, _mcp_arguments, _ANSWERING,
+    "mcp": Command(_cmd_mcp, _watch_argument, _ANSWERING,
                    "serve the index to an agent (MCP over stdio)",
                    "A Model Context Protocol server on stdin/stdout with the tools search, ask and "
                    "stats. The retrieval options are the tools' defaults; --source limits "
@@ -15987,17 +15970,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _interruptible() -> None:
-    """From here on a Ctrl-C raises KeyboardInterrupt, for main() (while loading: exit 130)."""
-    with contextlib.suppress(ValueError):  # not the main thread (a test's): signals are not its own
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
-        _interruptible()
+        # from here on a Ctrl-C raises KeyboardInterrupt (while rag.py loads, it exits 130);
+        # not in a thread other than the main one (a test's): signals are not its own
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         with contextlib.ExitStack() as closer:
             return args.func(args, _config_from_args(args), closer)
     except RagError as e:
