@@ -11196,8 +11196,7 @@ def history_messages(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> 
 @dataclass(frozen=True)
 class Evidence:
     """What an answer is written from, as records (never a prompt read back): the question,
-    what was searched for it, the passages (n is hits[n - 1]), the index's idf (None: weighed
-    among the passages)."""
+    what was searched, the passages (n is hits[n - 1]), the index's idf (None: the passages')."""
 
     question: str
     query: str
@@ -11304,9 +11303,8 @@ def _as_written_number(text: str) -> str:
 
 
 class ExtractiveGenerator(Generator):
-    """Offline answerer: from the best passages, the piece (a sentence, or a block of code)
-    that best holds the question's rare words, weighed by its passage's retrieval score; a
-    second piece nearly as good joins it; each is cited, each shown once."""
+    """Offline answerer: the piece (a sentence or a code block) of the best passages that best
+    holds the question's rare words, by its passage's score, and one nearly as good; cited."""
 
     model = "extractive"
     is_model = False
@@ -11354,9 +11352,8 @@ class ExtractiveGenerator(Generator):
         # a follow-up's: breaks ties
         topic = {s for s in evidence.weights(evidence.query) if s not in wanted}
         total = sum(wanted.values())
-        # an option list is chunked by length, not by option: the option that does what is
-        # asked may sit in a lower passage of the same list, so when the best passages answer by
-        # options, options come from every passage
+        # an option list is chunked by length: the option asked for may sit in a lower passage,
+        # so when the best passages answer by options, options come from every passage
         hits = evidence.hits
         standing = _passage_standing(hits)
         # a name the question asks of a module ('shlex.quote'): its definition there is the
@@ -11398,8 +11395,7 @@ class ExtractiveGenerator(Generator):
 
 
 # A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
-# ('redis\t\t6379/tcp', 'application/wasm\t\twasm', 'UMASK\t\t022'), not indented prose
-# (a sentence's end before two spaces, 'module.  The grep', or a list item's 'a.  ' is prose)
+# ('redis\t\t6379/tcp'); not prose ('module.  The grep', a list item's 'a.  ')
 _ROW_LINE = LazyPattern(r"[^\s#;/*<>-]\S*(?<![.,;:!?)])(?:\t|  )[ \t]*[^\s#].*")
 _ROW_COLUMNS = 6  # at most, before a comment: a line of more words is prose set in columns
 # A field of a record of fields ('License: MIT' in a DEP-5 copyright stanza, a control file)
@@ -11505,9 +11501,8 @@ class _Scored(NamedTuple):
 _NEARLY = 0.85
 
 
-# An option a man page or a reference describes, said first ('-n or --line-numbers',
-# '-h, --human-readable:'): the words before its description; not a changelog's sign-off
-# ('-- Name <mail>  date': no option is two dashes alone)
+# An option a man page or a reference describes, said first ('-h, --human-readable:'): the
+# words before its description; not a changelog's sign-off ('-- Name': two dashes alone)
 _OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:-][^\s,:]*|or|\[[^\]\s]*\])[,:]?\s+)+")
 # A description that opens by taking something away ('Suppresses line numbers', 'Do not ...'),
 # not one that mentions it later ('Keep (don't delete) input files').
@@ -11608,9 +11603,8 @@ class _Followed(NamedTuple):
 
 
 def _value_names(text: str) -> list[str]:
-    """The class a block of code opens by defining (its module's instance is followed), then
-    the constants it uses as values and does not assign; of a Python function shown whole,
-    every name it reads as a value and does not bind (_free_names)."""
+    """The class a code block opens by defining, then the constants it uses as values and does
+    not assign; of a Python function shown whole, every free name it reads (_free_names)."""
     names = dict.fromkeys(re.findall(r"\A(?:[ \t]*@.*\n)*[ \t]*class[ \t]+([A-Za-z_]\w*)", text)
                           + [n for n in _VALUE_NAME.findall(text) if len(n.strip("_")) > 1]
                           + _free_names(text))
@@ -11701,9 +11695,8 @@ _READ_ON = 8
 
 def _read_on(evidence: Evidence, piece: _Piece, wanted: dict[str, float],
              more: list[Hit]) -> _Piece:
-    """A definition asked for that runs past its passage's end, read on through the next
-    chunks to its end and shown by the lines that answer (_excerpt_kept), citing each
-    passage a line is from; piece as it is when it ends in its passage."""
+    """A definition asked for that runs past its passage's end, read on to its end and shown
+    by the lines that answer, citing each passage a line is from; else piece as it is."""
     hit = evidence.hits[piece.n - 1]
     rows = hit.chunk.text.splitlines()
     first = piece.text.splitlines()[0].strip() if piece.text.strip() else None
@@ -11801,9 +11794,8 @@ def _is_code_path(path: str) -> bool:
 
 
 def _passage_blocks(text: str, code: bool = False) -> list[tuple[bool, list[str]]]:
-    """A passage's paragraphs as (is code, lines): fenced, reST literal, session and indented
-    blocks are code (an indented paragraph after code joins it); headings, table rows and
-    markup lines are left out."""
+    """A passage's paragraphs as (is code, lines): fenced, literal, session and indented blocks
+    are code (an indented paragraph after code joins it); headings and markup left out."""
     out: list[tuple[bool, list[str]]] = []
     for is_code, lines in _paragraphs(text, code):
         if not lines:  # an empty fenced block
@@ -12054,9 +12046,8 @@ def _record_time(lines: list[str]) -> str:
 
 
 def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
-    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines; a longer one by
-    its signature, its docstring's first line and the lines holding the most of the
-    question's weight (wanted), in order, each gap shown as '…'."""
+    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines, else its head and
+    the lines holding the most of the question's weight (wanted), each gap shown as '…'."""
     lines = text.splitlines()
     if len(lines) <= _MAX_CODE_LINES:
         return text
@@ -12371,9 +12362,8 @@ _MONTH = (r"(jan(?:uary|\.)?|feb(?:ruary|\.)?|mar(?:ch|\.)?|apr(?:il|\.)?|may|ju
           r"|jul(?:y|\.)?|aug(?:ust|\.)?|sep(?:tember|t\.?|\.)?|oct(?:ober|\.)?|nov(?:ember|\.)?"
           r"|dec(?:ember|\.)?)")
 _DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:(?:,?\s+|-)(\d{4})(?!\d))?"
-# A date in the common forms, compared as a whole day ('March 3' is not 'March 1'), each form
-# with its groups' order: d day, m month, y year, n a number that may be the month or the day
-# ('03/04/2024': 3 April or March 4).
+# A date in the common forms, compared as a whole day, each with its groups' order: d day,
+# m month, y year, n the month or the day ('03/04/2024': 3 April or March 4).
 _DATE_FORMS = (
     (LazyPattern(rf"\b{_MONTH}(?:\s+|-){_DAY}{_YEAR}", re.I), "mdy"),          # March 3, 2024
     (LazyPattern(rf"\b{_DAY}(?:\s+(?:of\s+)?|-){_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March
@@ -12744,9 +12734,8 @@ def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMP
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
                 caller: str | None = None, since: str | None = None) -> None:
-    """Keep every ask in the index, when it can be written now (else one note a run); caller:
-    the name of who asked, never a key; since: forgets() before it retrieved (a forget
-    since: not kept)."""
+    """Keep every ask in the index when it can be written (else one note a run); caller: who
+    asked, never a key; since: forgets() before it retrieved (a forget since: not kept)."""
     usage = a.usage or {}
     row = (now_iso(), question, json.dumps([h.chunk_id for h in a.hits]),
            json.dumps([round(h.score, 6) for h in a.hits]), a.text, int(a.refused), a.model,
@@ -12938,10 +12927,9 @@ class _Gold:
 
     def resolve(self, case: dict, ranked: list[RankedPassage], paths: dict,
                 copies: bool = True) -> tuple[list, set]:
-        """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a
-        quote is one gold item, found at the rank of the first chunk holding it.
-        ranked: (chunk id, score, its copies' ids), as Retriever.retrieve gives
-        it; each place of the ranking holds a passage and (unless not copies) its copies."""
+        """(ranking, relevant): documents for sources, chunk ids for chunk_ids; a quote is one
+        gold item, at the rank of the first chunk holding it. Each place of the ranking holds
+        a passage of ranked and (with copies) its copies."""
         places = [(r.chunk_id, *(r.copies if copies else ())) for r in ranked]
         if "sources" in case or "source" in case:
             return (_first_places([tuple(paths[c] for c in p) for p in places]),
@@ -12977,9 +12965,8 @@ def _gold_figures(gold: _Gold, case: dict, ranked: list[RankedPassage], paths: d
 
 def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
              generator=None, rewriter=None) -> dict:
-    """Score retrieval (and optionally answers) over cases; returns a report
-    dict. A conversation's question is searched as ask searches it, its
-    follow-ups rewritten by rewriter (offline when None)."""
+    """Score retrieval (and, with a generator, answers) over cases: the report. A follow-up is
+    searched as ask searches it, rewritten by rewriter (offline when None)."""
     gold, rows, paths = _Gold(store), [], store.chunk_paths()
     rewriter, warned = rewriter or ExtractiveGenerator(), []
     def warn_once(msg):  # a failing rewrite model is said once, not per case
@@ -13030,11 +13017,9 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
 
 def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], generator,
                   history: list[dict] = (), drop: bool = False) -> str | None:
-    """Answer a case whose retrieval succeeded (or an unanswerable one) from
-    evidence (gold[i]: its hits[i] is a gold passage) after history, as ask would, and judge
-    the answer into row: a gold answer in it, its statements grounded, the
-    top gold passage cited, a reference's words recalled, and why it failed;
-    returns why the model failed when the answer is the extractive fallback."""
+    """Answer a case whose retrieval succeeded (or an unanswerable one) as ask would (gold[i]:
+    hits[i] is gold), and judge it into row: gold answer, grounding, top gold cited, reference
+    recall, why it failed; returns why the model failed when the extractive one answered."""
     if not case.get("unanswerable") and not row.get("recall@k"):
         return None
     failure, why = None, row.get("refused_on", "")
@@ -13111,10 +13096,9 @@ def _answer_figures(judged: list[dict], citing: list[dict]) -> dict:
 
 
 def _group_figures(rows: list[dict]) -> dict[str, dict]:
-    """Per case group (a case's "group"; ungrouped cases aside): answerable
-    cases, those answered right (None without --generate; a case whose
-    retrieval failed is not answered, so not right), refused, and unanswerable
-    ones answered. A judged answer's refusal counts, else the floor's."""
+    """Per case "group": answerable cases, those answered right (None without --generate; a
+    retrieval miss is not right), refused (a judged answer's, else the floor's), and
+    unanswerable ones answered."""
     groups: dict[str, list[dict]] = {}
     for r in rows:
         if "group" in r:
@@ -13173,10 +13157,8 @@ def _summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
 # ---------------------------------------------------------------------------
 # Wiring: configuration and the parts it chooses
 # ---------------------------------------------------------------------------
-# Every caller (the command line, both servers, bench, the tests) builds its
-# parts here: config_from_env (the command line passes its flags as overrides),
-# QueryOptions once per command or server, then the builders below and the
-# make_* functions beside each part's name table.
+# Every caller (the command line, both servers, bench, the tests) builds its parts here:
+# config_from_env (flags as overrides), QueryOptions, then the builders below and make_*.
 
 # Network defaults a person will wait for: a question gives up after about a
 # minute and a half (each retry announced); an unattended index run keeps trying.
@@ -13185,9 +13167,8 @@ INDEX_TIMEOUT, INDEX_RETRIES = 60.0, 5
 
 
 def header_safe(value: str | None, name: str) -> str | None:
-    """An API key as it goes into the Authorization header: surrounding white
-    space (a Windows .env leaves a '\\r') is dropped, any other character a
-    header cannot carry is refused. The message never shows the key."""
+    """An API key as it goes into the Authorization header: stripped (a Windows .env leaves a
+    '\\r'), any other character a header cannot carry refused, never shown."""
     value = (value or "").strip()
     bad = sum(1 for ch in value if not " " < ch <= "~")
     if bad:
@@ -13213,9 +13194,8 @@ def _env_key(env, *names: str) -> str | None:
 
 
 def _derived_endpoint(url: str | None, key: str | None, parent: Endpoint | None) -> Endpoint | None:
-    """A server given by its own URL and key, or else the parent's (embeddings
-    fall back to chat, reranking to embeddings). The parent's key is sent only
-    to the parent's own host: a hosted chat key never goes to a local server."""
+    """A server by its own URL and key, or else the parent's (embeddings: chat's, reranking:
+    embeddings'). The parent's key goes only to the parent's host, never elsewhere."""
     url = (url or "").strip() or None
     if not url:
         if parent:
@@ -13230,9 +13210,8 @@ _USERINFO = LazyPattern(r"[a-z][a-z0-9+.-]*://[^/?#]*@", re.I)  # scheme://user:
 
 
 def _base_url(value: str | None, names: str, key_name: str) -> str:
-    """A server's base URL as set (names: where it comes from). One with a user
-    name or password in it is refused, never shown: urllib would not send them
-    as credentials, and a URL is echoed in banners and error messages."""
+    """A server's base URL as set; one with a user name or password is refused, never shown:
+    urllib would not send them, and a URL is echoed in banners and error messages."""
     url = (value or "").strip()
     if _USERINFO.match(url):
         raise UsageError(f"the {names} has a user name or password in it ('user:password@'); "
@@ -13258,8 +13237,7 @@ _CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url",
 
 
 def config_from_env(env=None, indexing: bool = False, **given) -> Config:
-    """The configuration the environment (os.environ, or env) sets, with
-    given values over it (_CONFIG_GIVEN: db, chat_url, embed_url, ...; None:
+    """The configuration env (os.environ) sets, under the given values (_CONFIG_GIVEN; None:
     not given); indexing: an index run's network defaults (timeouts, retries)."""
     env = os.environ if env is None else env
     if set(given) - _CONFIG_GIVEN:
@@ -13325,9 +13303,8 @@ def index_name(cfg: Config) -> str:
 
 
 def query_embedder(cfg: Config, store, vectors: bool = True):
-    """The embedder for questions to this index, which must hold chunks; its
-    model is checked against the index's unless vectors=False (keyword
-    search needs no embedding, nor its server)."""
+    """The embedder for questions to this index, which must hold chunks; its model is checked
+    against the index's unless vectors=False (keyword search needs no embedding)."""
     if not store.has_chunks():
         raise RagError(f"the index {index_name(cfg)} is empty: run '{program()} index DIR' first")
     embedder = built_in_kept(make_embedder(cfg, Log().note), store.meta(Meta.MODEL))
@@ -14167,8 +14144,7 @@ ROUTES = {
     ("POST", "/v1/chat/completions"): Route(HttpApi.chat, streams=True),
 }
 _ROUTE_METHODS = tuple(sorted({method for method, _ in ROUTES} | {"HEAD"}))
-# HTTP's methods that no route takes get a 405 (a browser's preflight OPTIONS: never
-# granted); others a 501.
+# HTTP's methods no route takes get a 405 (a preflight OPTIONS: never granted); others a 501.
 _HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH")
 
 
@@ -14406,9 +14382,8 @@ class _HttpHandler:
         return int(lengths[0]) if lengths else None
 
     def framed(self) -> None:
-        """Refuse (400) headers a proxy could read another way (RFC 9112 5.1, RFC 9110 7.2): a
-        line that is no header ('Transfer-Encoding : chunked' ends http.server's headers),
-        and more than one Host."""
+        """Refuse (400) headers a proxy could read another way (RFC 9112 5.1, 9110 7.2): a line
+        that is no header ('Transfer-Encoding : chunked' ends http.server's), two Hosts."""
         from email.errors import MissingHeaderBodySeparatorDefect
         if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in self.headers.defects):
             self.close_connection = True
@@ -15706,11 +15681,9 @@ class _Target(NamedTuple):
 
 
 def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
-    """Each target, read: a path when a file is there, or indexed documents (by real path, or
-    by the path relative to the folder indexed, as written); else a glob when it holds glob
-    characters; else a path naming nothing. One naming no document names the files under a
-    folder indexed that it names on disk (the path itself, or a path or glob relative to such
-    a folder); one naming neither is a usage error."""
+    """Each target, read: a path when a file is there or it names indexed documents (by real
+    path, or relative to the folder indexed); else a glob if it holds glob characters. One
+    naming no document names the files it names under a folder indexed; neither: an error."""
     import fnmatch
     import glob
     docs, roots, read = store.documents(), list(indexed_roots(store)), []
