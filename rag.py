@@ -11095,8 +11095,7 @@ def _folded(ch: str) -> str:
 
 
 def _fence_view(text: str) -> tuple[str, list[int]]:
-    """text as the fence compares it (_folded), and for each character of that view, the
-    index in text of the character it comes from."""
+    """text as the fence compares it (_folded), with each view character's index in text."""
     view, where = [], []
     for i, ch in enumerate(text):
         folded = ch if ch.isascii() else _folded(ch)
@@ -11314,8 +11313,7 @@ class ExtractiveGenerator(Generator):
 
     def generate(self, system: str, prompt: str, history: list[dict] = (),
                  evidence: Evidence | None = None) -> Reply:
-        """The best pieces of evidence's passages, each followed by its [n]
-        (no evidence: the refusal)."""
+        """The best pieces of evidence's passages, each followed by its [n]; else the refusal."""
         if evidence is None or not evidence.hits:
             return Reply(REFUSAL)
         scored = self.scored(evidence)
@@ -11679,8 +11677,7 @@ def _followed_shown(evidence: Evidence, followed: list[_Followed], more: list[Hi
 
 
 def _citation_number(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
-    """The number an answer cites hit by: its place among those given, then in more (the
-    passages cited beyond them), where it is added when new."""
+    """The number an answer cites hit by: among those given, then in more (added when new)."""
     ids = [h.chunk_id for h in evidence.hits + tuple(more)]
     if hit.chunk_id not in ids:
         more.append(hit)
@@ -11906,8 +11903,7 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
 
 
 def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
-    """Each sentence ending in ':' followed by list items ('• changing directories')
-    with those items, a line each: an introduction says little without its list."""
+    """Each sentence ending in ':' that list items follow, with those items, a line each."""
     out = list(pieces)
     for i, p in enumerate(out):
         items = []
@@ -11961,8 +11957,7 @@ def _config_pieces(text: str, n: int) -> list[_Piece]:
 
 
 def _commented_settings(comment: list[str], out: list[_Piece], n: int) -> list[str]:
-    """Settings left commented out that end a comment, added to out as pieces with the
-    comment before them; returns what is left of the comment."""
+    """Commented-out settings ending a comment, added to out; returns the rest of the comment."""
     run = len(comment)
     while run and _commented_setting(comment[run - 1]):
         run -= 1
@@ -12335,8 +12330,7 @@ def _normalized(text: str) -> str:
 
 @dataclass(frozen=True)
 class Claim:
-    """One statement of an answer (a sentence, or a block of code), the
-    passages it cites, and whether they hold it: supported, or why not."""
+    """One statement of an answer, the passages it cites, and whether they hold it (or why)."""
 
     text: str
     cites: tuple
@@ -12907,16 +12901,14 @@ class _Gold:
         return holders
 
     def holds(self, case: dict, relevant: set, hit: Hit) -> bool:
-        """True when a passage (or one of its copies) is gold for the case
-        (resolve gave relevant)."""
+        """True when a passage (or a copy) is gold for the case (resolve gave relevant)."""
         if "sources" in case or "source" in case:
             return any(h.path in relevant for h in (hit, *hit.copies))
         holders = self.quote(case["quote"]) if "quote" in case else set()
         return any(h.chunk_id in relevant or h.chunk_id in holders for h in (hit, *hit.copies))
 
     def test(self, case: dict, paths: dict) -> Callable[[int], bool] | None:
-        """Whether a chunk (by id) is gold for the case, or holds it (None for
-        an unanswerable case)."""
+        """Whether a chunk (by id) is or holds the case's gold (None: unanswerable)."""
         if case.get("unanswerable"):
             return None
         if "sources" in case or "source" in case:
@@ -12952,8 +12944,7 @@ def _case_conversation(case: dict) -> Conversation:
 
 def _gold_figures(gold: _Gold, case: dict, ranked: list[RankedPassage], paths: dict,
                   k: int) -> tuple[dict, set]:
-    """A case's retrieval figures and the items that answer it (none for an
-    unanswerable case); through_copy: found in the top k only as a copy."""
+    """A case's retrieval figures and gold items; through_copy: in the top k only as a copy."""
     if case.get("unanswerable"):
         return {"unanswerable": True}, set()
     ranking, relevant = gold.resolve(case, ranked, paths)
@@ -13054,8 +13045,7 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
 
 
 def _answer_failure(row: dict, why: str, accepted: list[str]) -> str | None:
-    """Why an answerable case's answer fails, or None: refused, no gold answer
-    in it, a statement unsupported."""
+    """Why an answerable case's answer fails (refused, no gold answer, unsupported), or None."""
     if row["answer_refused"]:
         return f"refused on the {why}" if why in ("floor", "evidence") else \
             f"refused ({why or 'the answerer found nothing'})"
@@ -13220,8 +13210,7 @@ def _base_url(value: str | None, names: str, key_name: str) -> str:
 
 
 def _chat_key(url: str, env) -> str | None:
-    """The chat server's key: LLM_API_KEY wherever the chat server is;
-    OPENAI_API_KEY, a key for OpenAI, only to OpenAI or to OPENAI_BASE_URL's host."""
+    """The chat key: LLM_API_KEY; OPENAI_API_KEY only to OpenAI or OPENAI_BASE_URL's host."""
     if env.get("LLM_API_KEY", "").strip():
         return _env_key(env, "LLM_API_KEY")
     openai = {_origin(OPENAI_BASE_URL),
@@ -13286,8 +13275,7 @@ def mode_label(cfg: Config) -> str:
 
 
 def open_store(cfg: Config, create: bool = False, shared: bool = False) -> Store:
-    """The index the configuration names: in an engine (--store URL, by its
-    scheme in STORES), else in the SQLite file --db (create: an index run's)."""
+    """The index cfg names: an engine (--store URL, by scheme in STORES), else the --db file."""
     if not cfg.store:
         return SqliteStore.open(cfg.db, create, shared)
     kind = STORES.get(cfg.store.url.partition("://")[0].lower())
@@ -13337,8 +13325,7 @@ def check_question(q: str) -> str:
 
 
 def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floor]:
-    """ask's and eval's retrieval and answer options, with the floor in force
-    for the retriever's index (measured there without labels unless given or calibrated)."""
+    """ask's and eval's retrieval and answer options, with the floor in force for the index."""
     floor = floor_in_force(retriever.store, retriever.embedder.model, q.min_score,
                            lambda: question_floor(retriever, q.mode))
     return AskOptions(q.mode, q.k, floor.value, q.max_context, q.drop_unsupported,
@@ -13699,8 +13686,7 @@ class Service:
 
     @staticmethod
     def source_warnings(r: _ServedRetriever, source: str | None) -> list[str]:
-        """A warning when a request's source matches no document the caller may read (counted
-        there only, so that it says nothing of the others)."""
+        """A warning when source matches no document the caller may read (counted there only)."""
         if not source or r.counts()["documents"]:
             return []
         return [f"warning: source {source!r} matches no document you may search (a pattern matches "
@@ -13735,8 +13721,7 @@ class Service:
         return f"internal error ({type(e).__name__}); the server's log says more"
 
     def stats(self, caller: _Caller | None = None) -> dict:
-        """index_info as a client may see it: counts under --source and the caller's globs,
-        the database by its file or collection name only."""
+        """index_info as a client may see it: its counts, the database by its file name."""
         with self.retriever(None, caller) as r:
             info = index_info(r.store, index_name(self.cfg))
             return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())
@@ -13908,8 +13893,7 @@ _OVERSIZED = object()  # _read_message's answer for a line over the limit
 
 
 def _read_message(stream, limit: int = MAX_BODY):
-    """One line from stream, stripped; None at its end; _OVERSIZED (read to its end) for a
-    line over limit."""
+    """One line from stream, stripped; None at its end; _OVERSIZED for a line over limit."""
     line = stream.readline(limit + 1)
     if not line:
         return None
@@ -13949,8 +13933,7 @@ class _HttpError(Exception):
 
 
 def _chat_question(body) -> tuple[str, list]:
-    """The question of an OpenAI chat request (its last user message's text) and the messages
-    before it."""
+    """An OpenAI chat request's question (its last user message) and the messages before it."""
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or not messages:
         raise _HttpError(400, "'messages' must be a non-empty list")
@@ -14081,8 +14064,7 @@ class HttpApi:
         return params
 
     def stream_chat(self, body, params: dict, wfile, caller: _Caller | None = None) -> None:
-        """A streamed chat completion: the answer as it is written, its sources, a last chunk
-        with the whole result under "rag", then [DONE]."""
+        """A streamed chat completion: answer, sources, the result under "rag", [DONE]."""
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
         def chunk(delta, finish=None, **extra):
@@ -14337,8 +14319,7 @@ class _HttpHandler:
         return ROUTES.get((method, self.path.split("?", 1)[0]))
 
     def reply(self, caller):
-        """The route's reply (None once a stream is sent); a POST's non-JSON body is a 415
-        whatever the path."""
+        """The route's reply (None once a stream is sent); a POST's body is read first."""
         body = self.body() if self.command == "POST" else None
         route = self.route()
         if route is None:
@@ -14361,8 +14342,7 @@ class _HttpHandler:
         write(self.wfile)
 
     def length(self) -> int | None:
-        """The body's Content-Length; framing a proxy could read another way (smuggling) is
-        refused."""
+        """The body's Content-Length; framing a proxy could read otherwise (smuggling): 400."""
         lengths = self.headers.get_all("Content-Length") or []
         if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
             # a body that is not read: the next request cannot follow it
@@ -14549,8 +14529,7 @@ def run_server(server, workers: int, ready) -> None:
 
 
 def _serve_until_stopped(server) -> None:
-    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish (a second Ctrl-C
-    stops at once)."""
+    """Serve until SIGTERM or Ctrl-C, then let the requests in flight finish (or a 2nd Ctrl-C)."""
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     with server.quiet:
@@ -14629,8 +14608,7 @@ def stop_serving(signum, frame):
 # needs, a supervisor keeps its single thread; readers are never blocked (WAL).
 
 def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> None:
-    """Keep the index current with the folders indexed, by its last run's rules, until stop
-    (a threading.Event) is set or the parent process is gone."""
+    """Keep the index current with the folders indexed until stop is set or the parent dies."""
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
         embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
@@ -14642,9 +14620,8 @@ def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> 
 
 
 def start_watch(cfg: Config, log: Log) -> Callable[[], None]:
-    """Start a server's watch (a child process, else a thread); returns what stops it. Another
-    index run writing the index fails it now; requests are answered meanwhile."""
-    if not cfg.store:
+    """Start a server's watch (a child process, else a thread); returns what stops it."""
+    if not cfg.store:  # another index run writing the index fails it now
         with index_lock(cfg.db):
             pass
     if not hasattr(os, "fork"):
@@ -14905,8 +14882,7 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
-    """The run's options; the index's chunking is kept unless a flag changes it (a new size
-    would re-chunk, and re-embed, everything)."""
+    """The run's options; the index's chunking is kept unless a flag changes it (re-embedding)."""
     size, overlap = (store and store.chunking()) or (DEFAULT_CHUNK_SIZE, DEFAULT_OVERLAP)
     size = args.chunk_size or size
     if args.overlap is not None:
@@ -15287,8 +15263,7 @@ _CHAT_HELP = f"Ask about the documents; follow-ups are answered in context. {_CH
 
 
 def _cmd_chat(args, cfg: Config, closer) -> int:
-    """A conversation on the terminal: each answer cites its passages, each
-    follow-up is searched in the context of the turns before it."""
+    """A conversation on the terminal: follow-ups searched in context, answers cited."""
     q = _query_from_args(args)
     _, retriever = open_for_query(cfg, q, closer)
     stream = (args.stream if args.stream is not None else sys.stdout.isatty()) and not cfg.offline \
@@ -15470,8 +15445,7 @@ def _cmd_eval(args, cfg: Config, closer) -> int:
 
 def _store_calibration(store: Store, model: str, rows: list[dict], cases: str,
                        measured: float | None = None) -> None:
-    """eval --calibrate: print the trade-off (with the floor measured without labels on it),
-    keep the chosen floor in the index."""
+    """eval --calibrate: print the trade-off, keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
     for f, off, ans in table:
@@ -15793,8 +15767,7 @@ def _texts_on_disk(paths: list[str]) -> list[str]:
 
 def _ignore_lines(docs: list[StoredDocument], roots: dict, targets: list[str]
                   ) -> list[tuple[str, str]]:
-    """(folder indexed, .ragignore line) pairs keeping docs out of every folder indexed that
-    holds them (a folder given to forget as 'folder/')."""
+    """(folder indexed, .ragignore line) pairs keeping docs out of every folder indexed."""
     folders = [os.path.realpath(t) for t in targets if os.path.isdir(t)]
     pairs: dict[tuple[str, str], None] = {}
     for d in docs:
