@@ -11427,8 +11427,7 @@ def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
     return [_Scored(True, True, 1.0, 0, 0, r, o, p) for _, r, o, p in found]
 
 
-def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float,
-                how: bool) -> float:
+def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float, how: bool) -> float:
     """The weight of the question's words that line i names as a row's column (the rarer
     only) or as a record's field (two field lines or more, not for how); 0 if none."""
     line = lines[i]
@@ -11634,8 +11633,7 @@ def _free_names(text: str) -> list[str]:
         return []
     signature = text[head.end():].split("\n")[:SIGNATURE_LINES]
     end = next((i for i, l in enumerate(signature) if l.rstrip().endswith(":")), 0)
-    params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]),
-                        re.M)
+    params = re.findall(r"(?:^|[(,*])[ \t]*\**([A-Za-z_]\w*)", "\n".join(signature[:end + 1]), re.M)
     bound = {w for m in _BINDS.findall(text) for part in m for w in re.findall(r"\w+", part)}
     own = set(dir(builtins)) | set(keyword.kwlist) | set(keyword.softkwlist)
     return [n for n in dict.fromkeys(_READ_NAME.findall(text))
@@ -12892,8 +12890,7 @@ class _Gold:
         if quote in self._holders:
             return self._holders[quote]
         if self._texts is None:
-            self._texts = [(cid, " ".join(t.lower().split()))
-                           for cid, t in self.store.texts()]
+            self._texts = [(cid, " ".join(t.lower().split())) for cid, t in self.store.texts()]
         q = " ".join(quote.lower().split())
         holders = self._holders[quote] = {cid for cid, t in self._texts if q in t}
         if not holders:
