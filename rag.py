@@ -15063,7 +15063,6 @@ def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
 
 
 def _check_arguments(p: argparse.ArgumentParser) -> None:
-    """Check's own arguments."""
     p.add_argument("--full", action="store_true", help="PRAGMA integrity_check (slower) and each "
                    "vector's numbers checked in Python too")
 
@@ -15164,7 +15163,6 @@ def _asked_from_args(args) -> Conversation:
 
 
 def _search_arguments(p: argparse.ArgumentParser) -> None:
-    """Search's own arguments."""
     p.add_argument("question", nargs="?", help="what to look for")
     p.add_argument("--json", action="store_true",
                    help="print JSON: the passages (with --conversation: {search_query, passages})")
@@ -15342,7 +15340,6 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _figure(v: float | None) -> str:
-    """A report's figure as eval prints it."""
     return "n/a" if v is None else f"{v:.3f}"
 
 
@@ -15480,7 +15477,6 @@ def _uncalibrate(cfg: Config, closer) -> int:
 
 
 def _export_arguments(p: argparse.ArgumentParser) -> None:
-    """Export's own arguments."""
     p.add_argument("--out", metavar="FILE", help="write to FILE (default: standard output)")
     p.add_argument("--source", metavar="GLOB", help="only documents whose path relative to the "
                    "folder indexed matches GLOB ('/...': the whole path)")
@@ -15626,7 +15622,6 @@ def _serve_keys(args) -> tuple[str | None, tuple]:
 
 
 def _forget_arguments(p: argparse.ArgumentParser) -> None:
-    """Forget's own arguments."""
     p.add_argument("targets", nargs="*", metavar="PATH|GLOB",
                    help="a path: a file or folder, or a document's path relative to the folder "
                         "indexed (the documents read from it, there or deleted; none left: what "
@@ -15790,7 +15785,6 @@ def ignore_line(rel: str) -> str:
 
 
 def _stats_arguments(p: argparse.ArgumentParser) -> None:
-    """Stats' own arguments."""
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
