@@ -11036,15 +11036,13 @@ role changes written inside them.
 # look-alike. Nothing else is escaped: 'a > b & c' reaches the model as written.
 _LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
 _PASSAGE_TAG = LazyPattern(r"<(?=\s*[^\w\s<>]?\s*passage)", re.I)
-# What a bracket of a tag or a template token becomes (by the bracket it folds to): a
-# look-alike that no tokenizer, nor NFKC, turns back into it.
+# What a tag's or a template token's bracket becomes: a look-alike no tokenizer nor NFKC undoes.
 _TOKEN_BRACKETS = {"<": "\u2039", ">": "\u203a", "[": "\u2045", "]": "\u2046"}
 # A character a tag could begin with, in any form (NFKC: '＜', '﹤', '≮' are '<'; '［', '﹇' are
 # '['): text without one has nothing to defuse, and is not folded.
 _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 # Letters of other scripts drawn as the Latin ones of 'passage' and the template tokens
-# (Cyrillic 'раѕѕаgе', Greek 'ρ'), which a model reads as those; invisible letters (Hangul
-# fillers) go too.
+# (Cyrillic 'раѕѕаgе', Greek 'ρ'), which a model reads as those; invisible letters go too.
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
                             "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
                             "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
@@ -11398,8 +11396,7 @@ _ROW_LINE = LazyPattern(r"[^\s#;/*<>-]\S*(?<![.,;:!?)])(?:\t|  )[ \t]*[^\s#].*")
 _ROW_COLUMNS = 6  # at most, before a comment: a line of more words is prose set in columns
 # A field of a record of fields ('License: MIT' in a DEP-5 copyright stanza, a control file)
 _FIELD_LINE = LazyPattern(r"([A-Z][\w-]{1,30}):(?: +\S.*)?")
-# A row's name counts when it weighs at least this share of the question's rarest word: the
-# thing asked of, not a common word the row shares ('port', 'type')
+# A row's name counts at this share of the question's rarest word's weight (not 'port', 'type')
 _ROW_NAME_SHARE = 0.5
 
 
@@ -11501,12 +11498,10 @@ _NEARLY = 0.85
 # An option a man page or a reference describes, said first ('-h, --human-readable:'): the
 # words before its description; not a changelog's sign-off ('-- Name': two dashes alone)
 _OPTION_TERM = LazyPattern(r"^\s*(?:(?:-{1,2}[^\s,:-][^\s,:]*|or|\[[^\]\s]*\])[,:]?\s+)+")
-# A description that opens by taking something away ('Suppresses line numbers', 'Do not ...'),
-# not one that mentions it later ('Keep (don't delete) input files').
+# A description that opens by taking something away ('Suppresses line numbers', 'Do not ...').
 _NEGATING = LazyPattern(r"(?:suppress\w*|disabl\w*|inhibit\w*|omit\w*|prevent\w*|hides?|"
                         r"turns? off|don't|do not|does not|never|without)\b", re.I)
-# A question that asks for something taken away ('lines that do not match', 'stop', 'hide',
-# 'keep them instead of replacing them').
+# A question that asks for something taken away ('lines that do not match', 'stop', 'hide').
 _ASKS_NEGATION = LazyPattern(r"\b(?:not|no|never|without|instead|rather|suppress\w*|disabl\w*|"
                              r"hid(?:e|ing)|"
                              r"stop\w*|prevent\w*|avoid\w*|skip\w*|omit\w*|exclud\w*|ignor\w*|"
@@ -11530,8 +11525,7 @@ def _answering_pieces(passages: list[list[_Piece]], question: str) -> list[list[
              and (signed or not _SIGN_OFF.fullmatch(p.text))] for pieces in passages]
 
 
-# A changelog entry's sign-off ('-- Name <mail>  date', as Debian's and GNU's end each entry)
-# says who and when, nothing else: it answers only a question asking who or when.
+# A changelog entry's sign-off ('-- Name <mail>  date'): it answers only who or when.
 _SIGN_OFF = LazyPattern(r"\s*--\s+[^<>\n]*<[^<>\s]+@[^<>\s]+>.*")
 _ASKS_WHO_OR_WHEN = LazyPattern(r"\b(?:who|whom|whose|when|what (?:date|day|year|time))\b", re.I)
 
@@ -11608,8 +11602,7 @@ def _value_names(text: str) -> list[str]:
     return [n for n in names if not re.search(rf"^[ \t]*{re.escape(n)}[ \t]*=(?!=)", text, re.M)]
 
 
-# A name read as a value, any case ('(template)', 'number=default_number'); not called, not
-# an attribute's object.
+# A name read as a value, any case ('(template)', 'n=default'); not called, not an attribute's.
 _READ_NAME = LazyPattern(_AS_VALUE + r"([A-Za-z_]\w*)\b(?![ \t]*[(.\w])")
 # Where Python binds a name: an assignment (augmented, walrus, a keyword argument too, a
 # tuple's), a loop, 'as', an import, a definition, a declaration, a lambda's parameters.
@@ -11683,8 +11676,7 @@ def _citation_number(evidence: Evidence, more: list[Hit], hit: Hit) -> int:
     return ids.index(hit.chunk_id) + 1
 
 
-# Chunks after its own a definition asked for is read on through, at most (the longest
-# functions of a standard library run to a few hundred lines).
+# Chunks a definition asked for is read on through, at most (the longest: a few hundred lines).
 _READ_ON = 8
 
 
@@ -11746,11 +11738,9 @@ _TABLE_ROW = LazyPattern(r"^\s*\|.*\|\s*$|^\s*[-=+|: ]{3,}$")  # '| a | b |' row
 # A sentence that opens by pointing back ('It', 'This method'): shown after the one before.
 _CRYPTIC = LazyPattern(r"(?:it|its|this|these|that|those|they|their|he|she|his|her|such|here|"
                        r"there)\b", re.I)
-# Lines that are markup, not prose: reST directives, targets and comments ('.. note::', '.. _x:'),
-# Markdown reference definitions ('[1]: http://...'), HTML comments.
+# Lines that are markup, not prose: reST directives ('.. note::'), Markdown refs, HTML comments.
 _MARKUP_LINE = LazyPattern(r"^\s*(?:\.\.(?:\s|$)|\[[^\]\n]+\]:\s+\S|<!--)")
-# Inline markup reduced to its text: reST roles, links and literals, Markdown links and
-# images, bold, substitutions (|name|), HTML tags.
+# Inline markup reduced to its text: reST and Markdown links, roles, literals, bold, HTML tags.
 _INLINE_MARKUP = (
     (LazyPattern(r":[\w.+-]+(?::[\w.+-]+)*:`~?!?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"), r"`\1`"),
     (LazyPattern(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
@@ -11978,8 +11968,7 @@ def _commented_setting(line: str) -> bool:
         return False
     if _CONFIG_KEY.match(text):  # a key no prose word looks like: any value
         return True
-    # 'Port 22', 'Tunnel no', not 'as possible' (two words of prose, rarely capitalised:
-    # harmless, shown with its comment); a short value after a tab or a number
+    # 'Port 22', 'Tunnel no', not 'as possible'; a short value after a tab or a number
     return bool(re.fullmatch(r"(?![a-z]+ [a-z]+$)\S+ \S+", text)) or bool(
         CONFIG_SETTING.fullmatch(text)) and bool(re.match(r"\S*(?:\t|  )", text))
 
@@ -12251,11 +12240,9 @@ class ChatGenerator(Generator):
 
 
 # A follow-up rewritten by the chat model: a short call, or the offline rewrite instead.
-_REWRITE_TIMEOUT = 15.0  # seconds: longer than a small CPU model takes for 60 tokens, shorter
-                        # than a person waits
+_REWRITE_TIMEOUT = 15.0  # seconds: more than a small CPU model takes for 60 tokens; not a wait
 _REWRITE_TOKENS = 60     # a standalone question is one sentence
-_REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps: one that drops more answers
-                        # another question
+_REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps (fewer: another question)
 _REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the "
                    "conversation: replace words like 'it', 'those' or 'there' by what they stand "
                    "for. Reply with the rewritten question only, on one line: no answer, no "
@@ -12344,8 +12331,7 @@ class Claim:
 # A list item's number or bullet ('2.', '-'): a label, not a claim.
 _LIST_MARKER = LazyPattern(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
 _LEADING_CITATIONS = LazyPattern(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
-# A number, whole: digits with the separators inside it ('1.5', '12:30', '3.9.1'); never
-# compared by its first digits ('41' is not '417').
+# A number, whole: digits with the separators inside it ('1.5', '12:30', '3.9.1').
 _NUMBER = LazyPattern(r"\d+(?:[.,:]\d+)*")
 # Thousands grouped by a comma or a space ('1,000,000', '1 000', '12\u202f500'): one number.
 _THOUSANDS = LazyPattern(r"(?<![\d.,])\d{1,3}([, \u00a0\u2009\u202f])\d{3}(?:\1\d{3})*(?!\d|,\d)")
