@@ -15828,7 +15828,7 @@ class Command:
     arguments, the shared option groups it takes (_OPTION_GROUPS), its help and description."""
 
     run: Callable
-    arguments: Callable | None
+    arguments: Callable
     groups: tuple
     help: str
     description: str
@@ -15887,8 +15887,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, c in COMMANDS.items():
         s = sub.add_parser(name, parents=[groups[g] for g in c.groups],
                            help=c.help, description=c.description)
-        if c.arguments:
-            c.arguments(s)
+        c.arguments(s)
         s.set_defaults(func=c.run)
     return p
 
