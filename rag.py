@@ -13397,7 +13397,7 @@ _SHOWN_ID_HEX, _ID_KEY_BYTES = 16, 16
 
 
 def _request_args(params, defaults) -> dict:
-    """A search or ask request's fields, checked (a RagError names the one at fault)."""
+    """A search or ask request's fields, checked (a RagError names it), over defaults'."""
     if not isinstance(params, dict):
         raise RagError("the request must be a JSON object")
     q = params.get("question")
@@ -13635,13 +13635,9 @@ class Service:
             self.idle.clear()
             self.latest = None
 
-    def request(self, params) -> dict:
-        """A request's question and options, checked, over this server's (_request_args)."""
-        return _request_args(params, self.opts)
-
     def search(self, params, caller: _Caller | None = None) -> _Searched:
         """The passages for a request, as search_query searched it."""
-        a = self.request(params)
+        a = _request_args(params, self.opts)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
             # a first question needs none
@@ -13677,7 +13673,7 @@ class Service:
 
     def ask(self, params, stream_to=None, caller: _Caller | None = None) -> tuple[Answer, Floor]:
         """Answer like ask, logged with the caller's name; stream_to gets a model's text live."""
-        a = self.request(params)
+        a = _request_args(params, self.opts)
         with self.retriever(a["source"], caller) as r:
             opts, floor = ask_options(self.opts, r)
             opts = replace(opts, mode=a["mode"], k=a["k"], drop_unsupported=a["drop_unsupported"])
@@ -14040,7 +14036,7 @@ class HttpApi:
                              "{\"include_usage\": true}")
         try:
             # k, mode, source and the messages before: a RagError, a 400
-            self.service.request(params)
+            _request_args(params, self.service.opts)
         except RagError as e:  # named as this client sent them
             raise RagError(str(e).replace("'conversation': ", "'messages': ", 1)
                            .replace("'question' ", "the last user message ", 1)) from None
@@ -14449,8 +14445,7 @@ class _HttpServer:
     parent = None  # a forked worker's parent process
     draining = False  # stopping: replies close their connections
 
-    def __init__(self, address, handler, api: HttpApi, allow=(),
-                 deadline: float = _REQUEST_DEADLINE):
+    def __init__(self, address, handler, api: HttpApi, allow, deadline: float):
         import threading
         super().__init__(address, handler)
         self.api, self.deadline = api, deadline
