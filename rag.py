@@ -14901,7 +14901,9 @@ def _cmd_index(args, cfg: Config, closer) -> int:
             raise RagError(f"no such file or directory: {shown(p)}" + (
                 f" (the {kept} document(s) indexed from it are kept; --prune removes them)"
                 if kept else ""))
-    watcher = Watcher(args.paths, _index_options(args, cfg, None), None, _said) \
+    # each line on stdout as it happens (into a pipe or a log file too)
+    said = functools.partial(print, flush=True)
+    watcher = Watcher(args.paths, _index_options(args, cfg, None), None, said) \
         if args.watch else None
     snap = watcher.snapshot() if watcher else None  # before the first pass reads
     if cfg.store:  # an engine: no lock file or repair of SQLite's (README, "Many machines")
@@ -14915,11 +14917,6 @@ def _cmd_index(args, cfg: Config, closer) -> int:
         kept = built_in_kept(embedder, store.meta(Meta.MODEL))
         _watch(watcher.into(store, kept, _index_options(args, cfg, store), log), snap, log)
     return 0
-
-
-def _said(line: str) -> None:
-    """A watch's line, on stdout as it happens (into a pipe or a log file too)."""
-    print(line, flush=True)
 
 
 def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
