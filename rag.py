@@ -15126,10 +15126,10 @@ def _read_conversation(path: str) -> list:
 
 def _asked_from_args(args) -> Conversation:
     """ask's and search's question, after the turns of --conversation when given."""
-    if args.conversation is None or args.question is not None:  # an empty one: a usage error
-        check_question(args.question or "")
     if args.conversation is None:
         return Conversation(check_question(args.question or ""))
+    if args.question is not None:  # an empty one is a usage error, before the file is read
+        check_question(args.question)
     try:
         turns, told = parse_messages(_read_conversation(args.conversation))
         if args.question is not None:
