@@ -11483,7 +11483,6 @@ class _Scored(NamedTuple):
     keyed: bool  # a setting whose name the question spells out, every word of it (_spells_key)
     support: float  # the question's weight it holds, times its passage's standing
     named: int  # the question's words, stopwords too, that its option's name alone says
-    #             ('after' of '-A, --after-context: Show trailing lines')
     topic: int      # a follow-up's earlier words it holds
     rank: int       # minus its passage's rank
     order: int      # minus its place in the passage
