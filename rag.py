@@ -15725,8 +15725,7 @@ def _texts_on_disk(paths: list[str]) -> list[str]:
     for p in paths:
         try:
             with open(p, "rb") as f:
-                data = f.read(MAX_FILE_MB * 1_000_000 + 1)
-            lines, _ = parse_document(p, data[:MAX_FILE_MB * 1_000_000])
+                lines, _ = parse_document(p, f.read(MAX_FILE_MB * 1_000_000))
         except (OSError, Unreadable, RagError) as e:
             raise RagError(f"cannot read {shown(p)} to look for what is left of it "
                            f"({getattr(e, 'strerror', None) or e}); give --text") from None
