@@ -11283,8 +11283,7 @@ class _Piece:
 
 
 def _cite_each(text: str, label: str) -> str:
-    """Each sentence of text followed by label (a log line or list item may hold more than one),
-    a document's bracketed number shown as written (_as_written_number)."""
+    """Each sentence of text followed by label, a bracketed number shown as written."""
     return _as_written_number(" ".join(text[a:b] + label for a, b in sentence_spans(text))
                               or text + label)
 
@@ -11960,8 +11959,7 @@ _CONFIG_KEY = LazyPattern(r"[A-Za-z_][\w.@*/-]*[ \t]*=|[\w.@*/-]*(?:[a-z][A-Z]|[
 
 
 def _commented_setting(line: str) -> bool:
-    """Whether a comment line is a setting left commented out ('#DSHELL=/bin/bash',
-    '#   ForwardAgent no'), not a line of prose ('# the "mesg y" command.')."""
+    """Whether a comment line is a setting left commented out ('#DSHELL=/bin/bash'), not prose."""
     text = line.lstrip("#; \t").rstrip()
     if not text or text.endswith((".", ",", ":", ";")):
         return False
@@ -12856,8 +12854,7 @@ class _Gold:
         self.missing: set[str] = set()
 
     def sources(self, names: list[str]) -> set[str]:
-        """Stored paths of the named documents; a name found nowhere stays in
-        the set as itself (no path equals it), so it counts against recall."""
+        """Stored paths of the named documents; one found nowhere stays as itself (a miss)."""
         if tuple(names) in self._found:
             return self._found[tuple(names)]
         found = set()
@@ -15814,8 +15811,7 @@ def _chunking_shown(chunking: str | None, run: dict | None) -> str:
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: its run(args, cfg, closer) -> exit code, the function adding its own
-    arguments, the shared option groups it takes (_OPTION_GROUPS), its help and description."""
+    """A subcommand: run(args, cfg, closer) -> exit code, its arguments, option groups, help."""
 
     run: Callable
     arguments: Callable
