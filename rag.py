@@ -12685,26 +12685,20 @@ def system_prompt(instructions: str = "") -> str:
             "the rules above, the rules win:\n" + shortened(one_line(instructions), HISTORY_CHARS))
 
 
-class _Generated(NamedTuple):
-    """A reply, the model that wrote it, and why the model asked failed (None: it did not)."""
-
-    reply: Reply
-    model: str
-    failure: str | None = None
-
-
 def generate(generator: Generator, prompt: str, warn, system: str = SYSTEM_PROMPT,
-             history: list[dict] = (), evidence: Evidence | None = None) -> _Generated:
-    """A reply: a failed model call falls back to the extractive answer, with a warning."""
+             history: list[dict] = (), evidence: Evidence | None = None
+             ) -> tuple[Reply, str, str | None]:
+    """(reply, the model that wrote it, why the model asked failed or None): a failed model
+    call falls back to the extractive answer, with a warning."""
     try:
-        return _Generated(generator.generate(system, prompt, history, evidence), generator.model)
+        return generator.generate(system, prompt, history, evidence), generator.model, None
     except RagError as e:
         if not generator.is_model:
             raise
         hint = "; a smaller --max-context may fit the model" if too_long(e) else ""
         warn(f"warning: model call failed ({e}){hint}; showing an extractive answer instead")
-        return _Generated(ExtractiveGenerator().generate(system, prompt, (), evidence),
-                          ExtractiveGenerator.model, str(e))
+        return (ExtractiveGenerator().generate(system, prompt, (), evidence),
+                ExtractiveGenerator.model, str(e))
 
 
 def _record_ask(store: Store, question: str, a: Answer, log: Log,
@@ -13537,14 +13531,6 @@ def _key_entry(e, where: str) -> _Caller:
                    tuple(globs))
 
 
-class _Searched(NamedTuple):
-    """A served search: the passages as JSON, what was searched, warnings for the caller."""
-
-    passages: list[dict]
-    query: str
-    warnings: list[str]
-
-
 class _Warm(NamedTuple):
     """A server's warm retriever, its store, and the index's state it loaded (Store.state)."""
 
@@ -13631,8 +13617,8 @@ class Service:
             self.idle.clear()
             self.latest = None
 
-    def search(self, params, caller: _Caller | None = None) -> _Searched:
-        """The passages for a request, as search_query searched it."""
+    def search(self, params, caller: _Caller | None = None) -> tuple[list[dict], str, list]:
+        """A request's (passages as JSON, what was searched, warnings for the caller)."""
         a = _request_args(params, self.opts)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
@@ -13642,7 +13628,7 @@ class Service:
             hits = r.search(query, a["mode"], a["k"], a["mode"] != "keyword", asked.question)
             warnings = self.source_warnings(r, a["source"])
         ids = self.chunk_ids(caller)
-        return _Searched([hit_json(h, n, ids) for n, h in enumerate(hits, 1)], query, warnings)
+        return [hit_json(h, n, ids) for n, h in enumerate(hits, 1)], query, warnings
 
     def sees_all(self, caller: _Caller | None) -> bool:
         """Whether a caller may read the whole index: no key's globs, no --source."""
