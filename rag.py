@@ -13424,13 +13424,6 @@ def _request_conversation(question: str, messages) -> Conversation:
     return Conversation(question, recent(turns), told)
 
 
-def _served_path(rel: str) -> str:
-    """A document's path as the servers show it: relative to the folder indexed, never the
-    server's absolute path (user name, layout): a stored absolute one shows its file name."""
-    rel = rel.replace(os.sep, "/")
-    return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)
-
-
 class _ServedRetriever(Retriever):
     """A server's retriever: its hits carry the path relative to the folder indexed; only (a
     key's globs, any one of which a document may match) restricts it before ranking."""
@@ -13462,7 +13455,10 @@ class _ServedRetriever(Retriever):
 
     @staticmethod
     def hit_path(path: str, rel: str) -> str:
-        return _served_path(rel)
+        """A document's path as the servers show it: relative to the folder indexed, never the
+        server's absolute path (user name, layout): a stored absolute one shows its name."""
+        rel = rel.replace(os.sep, "/")
+        return shown(os.path.basename(rel) if os.path.isabs(rel) else rel)
 
     def counts(self) -> dict:
         """The documents and chunks this retriever may see."""
