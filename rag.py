@@ -12237,7 +12237,7 @@ class ChatGenerator(Generator):
 
 
 # A follow-up rewritten by the chat model: a short call, or the offline rewrite instead.
-_REWRITE_TIMEOUT = 15.0  # seconds: more than a small CPU model takes for 60 tokens; not a wait
+_REWRITE_TIMEOUT = 15.0  # seconds: a small CPU model's 60 tokens, yet less than a person waits
 _REWRITE_TOKENS = 60     # a standalone question is one sentence
 _REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps (fewer: another question)
 _REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the "
