@@ -12873,12 +12873,6 @@ class _Gold:
             self.missing.add(f"quote {quote[:40]!r}")
         return holders
 
-    def holds(self, case: dict, relevant: set, hit: Hit) -> bool:
-        """True when a passage (or a copy) is gold for the case (resolve gave relevant)."""
-        if "sources" in case or "source" in case:
-            return any(h.path in relevant for h in (hit, *hit.copies))
-        holders = self.quote(case["quote"]) if "quote" in case else set()
-        return any(h.chunk_id in relevant or h.chunk_id in holders for h in (hit, *hit.copies))
 
     def test(self, case: dict, paths: dict) -> Callable[[int], bool] | None:
         """Whether a chunk (by id) is or holds the case's gold (None: unanswerable)."""
@@ -12916,15 +12910,15 @@ def _case_conversation(case: dict) -> Conversation:
 
 
 def _gold_figures(gold: _Gold, case: dict, ranked: list[RankedPassage], paths: dict,
-                  k: int) -> tuple[dict, set]:
-    """A case's retrieval figures and gold items; through_copy: in the top k only as a copy."""
+                  k: int) -> dict:
+    """A case's retrieval figures; through_copy: found in the top k only as a copy."""
     if case.get("unanswerable"):
-        return {"unanswerable": True}, set()
+        return {"unanswerable": True}
     ranking, relevant = gold.resolve(case, ranked, paths)
     figures = _case_metrics(ranking, relevant, k)
     alone = _case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant, k)
     figures["through_copy"] = figures["recall@k"] > alone["recall@k"]
-    return figures, relevant
+    return figures
 
 
 def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
@@ -12941,8 +12935,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
         log.progress(f"eval: {i}/{len(cases)}")
         asked = _case_conversation(case)
         query, judge = search_query(asked.question, asked.history, retriever, rewriter, warn_once)
-        found = retriever.retrieve(query, opts.mode, opts.k, also=asked.question,
-                                   gold=gold.test(case, paths))
+        test = gold.test(case, paths)  # whether a chunk is gold (None: unanswerable)
+        found = retriever.retrieve(query, opts.mode, opts.k, also=asked.question, gold=test)
         hits, judged, ranked = found.hits, found.judged, found.ranked
         verdict = judge_question(retriever, judge,
                                  judged_hits(retriever, asked.question, query, judge, judged), opts)
@@ -12956,14 +12950,13 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
             row["search_query"] = query
         if "group" in case:
             row["group"] = case["group"]
-        figures, relevant = _gold_figures(gold, case, ranked, paths, opts.k)
-        row.update(figures)
+        row.update(_gold_figures(gold, case, ranked, paths, opts.k))
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf,
                                 retriever.assignment, retriever.following)
-            failure = _score_answer(case, row, evidence,
-                                    [gold.holds(case, relevant, h) for h in given], generator,
+            golden = [bool(test) and any(test(c.chunk_id) for c in (h, *h.copies)) for h in given]
+            failure = _score_answer(case, row, evidence, golden, generator,
                                     history_messages(asked.history), opts.drop_unsupported)
             if failure:  # say so once, then judge the extractive answers
                 log.note(f"warning: model call failed ({failure}); judging extractive "
