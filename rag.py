@@ -12873,7 +12873,6 @@ class _Gold:
             self.missing.add(f"quote {quote[:40]!r}")
         return holders
 
-
     def test(self, case: dict, paths: dict) -> Callable[[int], bool] | None:
         """Whether a chunk (by id) is or holds the case's gold (None: unanswerable)."""
         if case.get("unanswerable"):
