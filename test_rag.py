@@ -8700,23 +8700,6 @@ class CommandLineTests(RagTestCase):
                 self.assertTrue(re.search(rf"`(?:python rag\.py )?{name}\b", readme),
                                 f"README does not name the command {name}")
 
-    def test_build_parser_for_one_command_parses_and_helps_as_the_whole(self):
-        """main builds only the named command's arguments: what it parses and
-        says is what the parser of every command would."""
-        def subparser(parser, name):
-            sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-            return sub.choices[name]
-        whole = rag.build_parser()
-        self.assertEqual(rag.build_parser([]).format_help(), whole.format_help())
-        for name in rag.COMMANDS:
-            with self.subTest(name):
-                argv = [name, "q", "-k", "3"] if name in ("search", "ask") else [name]
-                one = rag.build_parser(argv)
-                self.assertEqual(subparser(one, name).format_help(),
-                                 subparser(whole, name).format_help())
-                if name in ("search", "ask", "stats", "check"):
-                    self.assertEqual(vars(one.parse_args(argv)), vars(whole.parse_args(argv)))
-
 
 # ---------------------------------------------------------------------------
 # Robustness: remote faults, crashes, concurrent use, hostile input
