@@ -69,9 +69,10 @@ Words this file uses:
 
 Sections, in pipeline order (a name starting with _ is used only inside its
 section; the others are what later sections build on; __all__ is the public API):
-    Constants        the numbers more than one stage reads, each named with its reason (a
-                     number one section alone reads is named, with its reason, beside the
-                     code that reads it); LazyPattern (patterns compiled on first use)
+    Constants        the defaults and limits one looks for first (sizes, timeouts, retries,
+                     floors, the copy and conversation rules), each named with its reason; a
+                     section's other numbers are named, with theirs, beside the code reading
+                     them; LazyPattern (patterns compiled on first use)
     Helpers          what every stage uses: program, the Log (notes, files skipped by kind),
                      words and citations as every stage reads them, file identity, globs,
                      paths as shown, the question's limits
