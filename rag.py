@@ -5020,21 +5020,23 @@ class SignatureIndex:
 # Store: SQLite with vectors as JSON text
 # ---------------------------------------------------------------------------
 
-# The schema, as migrations: _MIGRATIONS[i] brings an index at user_version i
-# to i + 1, in its own transaction (migrate). A change to the schema is one
-# more function at the end; _SCHEMA_VERSION follows.
-
+# The schema of a new index. Each vector is stored once: in its chunk row while some chunk
+# has that text, in embed_cache only after the last such chunk goes (an edited file then finds
+# its unchanged passages' vectors); the triggers move it between the two. sigs keeps each
+# chunk's sign-bit signature and byte sketch apart from its text, so that scanning them reads
+# a few bytes a chunk; sig_pack, the signatures packed _SIG_PACK_ROWS to a row as bit columns.
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, rel TEXT NOT NULL,
     sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL,
-    indexed_at TEXT NOT NULL);
+    indexed_at TEXT NOT NULL, stat TEXT NOT NULL DEFAULT '');
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY,
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL);
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL,
+    loc TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '');
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, heading, content='chunks', content_rowid='id', tokenize='porter unicode61');
@@ -5052,59 +5054,12 @@ CREATE TABLE asks (
     id INTEGER PRIMARY KEY, at TEXT NOT NULL, question TEXT NOT NULL,
     chunk_ids TEXT NOT NULL, scores TEXT NOT NULL, answer TEXT NOT NULL,
     refused INTEGER NOT NULL, model TEXT NOT NULL, prompt_tokens INTEGER,
-    completion_tokens INTEGER, latency_ms REAL NOT NULL);
-"""
-
-
-def _v1_tables(conn: sqlite3.Connection) -> None:
-    """0 -> 1: documents, their chunks, the keyword index, the embedding cache, the ask log."""
-    _run_script(conn, _SCHEMA)
-
-
-def _v2_signatures(conn: sqlite3.Connection) -> None:
-    """1 -> 2: a compact table of sign-bit signatures, filled for old rows.
-
-    They live apart from the chunks so that scanning them reads a few bytes a
-    chunk, not the chunk's text and vector.
-    """
-    _run_script(conn, """
-        CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL);
-        CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
-            DELETE FROM sigs WHERE chunk_id = old.id;
-        END;""")
-    rows = conn.execute("SELECT id, vector FROM chunks").fetchall()
-    conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)",
-                     [(cid, signature(json.loads(v))) for cid, v in rows])
-
-
-_SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
-# Merging the keyword index costs about as much as the whole of it (5.4 s at 250,000 chunks);
-# done once a quarter of the chunks have changed, its cost stays a share of the runs' own.
-_FTS_TIDY_SHARE = 4
-
-
-def _v3_packed(conn: sqlite3.Connection) -> None:
-    """2 -> 3: the signatures packed _SIG_PACK_ROWS to a row, read in one go by a search."""
-    _run_script(conn, "CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, "
-                "sigs BLOB NOT NULL);")
-
-
-def _v4_locations(conn: sqlite3.Connection) -> None:
-    """3 -> 4: a chunk's location in formats without lines ('p.4', 'slide 7')."""
-    _run_script(conn, "ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';")
-
-
-# Each vector is stored once: in its chunk row while some chunk has that text,
-# in embed_cache only after the last such chunk goes (an edited file then finds
-# its unchanged passages' vectors). The triggers move it between the two.
-# Beside each signature, the vector's sketch: one byte a dimension and a scale.
-_KEYED = """
-ALTER TABLE sigs ADD COLUMN sketch BLOB NOT NULL DEFAULT x'';
-ALTER TABLE sigs ADD COLUMN scale REAL NOT NULL DEFAULT 0;
-ALTER TABLE sig_pack ADD COLUMN sketches BLOB NOT NULL DEFAULT x'';
-ALTER TABLE sig_pack ADD COLUMN scales BLOB NOT NULL DEFAULT x'';
-DELETE FROM meta WHERE key = 'sig_pack';
-ALTER TABLE chunks ADD COLUMN key TEXT NOT NULL DEFAULT '';
+    completion_tokens INTEGER, latency_ms REAL NOT NULL, caller TEXT);
+CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL,
+    sketch BLOB NOT NULL DEFAULT x'', scale REAL NOT NULL DEFAULT 0);
+CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
+    DELETE FROM sigs WHERE chunk_id = old.id;
+END;
 CREATE INDEX chunks_key ON chunks(key);
 CREATE TRIGGER chunks_ai_cache AFTER INSERT ON chunks BEGIN
     DELETE FROM embed_cache WHERE sha256 = new.key
@@ -5115,32 +5070,13 @@ WHEN NOT EXISTS (SELECT 1 FROM chunks WHERE key = old.key) BEGIN
     INSERT OR IGNORE INTO embed_cache(model, sha256, vector)
     SELECT value, old.key, old.vector FROM meta WHERE key = 'embed_model';
 END;
+CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
 """
-_KEY_PAGE = 2000  # chunks keyed per statement by the migration: memory stays flat
-
-
-def _v5_keyed(conn: sqlite3.Connection) -> None:
-    """4 -> 5: each chunk gets the hash of what was embedded for it and a
-    sketch of its vector; the cache drops the copies its chunks hold."""
-    _run_script(conn, _KEYED)
-    last = 0
-    while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? "
-                               "ORDER BY id LIMIT ?", (last, _KEY_PAGE)).fetchall():
-        conn.executemany("UPDATE chunks SET key = ? WHERE id = ?",
-                         [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h, _ in rows])
-        conn.executemany("UPDATE sigs SET sketch = ?, scale = ? WHERE chunk_id = ?",
-                         [(*sketch(json.loads(v)), i) for i, _, _, v in rows])
-        last = rows[-1][0]
-    conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
-
-
-def _v6_ask_caller(conn: sqlite3.Connection) -> None:
-    """5 -> 6: who asked: the name of the serve --keys entry whose key the
-    request carried (NULL for the command line and a server without --keys);
-    never the key itself."""
-    _run_script(conn, "ALTER TABLE asks ADD COLUMN caller TEXT;")
-
-
+_SCHEMA_VERSION = 7  # PRAGMA user_version of an index; an older one was a development version's
+_SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
+# Merging the keyword index costs about as much as the whole of it (5.4 s at 250,000 chunks);
+# done once a quarter of the chunks have changed, its cost stays a share of the runs' own.
+_FTS_TIDY_SHARE = 4
 # The tables whose rows rag.py writes. A write by any other program sets the
 # setting 'outside' (rag.py's own transactions put it back: _transaction), and
 # the next index run then checks every row (SqliteStore.damage). Never on FTS5's
@@ -5148,34 +5084,17 @@ def _v6_ask_caller(conn: sqlite3.Connection) -> None:
 _WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
 
 
-def _v7_watched(conn: sqlite3.Connection) -> None:
-    """6 -> 7: writes by other programs flagged, so that an index run checks
-    the whole file only then; the first run after this upgrade checks it. Each
-    document keeps its file's stat, so an unchanged file is not read again. The
-    packed signatures become bit columns, without the sketches (kept once, in
-    sigs); the next index run packs them."""
-    conn.execute("ALTER TABLE documents ADD COLUMN stat TEXT NOT NULL DEFAULT ''")
-    _run_script(conn, f"""
-        DROP TABLE sig_pack;
-        CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
-        DELETE FROM meta WHERE key = '{Meta.SIG_PACK}';""")
+def _create_tables(conn: sqlite3.Connection) -> None:
+    """The schema, in the transaction already open; 'outside' set, so the first run checks."""
+    for statement in _sql_statements(_SCHEMA):
+        conn.execute(statement)
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (Meta.OUTSIDE,))
     for table in _WATCHED:
         for event in ("INSERT", "UPDATE", "DELETE"):
             conn.execute(f"CREATE TRIGGER {table}_{event.lower()}_outside AFTER {event} ON {table} "
                          f"BEGIN UPDATE meta SET value = '1' WHERE key = '{Meta.OUTSIDE}' "
                          "AND value <> '1'; END")
-
-
-_MIGRATIONS = (_v1_tables, _v2_signatures, _v3_packed, _v4_locations, _v5_keyed, _v6_ask_caller,
-               _v7_watched)
-_SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run each statement of an SQL script in the transaction already open."""
-    for statement in _sql_statements(script):
-        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
 
 # Significant digits a stored vector keeps: a unit vector's dot products move by about 1e-6,
@@ -5254,7 +5173,7 @@ def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Co
 
 
 def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sqlite3.Connection:
-    """Connect, check that the file is an index (or new), and migrate it."""
+    """Connect, check that the file is an index (or new), and make its schema if new."""
     try:
         conn, writable = _first_read(path, writable, create, shared)
     except sqlite3.DatabaseError as e:
@@ -5263,7 +5182,7 @@ def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> s
         version, tables = _schema_of(conn)
         _check_schema(path, version, tables, create)
         if version < _SCHEMA_VERSION:
-            _upgrade(conn, path, version, writable)
+            _make_schema(conn, path, version)
         if writable:
             # WAL + NORMAL: a commit survives a crash of the program; only a power cut
             # can lose the last commits, never corrupt the file.
@@ -5325,28 +5244,28 @@ def _unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
 _PAGE_SIZE = 16384
 
 
-def _upgrade(conn, path: str, version: int, writable: bool) -> None:
-    """Migrate an index of an older schema; one that cannot be written now
-    is not read in its old form: the error says to run index where it can."""
-    if not writable:
-        raise _upgrade_needed(path, version, "it is read-only here")
+def _make_schema(conn, path: str, version: int) -> None:
+    """Make the schema in a new file (its page size first, before anything is
+    written). An index of an older schema was made by a development version
+    (no release wrote one): it is rebuilt, not read."""
+    if version:
+        raise RagError(f"the index {path} was made by a development version of rag.py (schema "
+                       f"{version}; this one reads {_SCHEMA_VERSION}): move it aside and index "
+                       f"again ('mv {path} {path}.old', then '{program()} index FOLDER... "
+                       f"--db {path}')")
     try:
-        if version == 0:  # a new file: its page size is set before anything is written
-            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
+        conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
-        _migrate(conn, version)
+        with _transaction(conn):
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # not raced
+                _create_tables(conn)
     except sqlite3.OperationalError as e:
         why = cannot_write(e)
         if not why:
             raise
-        version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
-        raise _upgrade_needed(path, version, why) from None
-
-
-def _upgrade_needed(path: str, version: int, why: str) -> RagError:
-    return RagError(f"the index {path} needs upgrading (schema {version} to {_SCHEMA_VERSION}) but "
-                    f"cannot be written now: {why}; run '{program()} index' once where it "
-                    "can be written")
+        raise RagError(f"the index {path} needs upgrading (schema 0 to {_SCHEMA_VERSION}) but "
+                       f"cannot be written now: {why}; run '{program()} index' once where it "
+                       "can be written") from None
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
@@ -5442,29 +5361,9 @@ def _outside_flag(conn) -> str | None:
     """The setting Meta.OUTSIDE as a transaction begins (None before there is one)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (Meta.OUTSIDE,)).fetchone()
-    except sqlite3.OperationalError:  # no meta table yet: the first migration makes it
+    except sqlite3.OperationalError:  # no meta table yet: _create_tables makes it
         return None
     return row and row[0]
-
-
-_FREE_SHARE = 4  # a migration leaving over 1/4 of the file unused compacts it
-
-
-def _migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Apply the migrations after version, each in its own transaction."""
-    for i in range(version, _SCHEMA_VERSION):
-        with _transaction(conn):
-            if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
-                _MIGRATIONS[i](conn)
-                conn.execute(f"PRAGMA user_version = {i + 1}")
-    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0]
-                   for p in ("freelist_count", "page_count"))
-    if free * _FREE_SHARE > pages:
-        try:
-            conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
-        # a full disk (VACUUM needs a copy's room): later writes reuse it
-        except sqlite3.OperationalError:
-            pass
 
 
 class Meta:
@@ -5913,7 +5812,7 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
 # what the commands around them need (Admin). Chunks are known by int ids,
 # documents by their real path. Another store (a vector database) is a subclass
 # of both and one entry in STORES. What stays SQLite's own: damage and check,
-# migrations (they work on the connection).
+# the schema (they work on the connection).
 
 @dataclass(frozen=True)
 class Scope:
