@@ -4224,14 +4224,14 @@ class HashEmbedder(Embedder):
     floor_source = "default for the built-in embedder"
     dense_weight = 0.1
     local = True
-    folds = True  # accents left out (fold): a question without them meets the text with them
     # a 4-gram's share of a word's weight: spelling variants meet, words still lead
     NGRAM_WEIGHT = 0.25
 
     def features(self, text: str) -> dict[str, float]:
-        """Weighted features: stemmed words plus 4-grams of each word."""
+        """Weighted features: stemmed words plus 4-grams of each word, accents left
+        out (fold): a question without them meets the text with them."""
         feats: dict[str, float] = {}
-        for t in _terms(fold(text) if self.folds else text):
+        for t in _terms(fold(text)):
             feats[t] = feats.get(t, 0.0) + 1.0
             padded = f"<{t}>"
             for i in range(len(padded) - 3):
@@ -4253,13 +4253,6 @@ class HashEmbedder(Embedder):
     @classmethod
     def describe(cls, cfg: Config) -> str:
         return f"embeddings built in ({cls.model})"
-
-
-class _HashEmbedderV1(HashEmbedder):
-    """The built-in embedder before accents were folded: what its indexes are read with."""
-
-    model = "builtin-hash-v1"
-    folds = False
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -4613,8 +4606,7 @@ class HttpEmbedder(Embedder):
 
 
 # The embedders by model name; any other name is a model behind an embeddings server.
-EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder,
-                                         _HashEmbedderV1.model: _HashEmbedderV1}
+EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder}
 
 
 def embedder_class(model: str) -> type[Embedder]:

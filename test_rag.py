@@ -1755,8 +1755,6 @@ class EmbedTests(RagTestCase):
     def test_hash_embedder_folds_accents(self):
         plain, accented = rag.HashEmbedder().embed(["creme brulee", "Crème Brûlée"])
         self.assertAlmostEqual(rag.dot(plain, accented), 1.0)
-        old = rag.EMBEDDERS["builtin-hash-v1"]()  # what older indexes were made with: as it was
-        self.assertLess(rag.dot(*old.embed(["creme brulee", "Crème Brûlée"])), 0.5)
 
     DESSERTS = {"desserts.md": "# Desserts\n\n## Crème brûlée\n\nBake the crème brûlée in a water "
                 "bath at 150 °C for 40 minutes, until the custard is set.\n\n## Tarte Tatin\n\n"
@@ -1771,19 +1769,18 @@ class EmbedTests(RagTestCase):
         self.assertIn("150 °C for 40 minutes", out)
         self.assertIn("desserts.md:", out)
 
-    def test_index_made_by_older_builtin_embedder_kept(self):
+    def test_index_made_by_a_development_builtin_embedder_is_another_model(self):
         self.write_docs(self.DESSERTS)
-        os.environ["EMBED_MODEL"] = "builtin-hash-v1"
         self.ok("index", self.docs)
-        del os.environ["EMBED_MODEL"]
-        self.write("more.md", "# Bread\n\nKnead the dough for ten minutes.\n")
-        code, out, err = self.run_cli("index", self.docs)
-        self.assertEqual(code, 0, err)
-        self.assertIn("made by builtin-hash-v1, which it keeps", err)
-        self.assertIn("(builtin-hash-v1)", out)
-        self.assertEqual(self.rows("SELECT value FROM meta WHERE key = 'embed_model'"),
-                         [("builtin-hash-v1",)])
-        self.assertIn("more.md:", self.ok("ask", "How long do I knead the dough?"))
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE meta SET value = 'builtin-hash-v1' WHERE key = 'embed_model'")
+        conn.commit()
+        conn.close()
+        for argv in (["ask", "How long do I bake a creme brulee?"], ["index", self.docs]):
+            with self.subTest(argv[0]):
+                self.assertIn("this index was built with embedding model builtin-hash-v1 (384 "
+                              f"dimensions) but the configured model is {rag.BUILTIN_MODEL}; set "
+                              "EMBED_MODEL=builtin-hash-v1 or use another --db", self.error_line(*argv))
 
     def client(self, server, retries=3):
         self.sleeps = []
