@@ -5651,6 +5651,13 @@ class Sought:
         return [i for i, ask in enumerate(asks) if any(
             t in f"{ask.get('question', '')}\0{ask.get('answer', '')}".casefold() for t in short)]
 
+    def going(self, asks: list[dict], ids: set[int], store, held=frozenset()) -> list[int]:
+        """Which logged asks go with the documents removed (their chunks ids): those
+        quoting them (but for the runs held by kept documents), holding a short text,
+        or asking of a word only they held (no chunk of store holds it now)."""
+        found = quoting(asks, ids, self.long, held) + self.holders(asks)
+        return sorted(set(found + only_theirs(asks, self.texts, lambda w: not store.doc_freq(w))))
+
     @staticmethod
     def also(short: list[str]) -> str:
         """The receipt's words for the short texts looked for in the files."""
@@ -6000,6 +6007,17 @@ class Admin:
         of source alone when given): for moving it to a vector database."""
         raise NotImplementedError
 
+    @staticmethod
+    def chunk_line(cid: int, path: str, rel: str, sha: str, c: Chunk, model, dim,
+                   vector: str) -> str:
+        """One chunk's line of export_lines; vector (JSON text) copied as given."""
+        record = {"id": cid, "path": path, "rel": rel,
+                  "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
+                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
+                  "heading": c.heading, "text": c.text, "document_sha256": sha,
+                  "embed_model": model, "dim": dim}
+        return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+
     def chunk_paths(self) -> dict[int, str]:
         """Every chunk's document path, by chunk id (eval's gold by document)."""
         raise NotImplementedError
@@ -6241,7 +6259,10 @@ class SqliteStore(Store, Admin):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
                                          "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
-            asks = self._asks_quoting(ids, sought, held)  # after: words only they held
+            rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
+            logged = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
+            # after the removal: words only they held
+            asks = [rows[i][0] for i in sought.going(logged, ids, self, held)]
             self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
             # all of it: an earlier version's vectors are there too, and nothing says whose they are
             cached = self.conn.execute("DELETE FROM embed_cache").rowcount
@@ -6266,15 +6287,6 @@ class SqliteStore(Store, Admin):
             raise RagError("another process is reading the index (a server, a search under way), "
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")
-
-    def _asks_quoting(self, ids: set[int], sought: Sought, held: set[bytes]) -> list[int]:
-        """The ids of the logged asks that quote the chunks ids or the texts sought
-        (quoting), or whose question holds a word only the documents removed held."""
-        rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
-        asks = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
-        found = quoting(asks, ids, sought.long, held) + sought.holders(asks)
-        found += only_theirs(asks, sought.texts, lambda w: self.doc_freq(w) == 0)
-        return [rows[i][0] for i in sorted(set(found))]
 
     def _check_forgotten(self, sought: Sought, held: set[bytes]) -> tuple[str, list]:
         """Vacuum, checkpoint the log, then search the file and the log for
@@ -6525,12 +6537,8 @@ class SqliteStore(Store, Admin):
         for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
             if not valid:  # copied as stored: a damaged one would make the line invalid JSON
                 self.parse_vector(vector)
-            record = {"id": cid, "path": path, "rel": rel,
-                      "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                      "start_line": start, "end_line": end, "location": loc,
-                      "heading": clean_text(heading), "text": clean_text(text),
-                      "document_sha256": sha, "embed_model": model, "dim": dim}
-            yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+            c = stored_chunk(0, text, heading, start, end, loc)
+            yield self.chunk_line(cid, path, rel, sha, c, model, dim, vector)
 
     def info(self) -> dict:
         db = self.file()
@@ -7242,10 +7250,7 @@ class EngineStore(Store, Admin):
             self.delete(paths)
         self.set_meta({Meta.FORGETS: next_forget(self._fresh_meta(Meta.FORGETS))})
         logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
-        records = [r["metadata"] for r in logged]
-        found = quoting(records, ids, sought.long) + sought.holders(records) + only_theirs(
-            records, sought.texts, lambda w: self.doc_freq(w) == 0)
-        asks = [logged[i]["id"] for i in sorted(set(found))]
+        asks = [logged[i]["id"] for i in sought.going([r["metadata"] for r in logged], ids, self)]
         if asks:
             self.remove(True, ids=asks)
         left, kept = self._left(sought)
@@ -7615,16 +7620,10 @@ class EngineStore(Store, Admin):
         m = r["metadata"]
         if m["doc"] not in docs:
             return None
-        path, rel, sha = docs[m["doc"]]
         c = stored_chunk(m["ordinal"], m["text"], m.get("heading", ""), m["start"], m["end"],
                          m.get("loc", ""))
-        record = {"id": int(r["id"]), "path": path, "rel": rel,
-                  "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
-                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
-                  "heading": c.heading, "text": c.text, "document_sha256": sha,
-                  "embed_model": model, "dim": dim}
-        return (json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": '
-                + vector_json(r["embedding"]) + "}\n")
+        return self.chunk_line(int(r["id"]), *docs[m["doc"]], c, model, dim,
+                               vector_json(r["embedding"]))
 
     def info(self) -> dict:
         return {"database": self.url, "size_bytes": None,
