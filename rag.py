@@ -5074,10 +5074,8 @@ def vector_json(vec: list[float]) -> str:
 
 
 class _VectorCodes:
-    """What is stored for a unit vector: its JSON text (as read from the store,
-    else made when a write asks: a large document's vectors wait for their
-    write without it); its sign-bit signature, byte sketch and the sketch's
-    scale, made when SQLite's write asks (an engine stores none of them)."""
+    """What is stored for a unit vector, each made when a write asks: its JSON
+    text (unless read from the store), its signature, its sketch and scale."""
 
     __slots__ = ("text", "vec")
 
@@ -5098,26 +5096,22 @@ class _VectorCodes:
 
 
 def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
-    """A unit vector's _VectorCodes (text: its JSON as stored before). (A sketch
-    made again from the stored text may differ slightly: the text is rounded.)"""
+    """A unit vector's _VectorCodes (text: its JSON as stored before)."""
     return _VectorCodes(text, array("d", vec))  # 8 bytes a number
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
 _BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
-# Seconds an ask waits to be logged while another process writes, then goes
-# unlogged: far longer than an index run holds the write lock at a time
-# (bench/README.md, "Small measurements behind constants").
+# Seconds an ask waits to be logged while another process writes, then goes unlogged: far
+# longer than an index run holds the write lock at a time.
 _ASK_LOG_WAIT = 1.0
 
 
 def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Connection:
-    """Open an index database and bring its schema up to date.
-
-    Only create (the index command) makes an index, and only in a new or empty
-    file; a database that is not an index is never changed. An index this
-    process cannot write (a read-only file, folder or mount, a full disk) is
-    opened read-only (_first_read): reading never needs to write.
+    """Open an index database. Only create (the index command) makes an index,
+    and only in a new or empty file; a database that is not an index is never
+    changed. One this process cannot write (a read-only file, folder or mount,
+    a full disk) is opened read-only (_first_read): reading never needs to write.
     shared: the connection may move between threads, one at a time (a server's pool).
     """
     if os.path.isdir(path):
@@ -5159,13 +5153,12 @@ def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> s
 
 def _first_read(path: str, writable: bool, create: bool,
                 shared: bool) -> tuple[sqlite3.Connection, bool]:
-    """A connection that reads the index, and whether it may write: the file
-    itself when writable; else read-only (?mode=ro); else, when SQLite cannot
-    make or grow the -shm file WAL readers share (a read-only folder or mount,
-    a full disk), immutable: the file alone, which is whole when no
-    write-ahead log beside it holds changes. Found by trying, not predicted:
-    root may write a file whose mode says read-only, a full disk is met only
-    on writing. The index command (create) gets the file itself or an error."""
+    """A connection that reads the index, and whether it may write: the file itself
+    when writable; else read-only (?mode=ro); else, when SQLite cannot make or grow
+    the -shm file (a read-only folder or mount, a full disk), immutable: the file
+    alone, whole when no write-ahead log beside it holds changes. Found by trying:
+    root may write a file whose mode says read-only, a full disk is met only on
+    writing. The index command (create) gets the file itself or an error."""
     ways = (["file"] if writable else []) + ([] if create else ["read-only", "immutable"])
     error = None
     for way in ways:  # each URI made when tried: a writable file needs none (nor urllib)
@@ -5230,8 +5223,8 @@ def _make_schema(conn, path: str, version: int) -> None:
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
-    """Why a write failed when the index cannot be written now, in the user's
-    words ('' for any other failure): read-only here, the disk full, another writer."""
+    """Why a write failed when the index cannot be written now, in the user's words
+    ('' for any other failure)."""
     msg = str(e)
     if "readonly" in msg or "read-only" in msg:
         return "the index is read-only here"
@@ -5288,8 +5281,8 @@ _SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limi
 
 
 def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
-    """Rows of sql (params, then one 'IN ({marks})') for ids, in as many
-    queries as the limit on host parameters needs."""
+    """Rows of sql (params, then 'IN ({marks})' for ids), in as many queries as
+    the limit on host parameters needs."""
     out: list[tuple] = []
     for i in range(0, len(ids), _SQL_VARIABLES):
         part = ids[i:i + _SQL_VARIABLES]
@@ -5301,9 +5294,7 @@ def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
 @contextlib.contextmanager
 def _transaction(conn, begun: bool = False):
     """BEGIN IMMEDIATE (unless begun) ... COMMIT, rolled back on any exception,
-    Ctrl-C included. An interrupt can land after COMMIT has finished: then there
-    is nothing to roll back, and trying would raise a second, misleading error.
-    """
+    Ctrl-C included (unless it lands after COMMIT: nothing is left to roll back)."""
     if not begun:
         conn.execute("BEGIN IMMEDIATE")
     try:
@@ -5341,38 +5332,25 @@ class Meta:
     FLOOR = "floor"                  # a calibrated refusal floor (eval --calibrate)
     FLOOR_MODEL = "floor_model"      # the model it was calibrated for
     FLOOR_SOURCE = "floor_source"    # on what cases, when
-    CONVENTION = "convention"        # how questions and documents are told apart
-                                     # (Convention.stored)
-    # the floor measured without labels, per mode (question_floor)
-    QUESTION_FLOOR = "question_floor"
+    CONVENTION = "convention"        # how questions and documents are told apart (Convention)
+    QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode
     ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
     READ_WITH = "read_with"          # what decides what a file's stored text is (_read_with)
-    FTS_CHANGED = "fts_changed"      # chunks written or removed since the keyword index was
-                                     # merged (_tidy_keywords)
-    OUTSIDE = "outside"              # '1': written by another program, or check found
-                                     # damage: the next index run checks every row
+    FTS_CHANGED = "fts_changed"      # chunks changed since the keyword index was merged
+    OUTSIDE = "outside"              # '1': another program wrote, or check found damage:
+                                     # the next index run checks every row
     KEYWORDS = "keywords"            # an engine's: how its chunks' words are kept
-                                     # (_ENGINE_KEYWORDS)
-    RUNNING = "running"              # an index run that has not finished: when it started,
-                                     # the chunking it applies (JSON; stats says so)
+    RUNNING = "running"              # an unfinished index run: its start, its chunking (JSON)
     FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
-    FORGETS = "forgets"              # moved by every forget's removal: an ask answered while
-                                     # it moved is not logged (log_ask)
-    READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
-                                     # what a server's watch applies (read_rules)
-    NO_TEXT = "no_text"              # the files read with no text, by real path, with their
-                                     # stat then: not read again while unchanged (JSON)
-
-
-def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
-    """check_model on an index's settings (meta(key): a setting as stored)."""
-    _model_mismatch(meta(Meta.MODEL), meta(Meta.DIM), model, dim)
-    _convention_mismatch(meta(Meta.MODEL), meta(Meta.CONVENTION), convention)
+    FORGETS = "forgets"              # moved by every forget: an ask answered across it is
+                                     # not logged (log_ask)
+    READ_RULES = "read_rules"        # the last run's rules for what to read (JSON), for a watch
+    NO_TEXT = "no_text"              # files read with no text, by real path, with their stat
+                                     # (JSON): not read again while unchanged
 
 
 def stored_convention(stored: str | None) -> Convention:
-    """A convention as the index keeps it (Convention.stored); none when it
-    was made before conventions or holds no valid one."""
+    """A convention as the index keeps it (Convention.stored); none when it holds no valid one."""
     try:
         q, d, f, values = json.loads(stored) if stored else ("", "", "", [])
         return Convention(str(q), str(d), str(f), tuple(map(str, values)))
@@ -5382,8 +5360,8 @@ def stored_convention(stored: str | None) -> Convention:
 
 def _convention_mismatch(built: str | None, stored: str | None,
                          convention: Convention | None) -> None:
-    """The error when an index's vectors were made with another convention
-    than the one configured: a question would not meet its passages."""
+    """The error when the index's vectors were made with another convention than
+    the one configured (a question would not meet its passages)."""
     if not built or convention is None or (stored or "") == convention.stored():
         return
     was = stored_convention(stored)
@@ -5419,24 +5397,23 @@ class PendingDoc:
     mtime: float
     chunks: tuple
     stat: str = ""  # _stat_key
-    # A large document is written in parts (Batcher.add): the first replaces what is stored
-    # under its path, the last writes its SHA-256 and stat (until then, it is read again).
+    # A large document is written in parts (Batcher.add): the first replaces what is stored,
+    # the last writes its SHA-256 and stat (until then, it is read again).
     opens: bool = True
     closes: bool = True
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
-    """A chunk as read back to be shown or sent: an index made before text was
-    cleaned when it was read (clean_text) is cleaned here."""
+    """A chunk as read back to be shown or sent, its text cleaned (clean_text):
+    an index someone hands you may hold escape codes."""
     return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
 
 
 def source_filter(source) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching every glob of
-    source (see source_globs): a glob matches the path relative to the folder
-    indexed (d.rel: 'public/*' is public/ at the top of that folder), one
-    starting with '/' the whole path (d.path). Never the end of a path: that
-    let 'public/*' match /srv/corp/private/public/hr.md."""
+    """SQL condition on documents d: paths matching every glob of source (see
+    source_globs), relative to the folder indexed (d.rel), or, starting with '/',
+    the whole path (d.path). Never the end of a path: 'public/*' would then match
+    /srv/corp/private/public/hr.md."""
     globs = source_globs(source)
     if not globs:
         return "1", []
@@ -5455,9 +5432,8 @@ def _sql_glob(pattern: str) -> str:
 
 
 def source_warnings(conn, source) -> list[str]:
-    """Warnings for the globs of a --source that match no document, or fewer
-    than the rule before this one did (any end of the whole path matched);
-    conn: a table documents d (SQLite's, or an engine's markers in memory)."""
+    """Warnings for the globs of a --source that match no document, or fewer than
+    the earlier rule did (any end of the whole path); conn: a table documents d."""
     out = []
     for g in source_globs(source):
         cond, args = source_filter(g)
@@ -5478,32 +5454,27 @@ def source_warnings(conn, source) -> list[str]:
     return out
 
 
-# Damage. A flipped byte in the file shows either as a page SQLite cannot read
-# (PRAGMA quick_check finds it: the file itself must be rebuilt) or as a row
-# that reads but does not decode (text that is not UTF-8, a vector that is not
-# the index's JSON): those rows' documents are removed and their files read again.
+# Damage: a page SQLite cannot read (quick_check: the file must be rebuilt), or a row that
+# does not decode (not UTF-8, not a vector): its document is removed and its file read again.
 DAMAGE_SHOWN = 20  # structural problems quick_check lists; one is enough to say the file is damaged
 _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
                "OR json_array_length(vector) != ?")
 
 
-# Forgetting: a document's text removed from every place the index keeps it,
-# then the index's own bytes searched for what is left of it (Store.forget).
-
+# Forgetting: a document's text removed from every place the index keeps it, then the
+# index's own bytes searched for what is left of it (Store.forget).
 FORGOT_MEANWHILE = ("a forget ran while it was answered, so it is not logged (it may quote what "
                     "was forgotten)")
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
 _FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
 _READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
-_FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time (about 30 MB of runs and
-                         # blocks): memory stays flat
+_FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time: memory stays flat
 _HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
 
 
 class Forgotten(NamedTuple):
-    """A forget's receipt: what was removed, what was checked, and what of the
-    text is left (left: places no kept document explains; kept: kept
-    documents holding runs of it too, so that those stay)."""
+    """A forget's receipt: what was removed and checked; left: places holding the
+    text that no kept document explains; kept: kept documents holding it too."""
 
     documents: list
     chunks: int
@@ -5515,10 +5486,9 @@ class Forgotten(NamedTuple):
 
 
 class Runs:
-    """Every FORGET_RUN-byte run of some texts (UTF-8), to be found in other
-    bytes in one pass: a run there covers one of their aligned half-run
-    blocks, so each block is looked up in the texts' blocks, and only around
-    a match are the runs looked up."""
+    """Every FORGET_RUN-byte run of some texts (UTF-8), found in other bytes in
+    one pass: a run covers one aligned half-run block, so blocks are looked up
+    first, and runs only around a block that matches."""
 
     def __init__(self, texts: list[str]):
         data = b"\0".join(t.encode("utf-8") for t in texts)
@@ -5561,8 +5531,8 @@ def runs_batches(texts: list[str]) -> Iterator[Runs]:
 
 
 def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
-    """The places ('FILE at byte N') in the file at path that hold runs, but
-    for those kept (runs kept documents hold too); read _READ_BLOCK at a time."""
+    """The places ('FILE at byte N') in the file at path holding runs, but those
+    kept (kept documents hold them too); read _READ_BLOCK at a time."""
     left, offset, tail = [], 0, b""
     try:
         with open(path, "rb") as f:
@@ -5580,10 +5550,9 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
 
 
 def quoting(asks: list[dict], ids: set[int], texts: list[str], kept=frozenset()) -> list[int]:
-    """Which logged asks (their columns, by position) quote the chunks ids:
-    the answer cites one ('[n]', the n-th of its passages), or the question
-    or answer holds a run of texts (an earlier version's) that no kept
-    document holds too (kept: those runs). A passage retrieved, not cited, is no quote."""
+    """Which logged asks (their columns, by position) quote the chunks ids: the
+    answer cites one, or the question or answer holds a run of texts that no kept
+    document holds (kept: those runs). A passage retrieved, not cited, is no quote."""
     found = {i for i, ask in enumerate(asks) if ids & _cited(ask)}
     for r in runs_batches(texts):
         found.update(i for i, ask in enumerate(asks) if i not in found and (
@@ -5603,9 +5572,8 @@ def _cited(ask: dict) -> set[int]:
 
 
 class Sought:
-    """What a forget looks for: the removed documents' texts, and more texts
-    (a file's text as it is now, a --text): long ones by their FORGET_RUN-byte
-    runs, short ones (a codename) as written."""
+    """What a forget looks for: the removed documents' texts and more (a file's
+    text now, a --text): long ones by their runs, short ones (a codename) as written."""
 
     def __init__(self, texts: list[str], more: list[str]):
         self.texts = texts
@@ -5634,9 +5602,8 @@ class Sought:
 
 
 def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool]) -> list[int]:
-    """Which logged asks' questions hold a word of texts (content_words) that
-    unheld says no kept document holds: a codename only the forgotten
-    documents held, asked about and refused, goes with them."""
+    """Which logged asks' questions hold a word of texts that unheld says no kept
+    document holds: a codename only the forgotten documents held goes with them."""
     words = {w for t in texts for w in content_words(t)}
     told: dict[str, bool] = {}
     def theirs(w: str) -> bool:
@@ -5648,8 +5615,8 @@ def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool
 
 
 def _needles_left(path: str, needles: list[str]) -> list[str]:
-    """The places ('FILE at byte N') in the file at path that hold one of the
-    needles (short texts) as written; read _READ_BLOCK at a time."""
+    """The places ('FILE at byte N') in the file at path holding a needle (a short
+    text) as written; read _READ_BLOCK at a time."""
     wanted = [n.encode("utf-8") for n in needles]
     left, offset, tail = [], 0, b""
     if not wanted:
@@ -5676,8 +5643,7 @@ def next_forget(value: str | None) -> str:
 
 @dataclass
 class _Damage:
-    """What SqliteStore.damage found in the index db: structural problems (the file),
-    damaged rows by document id, and damaged rows outside documents."""
+    """What SqliteStore.damage found in the index db: problems of the file, of rows."""
 
     db: str
     structure: list = field(default_factory=list)
@@ -5687,11 +5653,9 @@ class _Damage:
     settings: list = field(default_factory=list)  # meta rows that do not read
     asks: list = field(default_factory=list)      # ids of ask log rows that do not read
     cache: int = 0                                # embedding cache entries that are not vectors
-    texts: bool = False                           # a chunk's text or heading: rebuild
-                                                  # the keyword index
-    keyword: str = ""                             # the keyword index's own damage (rebuilt
-                                                  # from the chunks)
-    keyword_unchecked: str = ""                   # why its own check could not run (cannot_write)
+    texts: bool = False                           # a chunk's text or heading: rebuild FTS
+    keyword: str = ""                             # the keyword index's own damage
+    keyword_unchecked: str = ""                   # why its own check could not run
     dim: int = 0
     counts: tuple = (0, 0)                        # documents and chunks read
 
@@ -5742,8 +5706,8 @@ def _vector_problem(text: bytes, dim: int) -> str | None:
     return None
 
 
-# What an index run reads of each table when no other program wrote since the
-# last check (SqliteStore.damage, every_row=False): its first and last rows.
+# What an index run reads when no other program wrote since the last check
+# (SqliteStore.damage, every_row=False): each table's first and last rows.
 _EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
                 "chunks_fts_data", "chunks_fts_idx", "chunks_fts_docsize")
 _NO_ROWID = ("embed_cache", "chunks_fts_idx")
@@ -5756,8 +5720,7 @@ def index_damaged(db: str, detail: str) -> RagError:
 
 
 def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
-    """A database failure met while running a command, as one line without the
-    row data SQLite's message may quote (a text that did not decode)."""
+    """A database failure as one line, without the row data SQLite's message may quote."""
     msg = str(e)
     column = re.match(r"Could not decode to UTF-8 column '([^']*)'", msg)
     if column:
@@ -5776,17 +5739,14 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
     return RagError(f"the index database failed: {msg[:200]}")  # I/O: not damage
 
 
-# The store interface: what indexing and retrieval need of storage (Store), and
-# what the commands around them need (Admin). Chunks are known by int ids,
-# documents by their real path. Another store (a vector database) is a subclass
-# of both and one entry in STORES. What stays SQLite's own: damage and check,
-# the schema (they work on the connection).
+# The store interface: what indexing and retrieval need (Store), and the commands around
+# them (Admin). Chunks are known by int ids, documents by their real path. Another store is
+# a subclass of both and one entry in STORES. SQLite's own: damage, check and the schema.
 
 @dataclass(frozen=True)
 class Scope:
-    """The documents a search may see: those matching every glob of every
-    (--source, a request's source; see source_filter for how a glob matches),
-    and, when some is given, one of some (a key's globs). Nothing: all."""
+    """The documents a search may see: those matching every glob of every (--source,
+    see source_filter) and, when given, one of some (a key's globs). Nothing: all."""
 
     every: tuple = ()
     some: tuple = ()
@@ -5830,7 +5790,8 @@ class Store:
                     convention: Convention | None = None) -> None:
         """Fail clearly when the index was built with another embedding
         model, size or convention (None: not checked)."""
-        _check_built(self.meta, model, dim, convention)
+        _model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
+        _convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
 
     def chunking(self) -> tuple[int, int] | None:
         """(size, overlap) the index was built with, so a run without flags keeps them."""
@@ -6908,11 +6869,6 @@ class _EngineWriter:
         self.jobs.join()
         self.check()
 
-    def busy_here(self) -> bool:
-        """Whether this is the writer's own thread (which must not wait for itself)."""
-        import threading
-        return threading.current_thread() is self.thread
-
     def stop(self) -> None:
         self.stopped = True
         self.jobs.put(None)
@@ -7185,7 +7141,8 @@ class EngineStore(Store, Admin):
     def flush(self) -> None:
         """Write what waits and wait for it (raising a failure): before anything else is
         asked of the engine."""
-        if self._writer and self._writer.busy_here():
+        import threading
+        if self._writer and threading.current_thread() is self._writer.thread:  # not for itself
             return
         self.submit()
         if self._writer:
@@ -7435,9 +7392,6 @@ class EngineStore(Store, Admin):
             self._words.update((int(r["id"]), self._memo_row(r)) for r in page)
         return {i: self._words[i] for i in ids if i in self._words}
 
-    def word_strings(self, ids: list[int]) -> dict[int, _Words]:
-        return {i: w for i, (_, w) in self.read(ids).items()}
-
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         where = self.scope_ids(scope)
         phrases = _query_phrases(query, self.tokens)
@@ -7456,16 +7410,8 @@ class EngineStore(Store, Admin):
                 break
             candidates |= new
         # a chunk of a document a stopped run left unmarked is dropped with the hits (chunks())
-        return _bm25_scores(self.word_strings(sorted(candidates)), idf,
-                            words / rows if rows else 1.0, holders, depth)
-
-    def chunk_records(self, ids: list[int], include: tuple) -> dict[int, dict]:
-        out = {}
-        for i in range(0, len(ids), _ENGINE_PAGE):
-            for r in self.records(False, ids=[str(c) for c in ids[i:i + _ENGINE_PAGE]],
-                                  include=include):
-                out[int(r["id"])] = r
-        return out
+        texts = {i: w for i, (_, w) in self.read(sorted(candidates)).items()}
+        return _bm25_scores(texts, idf, words / rows if rows else 1.0, holders, depth)
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         where = self.scope_ids(scope)
@@ -7500,8 +7446,12 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        return [(i, [float(x) for x in r["embedding"]])
-                for i, r in self.chunk_records(ids, ("embeddings",)).items()]
+        out = {}
+        for i in range(0, len(ids), _ENGINE_PAGE):
+            for r in self.records(False, ids=[str(c) for c in ids[i:i + _ENGINE_PAGE]],
+                                  include=("embeddings",)):
+                out[int(r["id"])] = [float(x) for x in r["embedding"]]
+        return list(out.items())
 
     @_engine_reply
     def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
@@ -7534,15 +7484,12 @@ class EngineStore(Store, Admin):
         paths = dict(self.docs().execute("SELECT id, path FROM documents"))
         return {c: paths[d] for c, d in self.chunk_docs()}
 
-    def texts(self) -> Iterator[tuple[int, str]]:
-        return iter(self.chunk_texts())
-
     @_engine_reply
-    def chunk_texts(self) -> list[tuple[int, str]]:
+    def texts(self) -> Iterator[tuple[int, str]]:
         docs = {i for (i,) in self.docs().execute("SELECT id FROM documents")}
-        return [(int(r["id"]), str(r["metadata"]["text"]))
-                for r in self.all_records(False, include=("metadatas",))
-                if r["metadata"]["doc"] in docs]
+        return iter([(int(r["id"]), str(r["metadata"]["text"]))
+                     for r in self.all_records(False, include=("metadatas",))
+                     if r["metadata"]["doc"] in docs])
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         """Written, then FORGETS read again: a forget that moved it before the
