@@ -4322,8 +4322,8 @@ class HttpClient:
         self.sleep = sleep or time.sleep
         self.warn = warn or (lambda msg: None)
         self.opener = _no_redirect_opener()
-        # A 429 (or any retried failure) pauses every request of this client, not only
-        # the one that met it: with requests in parallel, the others would hit it too.
+        # A retried failure (a 429) pauses every request of this client: in parallel,
+        # the others would hit it too.
         self.pause_until = 0.0
         self.cancelled = False  # set by cancel(): no retry is sent after it
 
@@ -5035,12 +5035,11 @@ CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB
 """
 _SCHEMA_VERSION = 7  # PRAGMA user_version of an index; an older one was a development version's
 _SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
-# Merging the keyword index costs about as much as the whole of it (5.4 s at 250,000 chunks);
-# done once a quarter of the chunks have changed, its cost stays a share of the runs' own.
+# Merging the keyword index costs about as much as building it: done once a quarter of the
+# chunks changed, its cost stays a share of the runs' own.
 _FTS_TIDY_SHARE = 4
-# The tables whose rows rag.py writes. A write by any other program sets the
-# setting 'outside' (rag.py's own transactions put it back: _transaction), and
-# the next index run then checks every row (SqliteStore.damage). Never on FTS5's
+# The tables rag.py writes: another program's write sets 'outside' (rag.py's own
+# transactions put it back), and the next index run checks every row. Never FTS5's
 # own tables: a trigger there fires inside FTS5's writes (SQLite 3.40 crashes).
 _WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
 
@@ -5058,9 +5057,8 @@ def _create_tables(conn: sqlite3.Connection) -> None:
     conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
 
-# Significant digits a stored vector keeps: a unit vector's dot products move by about 1e-6,
-# and eval's figures on SciFact and SQuAD, with two embedders, did not move (3 digits moved
-# a refusal figure by one question: bench/README.md, "Big folders").
+# Significant digits a stored vector keeps: dot products move by about 1e-6, and eval's
+# figures did not move (bench/README.md, "Big folders").
 _VECTOR_FORMAT = "%.4g"
 
 
@@ -5193,8 +5191,7 @@ def _unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
     return RagError(f"{path} is not a usable index database: {e}")
 
 
-# A chunk's row (text, vector, key) is about 3 KB: a 4 KB page holds one and wastes the rest
-# (21% of the chunks table on /usr/share/doc); 16 KB pages hold five.
+# A chunk's row is about 3 KB: a 4 KB page holds one and wastes the rest; 16 KB pages hold five.
 _PAGE_SIZE = 16384
 
 
@@ -5828,8 +5825,7 @@ class Store:
         raise NotImplementedError
 
     def keep_stats(self, stats: dict[str, str]) -> None:
-        """path -> the stat (_stat_key) its file had when this run read it and
-        found it unchanged: where kept, the next run does not read it again."""
+        """path -> its file's stat (_stat_key), found unchanged: not read again while so."""
 
     def prepare(self) -> None:
         """Before an index run: stored documents brought to this version's form."""
@@ -5867,9 +5863,8 @@ class Store:
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
-        """Keyword queries (fts_query) and question vectors (dense, depth
-        each) about to be asked in scope, many at once (measuring the floor):
-        a store over a network asks for them together."""
+        """Keyword queries and question vectors (depth each) about to be asked in
+        scope (measuring the floor): a store over a network asks for them together."""
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -5889,9 +5884,8 @@ class Store:
         raise NotImplementedError
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
-        """Keep an ask (ASK_COLUMNS): None once kept, else why it could not be
-        (read-only here, the disk full, another writer past _ASK_LOG_WAIT, or a
-        forget since the ask began: Meta.FORGETS is no longer since)."""
+        """Keep an ask (ASK_COLUMNS): None once kept, else why not (the index cannot be
+        written now, or a forget since the ask began: Meta.FORGETS is no longer since)."""
         raise NotImplementedError
 
     def forgets(self) -> str | None:
@@ -5905,36 +5899,33 @@ class Store:
         """Load what any search needs, before a server takes its first request."""
 
     def share(self, other: Store) -> None:
-        """Use what other (this index at the same state, open for another of a
-        server's threads) has loaded instead of loading it again; only what no
-        search changes is shared."""
+        """Use what other (this index at the same state, another server thread's)
+        has loaded that no search changes, instead of loading it again."""
 
     def fresh(self) -> Store:
-        """This index with nothing loaded yet (after another process changed it), over
-        the same connection."""
+        """This index with nothing loaded yet (another process changed it), same connection."""
         return self
 
     def close(self) -> None:
         """Let go of what the store holds open."""
 
     def gone(self) -> str | None:
-        """Why what this store writes into is no longer the index its name
-        names (a file deleted or replaced), so that a watch stops rather than
-        write where no one reads; None: it still is (an engine: the engine's)."""
+        """Why this store is no longer the index its name names (a file deleted or
+        replaced: a watch stops rather than write where no one reads); None: it is."""
         return None
 
 
 class Admin:
-    """What the commands around an index need of its store besides indexing
-    and retrieval: stats' counts, export, eval's gold, --source warnings."""
+    """What the commands around an index need of its store: stats, export, eval's
+    gold, forget, --source warnings."""
 
     def info(self) -> dict:
         """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
         raise NotImplementedError
 
     def export_lines(self, source=None) -> Iterator[str]:
-        """The index as JSON Lines, one chunk a line in id order (the documents
-        of source alone when given): for moving it to a vector database."""
+        """The index as JSON Lines, a chunk a line in id order (of source's documents
+        when given): for moving it to a vector database."""
         raise NotImplementedError
 
     @staticmethod
@@ -5957,18 +5948,16 @@ class Admin:
         raise NotImplementedError
 
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents and every trace of their text, and what is
-        left of the texts more (a file's text now, a --text); the receipt."""
+        """Remove these documents and every trace of their text (and of the texts more:
+        a file's text now, a --text); the receipt."""
         raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
-        """Warnings for the globs of a --source that match no document, or fewer
-        than the rule before this one did (any end of the whole path matched)."""
+        """What source_warnings says of a --source on this index."""
         return []
 
 
-SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite
-                                                 # adds to its name
+SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite adds
 _DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run (index_lock)
 
 
@@ -6005,8 +5994,8 @@ class SqliteStore(Store, Admin):
 
     # settings
     def meta(self, key: str) -> str | None:
-        """A setting as stored, cleaned (clean_text): stats and index print them, and
-        an index someone hands you may hold escape codes there."""
+        """A setting as stored, cleaned (clean_text): an index someone hands you may
+        hold escape codes, and stats prints settings."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -6026,9 +6015,8 @@ class SqliteStore(Store, Admin):
                                   "DO UPDATE SET value = excluded.value", (key, str(value)))
 
     def _touch(self) -> None:
-        """Every write of chunks (or of the documents they belong to) calls this,
-        inside its transaction: the packed signatures, and what warm retrievers
-        loaded, are then stale."""
+        """Every write of chunks or documents calls this in its transaction: the packed
+        signatures, and what warm retrievers loaded, are then stale."""
         self._put({Meta.SIG_STAMP: time.time_ns()})
 
     def remember(self, values: dict) -> bool:
@@ -6044,8 +6032,8 @@ class SqliteStore(Store, Admin):
 
     @contextlib.contextmanager
     def _patience(self, seconds: float):
-        """Within: a write waits at most seconds for another process's write
-        (then fails: database is locked); after: _BUSY_TIMEOUT again."""
+        """Within: a write waits at most seconds for another process's (then: database
+        is locked); after: _BUSY_TIMEOUT again."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield self.conn
@@ -6053,8 +6041,7 @@ class SqliteStore(Store, Admin):
             self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT * 1000}")
 
     def _begin_at_once(self) -> bool:
-        """BEGIN IMMEDIATE without waiting: False when another process is writing
-        or the index is read-only."""
+        """BEGIN IMMEDIATE without waiting: False when another process writes or it is read-only."""
         with self._patience(0):
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -6095,8 +6082,8 @@ class SqliteStore(Store, Admin):
         self._changed += len(rows)
 
     def _document_row(self, doc: PendingDoc, stamp: str) -> int:
-        """The id of doc's row: a new one when doc opens (what was stored under its
-        path goes), else the one its first part made; its SHA-256 and stat when it closes."""
+        """The id of doc's row: new when doc opens (replacing what its path had), else
+        the one its first part made; its SHA-256 and stat written when it closes."""
         done = (doc.sha256, doc.stat) if doc.closes else ("", "")
         if not doc.opens:
             (doc_id,), = self.conn.execute("SELECT id FROM documents WHERE path = ?", (doc.path,))
@@ -6166,13 +6153,11 @@ class SqliteStore(Store, Admin):
             self._pack_signatures()
 
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents from every table (chunks, keyword index,
-        signatures, cached vectors, the asks that quoted them) with SQLite's
-        secure_delete on, merge the keyword index; then vacuum (pages freed by
-        earlier runs may hold earlier versions of them), empty the log, and look
-        for their text, and for the texts more, in the file and its log. The
-        removal moves Meta.FORGETS in its transaction: an ask answered across it
-        is not logged (log_ask), so no text of theirs lands after the check."""
+        """Remove these documents from every table (chunks, keyword index, signatures,
+        the embedding cache, the asks that quoted them) with secure_delete on; then
+        vacuum (freed pages may hold earlier versions), empty the log, and look for
+        their text (and the texts more) in the file and its log. The removal moves
+        Meta.FORGETS: an ask answered across it is not logged (log_ask)."""
         self._alone()
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
@@ -6205,8 +6190,8 @@ class SqliteStore(Store, Admin):
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
 
     def _alone(self) -> None:
-        """Fail, before anything is removed, when another process is reading
-        the index: its log could not be emptied, and their text would stay in it."""
+        """Fail, before anything is removed, when another process reads the index:
+        the log could not be emptied, and their text would stay in it."""
         with self._patience(_FORGET_PATIENCE):
             with _transaction(self.conn):  # a write a reader's older snapshot keeps in the log
                 self._put({Meta.FORGETTING: now_iso()})
@@ -6219,9 +6204,9 @@ class SqliteStore(Store, Admin):
                            "again (nothing was removed)")
 
     def _check_forgotten(self, sought: Sought, held: set[bytes]) -> tuple[str, list]:
-        """Vacuum, checkpoint the log, then search the file and the log for
-        runs of texts but those held (by kept documents), and for the short
-        texts sought that no kept document holds: (what was checked, places left)."""
+        """Vacuum, empty the log, then search the file and the log for the runs sought
+        but those held (by kept documents), and for the short texts no kept document
+        holds: (what was checked, places left)."""
         self.conn.execute("VACUUM")
         busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         name = self.conn.execute("PRAGMA database_list").fetchone()[2]
@@ -6250,8 +6235,8 @@ class SqliteStore(Store, Admin):
         return {rel for t in sought.short for rel in self._holding(t, gone)}
 
     def _kept_runs(self, runs: Runs, gone: set[str]) -> tuple[set[bytes], set[str]]:
-        """The runs that the chunks of documents not gone hold too (read a row
-        at a time), and their documents' names: a copy's runs stay with it."""
+        """The runs the chunks of documents not gone hold too (a row at a time), and
+        their documents' names: a copy's runs stay with it."""
         held, names = set(), set()
         for text, heading, rel, path in self.conn.execute(
                 "SELECT c.text, c.heading, d.rel, d.path FROM chunks c JOIN documents d "
@@ -6268,9 +6253,8 @@ class SqliteStore(Store, Admin):
         return held, names
 
     def _tidy_keywords(self) -> None:
-        """Merge the keyword index into one segment (FTS5 'optimize': its removed
-        rows' entries go) once the chunks written or removed since it last was
-        reach 1/_FTS_TIDY_SHARE of the index."""
+        """Merge the keyword index (FTS5 'optimize': removed rows' entries go) once
+        the chunks changed since it last was reach 1/_FTS_TIDY_SHARE of the index."""
         if not self._changed:
             return
         changed, self._changed = int(self.meta(Meta.FTS_CHANGED) or 0) + self._changed, 0
@@ -6287,10 +6271,9 @@ class SqliteStore(Store, Admin):
 
     # what SignatureIndex reads: signatures and sketches (packed, else row by row), vectors
     def _pack_signatures(self) -> None:
-        """Rewrite the packed copy of the signatures, _SIG_PACK_ROWS chunks a row
-        as bit columns (transpose_signatures): a few large rows load far faster
-        than one row a chunk. An index run does, at its end; a search that finds
-        the copy stale reads the rows instead (never writes)."""
+        """Rewrite the packed signatures, _SIG_PACK_ROWS chunks a row as bit columns: a
+        few large rows load far faster than a row a chunk. An index run does, at its
+        end; a search that finds the copy stale reads the rows (it never writes)."""
         with _transaction(self.conn):
             self.conn.execute("DELETE FROM sig_pack")
             for part, p in enumerate(self._signature_rows_in_parts()):
@@ -6310,8 +6293,8 @@ class SqliteStore(Store, Admin):
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
     def signature_parts(self) -> list[Part]:
-        """Every chunk's signature, as bit columns: packed, else (an index run
-        stopped, or is under way) from the rows, never a write."""
+        """Every chunk's signature as bit columns: packed, else (a run stopped or under
+        way) from the rows."""
         if not self.pack_is_fresh():
             return list(self._signature_rows_in_parts())
         parts = []
@@ -6495,11 +6478,10 @@ class SqliteStore(Store, Admin):
 
     # damage: check, and an index run's repair
     def damage(self, db: str, full: bool = False, every_row: bool = True) -> _Damage:
-        """Check the index (the file db) without changing it: PRAGMA quick_check
-        (integrity_check when full), every text column decoded, every vector parsed
-        by SQLite's JSON parser and its length checked (when full, also by Python's,
-        each number finite). Not every_row: the settings, and the first and last
-        rows of each table (their pages found sound by SQLite as it reads them)."""
+        """Check the index (the file db) without changing it: quick_check (full:
+        integrity_check), every text decoded, every vector's JSON and length checked
+        by SQLite (full: also parsed, each number finite). Not every_row: only the
+        settings and each table's first and last rows (SQLite checks their pages)."""
         d = _Damage(db)
         if not every_row:
             self._read_rows(d, self._scan_settings, self._scan_edges)
@@ -6517,8 +6499,8 @@ class SqliteStore(Store, Admin):
         return d
 
     def _read_rows(self, d: _Damage, *scans) -> None:
-        """Run each scan(d) with text read as bytes: a value that is not UTF-8
-        is found, not raised; a page that does not read damages the file."""
+        """Run each scan(d) with text read as bytes (a value not UTF-8 is found, not
+        raised); a page that does not read damages the file."""
         factory = self.conn.text_factory
         self.conn.text_factory = bytes
         try:
@@ -6536,9 +6518,8 @@ class SqliteStore(Store, Admin):
                 self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
 
     def mark_for_checking(self) -> None:
-        """Make the next index run check every row (check found damage, or the
-        check could not finish): at once or not at all (read-only, or another
-        process is writing)."""
+        """Make the next index run check every row (check found damage, or could not
+        finish): at once or not at all (read-only, or another process writes)."""
         try:
             if self._begin_at_once():  # not _transaction: that would put the flag back
                 self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')",
@@ -6549,11 +6530,10 @@ class SqliteStore(Store, Admin):
                 self.conn.execute("ROLLBACK")
 
     def _keyword_damage(self, full: bool) -> tuple[str, str]:
-        """(what FTS5's own integrity check finds wrong in the keyword index, '' if
-        nothing; when full, also that it indexes exactly the chunks' text; why it
-        was not checked, '' if it was). The check is written as an INSERT (it
-        changes nothing): an index that cannot be written now is not checked this
-        way, and one another process is writing is not waited for."""
+        """(what FTS5's integrity check finds wrong in the keyword index, and when
+        full whether it indexes exactly the chunks' text; why it was not checked),
+        '' for none. The check is an INSERT that changes nothing: an index that
+        cannot be written now is not checked, one being written not waited for."""
         try:
             with self._patience(0):
                 self.conn.execute("INSERT INTO chunks_fts(chunks_fts"
@@ -6620,8 +6600,8 @@ class SqliteStore(Store, Admin):
         d.counts = (len(d.paths), chunks)
 
     def repair(self, d: _Damage) -> None:
-        """Remove the rows damage() found damaged, in one transaction: the
-        documents (so their files are read again), cache entries, ask log rows."""
+        """Remove the rows damage() found, in one transaction: documents (their files
+        are read again), cache entries, ask log rows."""
         with _transaction(self.conn):
             for doc_id in d.docs:
                 self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
@@ -6638,26 +6618,18 @@ class SqliteStore(Store, Admin):
 # Engine store: an index in a server engine over HTTP (EngineStore, ChromaStore)
 # ---------------------------------------------------------------------------
 
-# When one machine is not enough (README, "Many machines"),
-# the index lives in a server engine reached with urllib alone: --store URL
-# (RAG_STORE) names it, its kind is the URL's scheme (STORES). Commands are the
-# same; what differs is said per engine. Adding Qdrant, OpenSearch or pgvector
-# behind a REST front is one subclass of EngineStore and one entry in STORES.
+# When one machine is not enough, the index lives in a server engine reached with urllib
+# alone: --store URL (RAG_STORE) names it, its kind is the URL's scheme (STORES).
 
-_ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x 1,536 floats
-                    # is ~8 MB of JSON
+_ENGINE_BATCH = 500  # records per write request (Chroma takes up to 5,461; 500 are ~8 MB)
 _ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an export)
-# Keyword search on an engine without a ranking of its own: the chunks holding
-# a query word are found by the engine, ranked here by FTS5's bm25. Up to this
-# many candidates are read and scored, the rarest words' first (beyond it, chunks
-# holding only common words are not: their weights are the smallest).
+# Keyword search on an engine without a ranking of its own: the engine finds the chunks
+# holding a word, ranked here by FTS5's bm25; up to this many, the rarest words' first.
 _KEYWORD_CANDIDATES = 20000
 _ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): 3.3 KB each on SciFact
 _MEMO_KEYS = ("doc", "ordinal", "text", "heading", "start", "end", "loc")  # of their metadata
 _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
-# word look-ups in flight: faster than one at a time, more no better (bench/README.md,
-# "An engine (Chroma)")
-_LOOKUPS_AT_ONCE = 4
+_LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more no better
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 # Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); an
@@ -6666,10 +6638,8 @@ _ENGINE_KEYWORDS = "document"
 
 
 class _FtsTokens:
-    """The tokens SQLite's keyword index (porter unicode61) makes of each
-    (text, heading), text's then heading's, in order: an engine's copy of the
-    keyword index is exactly SQLite's. Read back from an in-memory FTS5 table
-    (one per store: making one costs a millisecond)."""
+    """The tokens SQLite's keyword index (porter unicode61) makes of each (text,
+    heading), read back from an in-memory FTS5 table: an engine's words are SQLite's."""
 
     def __init__(self):
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -6704,24 +6674,21 @@ def _near_key(v: list[float], n: int, where_key: str) -> tuple:
 
 
 def _word_string(tokens: list[str]) -> str:
-    """Tokens as the engine stores them: two spaces apart, one at each end, so
-    that substring search finds a phrase (' a  b ') only as whole tokens, and
-    a word's occurrences side by side do not share a space (counted each)."""
+    """Tokens as the engine stores them: two spaces apart, one at each end, so that
+    substring search finds a phrase (' a  b ') only as whole tokens, each counted."""
     return " " + "  ".join(tokens) + " "
 
 
 def _bm25_idf(rows: int, hits: int) -> float:
-    """FTS5's inverse document frequency (never below 1e-6: a word in most chunks
-    still counts a little)."""
+    """FTS5's inverse document frequency (at least 1e-6: a common word counts a little)."""
     return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
 @dataclass(frozen=True)
 class _Words:
-    """A chunk's tokens as keyword ranking reads them: how many, each one's
-    count, and all of them as one string (_word_string) for phrases. Kept for
-    many chunks at once, so each token is one shared string (sys.intern): with
-    its metadata 3.3 KB a chunk, not 12 (bench/README.md, "An engine (Chroma)")."""
+    """A chunk's tokens as keyword ranking reads them: how many, each one's count,
+    and all as one string (_word_string) for phrases. Kept for many chunks, so each
+    token is one shared string (sys.intern)."""
 
     length: int
     counts: dict
@@ -6729,8 +6696,8 @@ class _Words:
 
     @classmethod
     def of(cls, tokens: list[str], string: str | None = None) -> _Words:
-        """The _Words of tokens (string: their _word_string, when at hand);
-        a heading's word counts HEADING_WEIGHT times, as in FTS5's bm25()."""
+        """The _Words of tokens (string: their _word_string, when at hand); a heading's
+        word counts HEADING_WEIGHT times, as in FTS5's bm25()."""
         counts = Counter(map(sys.intern, tokens))
         if _WORD_GAP in tokens:
             for t in tokens[tokens.index(_WORD_GAP) + 1:]:
@@ -6752,10 +6719,9 @@ class _Words:
 def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: float,
                  holders: dict[str, set] | None = None,
                  depth: int | None = None) -> list[tuple[int, float]]:
-    """(chunk id, FTS5's bm25) of each chunk for phrases (' a b ': idf), best
-    first, ties by id, as FTS5 orders them (the depth best; holders: the chunks
-    that hold each phrase, when known, so only those are looked at for it).
-    A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
+    """(chunk id, FTS5's bm25) for phrases (' a b ': idf), the depth best first,
+    ties by id, as FTS5 orders them (holders: the chunks holding each phrase, when
+    known). A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
     scores: dict[int, float] = {}
     avgdl = avgdl or 1
     for p, idf in phrases.items():
@@ -6772,15 +6738,14 @@ def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: flo
 
 
 def _query_phrases(query: str, tokens: _FtsTokens) -> list[str]:
-    """The phrases of an fts_query ('"a" OR "b"'), tokenized as the index is,
-    as _word_string pieces."""
+    """The phrases of an fts_query ('"a" OR "b"') as _word_string pieces."""
     words = re.findall(r'"([^"]*)"', query)
     return list(dict.fromkeys(_word_string(t) for t in tokens([(w, None) for w in words]) if t))
 
 
 def _chunk_number(path: str, ordinal: int) -> int:
-    """A chunk's id in an engine: the same for the same place in the same
-    document in every run, so that writing it again replaces it (63 bits)."""
+    """A chunk's id in an engine (63 bits): the same for the same place in the same
+    document in every run, so that writing it again replaces it."""
     return int(sha256_hex(f"{path}\0{ordinal}".encode())[:16], 16) >> 1
 
 
@@ -6790,12 +6755,10 @@ def _document_number(path: str) -> int:
 
 
 def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
-    """What an engine keeps beside a chunk's vector: its text, document,
-    place, text key and how many tokens (no None: engines refuse it). Its
-    tokens are the record's document (_word_string), in which the engine's
-    full-text index finds a word or a phrase as whole tokens (the text would
-    find 'run' in 'rerun' and miss the stem 'happi'); cheaper to store than a
-    list of them (bench/README.md, "An engine (Chroma)")."""
+    """What an engine keeps beside a chunk's vector: its text, document, place, text
+    key and how many tokens (no None: engines refuse it). Its tokens are the
+    record's document (_word_string), where the engine's full-text index finds
+    whole tokens (the text would find 'run' in 'rerun' and miss the stem 'happi')."""
     m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line,
          "end": c.end_line, "key": key, "words": len(tokens) - (_WORD_GAP in tokens)}
     m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc)) if v})
@@ -6808,8 +6771,8 @@ def _document_words(document: str) -> _Words:
 
 
 def _engine_reply(method):
-    """A method reading an engine's records: one that is not what rag.py
-    wrote (a field missing, of another type) is one clear error, not a traceback."""
+    """A method reading an engine's records: one rag.py did not write (a field
+    missing, of another type) is one clear error, not a traceback."""
     def read_records(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
@@ -6831,9 +6794,8 @@ _WRITES_AHEAD = 2  # write batches waiting for the writer thread at most: memory
 
 
 class _EngineWriter:
-    """One thread applying an engine's writes in order, at most _WRITES_AHEAD
-    behind. The first failure stops it: nothing after it is written, and
-    submit or wait raise it. Stopped (the run ends or fails), what waits is dropped."""
+    """One thread applying an engine's writes in order, at most _WRITES_AHEAD behind.
+    Its first failure stops it (submit and wait raise it); stopped, what waits is dropped."""
 
     def __init__(self):
         import queue
@@ -6876,20 +6838,18 @@ class _EngineWriter:
 
 
 def _record_text(record: dict) -> str:
-    """An engine record's text fields as stored (its document, its metadata's
-    strings), one after another: what a forget looks in."""
+    """An engine record's text fields as stored (document, metadata's strings): what a
+    forget looks in."""
     values = [record.get("document")] + list((record.get("metadata") or {}).values())
     return "\0".join(v for v in values if isinstance(v, str))
 
 
 class EngineStore(Store, Admin):
-    """An index in a server engine. Chunks (vector, text, place, its words for
-    keyword search) are the engine's records; every document has a marker
-    record, written after its chunks, so a run that stops midway leaves no
-    document counted as done. Settings, markers and the ask log are records
-    of a second collection beside the first. The documents are read into an
-    in-memory SQLite table once per change of the index, so that --source
-    globs match as they do in SQLite; the filter sent is their ids."""
+    """An index in a server engine. Chunks (vector, text, place, words) are records
+    of one collection; settings, the ask log and each document's marker (written
+    after its chunks: a run stopped midway leaves no document counted as done)
+    records of a second. The markers are read into an in-memory SQLite table once
+    per change, so that --source globs match as in SQLite; the filter sent is ids."""
 
     name = "engine"
 
@@ -6914,9 +6874,8 @@ class EngineStore(Store, Admin):
     # what a subclass gives: records in two collections
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
                 offset=0, document=None) -> list[dict]:
-        """Records ({id, metadata, document, embedding}: what include names) by
-        ids or matching where (metadata conditions: $eq, $in, $and) and
-        holding document (a string the record's document contains)."""
+        """Records ({id, metadata, document, embedding}: what include names) by ids or
+        matching where ($eq, $in, $and) and holding document (a substring)."""
         raise NotImplementedError
 
     def put(self, side: bool, records: list[dict]) -> None:
@@ -7003,8 +6962,7 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def docs(self) -> sqlite3.Connection:
-        """The documents' markers as an in-memory table documents d (id, path, rel,
-        sha256, chunks, words)."""
+        """The documents' markers as an in-memory table documents d."""
         if self._docs is None:
             if (not self.create and self.meta(Meta.MODEL)
                     and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS):
@@ -7024,8 +6982,8 @@ class EngineStore(Store, Admin):
         return db
 
     def wrote(self, markers: list[dict], gone: list[int], stamp: str) -> None:
-        """After this process wrote documents (markers) or removed them (gone):
-        the in-memory table follows, without reading every marker again."""
+        """After this process wrote documents (markers) or removed them (gone): the
+        in-memory table follows, without reading every marker again."""
         docs = self.docs()
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
         docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -7045,8 +7003,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def prepare(self) -> None:
-        """Finish what a run that stopped left: the chunks of documents it had
-        begun to write (their marker still an intent) go, and the intents."""
+        """Finish what a stopped run left: the chunks of documents it had begun to
+        write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
         if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
             self._words_as_documents()
@@ -7075,17 +7033,15 @@ class EngineStore(Store, Admin):
         self.set_meta({Meta.KEYWORDS: _ENGINE_KEYWORDS})
 
     def replacing(self, ids: list[int]) -> None:
-        """Before documents' chunks change: each marker becomes an intent (not
-        done: neither searched nor counted, and read again by the next run
-        should this one stop), then their old chunks go."""
+        """Before documents' chunks change: each marker becomes an intent (neither
+        searched nor counted; read again should this run stop), then the chunks go."""
         self.put(True, [{"id": f"doc:{i}", "metadata": {"kind": "intent"}} for i in ids])
         self.remove(False, where={"doc": {"$in": ids}})
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
-        """As SQLite's, but applied by the writer thread while the run reads on
-        (in order; its failure is raised by the next call): the engine stores
-        on one core while rag.py reads and embeds on the other."""
+        """As SQLite's, but applied by the writer thread while the run reads and
+        embeds on (in order; a failure is raised by the next call)."""
         self.check_model(model, dim, convention)
         stamp = now_iso()
         ids = [_document_number(doc.path) for doc, _ in docs]
@@ -7116,8 +7072,8 @@ class EngineStore(Store, Admin):
         self.wrote(markers, [], new[Meta.SIG_STAMP])
 
     def submit(self) -> None:
-        """Hand the documents written so far to the writer thread as one write:
-        Chroma takes about as long for a request of 64 chunks as of 500."""
+        """Hand the documents written so far to the writer thread as one write (a
+        request of 64 chunks takes Chroma about as long as one of 500)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
@@ -7139,8 +7095,7 @@ class EngineStore(Store, Admin):
         return self._writer
 
     def flush(self) -> None:
-        """Write what waits and wait for it (raising a failure): before anything else is
-        asked of the engine."""
+        """Write what waits and wait for it (raising a failure), before anything else is asked."""
         import threading
         if self._writer and threading.current_thread() is self._writer.thread:  # not for itself
             return
@@ -7161,11 +7116,10 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents (their chunks and markers), then move
-        Meta.FORGETS (an ask logged from then on that began before removes its
-        own row: log_ask), then the logged asks that quoted them, then read every
-        record the engine keeps for runs of their text (or of the texts more)
-        in its text fields as stored. The engine's own files are its to compact."""
+        """Remove these documents, then move Meta.FORGETS (an ask logged from then
+        on that began before removes its own row: log_ask), then the asks that quoted
+        them; then read every record for runs of their text (or of the texts more).
+        The engine's own files are its to compact."""
         docs = [_document_number(p) for p in paths]
         chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
                                        include=("metadatas",))) if docs else []
@@ -7188,7 +7142,7 @@ class EngineStore(Store, Admin):
 
     def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
         """The records holding what forget sought in their text fields (as stored,
-        not escaped as JSON), and the kept documents among them."""
+        not as JSON), and the kept documents among them."""
         left, kept = [], set()
         batches = list(runs_batches(sought.long)) or [Runs([])]
         for side in (False, True):
@@ -7210,8 +7164,8 @@ class EngineStore(Store, Admin):
         return self.meta(key)
 
     def forgets(self) -> str | None:
-        """Read with the state (one request): a FORGETS moved means the state
-        moved first, so what this process read of the documents is read again."""
+        """Read with the state (one request): a FORGETS moved means the state moved
+        first, so what was read of the documents is read again."""
         self.state()
         return self.meta(Meta.FORGETS)
 
@@ -7233,9 +7187,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
-        """As SQLite's, asked of the engine only for what it may hold: into an
-        empty index, only the texts this run has stored (the Batcher asks for
-        every document: a request each would double a first run's time)."""
+        """As SQLite's, asked only for what the engine may hold: into an empty index,
+        only the texts this run stored (a request a document would double its time)."""
         if self._fresh_run:
             keys = [k for k in keys if k in self._written]
         if not keys or self.meta(Meta.MODEL) != model:
@@ -7259,8 +7212,8 @@ class EngineStore(Store, Admin):
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope):
-        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; ()
-        for no document at all, where nothing is asked of the engine)."""
+        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; ():
+        no document, nothing to ask)."""
         cond, args = scope_where(scope)
         if not args:
             return None
@@ -7270,9 +7223,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def matching(self, phrase: str, where) -> set[int]:
-        """Ids of the chunks (in where) that hold phrase (a _word_string piece):
-        those whose document holds it, found by the engine's full-text index,
-        or here when every chunk is in memory (scan)."""
+        """Ids of the chunks (in where) holding phrase (a _word_string piece): found by
+        the engine's full-text index, or here when every chunk is in memory (scan)."""
         key = (_where_key(where), phrase)
         if key not in self._match and self._whole:
             self._match.update(self._held_here([phrase], where))
@@ -7289,8 +7241,8 @@ class EngineStore(Store, Admin):
         return self._match[key]
 
     def _held_here(self, phrases: list[str], where) -> dict[tuple, set[int]]:
-        """matching's answers for phrases from the chunks in memory, in one
-        pass over them: (where's key, phrase): the ids of the chunks holding it."""
+        """matching's answers for phrases from the chunks in memory, in one pass:
+        (where's key, phrase): the ids of the chunks holding it."""
         allowed = set(where["doc"]["$in"]) if where else None
         single = {p.strip(): p for p in phrases if " " not in p.strip()}
         found: dict[str, set[int]] = {p: set() for p in phrases}
@@ -7306,9 +7258,8 @@ class EngineStore(Store, Admin):
         return {(where_key, p): ids for p, ids in found.items()}
 
     def scan(self) -> bool:
-        """Read every chunk (metadata and words) into memory once, a page at a
-        time, when they fit (_ENGINE_MEMO): its words are then found here
-        instead of a request each. Whether every chunk is in memory."""
+        """Read every chunk (metadata and words) into memory once, when they fit
+        (_ENGINE_MEMO), so that words are found here: whether every chunk is."""
         if not self._whole and self.count() <= _ENGINE_MEMO:
             words: dict[int, tuple[dict, _Words]] = {}
             for r in self.all_records(False, include=("metadatas", "documents")):
@@ -7341,11 +7292,9 @@ class EngineStore(Store, Admin):
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
-        """Their words looked up at once: in memory when every chunk fits
-        there (scan), else asked of the engine together and the chunks holding
-        them read in full pages (when they fit in memory); the vectors' nearest
-        chunks asked _QUERIES_AT_ONCE a request. One request a question would
-        be slower (bench/README.md, "An engine (Chroma)")."""
+        """Their words looked up at once: in memory when every chunk fits (scan),
+        else asked together and the chunks holding them read in full pages (when
+        they fit); the vectors' nearest chunks _QUERIES_AT_ONCE a request."""
         where, n = self.scope_ids(scope), min(depth, self.count())
         where_key = _where_key(where)
         for i in range(0, len(vectors) if where != () and n else 0, _QUERIES_AT_ONCE):
@@ -7362,10 +7311,8 @@ class EngineStore(Store, Admin):
                 self.read(sorted(held))
 
     def look_up(self, phrases: list[str], wheres: list) -> None:
-        """Find the chunks holding each phrase (under each where) not known
-        yet: in memory when every chunk is there (scan), else asked of the
-        engine _LOOKUPS_AT_ONCE at a time (a question's words are independent
-        requests, and the engine answers them in parallel)."""
+        """Find the chunks holding each phrase (under each where) not known yet: in
+        memory when every chunk is there, else asked _LOOKUPS_AT_ONCE at a time."""
         todo = [(p, w) for p in phrases for w in wheres if (_where_key(w), p) not in self._match]
         if todo and self._whole:  # one pass over the chunks in memory for each where
             for w in wheres:
@@ -7379,9 +7326,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
-        """Chunks' metadata and tokens (_Words, from the document), from the
-        engine once, then from memory (up to _ENGINE_MEMO chunks: a warm server
-        does not ask again; after a scan, every chunk is there)."""
+        """Chunks' metadata and tokens (_Words), from the engine once, then from memory
+        (up to _ENGINE_MEMO chunks: a warm server does not ask again)."""
         need = [] if self._whole else [i for i in dict.fromkeys(ids) if i not in self._words]
         if len(self._words) + len(need) > _ENGINE_MEMO:
             self._words, self._whole = {}, False
@@ -7433,8 +7379,7 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def exact_top(self, qvec: list[float], depth: int, where) -> list[tuple[int, float]]:
-        """The depth best by dot product over every chunk in where, read a page
-        at a time (--exact)."""
+        """The depth best by dot product over every chunk in where (--exact)."""
         best: list[tuple[float, int]] = []
         for r in self.all_records(False, where=where, include=("embeddings",)):
             item = (dot(qvec, r["embedding"]), -int(r["id"]))
@@ -7470,9 +7415,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def chunk_docs(self) -> list[tuple[int, int]]:
-        """In the order a first SQLite run numbers them (the walk's: folder by
-        folder in name order, then place), so that the samples measuring the
-        null level and the floor are SQLite's (ids here are hashes)."""
+        """In the order a first SQLite run numbers them (the walk's), so that the
+        samples measuring the null level and the floor are SQLite's."""
         docs = dict(self.docs().execute("SELECT id, path FROM documents"))
         metas = ((i, m) for i, (m, _) in self._words.items()) if self.scan() else (
             (int(r["id"]), r["metadata"]) for r in self.all_records(False, include=("metadatas",)))
@@ -7492,8 +7436,8 @@ class EngineStore(Store, Admin):
                      if r["metadata"]["doc"] in docs])
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
-        """Written, then FORGETS read again: a forget that moved it before the
-        write ends after it, and may not have seen the row, so the row goes."""
+        """Written, then FORGETS read again: a forget that moved it before the write
+        may not have seen the row, so the row goes."""
         record = {k: v for k, v in zip(ASK_COLUMNS, row) if v is not None}
         name = f"ask:{now_iso()}:{os.urandom(6).hex()}"
         try:
@@ -7548,8 +7492,7 @@ class EngineStore(Store, Admin):
 
 
 def _engine_base(url: str) -> str:
-    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000'
-    ('chroma+https://': https)."""
+    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000'."""
     from urllib.parse import urlsplit
     p = urlsplit(url)
     scheme = "https" if p.scheme.endswith("+https") else "http"
@@ -7560,19 +7503,15 @@ _CHROMA_TENANT, _CHROMA_DATABASE = "default_tenant", "default_database"
 # Chroma's rule, less the room for '-rag'
 _CHROMA_NAME = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
 _CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
-# ... and while searching, well above the FUSION_DEPTH asked for: HNSW then loses almost
-# none of the exact top 100 (bench/README.md, "An engine (Chroma)").
+# ... and while searching, well above FUSION_DEPTH: HNSW then loses almost none of the top 100
 _CHROMA_EF_SEARCH = 1500
 
 
 class ChromaStore(EngineStore):
-    """Chroma (chroma://host:port/[tenant/database/]collection), over its v2
-    HTTP API: chunks in the collection, in inner-product space; settings,
-    markers and the ask log in collection-rag (one-number vectors). Chroma
-    1.5 has no ranking of its own for words on a local server (sparse
-    vectors and its Search API are Chroma Cloud's), so keyword search is
-    EngineStore's: the engine finds the chunks holding each word (its
-    trigram full-text index), rag.py ranks them by bm25."""
+    """Chroma (chroma://host:port/[tenant/database/]collection), over its v2 HTTP
+    API: chunks in the collection (inner-product space); settings, markers and
+    the ask log in collection-rag. A local Chroma has no ranking for words, so
+    keyword search is EngineStore's (Chroma finds the chunks, rag.py ranks them)."""
 
     name = "chroma"
 
@@ -7665,8 +7604,7 @@ class ChromaStore(EngineStore):
             raise RagError(f"{self.url}: the engine's reply to a query is not Chroma's") from None
 
 
-# The stores by kind: SQLite (embedded, the default) and the engines by the
-# scheme of their URL (--store chroma://...).
+# The stores by kind: SQLite (the default) and the engines by their URL's scheme.
 STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
                                   "chroma+https": ChromaStore}
 
