@@ -5828,7 +5828,7 @@ class Store:
         """path -> its file's stat (_stat_key), found unchanged: not read again while so."""
 
     def prepare(self) -> None:
-        """Before an index run: stored documents brought to this version's form."""
+        """Before an index run: finish what a stopped one left."""
 
     def finished(self) -> None:
         """After an index run: what makes the next search fast."""
@@ -6129,23 +6129,6 @@ class SqliteStore(Store, Admin):
         rest = [k for k in keys if k not in found]
         sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
         return found | dict(rows_in(self.conn, sql, rest, (model,)))
-
-    def prepare(self) -> None:
-        """Earlier versions kept paths as typed ('docs/a.md'): store each as its
-        real absolute path, so that one file is one document however it is named."""
-        rows = self.conn.execute("SELECT id, path FROM documents").fetchall()
-        moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
-        if not moves:
-            return
-        taken = {p for _, p in rows}
-        with _transaction(self.conn):
-            for doc_id, real in moves:
-                if real in taken:  # the same file indexed twice: keep one document
-                    self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-                else:
-                    self.conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
-                    taken.add(real)
-            self._touch()
 
     def finished(self) -> None:
         self._tidy_keywords()

@@ -4395,21 +4395,6 @@ class IndexTests(RagTestCase):
         sources = [h["source"] for h in json.loads(self.ok("search", "refunds business days", "--json"))]
         self.assertEqual(len(sources), len(set(sources)))
 
-    def test_old_index_with_typed_paths_is_adopted_not_duplicated(self):
-        self.write_docs()
-        here = os.getcwd()
-        self.addCleanup(os.chdir, here)
-        os.chdir(self.dir)
-        self.ok("index", "docs")
-        conn = sqlite3.connect(self.db)
-        conn.execute("UPDATE documents SET path = 'docs/' || rel")  # as rag.py kept them before
-        conn.commit()
-        conn.close()
-        out = self.ok("index", "docs")
-        self.assertIn("3 unchanged", out)
-        self.assertEqual(sorted(p for (p,) in self.rows("SELECT path FROM documents")),
-                         sorted(os.path.realpath(os.path.join(self.docs, n)) for n in DOCS))
-
     def test_index_skips_caches_and_virtual_file_systems_by_default(self):
         self.write_docs()
         self.write("__pycache__/x.cpython-311.pyc", b"\x00\x01", mode="wb")
