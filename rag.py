@@ -4345,12 +4345,6 @@ class HttpClient:
             req.add_unredirected_header("Authorization", f"Bearer {self.endpoint.key}")
         return req
 
-    def _delay(self, attempt: int, headers=None) -> float:
-        delay = _retry_after(headers)
-        if delay is None:
-            delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
-        return min(delay, MAX_RETRY_SLEEP)
-
     def post(self, path: str, payload: dict | None, stream: bool = False,
              retry_timeouts: bool = True):
         """POST and return parsed JSON (the open response when stream; payload None: a GET).
@@ -4366,7 +4360,10 @@ class HttpClient:
                 if attempt == self.cfg.retries or self.cancelled or (
                         not retry_timeouts and isinstance(e.error, TimedOut)):
                     raise e.error from None
-                delay = self._delay(attempt, e.headers)
+                delay = _retry_after(e.headers)
+                if delay is None:
+                    delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
+                delay = min(delay, MAX_RETRY_SLEEP)
                 self.warn(f"{e.error}; retry {attempt + 1} of {self.cfg.retries} in {delay:.1f} s")
                 until = time.monotonic() + delay
                 self.pause_until = max(self.pause_until, until)
@@ -4403,9 +4400,6 @@ class HttpClient:
                                                   self.endpoint.key))) from None
             raise _Retryable(RagError(_redact(f"cannot reach {what}: {reason}",
                                               self.endpoint.key))) from None
-        return self._json(body, what)
-
-    def _json(self, body: bytes, what: str):
         try:
             return json.loads(body)
         except ValueError:
@@ -5046,8 +5040,12 @@ _WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
 
 def _create_tables(conn: sqlite3.Connection) -> None:
     """The schema, in the transaction already open; 'outside' set, so the first run checks."""
-    for statement in _sql_statements(_SCHEMA):
-        conn.execute(statement)
+    statement = ""
+    for line in _SCHEMA.splitlines(keepends=True):  # statement by statement (triggers hold ';')
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement.strip())
+            statement = ""
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (Meta.OUTSIDE,))
     for table in _WATCHED:
         for event in ("INSERT", "UPDATE", "DELETE"):
@@ -5261,17 +5259,6 @@ def _check_schema(path: str, version: int, tables: set[str], create: bool) -> No
     if version > _SCHEMA_VERSION:
         raise RagError(f"{path} has schema version {version}, newer than this rag.py "
                        f"({_SCHEMA_VERSION}); upgrade rag.py")
-
-
-def _sql_statements(script: str) -> list[str]:
-    """Split a script into complete statements (triggers contain semicolons)."""
-    out, buf = [], ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            out.append(buf.strip())
-            buf = ""
-    return out
 
 
 _SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limit of 999
@@ -6151,7 +6138,7 @@ class SqliteStore(Store, Admin):
             more_held, names = self._kept_runs(r, set(paths))
             held |= more_held
             kept |= names
-        kept |= self._kept_short(sought, set(paths))
+        kept |= {rel for t in sought.short for rel in self._holding(t, set(paths))}
         self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
         with _transaction(self.conn):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
@@ -6212,10 +6199,6 @@ class SqliteStore(Store, Admin):
         return [rel for rel, path in self.conn.execute(
             "SELECT DISTINCT d.rel, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE instr(c.text, ?) OR instr(c.heading, ?)", (text, text)) if path not in gone]
-
-    def _kept_short(self, sought: Sought, gone: set[str]) -> set[str]:
-        """The kept documents holding a short text sought (it stays with them)."""
-        return {rel for t in sought.short for rel in self._holding(t, gone)}
 
     def _kept_runs(self, runs: Runs, gone: set[str]) -> tuple[set[bytes], set[str]]:
         """The runs the chunks of documents not gone hold too (a row at a time), and
@@ -6932,14 +6915,15 @@ class EngineStore(Store, Admin):
             self._docs = None
 
     # listing
-    def all_records(self, side: bool, where=None, include=()) -> Iterator[dict]:
-        """Every record matching where, a page at a time (the engine's order)."""
+    def all_records(self, side: bool, where=None, include=(), document=None,
+                    page_size: int = _ENGINE_PAGE) -> Iterator[dict]:
+        """Every record matching where (and holding document), a page at a time."""
         offset = 0
         while True:
-            page = self.records(side, where=where, include=include,
-                                limit=_ENGINE_PAGE, offset=offset)
+            page = self.records(side, where=where, include=include, limit=page_size,
+                                offset=offset, document=document)
             yield from page
-            if len(page) < _ENGINE_PAGE:
+            if len(page) < page_size:
                 return
             offset += len(page)
 
@@ -7211,16 +7195,9 @@ class EngineStore(Store, Admin):
         key = (_where_key(where), phrase)
         if key not in self._match and self._whole:
             self._match.update(self._held_here([phrase], where))
-        if key not in self._match:
-            ids, offset = set(), 0
-            while True:  # a page at a time: a common word is in many chunks
-                page = self.records(False, where=where, document=phrase,
-                                    limit=_ENGINE_PAGE * 10, offset=offset)
-                ids.update(int(r["id"]) for r in page)
-                if len(page) < _ENGINE_PAGE * 10:
-                    break
-                offset += len(page)
-            self._match[key] = ids
+        if key not in self._match:  # large pages: a common word is in many chunks
+            self._match[key] = {int(r["id"]) for r in self.all_records(
+                False, where=where, document=phrase, page_size=_ENGINE_PAGE * 10)}
         return self._match[key]
 
     def _held_here(self, phrases: list[str], where) -> dict[tuple, set[int]]:
