@@ -6731,11 +6731,6 @@ def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
     return m
 
 
-def _document_words(document: str) -> _Words:
-    """A chunk's tokens back from its engine document (_word_string)."""
-    return _Words.of(document[1:-1].split("  ") if document.strip() else [], document)
-
-
 def _engine_reply(method):
     """A method reading an engine's records: one rag.py did not write (a field
     missing, of another type) is one clear error, not a traceback."""
@@ -6803,13 +6798,6 @@ class _EngineWriter:
         self.thread.join()
 
 
-def _record_text(record: dict) -> str:
-    """An engine record's text fields as stored (document, metadata's strings): what a
-    forget looks in."""
-    values = [record.get("document")] + list((record.get("metadata") or {}).values())
-    return "\0".join(v for v in values if isinstance(v, str))
-
-
 class EngineStore(Store, Admin):
     """An index in a server engine. Chunks (vector, text, place, words) are records
     of one collection; settings, the ask log and each document's marker (written
@@ -6821,8 +6809,10 @@ class EngineStore(Store, Admin):
 
     def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
         self.url, self.create = url, create
-        # retried as embeddings are
-        self.client = HttpClient(Endpoint(_engine_base(url), key), cfg, warn=warn)
+        from urllib.parse import urlsplit
+        p = urlsplit(url)  # 'chroma://h:8000/c': http://h:8000 ('chroma+https://': https)
+        base = f"{'https' if p.scheme.endswith('+https') else 'http'}://{p.netloc}"
+        self.client = HttpClient(Endpoint(base, key), cfg, warn=warn)  # retried as embeddings are
         self._meta: dict | None = None
         self._docs: sqlite3.Connection | None = None
         self._match: dict[tuple, set[int]] = {}  # (doc filter, phrase): the chunks holding it
@@ -7114,13 +7104,16 @@ class EngineStore(Store, Admin):
         batches = list(runs_batches(sought.long)) or [Runs([])]
         for side in (False, True):
             for record in self.all_records(side, include=("metadatas", "documents")):
-                text = _record_text(record)
+                values = [record.get("document")] + list((record.get("metadata") or {}).values())
+                text = "\0".join(v for v in values if isinstance(v, str))
                 if not (any(r.holds(text) for r in batches)
                         or any(t in text for t in sought.short)):
                     continue
-                name = None if side else self._doc_name(record)  # a kept copy's chunk
-                if name:
-                    kept.add(name)
+                row = None if side else self.docs().execute(  # a kept copy's chunk
+                    "SELECT rel FROM documents WHERE id = ?",
+                    (record.get("metadata", {}).get("doc"),)).fetchone()
+                if row and row[0]:
+                    kept.add(row[0])
                 else:
                     left.append(f"record {record['id']}")
         return left, kept
@@ -7135,12 +7128,6 @@ class EngineStore(Store, Admin):
         first, so what was read of the documents is read again."""
         self.state()
         return self.meta(Meta.FORGETS)
-
-    def _doc_name(self, record: dict) -> str | None:
-        """A chunk record's document, by its path relative to the folder indexed."""
-        row = self.docs().execute("SELECT rel FROM documents WHERE id = ?",
-                                  (record.get("metadata", {}).get("doc"),)).fetchone()
-        return row[0] if row else None
 
     @_engine_reply
     def rename(self, path: str, rel: str) -> None:
@@ -7247,8 +7234,9 @@ class EngineStore(Store, Admin):
 
     @staticmethod
     def _memo_row(r: dict) -> tuple[dict, _Words]:
-        m = r["metadata"]
-        return {k: m[k] for k in _MEMO_KEYS if k in m}, _document_words(r["document"])
+        m, document = r["metadata"], r["document"]
+        tokens = document[1:-1].split("  ") if document.strip() else []  # of _word_string
+        return {k: m[k] for k in _MEMO_KEYS if k in m}, _Words.of(tokens, document)
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
@@ -7449,14 +7437,6 @@ class EngineStore(Store, Admin):
         return {"database": self.url, "size_bytes": None,
                 "documents": self.counts(Scope())["documents"], "chunks": self.count(),
                 "asks": self.asks()}
-
-
-def _engine_base(url: str) -> str:
-    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000'."""
-    from urllib.parse import urlsplit
-    p = urlsplit(url)
-    scheme = "https" if p.scheme.endswith("+https") else "http"
-    return f"{scheme}://{p.netloc}"
 
 
 _CHROMA_TENANT, _CHROMA_DATABASE = "default_tenant", "default_database"
