@@ -5130,10 +5130,7 @@ def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> s
     except sqlite3.DatabaseError as e:
         raise _unusable(path, e) from None
     try:
-        version, tables = _schema_of(conn)
-        _check_schema(path, version, tables, create)
-        if version < _SCHEMA_VERSION:
-            _make_schema(conn, path, version)
+        _check_schema(conn, path, create)
         if writable:
             # WAL + NORMAL: a commit survives a crash of the program; only a power cut
             # can lose the last commits, never corrupt the file.
@@ -5193,15 +5190,28 @@ def _unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
 _PAGE_SIZE = 16384
 
 
-def _make_schema(conn, path: str, version: int) -> None:
-    """Make the schema in a new file (its page size first, before anything is
-    written). An index of an older schema was made by a development version
-    (no release wrote one): it is rebuilt, not read."""
-    if version:
+def _check_schema(conn, path: str, create: bool) -> None:
+    """Fail unless the file is an index of this schema, or a new one (create: its
+    schema is made, the page size first). An index of an older schema was made by a
+    development version (no release wrote one): it is rebuilt, not read."""
+    version, tables = _schema_of(conn)
+    if version == 0 and not tables:
+        if not create:
+            raise RagError(f"{path} is an empty database, not an index yet: run "
+                           f"'{program()} index DIR --db {path}' first")
+    elif version == 0 or not _INDEX_TABLES <= tables:
+        raise RagError(f"{path} is not a rag.py index (it is another program's database); "
+                       "choose another --db")
+    elif version > _SCHEMA_VERSION:
+        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
+                       f"({_SCHEMA_VERSION}); upgrade rag.py")
+    elif version < _SCHEMA_VERSION:
         raise RagError(f"the index {path} was made by a development version of rag.py (schema "
                        f"{version}; this one reads {_SCHEMA_VERSION}): move it aside and index "
                        f"again ('mv {path} {path}.old', then '{program()} index FOLDER... "
                        f"--db {path}')")
+    else:
+        return
     try:
         conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -5245,20 +5255,6 @@ def _schema_of(conn) -> tuple[int, set[str]]:
     tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master "
                                                "WHERE type = 'table'")}
     return version, tables
-
-
-def _check_schema(path: str, version: int, tables: set[str], create: bool) -> None:
-    if version == 0 and not tables:
-        if not create:
-            raise RagError(f"{path} is an empty database, not an index yet: run "
-                           f"'{program()} index DIR --db {path}' first")
-        return
-    if version == 0 or not _INDEX_TABLES <= tables:
-        raise RagError(f"{path} is not a rag.py index (it is another program's database); "
-                       "choose another --db")
-    if version > _SCHEMA_VERSION:
-        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
-                       f"({_SCHEMA_VERSION}); upgrade rag.py")
 
 
 _SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limit of 999
