@@ -4527,8 +4527,7 @@ class HttpEmbedder(Embedder):
 
     def embed(self, texts: list[str], kind: str = _DOCUMENT,
               patient: bool = True) -> list[list[float]]:
-        """One vector per text, in the order given, each with its kind's prefix
-        (patient: see Embedder.embed_request)."""
+        """One vector per text, in order, with its kind's prefix (patient: see embed_request)."""
         prefix = self.convention.prefix(kind)
         texts = [prefix + t for t in texts] if prefix else texts
         batches = [[texts[i] for i in idx]
@@ -4745,9 +4744,8 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
 
 
 class Part:
-    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns
-    (transpose_signatures), and their ids by position; each column a question
-    needs becomes an integer once."""
+    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns (transpose_signatures)
+    and their ids by position; a column a question needs becomes an integer once."""
 
     def __init__(self, ids: array, columns: bytes):
         self.ids, self.blob = ids, columns
@@ -4820,9 +4818,8 @@ class Sketches(NamedTuple):
 
 
 class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures as bit
-    columns (Part), the byte sketches, the candidates they choose for a
-    question, and the parsed vectors behind them, kept for the next question."""
+    """Dense search over the stored vectors: signatures (Part) and sketches choose
+    candidates for exact scores; what it loads is kept for the next question."""
 
     def __init__(self, store):
         self.store = store  # a SqliteStore: Store, a later section, builds on this one
@@ -4853,8 +4850,7 @@ class SignatureIndex:
         self._parts, self._sketches = other._parts, other._sketches
 
     def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
-        """The chunks allowed (None: all) as each part's bits: found once per id
-        set, not once per question."""
+        """The chunks allowed (None: all) as each part's bits, found once per id set."""
         if self._masks is None or self._masks.allowed is not allowed:
             parts = self.parts()
             if allowed is None:
@@ -5228,8 +5224,7 @@ def _check_schema(conn, path: str, create: bool) -> None:
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
-    """Why a write failed when the index cannot be written now, in the user's words
-    ('' for any other failure)."""
+    """Why a write failed when the index cannot be written now ('' for any other failure)."""
     msg = str(e)
     if "readonly" in msg or "read-only" in msg:
         return "the index is read-only here"
@@ -5340,8 +5335,7 @@ def stored_convention(stored: str | None) -> Convention:
 
 def _convention_mismatch(built: str | None, stored: str | None,
                          convention: Convention | None) -> None:
-    """The error when the index's vectors were made with another convention than
-    the one configured (a question would not meet its passages)."""
+    """The error when the index's vectors were made with another convention than configured."""
     if not built or convention is None or (stored or "") == convention.stored():
         return
     was = stored_convention(stored)
@@ -5748,8 +5742,7 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
 
 
 class Store:
-    """Storage for one index: what indexing and retrieval need. Subclasses
-    give the primitives; the rest is built on them here."""
+    """Storage for one index: what indexing and retrieval need of it."""
 
     writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
 
@@ -5899,8 +5892,7 @@ class Store:
 
 
 class Admin:
-    """What the commands around an index need of its store: stats, export, eval's
-    gold, forget, --source warnings."""
+    """What the commands around an index need of its store (stats, export, eval, forget)."""
 
     def info(self) -> dict:
         """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
@@ -5945,8 +5937,7 @@ _DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run
 
 
 class SqliteStore(Store, Admin):
-    """The embedded store: one SQLite file (the schema above), its dense
-    candidates from the signatures and sketches (SignatureIndex)."""
+    """The embedded store: one SQLite file, its dense candidates from SignatureIndex."""
 
     name = "sqlite"
     writes_parts = True
@@ -6255,8 +6246,7 @@ class SqliteStore(Store, Admin):
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
     def signature_parts(self) -> list[Part]:
-        """Every chunk's signature as bit columns: packed, else (a run stopped or under
-        way) from the rows."""
+        """Every chunk's signature as bit columns: packed, else (a run under way) from rows."""
         if not self.pack_is_fresh():
             return list(self._signature_rows_in_parts())
         parts = []
@@ -6401,8 +6391,7 @@ class SqliteStore(Store, Admin):
         return iter(self.conn.execute("SELECT id, text FROM chunks"))
 
     def export_lines(self, source=None) -> Iterator[str]:
-        """Read as it is written (constant memory); the vector is copied as
-        stored, never parsed."""
+        """Read as written (constant memory); each vector copied as stored, never parsed."""
         model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
         cond, args = source_filter(source)
         rows = self.conn.execute(
@@ -6935,8 +6924,7 @@ class EngineStore(Store, Admin):
         return db
 
     def wrote(self, markers: list[dict], gone: list[int], stamp: str) -> None:
-        """After this process wrote documents (markers) or removed them (gone): the
-        in-memory table follows, without reading every marker again."""
+        """After this process wrote (markers) or removed (gone) documents: the table follows."""
         docs = self.docs()
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
         docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
