@@ -4331,10 +4331,6 @@ class HttpClient:
         """Retry nothing from now on: the run that wanted the replies is stopping."""
         self.cancelled = True
 
-    def get(self, path: str):
-        """GET and return parsed JSON, with the retries of post."""
-        return self.post(path, None)
-
     def _request(self, path: str, payload: dict | None):
         url = self.endpoint.url.rstrip("/") + path
         data = None if payload is None else json.dumps(payload).encode()
@@ -7464,7 +7460,7 @@ class ChromaStore(EngineStore):
                                  "ef_construction": _CHROMA_EF}}})
             else:
                 try:
-                    c = self.client.get(f"{self.base}/{name}")
+                    c = self.client.post(f"{self.base}/{name}", None)  # a GET
                 except HttpStatusError as e:
                     if e.status != 404:
                         raise
