@@ -4492,8 +4492,7 @@ def _at_once(fn, items: list, most: int) -> list:
 
 
 class HttpEmbedder(Embedder):
-    """Embeddings from POST {base}/embeddings, batched, in input order: any
-    model an OpenAI-compatible server offers, by its name."""
+    """Embeddings from POST {base}/embeddings, batched, in input order, for any model name."""
 
     def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None,
                  convention: Convention = Convention()):
@@ -4836,8 +4835,7 @@ class SignatureIndex:
         self._held = sum(map(len, self._vectors.values()))
 
     def share(self, other: SignatureIndex) -> None:
-        """Use other's signatures and sketches (read-only once loaded; the
-        parsed vectors stay each store's own)."""
+        """Use other's signatures and sketches (read-only once loaded), not its parsed vectors."""
         self._parts, self._sketches = other._parts, other._sketches
 
     def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
@@ -4915,8 +4913,7 @@ class SignatureIndex:
         return a.sketches
 
     def all_vectors(self):
-        """Every (id, vector): kept for the next question while small, streamed
-        from the database when the parsed floats would not fit."""
+        """Every (id, vector): kept for the next question while small, else streamed."""
         if self._all is not None:
             yield from self._all
             return
@@ -5247,8 +5244,7 @@ _SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limi
 
 
 def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
-    """Rows of sql (params, then 'IN ({marks})' for ids), in as many queries as
-    the limit on host parameters needs."""
+    """Rows of sql (params, then 'IN ({marks})') for ids, in queries within SQLite's limit."""
     out: list[tuple] = []
     for i in range(0, len(ids), _SQL_VARIABLES):
         part = ids[i:i + _SQL_VARIABLES]
@@ -5369,8 +5365,7 @@ class PendingDoc:
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
-    """A chunk as read back to be shown or sent, its text cleaned (clean_text):
-    an index someone hands you may hold escape codes."""
+    """A chunk read back, its text cleaned: an index someone hands you may hold escape codes."""
     return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
 
 
@@ -5580,8 +5575,7 @@ def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool
 
 
 def _needles_left(path: str, needles: list[str]) -> list[str]:
-    """The places ('FILE at byte N') in the file at path holding a needle (a short
-    text) as written; read _READ_BLOCK at a time."""
+    """The places ('FILE at byte N') in the file at path holding a short text as written."""
     wanted = [n.encode("utf-8") for n in needles]
     left, offset, tail = [], 0, b""
     if not wanted:
@@ -5752,8 +5746,7 @@ class Store:
 
     def check_model(self, model: str, dim: int | None = None,
                     convention: Convention | None = None) -> None:
-        """Fail clearly when the index was built with another embedding
-        model, size or convention (None: not checked)."""
+        """Fail when the index was made with another model, dim or convention (None: unchecked)."""
         _model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
         _convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
 
@@ -5914,8 +5907,7 @@ class Admin:
         raise NotImplementedError
 
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents and every trace of their text (and of the texts more:
-        a file's text now, a --text); the receipt."""
+        """Remove these documents and every trace of their text (and of more); the receipt."""
         raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
@@ -5959,8 +5951,7 @@ class SqliteStore(Store, Admin):
 
     # settings
     def meta(self, key: str) -> str | None:
-        """A setting as stored, cleaned (clean_text): an index someone hands you may
-        hold escape codes, and stats prints settings."""
+        """A setting as stored, cleaned: an index someone hands you may hold escape codes."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -5997,8 +5988,7 @@ class SqliteStore(Store, Admin):
 
     @contextlib.contextmanager
     def _patience(self, seconds: float):
-        """Within: a write waits at most seconds for another process's (then: database
-        is locked); after: _BUSY_TIMEOUT again."""
+        """Within: a write waits at most seconds for another's; after: _BUSY_TIMEOUT."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield self.conn
@@ -6542,8 +6532,7 @@ class SqliteStore(Store, Admin):
         d.counts = (len(d.paths), chunks)
 
     def repair(self, d: _Damage) -> None:
-        """Remove the rows damage() found, in one transaction: documents (their files
-        are read again), cache entries, ask log rows."""
+        """Remove the rows damage() found, in one transaction (their files are read again)."""
         with _transaction(self.conn):
             for doc_id in d.docs:
                 self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
@@ -7141,8 +7130,7 @@ class EngineStore(Store, Admin):
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope):
-        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; ():
-        no document, nothing to ask)."""
+        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; (): none)."""
         cond, args = scope_where(scope)
         if not args:
             return None
