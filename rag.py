@@ -6245,15 +6245,11 @@ class SqliteStore(Store, Admin):
 
     def sketch_rows(self, ids: list[int] | None) -> Sketches:
         """The sketches of the chunks of ids that exist (None: every chunk), in that order."""
-        if ids is None:
-            rows = self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")
-            found = {cid: (b, scale) for cid, b, scale in rows}
-            ids = list(found)
-        else:
-            found = {cid: (b, scale) for cid, b, scale in rows_in(
-                self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})",
-                ids)}
-            ids = [c for c in ids if c in found]
+        rows = (self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")
+                if ids is None else rows_in(self.conn, "SELECT chunk_id, sketch, scale FROM sigs "
+                                            "WHERE chunk_id IN ({marks})", ids))
+        found = {cid: (b, scale) for cid, b, scale in rows}
+        ids = list(found) if ids is None else [c for c in ids if c in found]
         return Sketches(ids, b"".join([found[c][0] for c in ids]),
                         array("d", [found[c][1] for c in ids]))
 
