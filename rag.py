@@ -6295,12 +6295,11 @@ class SqliteStore(Store, Admin):
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts "
                                      "WHERE chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
                                      (HEADING_WEIGHT, query, depth)).fetchall()
-        rows = self.conn.execute(
+        return self.conn.execute(
             "SELECT f.rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
-            [HEADING_WEIGHT, query] + args + [depth])
-        return [(cid, s) for cid, s in rows]
+            [HEADING_WEIGHT, query] + args + [depth]).fetchall()
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         cond, args = scope_where(scope)
@@ -6782,11 +6781,9 @@ class EngineStore(Store, Admin):
         self._near: dict[tuple, list] = {}       # (vector, n, where): its nearest, prefetched
         self._stamp: str | None = None           # the state the above were read at
         self.tokens = _FtsTokens()
-        # an index run into an empty index, and its texts' keys
-        self._fresh_run, self._written = False, set()
+        self._fresh_run, self._written = False, set()  # a run into an empty index; its keys
         self._writer: _EngineWriter | None = None
-        # documents written, not yet handed to the writer (submit)
-        self._pending: list[tuple] = []
+        self._pending: list[tuple] = []  # documents written, not yet handed to the writer
 
     # what a subclass gives: records in two collections
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
