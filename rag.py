@@ -4205,8 +4205,7 @@ class HashEmbedder(Embedder):
     floor_source = "default for the built-in embedder"
     dense_weight = 0.1
     local = True
-    # a 4-gram's share of a word's weight: spelling variants meet, words still lead
-    NGRAM_WEIGHT = 0.25
+    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: variants meet, words still lead
 
     def features(self, text: str) -> dict[str, float]:
         """Stemmed words and their 4-grams, weighted; accents left out (fold), so
@@ -4280,8 +4279,7 @@ def _retry_after(headers) -> float | None:
         return None
 
 
-# characters of a non-JSON error body kept: an HTML page is not a message
-MAX_PROVIDER_MESSAGE = 200
+MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML page is no message
 
 
 def provider_message(body: bytes) -> str:
@@ -4610,8 +4608,7 @@ def signature(vec: list[float]) -> bytes:
     return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
 
 
-# int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
-_SKETCH_LEVELS = 127
+_SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do
 
 
 def sketch(vec: list[float]) -> tuple[bytes, float]:
