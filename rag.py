@@ -90,8 +90,8 @@ section; the others are what later sections build on; __all__ is the public API)
     Dense index      signatures as bit columns (Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
     Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
-                     eval's gold, forget: Runs finds what is left of a text); SQLite: schema as
-                     numbered migrations, connect (index or not; read-only, full or locked:
+                     eval's gold, forget: Runs finds what is left of a text); SQLite: the schema
+                     (one creation script), connect (index or not; read-only, full or locked:
                      opened read-only or immutable, never written by a read command), settings
                      (Meta), damage (what check and index say), and SqliteStore, the one layer
                      over the connection
@@ -246,7 +246,7 @@ DEFAULT_EMBED_MODEL = "text-embedding-3-small"
 DEFAULT_LLM_MODEL = "gpt-4o-mini"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-BUILTIN_MODEL = "builtin-hash-v2"  # v2 folds accents; v1 indexes are read with v1
+BUILTIN_MODEL = "builtin-hash-v2"  # the built-in embedder's model (v2: accents folded)
 BUILTIN_DIM = 384
 # Refusing. Relevance (how well the best passage answers) is put on the index's
 # own scale: 0 is as similar as chunks of unrelated documents are under this
@@ -4587,15 +4587,6 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
     return embedder_class(cfg.embed_model).from_config(cfg, warn)
 
 
-def built_in_kept(embedder: Embedder, built: str | None) -> Embedder:
-    """The embedder for an index model built made: a built-in one keeps the built-in
-    model it was made with (another's vectors would not meet its own)."""
-    kind = EMBEDDERS.get(built or "")
-    if embedder.local and kind is not None and kind.local and type(embedder) is not kind:
-        return kind()
-    return embedder
-
-
 # ---------------------------------------------------------------------------
 # Dense index: signatures, sketches and exact scores (SignatureIndex)
 # ---------------------------------------------------------------------------
@@ -6557,8 +6548,8 @@ _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLi
 _LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more no better
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
-# Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); an
-# older rag.py kept them as lists of numbers, which the next index run rewrites (prepare).
+# Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); a
+# development version kept them as lists of numbers, which this one does not read (_made_here).
 _ENGINE_KEYWORDS = "document"
 
 
@@ -6794,10 +6785,6 @@ class EngineStore(Store, Admin):
     def put(self, side: bool, records: list[dict]) -> None:
         raise NotImplementedError
 
-    def set_documents(self, documents: dict[str, str]) -> None:
-        """Give existing chunk records (by id) these documents, nothing else changed."""
-        raise NotImplementedError
-
     def remove(self, side: bool, ids=None, where=None) -> None:
         raise NotImplementedError
 
@@ -6878,10 +6865,8 @@ class EngineStore(Store, Admin):
     def docs(self) -> sqlite3.Connection:
         """The documents' markers as an in-memory table documents d."""
         if self._docs is None:
-            if (not self.create and self.meta(Meta.MODEL)
-                    and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS):
-                raise RagError(f"{self.url} was indexed by an older rag.py: run '{program()} "
-                               f"index DIR --store {self.url}' once to bring it up to date")
+            if not self.create:
+                self._made_here()
             # read whole first: a failure midway leaves no connection open
             self._docs = self._docs_table([_marker_row(r) for r in self.all_records(
                 True, where={"kind": "doc"}, include=("metadatas",))])
@@ -6919,8 +6904,7 @@ class EngineStore(Store, Admin):
         """Finish what a stopped run left: the chunks of documents it had begun to
         write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
-        if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
-            self._words_as_documents()
+        self._made_here()
         begun = [int(r["id"][4:]) for r in self.all_records(True, where={"kind": "intent"})]
         if begun:
             self.remove(False, where={"doc": {"$in": begun}})
@@ -6928,22 +6912,11 @@ class EngineStore(Store, Admin):
             self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
             self._drop_read(self.meta(Meta.SIG_STAMP))
 
-    def _words_as_documents(self) -> None:
-        """An index an older rag.py wrote (its chunks' words as lists of
-        numbers): each chunk's document becomes its tokens, a page at a time."""
-        offset = 0
-        while True:  # the records stay in place: only their documents change
-            page = self.records(False, include=("metadatas", "documents"), limit=_ENGINE_PAGE,
-                                offset=offset)
-            old = [r for r in page if r["document"] is None]
-            if old:
-                tokens = self.tokens([(r["metadata"]["text"], r["metadata"].get("heading"))
-                                      for r in old])
-                self.set_documents({r["id"]: _word_string(t) for r, t in zip(old, tokens)})
-            if len(page) < _ENGINE_PAGE:
-                break
-            offset += len(page)
-        self.set_meta({Meta.KEYWORDS: _ENGINE_KEYWORDS})
+    def _made_here(self) -> None:
+        """Refuse an index a development version wrote (chunks' words as lists of numbers)."""
+        if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
+            raise RagError(f"{self.url} was made by a development version of rag.py: index "
+                           f"again into a new collection ('{program()} index DIR --store URL')")
 
     def replacing(self, ids: list[int]) -> None:
         """Before documents' chunks change: each marker becomes an intent (neither
@@ -7473,11 +7446,6 @@ class ChromaStore(EngineStore):
         if any("document" in r for r in records):  # a chunk's words (_chunk_metadata)
             body["documents"] = [r.get("document") for r in records]
         self.client.post(self.collection(side) + "/upsert", body)
-
-    def set_documents(self, documents: dict[str, str]) -> None:
-        self.flush()
-        self.client.post(self.collection(False) + "/update",
-                         {"ids": list(documents), "documents": list(documents.values())})
 
     def remove(self, side: bool, ids=None, where=None) -> None:
         self.flush()
@@ -12587,7 +12555,7 @@ def query_embedder(cfg: Config, store, vectors: bool = True):
     against the index's unless vectors=False (keyword search needs no embedding)."""
     if not store.has_chunks():
         raise RagError(f"the index {index_name(cfg)} is empty: run '{program()} index DIR' first")
-    embedder = built_in_kept(make_embedder(cfg, Log().note), store.meta(Meta.MODEL))
+    embedder = make_embedder(cfg, Log().note)
     if vectors:
         store.check_model(embedder.model, None, embedder.convention)
     return embedder
@@ -13886,7 +13854,7 @@ def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> 
     """Keep the index current with the folders indexed until stop is set or the parent dies."""
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
-        embedder = built_in_kept(make_embedder(cfg, log.note), store.meta(Meta.MODEL))
+        embedder = make_embedder(cfg, log.note)
         watcher = Watcher(roots, opts, None, log.note, stop).into(store, embedder, opts, log)
         watcher.parent = parent
         snap = watcher.snapshot()
@@ -14211,8 +14179,7 @@ def _cmd_index(args, cfg: Config, closer) -> int:
     _print_index_summary(s, time.perf_counter() - t0, log.verbose)
     print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}", flush=True)
     if watcher:
-        kept = built_in_kept(embedder, store.meta(Meta.MODEL))
-        _watch(watcher.into(store, kept, _index_options(args, cfg, store), log), snap, log)
+        _watch(watcher.into(store, embedder, _index_options(args, cfg, store), log), snap, log)
     return 0
 
 
@@ -14233,16 +14200,12 @@ def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
 
 def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) -> IndexStats:
     """One index run into store; a run that found nothing to read is an error."""
-    kept = built_in_kept(embedder, store.meta(Meta.MODEL))
-    if kept is not embedder:
-        log.note(f"this index was made by {kept.model}, which it keeps; index into a new --db "
-                 f"for {embedder.model}, which finds words without their accents")
     gone = [p for p in args.paths if not os.path.exists(p)]  # with --prune: what was indexed
     removed = _remove_under(store, gone, log)
     paths = [p for p in args.paths if p not in gone]
-    s = index_paths(store, kept, paths, _index_options(args, cfg, store), log) if paths else (
+    s = index_paths(store, embedder, paths, _index_options(args, cfg, store), log) if paths else (
         IndexStats())
-    s.model, s.removed = kept.model, s.removed + removed
+    s.model, s.removed = embedder.model, s.removed + removed
     if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
         raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                        + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))

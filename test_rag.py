@@ -299,15 +299,6 @@ class FakeChroma:
                 c[rid] = {"id": rid, "metadata": m, "embedding": e,
                           "document": body["documents"][i] if "documents" in body else None}
             return {}
-        if op == "update":  # only what is given changes
-            for i, rid in enumerate(body["ids"]):
-                for k in ("document", "embedding"):
-                    if k + "s" in body:
-                        c[rid][k] = body[k + "s"][i]
-                if "metadatas" in body:
-                    c[rid]["metadata"] = {k: v for k, v in {**c[rid]["metadata"], **body["metadatas"][i]}.items()
-                                          if v is not None}
-            return {}
         if op == "delete":
             gone = [r for r in c.values() if self.matches(r, body)]
             for r in gone:
@@ -3303,26 +3294,20 @@ class EngineTests(RagTestCase):
                     self.assertLessEqual({p["path"] for p in passages}, allowed, (caller.name, q, mode))
             self.assertEqual(service.stats(caller)["documents"], len(allowed))
 
-    def test_engine_index_an_older_rag_wrote_is_brought_up_to_date_by_the_next_run(self):
-        """An older rag.py kept each chunk's words as a list of numbers, its
-        document empty: reading says what to do, and the next index run gives
-        each chunk its words as its document, embedding and writing nothing else."""
+    def test_engine_index_a_development_version_wrote_is_refused_in_one_line(self):
+        """A development version kept each chunk's words as a list of numbers: reading or
+        indexing it says to index into a new collection, and nothing is written."""
         engine = self.engine()
         self.write_docs()
         self.ok("index", self.docs, "--store", engine.url())
-        want = {i: dict(r) for i, r in engine.records().items()}
-        for r in engine.records().values():
-            r["document"], r["metadata"]["w"] = None, [1, 2, 3]
         del engine.records("docs-rag")["meta:keywords"]
-        line = self.error_line("search", "refunds", "--store", engine.url(), db=False)
-        self.assertIn("indexed by an older rag.py: run", line)
-        engine.requests.clear()
-        self.assertIn("nothing changed", self.ok("index", self.docs, "--store", engine.url()))
-        self.assertFalse([p for m, p, _, b in engine.requests if p.endswith("/upsert") and "-rag" not in p])
-        self.assertEqual({i: r["document"] for i, r in engine.records().items()},
-                         {i: r["document"] for i, r in want.items()})
-        hits = json.loads(self.ok("search", "refunds", "--json", "--mode", "keyword", "--store", engine.url()))
-        self.assertEqual(hits[0]["path"].rsplit(os.sep, 1)[-1], "refunds.md")
+        for argv in (("search", "refunds"), ("index", self.docs)):
+            engine.requests.clear()
+            line = self.error_line(*argv, "--store", engine.url(), db=False)
+            self.assertIn("was made by a development version of rag.py: index again into a new "
+                          "collection", line)
+            self.assertFalse([p for m, p, _, b in engine.requests
+                              if p.endswith(("/upsert", "/delete", "/update"))])
 
     @measures_floor
     def test_engine_words_of_chunks_in_memory_are_found_as_the_engine_finds_them(self):
