@@ -3508,7 +3508,7 @@ def _titled(para: list[Line], under: Line) -> bool:
 
 def _code_blocks(lines: list[Line], definition) -> list[_Block]:
     """Source code as paragraphs split at blank lines and before each top-level
-    definition (definition is its compiled pattern; see _definition_pattern)."""
+    definition (definition: its compiled pattern, Format.pattern())."""
     out: list[_Block] = []
     para: list[Line] = []
     opens = False
@@ -3735,12 +3735,6 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
 _SILENT_LINES = 10
 
 
-def _definition_pattern(path: str):
-    """How a top-level definition looks in this file, or None when it is not code."""
-    fmt = file_format(path)
-    return fmt.pattern() if fmt else None
-
-
 class _Packer:
     """Packs units into chunks, each with the heading path of its section.
 
@@ -3932,7 +3926,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     A heading starts a new chunk and sets the heading path of what follows;
     the overlap repeats the last whole sentences (up to overlap chars) of the
     previous chunk in the same section. code: a definition pattern for source
-    code (see _definition_pattern), None for prose. name: the document's
+    code (Format.pattern()), None for prose. name: the document's
     (document_name), which heads every heading path unless the document opens
     with its title, so that a question naming the file or module finds its chunks.
     """
