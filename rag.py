@@ -1936,8 +1936,7 @@ def _notebook_lines(text: str) -> list[Line]:
         src = "".join(src) if isinstance(src, list) else str(src)
         if cell.get("cell_type") == "code" and src.strip():
             src = f"```{lang}\n{src.rstrip()}\n```"
-        for para in re.split(r"\n\s*\n", src):
-            out.para(para, f"cell {n}")
+        out.paras(src, f"cell {n}")
     return out.lines
 
 
