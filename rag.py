@@ -2813,7 +2813,7 @@ class _ManPage:
             self.man_request(no, name, [self.troff(a) for a in _troff_args(rest)])
 
     def man_request(self, no: int, name: str, words: list[str]) -> None:
-        if name == "TH":
+        if name in ("TH", "Dt"):
             self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
         elif name in ("SH", "SS", "Sh", "Ss"):
             level = 2 if name == "SH" or (name == "Sh" and self.mdoc) else 3
@@ -2837,10 +2837,7 @@ class _ManPage:
 
     def mdoc_request(self, no: int, name: str, args: list[str]) -> None:
         self.mdoc = True
-        if name == "Dt":
-            words = [self.troff(a) for a in args]
-            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
-        elif name in ("Sh", "Ss"):
+        if name in ("Sh", "Ss"):
             self.head(no, 2 if name == "Sh" else 3, self.mdoc_words(args))
         elif name == "Nm" and args and not self.name:
             self.name = self.troff(args[0])
