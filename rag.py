@@ -2946,9 +2946,7 @@ class _ManPage:
         self.lines.append(Line(start or no, text, end=no if start and start < no else 0))
 
     def blank(self, no: int) -> None:
-        if not self.fill:
-            self.emit(no, "")
-        elif self.lines and self.lines[-1].text:
+        if not self.fill or self.lines and self.lines[-1].text:
             self.emit(no, "")
 
     def text(self, no: int, text: str) -> None:
