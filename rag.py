@@ -3184,13 +3184,10 @@ def _rtf_lines(text: str) -> list[Line]:
             else:
                 skipping = stack.pop() if stack else False
             out.skip_chars = 0
-        elif skipping:
-            if word == "bin" and arg:
-                pos += max(0, int(arg))  # raw bytes, which may hold braces
-        elif word in _RTF_SKIPPED or symbol == "*":
-            skipping = True
         elif word == "bin" and arg:
-            pos += max(0, int(arg))
+            pos += max(0, int(arg))  # raw bytes, which may hold braces
+        elif skipping or word in _RTF_SKIPPED or symbol == "*":
+            skipping = True
         elif hexa:
             if out.skip_chars:
                 out.skip_chars -= 1
