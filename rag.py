@@ -879,8 +879,7 @@ _HIDING_STYLE = LazyPattern(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 
 def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
-    """Whether an element's attributes hide it from a reader (hidden,
-    aria-hidden="true", a style of display: none or visibility: hidden)."""
+    """Whether attributes hide an element (hidden, aria-hidden="true", display: none...)."""
     for name, value in attrs:
         if name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true") \
                 or (name == "style" and _HIDING_STYLE.search(value or "")):
@@ -898,8 +897,7 @@ def _html_lines(text: str) -> list[Line]:
 
 
 def _text_lines(text: str) -> list[Line]:
-    """Number the lines of a plain-text document from 1, as editors and grep do:
-    only a newline ends a line (str.splitlines also splits at form feeds).
+    """Number a text's lines from 1 as editors and grep do: only a newline ends one (not '\\f').
 
     >>> [(l.no, l.text) for l in _text_lines("a\\r\\nb\\x0cc\\n")]
     [(1, 'a'), (2, 'b\\x0cc')]
@@ -918,41 +916,35 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"),
          (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
          (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"))
 _WIDE_BOMS = tuple(bom for bom, codec, _ in _BOMS if codec != "utf-8")  # text with NUL bytes in it
-# Text in a legacy encoding has next to no control characters; binary noise
-# decoded as Windows-1252 has one in ten. Above this share it is damaged UTF-8.
+# Legacy text has next to no control characters; binary noise read as Windows-1252 has one in
+# ten. Above this share it is damaged UTF-8.
 _LEGACY_CONTROL_SHARE = 0.01
-# Valid UTF-8 with a few bad bytes (a file cut or spliced) stays UTF-8: up to
-# this many bad sequences per good multibyte character. Legacy text has no
-# valid multibyte sequences but by chance (an 'Ã' before a '©').
+# UTF-8 with a few bad bytes (a file cut or spliced) stays UTF-8: up to this many bad sequences per
+# good multibyte character (legacy text has valid ones only by chance: an 'Ã' before a '©').
 _UTF8_DAMAGE_SHARE = 0.01
-# Bytes that are not text in any encoding tried, past this share of the
-# characters, are a binary file without a NUL byte (random data: about half).
+# Past this share of characters not text in any encoding tried: binary without a NUL byte.
 _NOT_TEXT_SHARE = 0.1
 
-# Declared encodings. Only the head of a file is looked at: a coding line is in
-# the first two lines (PEP 263, as Python reads it: the second only after a
-# comment or blank first line), an XML declaration at the start, a <meta>
-# charset in the first 1,024 bytes (where the HTML standard's prescan looks).
+# Declared encodings, in a file's head: a coding line in the first two lines (PEP 263: the second
+# only after a comment or blank first line), an XML declaration at the start, a <meta> charset in
+# the first 1,024 bytes (where the HTML standard's prescan looks).
 _DECLARED_HEAD = 1024
 _CODING_LINE = LazyPattern(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _XML_DECLARATION = LazyPattern(rb"""\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([-\w.:]+)""")
 _META_CHARSET = LazyPattern(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.I)
-# A label read as the superset that writers of that label meant, as browsers
-# do (WHATWG Encoding Standard): 'iso-8859-1' pages are Windows-1252, 'gb2312'
-# ones GBK, and so on. Tried first, then the label's own codec.
+# A label read as the superset its writers meant, as browsers do (WHATWG): 'iso-8859-1' pages are
+# Windows-1252, 'gb2312' ones GBK... Tried first, then the label's own codec.
 _READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb2312": "gb18030",
             "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs"}
-# A declaration is found by reading ASCII, so only an encoding that keeps ASCII
-# as it is can be the one declared ('utf-16' in a <meta> is a mistake; 'base64' no text).
+# A declaration is read as ASCII, so only an encoding that keeps ASCII can be the one declared
+# ('utf-16' in a <meta> is a mistake; 'base64' no text).
 _ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:
-    """Text from bytes, and a note when it was not plain UTF-8, in this order:
-    a byte-order mark; a declared encoding (a coding line, an XML declaration,
-    a <meta> charset) that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK
-    encoding its text looks like (_cjk_decode); Windows-1252 (a superset of
-    Latin-1) when that reads as text, so 'café' stays findable; else UTF-8 with
+    """Text from bytes, and a note when it was not plain UTF-8. Tried in order: a byte-order
+    mark; a declared encoding that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK encoding its
+    text looks like; Windows-1252 when that reads as text ('café' stays findable); else UTF-8 with
     the bad bytes replaced.
 
     >>> _decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
@@ -982,8 +974,8 @@ def _decode(data: bytes) -> tuple[str, str | None]:
 
 
 def _legacy_decode(data: bytes, utf8: str) -> tuple[str, str]:
-    """Windows-1252 when that reads as text, else utf8 (the UTF-8 reading, bad
-    bytes replaced); NotText when even that is mostly bad bytes."""
+    """Windows-1252 when that reads as text, else utf8 (bad bytes replaced); NotText when even
+    that is mostly bad bytes."""
     legacy = data.decode("cp1252", "replace")
     controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
     if controls <= _LEGACY_CONTROL_SHARE * len(legacy):
@@ -1013,8 +1005,8 @@ def _declared_encoding(head: bytes) -> tuple[str, str] | None:
 
 
 def _declared_decode(data: bytes) -> tuple[str, str | None] | None:
-    """The text in the encoding the file declares, with a note; None when it
-    declares none, one Python does not know, or one its bytes are not in."""
+    """The text in the encoding the file declares, with a note; None when there is none, or
+    Python does not know it, or the bytes are not in it."""
     found = _declared_encoding(data)
     if not found:
         return None
@@ -1034,23 +1026,18 @@ def _declared_decode(data: bytes) -> tuple[str, str | None] | None:
     return None
 
 
-# Legacy CJK encodings, tried on a file that is not UTF-8, each with its
-# language. The codecs are the supersets files are written in (cp932 is
-# Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5; GB18030 contains GBK
-# and GB2312).
+# Legacy CJK encodings tried on a file that is not UTF-8, with their language. The codecs are the
+# supersets files are written in (cp932 is Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5).
 _CJK_ENCODINGS = (("euc_jp", "EUC-JP", "Japanese"), ("cp932", "Shift_JIS", "Japanese"),
                   ("cp949", "EUC-KR", "Korean"), ("cp950", "Big5", "Chinese"),
                   ("gb18030", "GB18030", "Chinese"))
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# CJK punctuation, full-width forms and the symbols (arrows, box drawing,
-# circled numbers) these encodings carry in two bytes.
+# CJK punctuation, full-width forms and symbols (arrows, box drawing...) these encodings carry.
 _CJK_SIGNS = "\u2010-\u203b\u2190-\u22ff\u2460-\u26ff\u3000-\u303f\uff01-\uff5e"
 _CJK_SCRIPTS = {"Japanese": _HAN + "\u3041-\u30ff" + _CJK_SIGNS,
                 "Korean": _HAN + "\uac00-\ud7a3" + _CJK_SIGNS, "Chinese": _HAN + _CJK_SIGNS}
-# Characters that are frequent in any running text of a language and that a
-# misreading of another encoding seldom produces: kana (particles and endings
-# are written in it), common Hangul syllables (particles, endings), common
-# Chinese function characters in the script the encoding is for.
+# Characters frequent in any running text of a language that a misreading seldom produces: kana,
+# common Hangul syllables, common Chinese function characters in the encoding's script.
 _CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                 "EUC-KR": "이다는의에을를하고가기지리한사"
                 "서로자도어일수대국시인정게해요",
@@ -1058,8 +1045,7 @@ _CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                 "說時要就出會可也你對生能而子那得於著下自之年",
                 "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以"
                           "说时要就出会可也你对生能而子那得于着下自之年"}
-# What a plausible reading needs: real CJK text passes, legacy Western text does
-# not (bench/README.md, "Encodings").
+# What a plausible reading needs: real CJK text passes, Western text does not (bench/README.md).
 _CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread
                          # Latin: lone ones)
 _CJK_MIN_RUN = 4          # characters in such runs, at least
@@ -1074,9 +1060,8 @@ _NON_ASCII = LazyPattern(r"[^\x00-\x7f]")
 
 
 def _cjk_decode(data: bytes) -> tuple[str, str] | None:
-    """The text in the CJK encoding its head reads best in (_cjk_score), with a
-    note; None when no reading is plausible. Each candidate decodes the head
-    once; the best one then the whole file."""
+    """The text in the CJK encoding its head reads best in (_cjk_score), with a note; None when
+    no reading is plausible. Only the best candidate decodes the whole file."""
     scored = []
     for codec, name, language in _CJK_ENCODINGS:
         # a character cut at the end waits, unread
@@ -1095,9 +1080,8 @@ def _cjk_decode(data: bytes) -> tuple[str, str] | None:
 
 
 def _cjk_score(text: str, name: str, language: str) -> float | None:
-    """How plausible text is as a reading in encoding name: the share of its
-    language's characters that are markers (_CJK_MARKERS); None when it is not
-    plausible at all (see the CJK_ constants).
+    """How plausible text is as a reading in encoding name: the share of its language's
+    characters that are markers; None when it is not plausible at all (the _CJK_ constants).
 
     >>> _cjk_score("東京は晴れています。", "Shift_JIS", "Japanese")
     0.6
@@ -1117,13 +1101,11 @@ def _cjk_score(text: str, name: str, language: str) -> float | None:
     return markers / scripted
 
 
-# What a terminal acts on instead of showing: C0 controls but tab and newline
-# (ESC starts the sequences that clear the screen, set the window title, write
-# the clipboard), DEL, C1 (U+009B is a one-character CSI), and the bidirectional
-# embeddings, overrides and isolates that show text in another order than it is
-# stored ("Trojan Source"). A carriage return or form feed becomes a space, so
-# words stay apart and line numbers stay as cited; bidi controls are dropped
-# (they are invisible anyway); the rest become U+FFFD, visibly.
+# What a terminal acts on instead of showing: C0 controls but tab and newline (ESC's sequences
+# clear the screen, set the title, write the clipboard), DEL, C1 (U+009B is a CSI), and the bidi
+# controls that show text in another order than stored ("Trojan Source"). A CR or form feed becomes
+# a space (words stay apart, line numbers as cited); bidi controls are dropped (invisible anyway);
+# the rest become U+FFFD, visibly.
 _UNSAFE_CHARS = LazyPattern("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 
@@ -1162,8 +1144,7 @@ class NotText(Unreadable):
 
 
 class _Compression(NamedTuple):
-    """A compressed file's kind: the standard library module that reads it,
-    how its data starts, and its name in messages."""
+    """A kind of compression: the module that reads it, its magic bytes, its name in messages."""
 
     module: str
     magic: bytes
@@ -1199,8 +1180,8 @@ def compression(path: str) -> _Compression | None:
 
 
 def unpack(data: bytes, kind: _Compression) -> bytes:
-    """What compressed data holds (every stream of it), read in pieces and
-    refused past ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
+    """What compressed data holds (every stream), read in pieces and refused past
+    ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
     import importlib
     import io
     try:
@@ -1224,14 +1205,10 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
 
 def parse_document(path: str, data: bytes, fmt: Format | None = None,
                    ocr_lang: str = OCR_LANG) -> tuple[list[Line], str | None]:
-    """Turn a file's bytes into numbered lines; second value is a warning.
-    Without fmt, a compressed file's data ('.gz', '.bz2', '.xz', '.lzma') is
-    decompressed first and read as what it holds. ocr_lang: tesseract's
-    language for scanned pages and images.
-
-    Every format passes here, so secrets in any of them are redacted (_redact_lines).
-    Raises Unreadable for files that are damaged, encrypted or need a missing tool.
-    """
+    """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
+    unpacked first. ocr_lang: tesseract's language for scanned pages and images. Every format
+    passes here, so secrets in any of them are redacted (_redact_lines). Unreadable: a file
+    damaged, encrypted or needing a missing tool."""
     kind = compression(path) if fmt is None else None
     if kind and data.startswith(kind.magic):
         data = unpack(data, kind)
