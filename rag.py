@@ -1224,13 +1224,11 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     return _redact_lines(lines), warning
 
 
-# Secrets. Files that are credentials are not read (credential_name, credential_content), and inside
-# the documents that are read, every secret the table below recognises becomes a
-# marker before anything is chunked, stored, embedded or sent (_redact_lines).
-# Linear by construction: each pattern starts with a literal, after a
-# lookbehind that lets it start only at the beginning of a run of token
-# characters, and each repeat is one character class that cannot also match
-# what follows it; assignments are matched in two steps (name, then value).
+# Secrets. Credential files are not read (credential_name, credential_content); in the documents
+# read, every secret recognised becomes a marker before anything is chunked, stored, embedded or
+# sent (_redact_lines). Linear by construction: each pattern starts with a literal, after a
+# lookbehind that lets it start only where a run of token characters does, and each repeat is one
+# character class that cannot also match what follows it; assignments are matched in two steps.
 
 _REDACTED = "[redacted: {}]"
 _TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
@@ -1276,8 +1274,7 @@ _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKEN
 _SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere; Basic credentials only in an Authorization header
-# ('basic region/leucine').
+# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region').
 _BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
                       r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 # Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
@@ -1297,21 +1294,18 @@ _ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,
 _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
 # A secret as an XML element on one line: '<password>value</password>'.
 _XML_VALUE = LazyPattern(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
-# The password in 'scheme://user:password@host' (also 'redis://:pw@host', but not
-# 'cvs://:pserver:anoncvs@host', a method and a user).
+# The password in 'scheme://user:password@host' or 'redis://:pw@host' (not 'cvs://:pserver:u@h').
 _URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
                             r"|:([^\s/:@\"'`]{1,256}))@")
-# The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
-# 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken=', 'String apiToken ='
-# where the second word is the name), then, apart, its value. Not after or before another ':'
-# ('apt::key::', 'node::credentials::' are scopes, not assignments).
+# An assignment's name ('API_KEY=', '"password": ', '--password=', 'password := ', "'pw' =>",
+# '//host/:_authToken=', 'String apiToken =' where the second word is the name); its value apart.
+# Not next to another ':' ('apt::key::' is a scope).
 _ASSIGNED_NAME = LazyPattern(
     r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
     r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
     r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
     r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
-# A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not; C#'s
-# @"...", Python's r"...".
+# A value: quoted (a backslash escapes a quote; YAML doubles a single one; C#'s @"", r"") or not.
 _ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
                               r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
                               r"""|([^\s"'`]{1,512}))""")
@@ -1328,8 +1322,8 @@ _COMPARISONS = {"==", "===", "!=", "!=="}
 _LEXER_NAMES = {"token", "tokens", "tok"}  # a parser compares its token with words ('#bygroup')
 _SPACED_OPS = {"=", ":=", "?=", "::="}  # after which a value on a line of its own may have spaces
 _TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
-# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or
-# 'keyboard'. Matched in the name as snake case ('mySecretString' is 'my_secret_string').
+# Each word ends where the name's part does ('api_key', not 'keyboard'); matched in the name as
+# snake case ('mySecretString' is 'my_secret_string').
 _SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
                            r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
                            r"|(?:private|access|signing|encryption|secret|auth|client|service"
@@ -1343,16 +1337,14 @@ _NOT_A_SECRET = LazyPattern(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|p
                             r"|cache|lookup|routing|shard|idempotency|dedup|i18n|translation"
                             r"|page|next"
                             r"|continuation|sync|route)(?:_|$)")
-# Names that say where a secret is or what it is called, not what it is ('api_key_file',
-# 'TOKEN_URL').
+# Names that say where a secret is or what it is called, not what it is ('api_key_file').
 _ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var"
                               r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
                               r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
                               r"|count|len|min|max"
                               r"|used|changed|required|enabled|strength|validator|param|option"
                               r"|arn)s?$", re.I)
-# Values that are a place, not a secret: a URL without a password in it, a file path or
-# name ('--private-key=tpm2.pem'), an AWS ARN.
+# Values that are a place: a URL without a password, a file path or name ('tpm2.pem'), an ARN.
 _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                      r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
                      r"|env)",
@@ -1361,8 +1353,8 @@ _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*
 _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
                            r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
                            r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
-# What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
-# '{password}', '$TOKEN'): a value is judged by what is left without them.
+# What a template fills in ('${DB_PASS}', '{{ x }}', '$(cat f)', '%(pw)s', '<key>', '$TOKEN'): a
+# value is judged by what is left without them.
 _TEMPLATE = LazyPattern(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
                         r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
                         r"|\{[A-Za-z_][\w.]{0,63}\}"
@@ -1378,8 +1370,8 @@ _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-# A key's body line: base64, or a Proc-Type: / DEK-Info: header, as pasted: after a quote
-# or comment mark ('> ', '# ', '// ', '| '), inside a string ('"MIIE...\\n" +'), in a table row.
+# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or comment mark,
+# inside a string ('"MIIE...\\n" +'), in a table row.
 _PEM_BODY = LazyPattern(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
                         r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
 
@@ -1406,10 +1398,8 @@ _ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are _N
 
 
 def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = False) -> bool:
-    """A value that could be a key or password, not a placeholder, a word or code;
-    with letters_and_digits, one that mixes cases or digits even without symbols
-    (a token after 'Bearer', where 'bonds/notes' is prose). A quoted value of
-    letters only is a word or a name ('NextToken'), not a secret.
+    """A value that could be a key or password, not a placeholder, a word or code. With
+    letters_and_digits, mixing cases or digits is enough (a token after 'Bearer').
 
     >>> [_looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}",
     ...                            "settings.KEY", "a1")]
@@ -1444,8 +1434,8 @@ def _secret_name(name: str) -> bool:
     [True, True, True, False, False]
     """
     snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
-    # in camel case, the secret is the name's last word ('apiKey', 'userPassword'; not
-    # 'PasswordLastUsed'); a name ends in '_KEY' as written ('API_KEY'; not 'schemaKey')
+    # in camel case the secret is the last word ('apiKey'; not 'PasswordLastUsed'); '_KEY' counts
+    # as written ('API_KEY'; not 'schemaKey')
     camel = snake != name.lower().replace("-", "_").replace(".", "_")
     found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel \
         else _SECRET_NAME.search(snake)
@@ -1502,14 +1492,11 @@ def _mixed(word: str) -> bool:
 
 
 def _unquoted_end(text: str, start: int, end: int, alone: bool) -> int:
-    """Where an unquoted value starting at start ends (end: where its run of
-    non-space characters does). A line that is only an '=' assignment
-    (alone: 'password = two w0rds;x', INI, .env) gives the rest of the line,
-    without a trailing comment, when a word of it mixes letters with digits,
-    it has no brackets (code) and it is no sentence ('pass = hunter2 is
-    bad.'); otherwise the value is the run, up to another assignment
-    ('Password=x;User=y') and without closing punctuation. (After 'name:'
-    prose follows as often as a value: 'Password: see RFC 2617'.)"""
+    """Where an unquoted value starting at start ends (end: where its run of non-space
+    characters does). On a line that is only an '=' assignment (alone), the rest of the line
+    without a trailing comment, when a word mixes letters with digits and it has no brackets and
+    is no sentence; otherwise the run, up to another assignment ('Password=x;User=y'), closing
+    punctuation left out. (After 'name:' prose is as likely as a value: 'Password: see RFC'.)"""
     if alone and len(text) - start <= _MAX_VALUE:
         line = _TRAILING_COMMENT.sub("", text[start:])
         sentence = len(line.split()) >= _SENTENCE_WORDS and line.rstrip()[-1:] in ".?!"
@@ -1525,8 +1512,7 @@ def _unquoted_end(text: str, start: int, end: int, alone: bool) -> int:
 
 
 def _redact_text(text: str) -> tuple[str, bool]:
-    """One line with its secrets as markers, and whether a private key began
-    on it without ending (its next lines are the key's body)."""
+    """A line with its secrets as markers, and whether a private key began on it without ending."""
     open_key, parts, pos = False, [], 0
     begins = _PEM_BEGIN.finditer(text) if "-----BEGIN" in text else ()
     for begin in begins:
@@ -1549,18 +1535,16 @@ def _stands_in(value: str) -> bool:
 
 
 def _token_marker(token: str, kind: str) -> str:
-    """A recognised token's marker; the token itself when it stands in for
-    one ('xoxb-xxxx...', 'AKIA...EXAMPLE') or, for a prefix that words also
-    take (_WEAK_TOKENS), when the rest does not look secret."""
+    """A token's marker; the token itself when it stands in for one ('AKIA...EXAMPLE') or, for
+    a prefix words also take (_WEAK_TOKENS), when the rest does not look secret."""
     if _stands_in(token) or (kind in _WEAK_TOKENS and not _looks_secret(token[3:])):
         return token
     return _REDACTED.format(kind)
 
 
 def _redact_credentials(text: str) -> str:
-    """A line's credentials given by their place: a bearer token, an
-    Authorization header, curl's -u, a URL's password, an assignment or
-    comparison or XML element whose name says secret."""
+    """A line's credentials found by their place: a bearer token, an Authorization header, curl's
+    -u, a URL's password, an assignment, comparison or XML element named as a secret."""
     low = text.lower()
     if "bearer" in low or "basic" in low:
         text = _BEARER.sub(lambda m: m.group()
@@ -1595,9 +1579,8 @@ def _curl_secret(value: str) -> bool:
 
 def _marked(pattern: re.Pattern, text: str, group: int, secret: Callable[[str], bool],
             kind: str | int) -> str:
-    """text with each match's group replaced by a marker where secret(its
-    value) says it is one; kind names the marker, or is the group of the
-    match holding a secret's name (the marker then says password or secret)."""
+    """text with each match's group replaced by a marker where secret(value) says so; kind names
+    the marker, or is the group holding a secret's name (the marker: password or secret)."""
     def one(m: re.Match) -> str:
         value = m.group(group)
         named = not isinstance(kind, int) or _secret_name(m.group(kind))
@@ -1614,10 +1597,9 @@ def _text_between(m: re.Match, group: int, middle: str) -> str:
 
 
 def _redact_lines(lines: list[Line]) -> list[Line]:
-    """The lines with every secret recognised replaced by a marker such as
-    '[redacted: github-token]'. A private key's lines become empty, each line
-    keeping its number, so citations of the text after it stay right; so do
-    the lines of a value continued below its name (_continued_values)."""
+    """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
+    key's lines, and those of a value continued below its name, become empty but keep their
+    numbers, so citations of the text after them stay right."""
     out, in_key = [], False
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
@@ -1636,8 +1618,7 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     return out
 
 
-# A secret's name with its value on the lines below: YAML's 'password: |' (or '>'), an
-# INI key whose value continues on indented lines ('secret =').
+# A secret's name, its value on the lines below: YAML's 'password: |' (or '>'), INI's 'secret ='.
 _CONTINUED = LazyPattern(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
                          r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
 _CONTINUED_ENDS = set("=|>+-0123456789")
@@ -1645,9 +1626,8 @@ _CONTINUED_LINES = 64  # a longer indented block below a name is text, not a val
 
 
 def _continued_values(lines: list[Line]) -> dict[int, str]:
-    """The lines (by index) that hold a secret continued below its name, as
-    they are to read: the first the marker, the others empty. The value is
-    the lines indented deeper than the name, joined."""
+    """Index -> text of the lines holding a secret continued below its name (those indented
+    deeper): the first becomes the marker, the others empty."""
     out: dict[int, str] = {}
     i = 0
     while i < len(lines):
@@ -1682,9 +1662,8 @@ def credential_name(path: str) -> str | None:
     return _CREDENTIAL_EXTS.get(ext)
 
 
-# Lines of the files that hold passwords or their hashes, recognised by content:
-# shadow ('name:$6$...:19000:0:99999:7:::'), passwd with hashes in its second field,
-# .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
+# Lines of password files, by content: shadow ('name:$6$...:19000:0:99999:7:::'), passwd with
+# hashes, .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
 _SHADOW_LINE = LazyPattern(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?)(?::[^\n]*)?")
 _NETRC_LINE = LazyPattern(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
                           r"[ \t]+password[ \t]+\S+")
@@ -1695,10 +1674,9 @@ _HASH_IN_LINE = LazyPattern(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|
 
 
 def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
-    """What kind of credentials a file's first bytes show it holds, or None:
-    a private key (a '.pem' anywhere in it), a service-account JSON, password
-    hashes (shadow, passwd with hashes), a password file (.netrc, .pgpass),
-    or an .env-style file (most lines _NAME=value, one of them a secret)."""
+    """What kind of credentials a file's first bytes show, or None: a private key (in a '.pem'
+    anywhere), a service-account JSON, password hashes, a password file, or an .env-style file
+    (most lines NAME=value, one of them a secret)."""
     head = data[:_CREDENTIAL_SNIFF].decode("utf-8", "replace")
     first = head.lstrip()
     if _PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
@@ -1723,8 +1701,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
 
 
 def _password_file(head: str) -> str | None:
-    """'password hashes' or 'password file' when most of a file's first lines
-    are shadow, passwd-with-hashes, .netrc or .pgpass lines, else None."""
+    """'password hashes' or 'password file' when most of a file's first lines are such lines."""
     lines = [l.strip() for l in head.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     if not lines:
         return None
