@@ -1730,9 +1730,8 @@ def _title_as_heading(lines: list[Line]) -> list[Line]:
     return lines
 
 
-# Headings of other markups, each as a Markdown heading on its own line (line numbers kept):
-# AsciiDoc's '== Title', Org's '** Title', LaTeX's '\section{Title}'; the delimiters of the
-# blocks in which such a line is not a heading (AsciiDoc listings, Org source blocks).
+# Other markups' headings, read as Markdown's (AsciiDoc's '== Title', Org's '** Title', LaTeX's
+# '\section{Title}'), and the delimiters of blocks where such a line is no heading.
 _MARKUP_HEADINGS = {
     "asciidoc": (LazyPattern(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$"),
                  LazyPattern(r"^(?:-{4,}|\.{4,}|\+{4,}|/{4,}|_{4,})[ \t]*$")),
@@ -1766,8 +1765,8 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 
 
 class _Outline:
-    """Builds the lines of an extracted document: Markdown headings, blank
-    lines between paragraphs, each line tagged with its location."""
+    """Builds an extracted document's lines: Markdown headings, blank lines between paragraphs,
+    each line tagged with its location."""
 
     def __init__(self):
         self.lines: list[Line] = []
@@ -1805,12 +1804,9 @@ class _Outline:
 
 
 def _table_rows(outline: _Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
-    """Rows as paragraphs of 'header: value' pairs, so any block of rows reads
-    on its own; the first non-empty row is the header.
-
-    Spreadsheets and CSV files are data: a chunk holds some of their rows, so
-    each row carries its header. A table inside a document (docx, odt, HTML,
-    slides) is read with the text around it, as rows of 'cell | cell'.
+    """Rows as paragraphs of 'header: value' pairs (the first non-empty row is the header), so
+    a chunk of a spreadsheet's or CSV file's rows reads on its own. (A table inside a document is
+    read with the text around it, as rows of 'cell | cell'.)
 
     >>> o = _Outline(); _table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
     >>> [(l.text, l.loc) for l in o.lines]
@@ -1995,8 +1991,8 @@ def _container_reader(kind: str):
 
 
 def _ooxml_text(el) -> str:
-    """Text of a Word or DrawingML element: its runs' text, tabs and line breaks
-    (not the tab stops or field codes in its properties, not deleted text)."""
+    """Text of a Word or DrawingML element: its runs' text, tabs and line breaks (not tab stops,
+    field codes or deleted text)."""
     parts: list[str] = []
 
     def visit(node, in_run):
@@ -2020,8 +2016,7 @@ _STYLE_CHAIN = 32
 
 
 def _inherited_level(style: str | None, own: dict, parents: dict) -> int:
-    """The heading level of a style: its own (own[style], 0 for body text), or
-    else that of the style it is based on (parents), and so on up the chain.
+    """A style's heading level: its own (own[style]; 0: body text), else its parent's, and so on.
 
     >>> _inherited_level("HeadA", {"Heading1": 1, "HeadA": None}, {"HeadA": "Heading1"})
     1
@@ -2041,8 +2036,8 @@ def _inherited_levels(own: dict, parents: dict) -> dict[str, int]:
 
 
 def _outline_level(name: str, outline: str | None) -> int | None:
-    """A style's own heading level: by its name ('heading 2', 'Title') or its
-    outline level (0-based; 9 is body text); None when it says neither."""
+    """A style's own heading level by its name ('heading 2', 'Title') or outline level
+    (0-based; 9 is body text); None when it says neither."""
     m = re.fullmatch(r"heading ?(\d)", name.lower())
     if m or name.lower() == "title":
         return min(int(m.group(1)) if m else 1, 6)
@@ -2052,8 +2047,8 @@ def _outline_level(name: str, outline: str | None) -> int | None:
 
 
 def _docx_heading_levels(zf) -> dict[str, int]:
-    """Paragraph style id -> heading level, from the style names or outline
-    levels, or those of the styles they are based on (w:basedOn), as Word reads them."""
+    """Paragraph style id -> heading level, by name or outline level, inherited through
+    w:basedOn as Word reads them."""
     root = _zip_xml(zf, "word/styles.xml", required=False)
     own, parents = {}, {}
     for style in [] if root is None else root:
@@ -2217,9 +2212,8 @@ def _odf_text(el) -> str:
 
 
 def _odf_heading_levels(*roots) -> dict[str, int]:
-    """Paragraph style name -> heading level, from the styles' outline levels
-    (style:default-outline-level) or names ('Heading 2', 'Title'), or those of
-    their parents (style:parent-style-name); roots: styles.xml and content.xml."""
+    """Paragraph style name -> heading level, by outline level or name, inherited through
+    style:parent-style-name; roots: styles.xml and content.xml."""
     own, parents = {}, {}
     for root in roots:
         for style in [] if root is None else root.iter():
@@ -2235,8 +2229,8 @@ def _odf_heading_levels(*roots) -> dict[str, int]:
 
 
 def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None) -> None:
-    """Headings (text:h, or a text:p whose style is a heading's: levels),
-    paragraphs, lists, sections and tables, in order."""
+    """Headings (text:h, or a text:p of a heading's style), paragraphs, lists, sections and
+    tables, in order."""
     levels = levels or {}
     for el in parent:
         tag = local(el.tag)
