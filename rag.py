@@ -2317,16 +2317,15 @@ def _shutil_which(name: str) -> str | None:
 
 _POPPLER = "('apt install poppler-utils', 'brew install poppler')"
 _TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
-# a page whose text layer has fewer letters and digits than this is a scan (a page number,
-# a stamp); a page of text has hundreds
+# a page whose text layer has fewer letters and digits is a scan (a page number, a stamp)
 _SCANNED_BELOW = 20
 OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
 
 
 def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
               env: dict | None = None) -> bytes:
-    """What a program prints for data on its standard input; Unreadable when it
-    fails (the last line it said) or takes longer than timeout seconds."""
+    """What a program prints for data on its standard input; Unreadable when it fails (the last
+    line it said) or takes longer than timeout seconds."""
     import subprocess
     name = os.path.basename(exe)
     try:
@@ -2369,8 +2368,8 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
 
 
 def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
-    """Unreadable unless a picture's size (width, height; None: unknown) is
-    within OCR_MAX_PIXELS: checked before anything decodes or renders it."""
+    """Unreadable unless a picture's size (width, height; None: unknown) is within
+    OCR_MAX_PIXELS: checked before anything decodes or renders it."""
     if size is None:
         raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
     if size[0] * size[1] > OCR_MAX_PIXELS:
@@ -2379,8 +2378,7 @@ def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:
-    """A picture's width and height from its header (the largest page of a
-    TIFF); None for a format or header not known here."""
+    """A picture's width and height from its header (a TIFF's largest page); None: not known."""
     import struct
     try:
         for magic, reader in _IMAGE_HEADERS:
@@ -2407,8 +2405,8 @@ def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
 
 
 def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest of the screen and each frame (giflib gives a frame the
-    memory its own header asks for): blocks walked from the header on."""
+    """The largest of the screen and each frame (giflib gives a frame the memory its own header
+    asks for)."""
     sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
     at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
     while at < len(data) and data[at] != 0x3B:  # the trailer
@@ -2430,8 +2428,7 @@ _TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is 
 
 
 def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest page's size: each page's directory holds its width (tag 256)
-    and height (257), as a short or a long."""
+    """The largest page's size: width (tag 256) and height (257) in each page's directory."""
     order = "<" if data[:2] == b"II" else ">"
     if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
         return None
@@ -2483,9 +2480,8 @@ _IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
 
 def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
                ) -> tuple[list[Line], str | None]:
-    """A PDF's text through poppler's pdftotext, cited by page; a page with no
-    text layer (or almost none) is read by OCR instead, when tesseract is here
-    (the warning names the pages over its budget)."""
+    """A PDF's text by poppler's pdftotext, cited by page; a page with (almost) no text layer is
+    read by OCR when tesseract is here (the warning names the pages over its budget)."""
     exe = _shutil_which("pdftotext")
     if not exe:
         raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
@@ -2513,9 +2509,8 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
 
 def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
                ) -> dict[int, str]:
-    """The text OCR reads on these pages of a PDF (rendered by poppler's
-    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone; a page
-    over OCR's budget is not rendered (refused: why, for the note)."""
+    """The text OCR reads on these pages of a PDF (rendered by pdftoppm) until OCR_FILE_TIMEOUT
+    has gone; a page over OCR's budget is not rendered (refused: why, for the note)."""
     exe = _shutil_which("pdftoppm")
     if numbers and not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
@@ -2544,8 +2539,8 @@ _PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.
 
 
 def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
-    """These pages' sizes in pixels at OCR_DPI as pdftoppm renders them (turned
-    by their rotation), from poppler's pdfinfo: known before any is rendered."""
+    """These pages' sizes in pixels at OCR_DPI, turned by their rotation, from pdfinfo: known
+    before any is rendered."""
     exe = _shutil_which("pdfinfo")
     if not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
