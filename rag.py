@@ -1046,15 +1046,12 @@ _CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                 "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以"
                           "说时要就出会可也你对生能而子那得于着下自之年"}
 # What a plausible reading needs: real CJK text passes, Western text does not (bench/README.md).
-_CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread
-                         # Latin: lone ones)
+_CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ (misread Latin: lone)
 _CJK_MIN_RUN = 4          # characters in such runs, at least
 _CJK_MIN_MARKERS = 2      # markers, at least: a misreading has one by chance
 _CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text holds more)
-_CJK_DAMAGE = 200         # characters per bad byte sequence allowed: a damaged CJK text still
-                         # passes, misread Cyrillic lines do not
-# bytes of the head that are scored; the chosen encoding then decodes the whole file
-_CJK_SNIFF = 65536
+_CJK_DAMAGE = 200         # characters per bad sequence: damaged CJK passes, misread Cyrillic not
+_CJK_SNIFF = 65536        # bytes of the head that are scored
 _CJK_FORBIDDEN = LazyPattern("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
 _NON_ASCII = LazyPattern(r"[^\x00-\x7f]")
 
@@ -2563,11 +2560,9 @@ def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Lin
     return out.lines, None
 
 
-# Man pages: troff source with the man(7) macros, or BSD's mdoc(7). Each line
-# kept is a line of the source, so a citation points at it; the markup goes,
-# the title (.TH) and sections (.SH, .SS) become headings, .nf/.EX blocks are
-# fenced (their lines kept). Conditionals, macro definitions, equations and
-# pictures are left out: what nroff prints without them is the text.
+# Man pages: troff with man(7) or mdoc(7) macros, each line kept cited by its source line.
+# Conditionals, macro definitions, equations and pictures are left out: what nroff prints without
+# them is the text.
 
 _TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
     "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®",
@@ -2582,8 +2577,7 @@ _TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other 
 _TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
                   ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
 _TROFF_UNICODE = LazyPattern(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
-# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man,
-# DocBook).
+# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man).
 _TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
                   'L"': '"', 'R"': '"', "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
 _TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
@@ -2699,8 +2693,7 @@ class _ManPage:
     def __init__(self, size: int):
         self.lines: list[Line] = []
         self.strings = dict(_TROFF_STRINGS)
-        self.budget = size     # characters strings (\*x) may add: the text stays
-                               # linear in the source
+        self.budget = size     # characters strings (\*x) may add: the text stays linear
         self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
         self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
         self.prefix = ""       # .IP's tag, put before the next text line
@@ -2834,8 +2827,7 @@ class _ManPage:
                        for k, (word, joined) in enumerate(parts))
 
     def row(self, no: int, raw: str) -> None:
-        """A line of a table (.TS): its format lines (up to one ending in '.') are
-        not text; cells are."""
+        """A table's line (.TS) as its cells; format lines (to one ending in '.') are not text."""
         if self.table == "format":
             tab = _TBL_TAB.search(raw)
             self.tab = tab.group(1) if tab else self.tab
@@ -2961,9 +2953,8 @@ _MAN_SO = LazyPattern(r"[.'][ \t]*so[ \t]+(\S+)")
 
 
 def _man_lines(text: str) -> list[Line]:
-    """A man page's text (troff: man(7) or mdoc(7) macros), each line cited by
-    the source line it comes from: the title (.TH, .Dt) and sections (.SH, .SS)
-    as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
+    """A man page's text, each line cited by its source line: the title (.TH, .Dt) and sections
+    (.SH, .SS) as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
 
     >>> [l.text for l in _man_lines('.TH LS 1\\n.SH _NAME\\nls \\\\- list\\n.B \\\\-a\\nall')]
     ['# LS(1)', '', '## _NAME', 'ls - list', '-a', 'all']
@@ -2974,10 +2965,9 @@ def _man_lines(text: str) -> list[Line]:
     return page.finish()
 
 
-# XML (and SVG, RSS, plists, DocBook...) is read as its text: tags go, and each
-# newline inside them stays, so a line is cited where it is in the file. Found
-# with str.find, so the work is linear whatever the markup; entities are never
-# expanded beyond the standard ones (&amp;, &#233;): no entity bomb.
+# XML (SVG, RSS, plists, DocBook...) is read as its text: tags go, each newline in them stays (a
+# line is cited where it is). Found with str.find, so the work is linear whatever the markup; only
+# the standard entities are expanded (&amp;, &#233;): no entity bomb.
 
 _XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
 _XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
@@ -2986,8 +2976,7 @@ _XML_TAG_NAME = LazyPattern(r"</?([\w.:-]+)")
 
 
 def _xml_markup_end(text: str, i: int) -> int:
-    """Where the markup starting at text[i] ('<') ends: a tag, comment,
-    CDATA section, processing instruction or DOCTYPE (its subset too)."""
+    """Where the markup at text[i] ('<') ends: a tag, comment, CDATA, PI or DOCTYPE (subset too)."""
     opener = next((o for o in _XML_CLOSE if text.startswith(o, i)), "<")
     if opener == "<" and text[i:i + 9].upper() == "<!DOCTYPE":
         gt = text.find(">", i)
@@ -3001,8 +2990,8 @@ def _xml_markup_end(text: str, i: int) -> int:
 
 
 def _xml_lines(text: str) -> list[Line]:
-    """The text of an XML document, line for line: markup removed (its newlines
-    kept), CDATA kept, <script> and <style> left out, whitespace collapsed.
+    """An XML document's text, line for line: markup removed (its newlines kept), CDATA kept,
+    <script> and <style> left out, whitespace collapsed.
 
     >>> [l.text for l in _xml_lines('<?xml version="1.0"?>\\n'
     ...                            '<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
@@ -3034,9 +3023,8 @@ def _xml_lines(text: str) -> list[Line]:
     return [Line(l.no, " ".join(html.unescape(l.text).split())) for l in _text_lines("".join(out))]
 
 
-# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are
-# characters), groups that are not text (font and colour tables, pictures,
-# \* destinations) left out; each paragraph cited by the source lines it spans.
+# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are characters), groups that
+# are not text (font tables, pictures, \* destinations) left out.
 
 _RTF_TOKEN = LazyPattern(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
                          r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
@@ -3060,8 +3048,7 @@ class _RtfText:
         self.lines: list[Line] = []
         self.buf: list[str] = []
         self.first = self.last = 0   # the source lines of the paragraph being built
-        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte code
-                                     # page takes two)
+        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte one takes two)
         self.codec = "cp1252"
         self.skip_chars = 0          # of a \u character's stand-in, which follows it
         self.uc = 1
