@@ -2326,8 +2326,7 @@ def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
     import subprocess
     name = os.path.basename(exe)
     try:
-        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout,
-                           env=env)
+        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise Unreadable(f"{name} took longer than {timeout:g} s") from None
     except OSError as e:
@@ -3133,9 +3132,8 @@ def _rtf_lines(text: str) -> list[Line]:
     return out.lines
 
 
-# Top-level definitions (at column 0) that start a chunk of source code, per
-# language: a keyword another language uses ('interface', 'type', 'module')
-# starts prose lines in docstrings and comments just as often.
+# Top-level definitions (at column 0) that start a chunk of source code, per language: a keyword
+# another language uses ('interface', 'type') starts prose lines in comments just as often.
 _MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
              r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
 _IDENT = r"\s+[A-Za-z_$][\w$]*"
@@ -3241,10 +3239,9 @@ _CONTENT_STARTS = ((LazyPattern(rb"\s*<\?xml[ \t]"), ".xml"),
 
 
 def file_format(path: str, head: bytes | None = None, named: bool = False) -> Format | None:
-    """The format of a file by its name (compression set aside: 'ls.1.gz' is read as
-    'ls.1'), else by its first bytes (head; None when not read yet: then any
-    file but a _NOT_READ one is a candidate). named: --include named the file,
-    so even a _NOT_READ extension is read if it is text.
+    """A file's format by its name (compression set aside: 'ls.1.gz' is 'ls.1'), else by its
+    first bytes (head; None when not read yet: any file but a _NOT_READ one is a candidate).
+    named: --include named the file, so even a _NOT_READ extension is read if it is text.
 
     >>> [file_format(p, b"x") is not None for p in ("a.md", "a.mp3", "LICENSE", "a.log", "GPL-2.0")]
     [True, False, True, True, True]
@@ -3290,8 +3287,8 @@ def read_as(fmt: Format) -> str:
     return "a man page" if ext == ".man" else f"text ({ext[1:]})" if fmt.text else ext[1:]
 
 
-# Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
-# passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
+# Configuration by its lines (a file like /etc/login.defs, or a passage of one): comments ('#',
+# ';') and settings ('key value', 'key=value', '[section]').
 CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
 CONFIG_SETTING = LazyPattern(
     r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
@@ -3303,8 +3300,8 @@ _CONFIG_MIN_SETTINGS = 2  # one 'key value' line alone could be a line of anythi
 
 
 def looks_like_config(lines: list[str], passage: bool = False) -> bool:
-    """Whether lines read as configuration: nearly all comments or settings,
-    some of each (a passage of one: all comments will do).
+    """Whether lines read as configuration: nearly all comments or settings, some of each (a
+    passage of one: all comments will do).
 
     >>> looks_like_config(["# Default umask.", "UMASK\t\t022", "PASS_MAX_DAYS 99999"])
     True
