@@ -3329,9 +3329,8 @@ _MAX_DEFINITION_LINE = 300  # a definition is a short line; the cap also keeps t
 
 @dataclass(frozen=True)
 class _Block:
-    """Lines that belong together: a heading (level > 0), a paragraph, or a code
-    paragraph, which keeps its line breaks; in source code, a paragraph that
-    opens a top-level definition is a definition, titled by its first line."""
+    """Lines that belong together: a heading (level > 0), a paragraph, or a code paragraph (its
+    line breaks kept); in source code, one opening a top-level definition is titled by that line."""
 
     lines: list
     level: int = 0
@@ -3342,8 +3341,8 @@ class _Block:
 
 @dataclass(frozen=True)
 class _Unit:
-    """A packable piece of text: a heading, a paragraph, a sentence, a group of
-    code lines or a hard cut. glue joins it to the unit before it."""
+    """A packable piece of text: a heading, paragraph, sentence, group of code lines or hard cut;
+    glue joins it to the unit before it."""
 
     text: str
     start: int
@@ -3354,11 +3353,9 @@ class _Unit:
 
 
 def _markdown_blocks(lines: list[Line]) -> list[_Block]:
-    """Headings (Markdown '#', setext, reST's under- and overlined titles) and
-    paragraphs; a fenced block (``` or ~~~) is one code paragraph, '#' lines in
-    it included. An underlined title's level: '=' 1, '-' 2 (Markdown's setext);
-    in a reST document (_rest_titles), its adornment's rank in the order the
-    document first uses each, as reST ranks them.
+    """Headings (Markdown '#', setext, reST's under- and overlined titles) and paragraphs; a
+    fenced block (``` or ~~~) is one code paragraph. An underlined title's level: '=' 1, '-' 2;
+    in a reST document (_rest_titles), its adornment's rank in order of first use, as reST's.
 
     >>> [(b.level, [l.text for l in b.lines])
     ...  for b in _markdown_blocks(_text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
@@ -3406,8 +3403,7 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
 
 
 def _rest_titles(lines: list[Line]) -> bool:
-    """Whether a document's titles are reST's rather than Markdown's setext
-    ones: an adornment other than '=' and '-', or a title over- and underlined."""
+    """Whether titles are reST's, not setext: an adornment other than '=' or '-', or an overline."""
     marks = [i for i, l in enumerate(lines) if UNDERLINE.match(l.text)]
     return any(lines[i].text.strip()[0] not in "=-" for i in marks) or any(
         j - i == 2 and lines[i].text.strip() == lines[j].text.strip()
@@ -3415,9 +3411,8 @@ def _rest_titles(lines: list[Line]) -> bool:
 
 
 def _titled(para: list[Line], under: Line) -> bool:
-    """Whether an adornment line (under) ends a title: after one line no
-    longer than it (give or take two), or after an overline of the same
-    character and the title."""
+    """Whether an adornment line (under) ends a title: after one line no longer than it (give or
+    take two), or after an overline of the same character and the title."""
     if len(para) == 2 and not (UNDERLINE.match(para[0].text)
                                and para[0].text.strip() == under.text.strip()):
         return False
@@ -3425,8 +3420,8 @@ def _titled(para: list[Line], under: Line) -> bool:
 
 
 def _code_blocks(lines: list[Line], definition) -> list[_Block]:
-    """Source code as paragraphs split at blank lines and before each top-level
-    definition (definition: its compiled pattern, Format.pattern())."""
+    """Source code as paragraphs split at blank lines and before each top-level definition
+    (definition: its compiled pattern, Format.pattern())."""
     out: list[_Block] = []
     para: list[Line] = []
     opens = False
@@ -3465,8 +3460,7 @@ def _split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, 
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences in text, whitespace excluded; an abbreviation's
-    period ends none (_ABBREVIATION).
+    """Spans of the sentences in text, whitespace excluded; an abbreviation's period ends none.
 
     >>> sentence_spans("One. Two!  Three")
     [(0, 4), (5, 9), (11, 16)]
@@ -3486,9 +3480,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _abbreviated(text: str, stop: int, after: int) -> bool:
-    """Whether the period at text[stop] ends an abbreviation rather than a
-    sentence: always for those never ending one ('e.g.', 'Dr.'), and for the
-    others ('etc.', 'Fig.') when lowercase or a digit follows."""
+    """Whether the period at text[stop] ends an abbreviation, not a sentence: always for 'e.g.',
+    'Dr.'..., and for 'etc.', 'Fig.'... when no capital follows."""
     if text[stop] != "." or not (m := _ABBREVIATION.search(text, max(0, stop - 8), stop)):
         return False
     return bool(m.group(1)) or not text[after:after + 1].isupper()
@@ -3500,27 +3493,25 @@ _ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|vi
                             r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
 
 
-# A line that is a record of its own, never run on from the line before: one opening with a
-# timestamp (ISO, syslog's, a time; after a program's name: 'update-alternatives 2025-06-24
-# 14:36:53: ...'), a list bullet, or a field ('Start-Date: 2024-01-02', 'Commandline: apt
-# install x', as apt's history and mail headers write them).
+# A line that is a record of its own, never run on from the one before: one opening with a
+# timestamp (ISO, syslog's, a time; maybe after a program's name), a list bullet, or a field
+# ('Start-Date: 2024-01-02', as apt's history and mail headers write them).
 RECORD_START = LazyPattern(r"\s*(?:[\w.-]+:? \[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
                            r"|\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
                            r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
                            r"|[A-Z][\w-]{1,30}: \S)")
-# Lines of a paragraph all shorter than this were not wrapped (a note, a list without bullets):
-# each ends what it says when the next starts like a sentence. Wrapped prose fills 60-80.
+# Lines of a paragraph all shorter than this were not wrapped (a note): each ends what it says
+# when the next starts like a sentence. Wrapped prose fills 60-80.
 _UNWRAPPED_WIDTH = 50
-# A line this share of its paragraph's widest, before one that starts like a sentence, ends
-# what it says ('Call Bob' in a note), as a wrapped line ends only its paragraph's last.
+# A line this share of its paragraph's widest, before one that starts like a sentence, ends what
+# it says ('Call Bob' in a note): a wrapped line is that short only at its paragraph's end.
 _SHORT_LINE = 0.6
 _SENTENCE_START = LazyPattern(r"\s*[A-Z][a-z]")  # a capitalised word: not 'PATH,' nor '-n'
 
 
 def line_ends(lines: list[str]) -> list[bool]:
-    """For each line of a paragraph, whether what it says ends with it (the last
-    line's does): before a record (RECORD_START), or, in a note's unwrapped
-    lines or after a short line, before a line that starts like a sentence.
+    """For each line of a paragraph, whether what it says ends with it (the last line's does):
+    before a record, or, in unwrapped lines or after a short one, before a sentence's start.
 
     >>> line_ends(["Call Bob about the lease", "Buy milk", "and bread"])
     [True, False, True]
@@ -3537,9 +3528,8 @@ def line_ends(lines: list[str]) -> list[bool]:
 
 
 def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
-    """A paragraph as one unit, or cut at sentences and the ends of its lines'
-    records (line_ends; then whitespace) to fit size; made as they are packed (a
-    log's one paragraph of 33 MB is not held twice more)."""
+    """A paragraph as one unit, or cut to fit size at its records (line_ends), sentences, then
+    whitespace; made as they are packed (a log's one paragraph of 33 MB is not held twice more)."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
         yield _Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)
@@ -3576,9 +3566,8 @@ def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
 
 
 def _as_written(text: str, c: int, d: int) -> str:
-    """text[c:d] without the blank lines and spaces around it, but with the
-    indentation of its first line when it starts a line (a literal block's code
-    keeps its shape; a sentence that starts mid-line has none).
+    """text[c:d] stripped, but with its first line's indentation when it starts a line (a
+    literal block keeps its shape; a sentence that starts mid-line has none).
 
     >>> _as_written("  x = 1\\n  y = 2\\n", 0, 16), _as_written("One. Two.", 4, 9)
     ('  x = 1\\n  y = 2', 'Two.')
@@ -3589,8 +3578,7 @@ def _as_written(text: str, c: int, d: int) -> str:
 
 
 def _code_units(lines: list[Line], size: int) -> list[_Unit]:
-    """A code paragraph as groups of whole lines that fit size, line breaks and
-    indentation kept; a line longer than size is cut at whitespace."""
+    """A code paragraph as groups of whole lines that fit size (a longer line cut at whitespace)."""
     units: list[_Unit] = []
     group: list[Line] = []
     width = -1  # len("\n".join(group))
@@ -3648,20 +3636,16 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
     return path if len(path) <= limit else path[:limit - 1] + "…"
 
 
-# A chunk's citation may take in this many source lines that gave no text (HTML's
-# markup between paragraphs), or as many as its text came from if more; never thousands.
+# A chunk's citation may take in this many source lines that gave no text (HTML's markup), or as
+# many as its text came from if more; never thousands.
 _SILENT_LINES = 10
 
 
 class _Packer:
-    """Packs units into chunks, each with the heading path of its section.
-
-    Invariants (the fuzz tests check them): no chunk's text is longer than
-    size; a heading stays with the text after it, unless the headings alone
-    would fill half a chunk (a table of contents: then they are a chunk of
-    their own); the overlap repeats whole body units of the chunk before, never
-    a heading.
-    """
+    """Packs units into chunks, each with the heading path of its section. Invariants (the fuzz
+    tests check them): no chunk's text is longer than size; a heading stays with the text after it,
+    unless the headings alone would fill half a chunk (a table of contents: then they are a chunk
+    of their own); the overlap repeats whole body units of the chunk before, never a heading."""
 
     def __init__(self, size: int, overlap: int, locs: dict[int, str],
                  silent: dict[int, int] | None = None, root: str = ""):
@@ -3727,9 +3711,8 @@ class _Packer:
         self.fresh = True
 
     def too_silent(self, u: _Unit) -> bool:
-        """With u, would the chunk's lines be more of lines that gave no text
-        (markup left out: an SVG, a script) than of its text, and more than
-        _SILENT_LINES? Its citation would send a reader to what it does not hold."""
+        """With u, would more of the chunk's lines (and more than _SILENT_LINES) be lines that gave
+        no text than its text's? Its citation would send a reader to what it does not hold."""
         start = self.units[0].start
         quiet = self.silent.get(u.end, 0) - self.silent.get(start, 0)
         return quiet > max(_SILENT_LINES, u.end - start + 1 - quiet)
@@ -3763,8 +3746,8 @@ class _Packer:
 
 
 def _silent_lines(lines: list[Line]) -> dict[int, int]:
-    """For each line's first and last source line, how many source lines before
-    it gave no text (HTML's markup, an SVG left out); {} when none did.
+    """For each line's first and last source line, how many source lines before it gave no text
+    (HTML's markup, an SVG left out); {} when none did.
 
     >>> _silent_lines([Line(1, "a"), Line(5, "b", end=6), Line(7, "c")])
     {1: 0, 5: 3, 6: 3, 7: 3}
@@ -3778,10 +3761,9 @@ def _silent_lines(lines: list[Line]) -> dict[int, int]:
 
 
 def document_name(rel: str) -> str:
-    """What a document without a title is called at the head of its chunks'
-    heading paths: the folder it is in and its file name without extension,
-    as a question names it ('http/server', 'gzip/copyright'); an extension
-    every file of a kind shares would only make unrelated passages alike.
+    """What heads the heading paths of a document without a title: its folder and file name
+    without extension, as a question names it (an extension every file of a kind shares would
+    only make unrelated passages alike).
 
     >>> document_name("Lib/http/server.py"), document_name("heapq.py"), document_name("a\\nb.md")
     ('http/server', 'heapq', 'a b')
@@ -3801,9 +3783,8 @@ _HEADER_LINES = 60  # a header block (PEP, front matter) ends well before this
 
 
 def header_title(lines: list[Line]) -> str:
-    """A document's title from the fields it opens with (a PEP's 'Title:', the
-    'title:' of Markdown's front matter); when its first field numbers it
-    ('PEP: 8'), that number too: 'PEP 8 – Style Guide for Python Code'.
+    """A document's title from the fields it opens with (a PEP's 'Title:', front matter's
+    'title:'), with the number its first field gives ('PEP: 8').
 
     >>> header_title([Line(1, "PEP: 8"), Line(2, "Title: Style Guide"), Line(3, "")])
     'PEP 8 – Style Guide'
@@ -3839,15 +3820,12 @@ def _has_title(blocks: list[_Block], size: int) -> bool:
 
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
                 overlap: int = DEFAULT_OVERLAP, code=None, name: str = "") -> list[Chunk]:
-    """Pack paragraphs into chunks of at most size chars, with sentence overlap.
-
-    A heading starts a new chunk and sets the heading path of what follows;
-    the overlap repeats the last whole sentences (up to overlap chars) of the
-    previous chunk in the same section. code: a definition pattern for source
-    code (Format.pattern()), None for prose. name: the document's
-    (document_name), which heads every heading path unless the document opens
-    with its title, so that a question naming the file or module finds its chunks.
-    """
+    """Pack paragraphs into chunks of at most size chars. A heading starts a new chunk and sets
+    the heading path of what follows; the overlap repeats the last whole sentences (up to overlap
+    chars) of the previous chunk in the same section. code: a definition pattern for source code
+    (Format.pattern()), None for prose. name: the document's (document_name), which heads every
+    heading path unless the document opens with its title, so that a question naming the file or
+    module finds its chunks."""
     blocks = _markdown_blocks(lines) if code is None else _code_blocks(lines, code)
     packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
                      _silent_lines(lines), "" if _has_title(blocks, size) else name)
