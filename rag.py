@@ -3846,16 +3846,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     return packer.finish()
 
 
-# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
-# secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
-# overlined titles and levels by first use; HTML's widgets and hidden parts
-# left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
-# gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
-# title heads its heading paths; 8: a man page's .so is never followed (an older index kept
-# the page named under the pointing page's path); 9: configuration by content (comments are
-# not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
-# note's lines each on its own (line_ends). Bump on change:
-# every document of an older index is read again (only text that changed is embedded again).
+# Bump on any change to what Parse or Chunk make: every document of an older index is then read
+# again (only text that changed is embedded again).
 CHUNKER_VERSION = 9
 
 
