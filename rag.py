@@ -2349,8 +2349,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     if not OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
     _ocr_budget(_image_size(image))  # before tesseract decodes it
-    # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
-    # 2 cores (bench/README.md, "OCR"), as its own documentation warns
+    # one thread unless told: OpenMP threads make tesseract slower (bench/README.md, "OCR")
     env = {"OMP_THREAD_LIMIT": "1", **os.environ}
     try:
         out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
@@ -2680,8 +2679,8 @@ def _troff_args(s: str) -> list[str]:
     return args
 
 
-# Markdown's headings: '# Title', or a title underlined (Chunk splits at them; a man page's
-# line that looks like one is indented, so that it is not one)
+# Markdown's headings, '# Title' or underlined (Chunk splits at them; a man page indents a line
+# that looks like one)
 MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 
@@ -3154,8 +3153,7 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 }
 
 
-# The format table: how each kind of file is read, and for source code, what
-# starts a chunk. Adding a format is one entry here and one reader above.
+# The format table: how each kind of file is read (a new format: one entry and one reader).
 
 @dataclass(frozen=True)
 class Format:
@@ -3215,13 +3213,11 @@ _IMAGES = ".png .jpg .jpeg .tif .tiff .webp .gif"  # what OCR reads (tesseract)
 _XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf "
              ".xliff .wsdl .xaml .resx .csproj .vcxproj")
 FORMATS = _formats()
-# Files read by name; any other file whose content is text is read as text
-# (README, LICENSE, a.log, notes.adoc), a man page or XML by its first lines.
+# Files read by name; any other text file is read as text (README, a.log), man page or XML.
 _NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
                   "dockerfile": FORMATS[".yaml"], "containerfile": FORMATS[".yaml"]}
-# Files that are not documents, skipped by their name alone (unless --include names them):
-# images, sound and video, archives, compiled code, databases, fonts, binary Office files;
-# and text written for a program, not a reader (PostScript, lock files, source maps).
+# Files that are not documents, skipped by name unless --include names them: media, archives,
+# compiled code, databases, fonts, binary Office files; text for programs (PostScript, lock files).
 _NOT_READ = frozenset(""".bmp .ico .icns .heic .psd .xcf .svgz
 .mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv .zip .tar .tgz
 .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab .pyc .pyo
@@ -3287,8 +3283,7 @@ def read_as(fmt: Format) -> str:
     return "a man page" if ext == ".man" else f"text ({ext[1:]})" if fmt.text else ext[1:]
 
 
-# Configuration by its lines (a file like /etc/login.defs, or a passage of one): comments ('#',
-# ';') and settings ('key value', 'key=value', '[section]').
+# Configuration by its lines (/etc/login.defs): comments and 'key value', 'key=value', '[section]'.
 CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
 CONFIG_SETTING = LazyPattern(
     r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
@@ -3500,8 +3495,8 @@ RECORD_START = LazyPattern(r"\s*(?:[\w.-]+:? \[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
                            r"|\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
                            r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
                            r"|[A-Z][\w-]{1,30}: \S)")
-# Lines of a paragraph all shorter than this were not wrapped (a note): each ends what it says
-# when the next starts like a sentence. Wrapped prose fills 60-80.
+# Lines all shorter than this were not wrapped (a note; wrapped prose fills 60-80): each ends what
+# it says when the next starts like a sentence.
 _UNWRAPPED_WIDTH = 50
 # A line this share of its paragraph's widest, before one that starts like a sentence, ends what
 # it says ('Call Bob' in a note): a wrapped line is that short only at its paragraph's end.
