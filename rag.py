@@ -880,11 +880,8 @@ _HIDING_STYLE = LazyPattern(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
     """Whether attributes hide an element (hidden, aria-hidden="true", display: none...)."""
-    for name, value in attrs:
-        if name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true") \
-                or (name == "style" and _HIDING_STYLE.search(value or "")):
-            return True
-    return False
+    return any(name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true")
+               or (name == "style" and _HIDING_STYLE.search(value or "")) for name, value in attrs)
 
 
 def _html_lines(text: str) -> list[Line]:
@@ -1896,10 +1893,7 @@ def local(tag) -> str:
 
 def attr(el, name: str, default=None):
     """An attribute by local name, whatever its namespace."""
-    for key, value in el.attrib.items():
-        if local(key) == name:
-            return value
-    return default
+    return next((value for key, value in el.attrib.items() if local(key) == name), default)
 
 
 def _open_zip(data: bytes, kind: str):
