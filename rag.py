@@ -1678,8 +1678,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     if inner_name(path).endswith(_CERTIFICATE_EXTS) \
             and _PEM_BEGIN.search(data.decode("utf-8", "replace")):
         return "private key"
-    kind = _password_file(head)
-    if kind:
+    if kind := _password_file(head):
         return kind
     if first.startswith("{") and _SERVICE_ACCOUNT.search(head):
         return "service-account key"
@@ -3249,8 +3248,7 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
         return FORMATS[".txt"]
     if is_binary(head):
         return None
-    m = _SHEBANG.match(head)
-    if m:
+    if m := _SHEBANG.match(head):
         lang = m.group(1).decode()
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
     if _MAN_PAGE.match(head) and _MAN_TITLE.search(head):
