@@ -1329,20 +1329,17 @@ _NOT_SECRET_NAMES = {"pwd", "oldpwd"}
 # Names of values that are public or only label something ('public_key', 'csrf_token').
 _NOT_A_SECRET = LazyPattern(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign"
                             r"|cache|lookup|routing|shard|idempotency|dedup|i18n|translation"
-                            r"|page|next"
-                            r"|continuation|sync|route)(?:_|$)")
+                            r"|page|next|continuation|sync|route)(?:_|$)")
 # Names that say where a secret is or what it is called, not what it is ('api_key_file').
 _ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var"
                               r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
                               r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
-                              r"|count|len|min|max"
-                              r"|used|changed|required|enabled|strength|validator|param|option"
-                              r"|arn)s?$", re.I)
+                              r"|count|len|min|max|used|changed|required|enabled|strength"
+                              r"|validator|param|option|arn)s?$", re.I)
 # Values that are a place: a URL without a password, a file path or name ('tpm2.pem'), an ARN.
 _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                      r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
-                     r"|env)",
-                     re.I)
+                     r"|env)", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
                            r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
@@ -1351,15 +1348,13 @@ _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|passw
 # value is judged by what is left without them.
 _TEMPLATE = LazyPattern(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
                         r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
-                        r"|\{[A-Za-z_][\w.]{0,63}\}"
-                        r"|\$[A-Z_][A-Z0-9_]{0,63}")
-# letters only, maybe dotted (self.token, settings.KEY): code or a word
+                        r"|\{[A-Za-z_][\w.]{0,63}\}|\$[A-Z_][A-Z0-9_]{0,63}")
 _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)"
                              r"(?:[ |,<>=^~v*]{1,8}\d+(?:\.[\dx*]+){0,3}(?:[-+.\w]*)){0,4}")
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")
+_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")  # letters only, maybe dotted (settings.KEY): code, a word
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
