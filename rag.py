@@ -2139,10 +2139,9 @@ def _cell_column(ref: str) -> int:
 @_container_reader("Excel (.xlsx)")
 def _xlsx_lines(zf) -> list[Line]:
     """Each sheet as a heading and its rows as header-aware paragraphs."""
-    strings = []
     shared = _zip_xml(zf, "xl/sharedStrings.xml", required=False)
-    for si in [] if shared is None else shared:
-        strings.append("".join(t.text or "" for t in si.iter() if local(t.tag) == "t"))
+    strings = ["".join(t.text or "" for t in si.iter() if local(t.tag) == "t")
+               for si in ([] if shared is None else shared)]
     rels = _zip_rels(zf, "xl/workbook.xml")
     out = _Outline()
     for sheet in _zip_xml(zf, "xl/workbook.xml").iter():
