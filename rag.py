@@ -2253,8 +2253,7 @@ def _odf_lines(zf) -> list[Line]:
         if local(doc.tag) != "presentation":
             _odf_blocks(doc, out, "", levels)
             continue
-        pages = [p for p in doc if local(p.tag) == "page"]
-        for n, page in enumerate(pages, 1):
+        for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
             title = next((" ".join(_odf_text(p) for p in f.iter() if local(p.tag) == "p")
                           for f in page if attr(f, "class") == "title"), "")
             loc = out.slide(n, title)
