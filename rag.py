@@ -971,8 +971,7 @@ def _decode(data: bytes) -> tuple[str, str | None]:
 
 
 def _legacy_decode(data: bytes, utf8: str) -> tuple[str, str]:
-    """Windows-1252 when that reads as text, else utf8 (bad bytes replaced); NotText when even
-    that is mostly bad bytes."""
+    """Windows-1252 if that reads as text, else utf8; NotText when utf8 is mostly bad bytes too."""
     legacy = data.decode("cp1252", "replace")
     controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
     if controls <= _LEGACY_CONTROL_SHARE * len(legacy):
@@ -1909,8 +1908,7 @@ def _zip_path(folder: str, href: str) -> str:
 
 
 def _zip_bytes(zf, name: str) -> bytes:
-    """One member's bytes, refusing members that would expand past ZIP_MEMBER_LIMIT
-    (a small file can hold gigabytes of zeros)."""
+    """One member's bytes, refused past ZIP_MEMBER_LIMIT (a small file can hold GBs of zeros)."""
     info = zf.getinfo(name)
     if info.file_size > ZIP_MEMBER_LIMIT:
         raise Unreadable(f"{name} expands to {info.file_size >> 20} MB, over the "
@@ -1976,8 +1974,7 @@ def _container_reader(kind: str):
 
 
 def _ooxml_text(el) -> str:
-    """Text of a Word or DrawingML element: its runs' text, tabs and line breaks (not tab stops,
-    field codes or deleted text)."""
+    """A Word or DrawingML element's text, tabs and breaks (not tab stops, fields or deletions)."""
     parts: list[str] = []
 
     def visit(node, in_run):
@@ -2213,8 +2210,7 @@ def _odf_heading_levels(*roots) -> dict[str, int]:
 
 
 def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None) -> None:
-    """Headings (text:h, or a text:p of a heading's style), paragraphs, lists, sections and
-    tables, in order."""
+    """Headings (text:h, or text:p of a heading's style), paragraphs, lists, sections, tables."""
     levels = levels or {}
     for el in parent:
         tag = local(el.tag)
@@ -2386,8 +2382,7 @@ def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
 
 
 def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest of the screen and each frame (giflib gives a frame the memory its own header
-    asks for)."""
+    """The largest of the screen and each frame (giflib sizes a frame by its own header)."""
     sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
     at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
     while at < len(data) and data[at] != 0x3B:  # the trailer
@@ -3143,9 +3138,9 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 
 @dataclass(frozen=True)
 class Format:
-    """How one kind of file is read: text(decoded text) -> lines, or, for a
-    binary format, from_bytes(path, data) -> lines; definitions names the
-    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
+    """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
+    from_bytes(path, data) -> lines; definitions names the DEFINITIONS pattern of source code
+    ('#' is then a comment, not a heading)."""
 
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes], list[Line]] | None = None
@@ -3400,8 +3395,7 @@ def _titled(para: list[Line], under: Line) -> bool:
 
 
 def _code_blocks(lines: list[Line], definition) -> list[_Block]:
-    """Source code as paragraphs split at blank lines and before each top-level definition
-    (definition: its compiled pattern, Format.pattern())."""
+    """Source code as paragraphs split at blank lines and before each definition (its pattern)."""
     out: list[_Block] = []
     para: list[Line] = []
     opens = False
