@@ -2731,7 +2731,7 @@ class _ManPage:
         if name in ("TH", "Dt"):
             self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
         elif name in ("SH", "SS", "Sh", "Ss"):
-            level = 2 if name == "SH" or (name == "Sh" and self.mdoc) else 3
+            level = 2 if name == "SH" else 3  # (mdoc_request reads mdoc's .Sh)
             if words:
                 self.head(no, level, " ".join(words))
             else:
