@@ -933,8 +933,7 @@ _META_CHARSET = LazyPattern(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)"""
 # Windows-1252, 'gb2312' ones GBK... Tried first, then the label's own codec.
 _READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb2312": "gb18030",
             "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs"}
-# A declaration is read as ASCII, so only an encoding that keeps ASCII can be the one declared
-# ('utf-16' in a <meta> is a mistake; 'base64' no text).
+# Only an encoding that keeps ASCII can be declared in ASCII ('utf-16' in a <meta> is a mistake).
 _ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
@@ -1001,8 +1000,7 @@ def _declared_encoding(head: bytes) -> tuple[str, str] | None:
 
 
 def _declared_decode(data: bytes) -> tuple[str, str | None] | None:
-    """The text in the encoding the file declares, with a note; None when there is none, or
-    Python does not know it, or the bytes are not in it."""
+    """The text in the encoding the file declares, with a note; None if none or unusable."""
     found = _declared_encoding(data)
     if not found:
         return None
@@ -1752,8 +1750,7 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 
 
 class _Outline:
-    """Builds an extracted document's lines: Markdown headings, blank lines between paragraphs,
-    each line tagged with its location."""
+    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs."""
 
     def __init__(self):
         self.lines: list[Line] = []
@@ -2303,8 +2300,7 @@ OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra',
 
 def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
               env: dict | None = None) -> bytes:
-    """What a program prints for data on its standard input; Unreadable when it fails (the last
-    line it said) or takes longer than timeout seconds."""
+    """What a program prints for data on stdin; Unreadable if it fails or runs past timeout s."""
     import subprocess
     name = os.path.basename(exe)
     try:
