@@ -1694,9 +1694,7 @@ def _password_file(head: str) -> str | None:
         return sum(bool(pattern.fullmatch(l)) for l in lines) > _ENV_SHARE * len(lines)
     if any(_HASH_IN_LINE.match(l) for l in lines) and most(_SHADOW_LINE):
         return "password hashes"
-    if most(_NETRC_LINE) or most(_PGPASS_LINE):
-        return "password file"
-    return None
+    return "password file" if most(_NETRC_LINE) or most(_PGPASS_LINE) else None
 
 
 _MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
