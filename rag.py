@@ -881,13 +881,9 @@ _HIDING_STYLE = LazyPattern(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 
 def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
-    """Whether an element's attributes hide it from a reader (hidden,
-    aria-hidden="true", a style of display: none or visibility: hidden)."""
-    for name, value in attrs:
-        if name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true") \
-                or (name == "style" and _HIDING_STYLE.search(value or "")):
-            return True
-    return False
+    """Whether attributes hide an element (hidden, aria-hidden="true", display: none...)."""
+    return any(name == "hidden" or (name == "aria-hidden" and (value or "").lower() == "true")
+               or (name == "style" and _HIDING_STYLE.search(value or "")) for name, value in attrs)
 
 
 def _html_lines(text: str) -> list[Line]:
@@ -900,8 +896,7 @@ def _html_lines(text: str) -> list[Line]:
 
 
 def _text_lines(text: str) -> list[Line]:
-    """Number the lines of a plain-text document from 1, as editors and grep do:
-    only a newline ends a line (str.splitlines also splits at form feeds).
+    """Number a text's lines from 1 as editors and grep do: only a newline ends one (not '\\f').
 
     >>> [(l.no, l.text) for l in _text_lines("a\\r\\nb\\x0cc\\n")]
     [(1, 'a'), (2, 'b\\x0cc')]
@@ -920,41 +915,34 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"),
          (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16 LE"),
          (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16 BE"))
 _WIDE_BOMS = tuple(bom for bom, codec, _ in _BOMS if codec != "utf-8")  # text with NUL bytes in it
-# Text in a legacy encoding has next to no control characters; binary noise
-# decoded as Windows-1252 has one in ten. Above this share it is damaged UTF-8.
+# Legacy text has next to no control characters; binary noise read as Windows-1252 has one in
+# ten. Above this share it is damaged UTF-8.
 _LEGACY_CONTROL_SHARE = 0.01
-# Valid UTF-8 with a few bad bytes (a file cut or spliced) stays UTF-8: up to
-# this many bad sequences per good multibyte character. Legacy text has no
-# valid multibyte sequences but by chance (an 'Ã' before a '©').
+# UTF-8 with a few bad bytes (a file cut or spliced) stays UTF-8: up to this many bad sequences per
+# good multibyte character (legacy text has valid ones only by chance: an 'Ã' before a '©').
 _UTF8_DAMAGE_SHARE = 0.01
-# Bytes that are not text in any encoding tried, past this share of the
-# characters, are a binary file without a NUL byte (random data: about half).
+# Past this share of characters not text in any encoding tried: binary without a NUL byte.
 _NOT_TEXT_SHARE = 0.1
 
-# Declared encodings. Only the head of a file is looked at: a coding line is in
-# the first two lines (PEP 263, as Python reads it: the second only after a
-# comment or blank first line), an XML declaration at the start, a <meta>
-# charset in the first 1,024 bytes (where the HTML standard's prescan looks).
+# Declared encodings, in a file's head: a coding line in the first two lines (PEP 263: the second
+# only after a comment or blank first line), an XML declaration at the start, a <meta> charset in
+# the first 1,024 bytes (where the HTML standard's prescan looks).
 _DECLARED_HEAD = 1024
 _CODING_LINE = LazyPattern(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _XML_DECLARATION = LazyPattern(rb"""\s*<\?xml\s[^>]*?\bencoding\s*=\s*["']([-\w.:]+)""")
 _META_CHARSET = LazyPattern(rb"""<meta\s[^>]*?\bcharset\s*=\s*["']?([-\w.:]+)""", re.I)
-# A label read as the superset that writers of that label meant, as browsers
-# do (WHATWG Encoding Standard): 'iso-8859-1' pages are Windows-1252, 'gb2312'
-# ones GBK, and so on. Tried first, then the label's own codec.
+# A label read as the superset its writers meant, as browsers do (WHATWG): 'iso-8859-1' pages are
+# Windows-1252, 'gb2312' ones GBK... Tried first, then the label's own codec.
 _READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb2312": "gb18030",
             "gbk": "gb18030", "shift_jis": "cp932", "euc_kr": "cp949", "big5": "big5hkscs"}
-# A declaration is found by reading ASCII, so only an encoding that keeps ASCII
-# as it is can be the one declared ('utf-16' in a <meta> is a mistake; 'base64' no text).
+# Only an encoding that keeps ASCII can be declared in ASCII ('utf-16' in a <meta> is a mistake).
 _ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:
-    """Text from bytes, and a note when it was not plain UTF-8, in this order:
-    a byte-order mark; a declared encoding (a coding line, an XML declaration,
-    a <meta> charset) that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK
-    encoding its text looks like (_cjk_decode); Windows-1252 (a superset of
-    Latin-1) when that reads as text, so 'café' stays findable; else UTF-8 with
+    """Text from bytes, and a note when it was not plain UTF-8. Tried in order: a byte-order
+    mark; a declared encoding that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK encoding its
+    text looks like; Windows-1252 when that reads as text ('café' stays findable); else UTF-8 with
     the bad bytes replaced.
 
     >>> _decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
@@ -984,8 +972,7 @@ def _decode(data: bytes) -> tuple[str, str | None]:
 
 
 def _legacy_decode(data: bytes, utf8: str) -> tuple[str, str]:
-    """Windows-1252 when that reads as text, else utf8 (the UTF-8 reading, bad
-    bytes replaced); NotText when even that is mostly bad bytes."""
+    """Windows-1252 if that reads as text, else utf8; NotText when utf8 is mostly bad bytes too."""
     legacy = data.decode("cp1252", "replace")
     controls = sum(1 for ch in legacy if ch < " " and ch not in "\t\n\r\f\v" or ch == "\ufffd")
     if controls <= _LEGACY_CONTROL_SHARE * len(legacy):
@@ -1015,8 +1002,7 @@ def _declared_encoding(head: bytes) -> tuple[str, str] | None:
 
 
 def _declared_decode(data: bytes) -> tuple[str, str | None] | None:
-    """The text in the encoding the file declares, with a note; None when it
-    declares none, one Python does not know, or one its bytes are not in."""
+    """The text in the encoding the file declares, with a note; None if none or unusable."""
     found = _declared_encoding(data)
     if not found:
         return None
@@ -1036,23 +1022,18 @@ def _declared_decode(data: bytes) -> tuple[str, str | None] | None:
     return None
 
 
-# Legacy CJK encodings, tried on a file that is not UTF-8, each with its
-# language. The codecs are the supersets files are written in (cp932 is
-# Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5; GB18030 contains GBK
-# and GB2312).
+# Legacy CJK encodings tried on a file that is not UTF-8, with their language. The codecs are the
+# supersets files are written in (cp932 is Windows' Shift_JIS, cp949 its EUC-KR, cp950 its Big5).
 _CJK_ENCODINGS = (("euc_jp", "EUC-JP", "Japanese"), ("cp932", "Shift_JIS", "Japanese"),
                   ("cp949", "EUC-KR", "Korean"), ("cp950", "Big5", "Chinese"),
                   ("gb18030", "GB18030", "Chinese"))
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# CJK punctuation, full-width forms and the symbols (arrows, box drawing,
-# circled numbers) these encodings carry in two bytes.
+# CJK punctuation, full-width forms and symbols (arrows, box drawing...) these encodings carry.
 _CJK_SIGNS = "\u2010-\u203b\u2190-\u22ff\u2460-\u26ff\u3000-\u303f\uff01-\uff5e"
 _CJK_SCRIPTS = {"Japanese": _HAN + "\u3041-\u30ff" + _CJK_SIGNS,
                 "Korean": _HAN + "\uac00-\ud7a3" + _CJK_SIGNS, "Chinese": _HAN + _CJK_SIGNS}
-# Characters that are frequent in any running text of a language and that a
-# misreading of another encoding seldom produces: kana (particles and endings
-# are written in it), common Hangul syllables (particles, endings), common
-# Chinese function characters in the script the encoding is for.
+# Characters frequent in any running text of a language that a misreading seldom produces: kana,
+# common Hangul syllables, common Chinese function characters in the encoding's script.
 _CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                 "EUC-KR": "이다는의에을를하고가기지리한사"
                 "서로자도어일수대국시인정게해요",
@@ -1060,25 +1041,20 @@ _CJK_MARKERS = {"EUC-JP": "\u3041-\u30ff", "Shift_JIS": "\u3041-\u30ff",
                 "說時要就出會可也你對生能而子那得於著下自之年",
                 "GB18030": "的一是不了在人有我他这个们中来上大为和国地到以"
                           "说时要就出会可也你对生能而子那得于着下自之年"}
-# What a plausible reading needs: real CJK text passes, legacy Western text does
-# not (bench/README.md, "Encodings").
-_CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ of its scripts (misread
-                         # Latin: lone ones)
+# What a plausible reading needs: real CJK text passes, Western text does not (bench/README.md).
+_CJK_RUN_SHARE = 0.8      # of its non-ASCII characters in runs of 2+ (misread Latin: lone)
 _CJK_MIN_RUN = 4          # characters in such runs, at least
 _CJK_MIN_MARKERS = 2      # markers, at least: a misreading has one by chance
 _CJK_MARKER_SHARE = 0.05  # of its characters in its scripts (real text holds more)
-_CJK_DAMAGE = 200         # characters per bad byte sequence allowed: a damaged CJK text still
-                         # passes, misread Cyrillic lines do not
-# bytes of the head that are scored; the chosen encoding then decodes the whole file
-_CJK_SNIFF = 65536
+_CJK_DAMAGE = 200         # characters per bad sequence: damaged CJK passes, misread Cyrillic not
+_CJK_SNIFF = 65536        # bytes of the head that are scored
 _CJK_FORBIDDEN = LazyPattern("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]")
 _NON_ASCII = LazyPattern(r"[^\x00-\x7f]")
 
 
 def _cjk_decode(data: bytes) -> tuple[str, str] | None:
-    """The text in the CJK encoding its head reads best in (_cjk_score), with a
-    note; None when no reading is plausible. Each candidate decodes the head
-    once; the best one then the whole file."""
+    """The text in the CJK encoding its head reads best in (_cjk_score), with a note; None when
+    no reading is plausible. Only the best candidate decodes the whole file."""
     scored = []
     for codec, name, language in _CJK_ENCODINGS:
         # a character cut at the end waits, unread
@@ -1097,9 +1073,8 @@ def _cjk_decode(data: bytes) -> tuple[str, str] | None:
 
 
 def _cjk_score(text: str, name: str, language: str) -> float | None:
-    """How plausible text is as a reading in encoding name: the share of its
-    language's characters that are markers (_CJK_MARKERS); None when it is not
-    plausible at all (see the CJK_ constants).
+    """How plausible text is as a reading in encoding name: the share of its language's
+    characters that are markers; None when it is not plausible at all (the _CJK_ constants).
 
     >>> _cjk_score("東京は晴れています。", "Shift_JIS", "Japanese")
     0.6
@@ -1119,13 +1094,11 @@ def _cjk_score(text: str, name: str, language: str) -> float | None:
     return markers / scripted
 
 
-# What a terminal acts on instead of showing: C0 controls but tab and newline
-# (ESC starts the sequences that clear the screen, set the window title, write
-# the clipboard), DEL, C1 (U+009B is a one-character CSI), and the bidirectional
-# embeddings, overrides and isolates that show text in another order than it is
-# stored ("Trojan Source"). A carriage return or form feed becomes a space, so
-# words stay apart and line numbers stay as cited; bidi controls are dropped
-# (they are invisible anyway); the rest become U+FFFD, visibly.
+# What a terminal acts on instead of showing: C0 controls but tab and newline (ESC's sequences
+# clear the screen, set the title, write the clipboard), DEL, C1 (U+009B is a CSI), and the bidi
+# controls that show text in another order than stored ("Trojan Source"). A CR or form feed becomes
+# a space (words stay apart, line numbers as cited); bidi controls are dropped (invisible anyway);
+# the rest become U+FFFD, visibly.
 _UNSAFE_CHARS = LazyPattern("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 
@@ -1164,8 +1137,7 @@ class NotText(Unreadable):
 
 
 class _Compression(NamedTuple):
-    """A compressed file's kind: the standard library module that reads it,
-    how its data starts, and its name in messages."""
+    """A kind of compression: the module that reads it, its magic bytes, its name in messages."""
 
     module: str
     magic: bytes
@@ -1201,8 +1173,8 @@ def compression(path: str) -> _Compression | None:
 
 
 def unpack(data: bytes, kind: _Compression) -> bytes:
-    """What compressed data holds (every stream of it), read in pieces and
-    refused past ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
+    """What compressed data holds (every stream), read in pieces and refused past
+    ZIP_MEMBER_LIMIT (a small file can hold gigabytes of zeros)."""
     import importlib
     import io
     try:
@@ -1226,14 +1198,10 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
 
 def parse_document(path: str, data: bytes, fmt: Format | None = None,
                    ocr_lang: str = OCR_LANG) -> tuple[list[Line], str | None]:
-    """Turn a file's bytes into numbered lines; second value is a warning.
-    Without fmt, a compressed file's data ('.gz', '.bz2', '.xz', '.lzma') is
-    decompressed first and read as what it holds. ocr_lang: tesseract's
-    language for scanned pages and images.
-
-    Every format passes here, so secrets in any of them are redacted (_redact_lines).
-    Raises Unreadable for files that are damaged, encrypted or need a missing tool.
-    """
+    """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
+    unpacked first. ocr_lang: tesseract's language for scanned pages and images. Every format
+    passes here, so secrets in any of them are redacted (_redact_lines). Unreadable: a file
+    damaged, encrypted or needing a missing tool."""
     kind = compression(path) if fmt is None else None
     if kind and data.startswith(kind.magic):
         data = unpack(data, kind)
@@ -1249,13 +1217,11 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     return _redact_lines(lines), warning
 
 
-# Secrets. Files that are credentials are not read (credential_name, credential_content), and inside
-# the documents that are read, every secret the table below recognises becomes a
-# marker before anything is chunked, stored, embedded or sent (_redact_lines).
-# Linear by construction: each pattern starts with a literal, after a
-# lookbehind that lets it start only at the beginning of a run of token
-# characters, and each repeat is one character class that cannot also match
-# what follows it; assignments are matched in two steps (name, then value).
+# Secrets. Credential files are not read (credential_name, credential_content); in the documents
+# read, every secret recognised becomes a marker before anything is chunked, stored, embedded or
+# sent (_redact_lines). Linear by construction: each pattern starts with a literal, after a
+# lookbehind that lets it start only where a run of token characters does, and each repeat is one
+# character class that cannot also match what follows it; assignments are matched in two steps.
 
 _REDACTED = "[redacted: {}]"
 _TOKEN_START = r"(?<![A-Za-z0-9_-])"  # a token begins where a run of token characters does
@@ -1301,8 +1267,7 @@ _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKEN
 _SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere; Basic credentials only in an Authorization header
-# ('basic region/leucine').
+# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region').
 _BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
                       r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
 # Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
@@ -1322,21 +1287,18 @@ _ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,
 _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
 # A secret as an XML element on one line: '<password>value</password>'.
 _XML_VALUE = LazyPattern(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
-# The password in 'scheme://user:password@host' (also 'redis://:pw@host', but not
-# 'cvs://:pserver:anoncvs@host', a method and a user).
+# The password in 'scheme://user:password@host' or 'redis://:pw@host' (not 'cvs://:pserver:u@h').
 _URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
                             r"|:([^\s/:@\"'`]{1,256}))@")
-# The name of an assignment ('API_KEY=', '"password": ', "secret: ", "--password=", Go's
-# 'password := ', PHP's "'password' => ", .npmrc's '//host/:_authToken=', 'String apiToken ='
-# where the second word is the name), then, apart, its value. Not after or before another ':'
-# ('apt::key::', 'node::credentials::' are scopes, not assignments).
+# An assignment's name ('API_KEY=', '"password": ', '--password=', 'password := ', "'pw' =>",
+# '//host/:_authToken=', 'String apiToken =' where the second word is the name); its value apart.
+# Not next to another ':' ('apt::key::' is a scope).
 _ASSIGNED_NAME = LazyPattern(
     r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
     r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
     r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
     r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
-# A value: quoted (a backslash escapes a quote; YAML doubles a single one) or not; C#'s
-# @"...", Python's r"...".
+# A value: quoted (a backslash escapes a quote; YAML doubles a single one; C#'s @"", r"") or not.
 _ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
                               r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
                               r"""|([^\s"'`]{1,512}))""")
@@ -1353,8 +1315,8 @@ _COMPARISONS = {"==", "===", "!=", "!=="}
 _LEXER_NAMES = {"token", "tokens", "tok"}  # a parser compares its token with words ('#bygroup')
 _SPACED_OPS = {"=", ":=", "?=", "::="}  # after which a value on a line of its own may have spaces
 _TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
-# Each word ends where the name's part does: 'api_key', 'GITHUB_TOKEN', not 'tokenize' or
-# 'keyboard'. Matched in the name as snake case ('mySecretString' is 'my_secret_string').
+# Each word ends where the name's part does ('api_key', not 'keyboard'); matched in the name as
+# snake case ('mySecretString' is 'my_secret_string').
 _SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
                            r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
                            r"|(?:private|access|signing|encryption|secret|auth|client|service"
@@ -1366,45 +1328,38 @@ _NOT_SECRET_NAMES = {"pwd", "oldpwd"}
 # Names of values that are public or only label something ('public_key', 'csrf_token').
 _NOT_A_SECRET = LazyPattern(r"(?:^|_)(?:public|csrf|xsrf|bucket|sort|partition|primary|foreign"
                             r"|cache|lookup|routing|shard|idempotency|dedup|i18n|translation"
-                            r"|page|next"
-                            r"|continuation|sync|route)(?:_|$)")
-# Names that say where a secret is or what it is called, not what it is ('api_key_file',
-# 'TOKEN_URL').
+                            r"|page|next|continuation|sync|route)(?:_|$)")
+# Names that say where a secret is or what it is called, not what it is ('api_key_file').
 _ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|id|type|env|var"
                               r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
                               r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
-                              r"|count|len|min|max"
-                              r"|used|changed|required|enabled|strength|validator|param|option"
-                              r"|arn)s?$", re.I)
-# Values that are a place, not a secret: a URL without a password in it, a file path or
-# name ('--private-key=tpm2.pem'), an AWS ARN.
+                              r"|count|len|min|max|used|changed|required|enabled|strength"
+                              r"|validator|param|option|arn)s?$", re.I)
+# Values that are a place: a URL without a password, a file path or name ('tpm2.pem'), an ARN.
 _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                      r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
-                     r"|env)",
-                     re.I)
+                     r"|env)", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
                            r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
                            r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
-# What a template fills in ('${DB_PASS}', '{{ secrets.X }}', '$(cat f)', '%(pw)s', '<key>',
-# '{password}', '$TOKEN'): a value is judged by what is left without them.
+# What a template fills in ('${DB_PASS}', '{{ x }}', '$(cat f)', '%(pw)s', '<key>', '$TOKEN'): a
+# value is judged by what is left without them.
 _TEMPLATE = LazyPattern(r"\$\{[^{}\n]{0,128}\}|\{\{[^{}\n]{0,128}\}\}|\$\([^()\n]{0,128}\)"
                         r"|%\(\w{1,64}\)s|%[sdr]|<[^<>\n]{1,64}>|\[[A-Z_]{1,64}\]"
-                        r"|\{[A-Za-z_][\w.]{0,63}\}"
-                        r"|\$[A-Z_][A-Z0-9_]{0,63}")
-# letters only, maybe dotted (self.token, settings.KEY): code or a word
+                        r"|\{[A-Za-z_][\w.]{0,63}\}|\$[A-Z_][A-Z0-9_]{0,63}")
 _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)"
                              r"(?:[ |,<>=^~v*]{1,8}\d+(?:\.[\dx*]+){0,3}(?:[-+.\w]*)){0,4}")
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")
+_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")  # letters only, maybe dotted (settings.KEY): code, a word
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-# A key's body line: base64, or a Proc-Type: / DEK-Info: header, as pasted: after a quote
-# or comment mark ('> ', '# ', '// ', '| '), inside a string ('"MIIE...\\n" +'), in a table row.
+# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or comment mark,
+# inside a string ('"MIIE...\\n" +'), in a table row.
 _PEM_BODY = LazyPattern(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
                         r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
 
@@ -1431,10 +1386,8 @@ _ENV_SHARE = 0.5  # an .env-style file: more than this share of its lines are _N
 
 
 def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = False) -> bool:
-    """A value that could be a key or password, not a placeholder, a word or code;
-    with letters_and_digits, one that mixes cases or digits even without symbols
-    (a token after 'Bearer', where 'bonds/notes' is prose). A quoted value of
-    letters only is a word or a name ('NextToken'), not a secret.
+    """A value that could be a key or password, not a placeholder, a word or code. With
+    letters_and_digits, mixing cases or digits is enough (a token after 'Bearer').
 
     >>> [_looks_secret(v) for v in ("hunter2!x", "<your-key>", "changeme", "${API_KEY}",
     ...                            "settings.KEY", "a1")]
@@ -1469,8 +1422,8 @@ def _secret_name(name: str) -> bool:
     [True, True, True, False, False]
     """
     snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower().replace("-", "_").replace(".", "_")
-    # in camel case, the secret is the name's last word ('apiKey', 'userPassword'; not
-    # 'PasswordLastUsed'); a name ends in '_KEY' as written ('API_KEY'; not 'schemaKey')
+    # in camel case the secret is the last word ('apiKey'; not 'PasswordLastUsed'); '_KEY' counts
+    # as written ('API_KEY'; not 'schemaKey')
     camel = snake != name.lower().replace("-", "_").replace(".", "_")
     found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel \
         else _SECRET_NAME.search(snake)
@@ -1527,14 +1480,11 @@ def _mixed(word: str) -> bool:
 
 
 def _unquoted_end(text: str, start: int, end: int, alone: bool) -> int:
-    """Where an unquoted value starting at start ends (end: where its run of
-    non-space characters does). A line that is only an '=' assignment
-    (alone: 'password = two w0rds;x', INI, .env) gives the rest of the line,
-    without a trailing comment, when a word of it mixes letters with digits,
-    it has no brackets (code) and it is no sentence ('pass = hunter2 is
-    bad.'); otherwise the value is the run, up to another assignment
-    ('Password=x;User=y') and without closing punctuation. (After 'name:'
-    prose follows as often as a value: 'Password: see RFC 2617'.)"""
+    """Where an unquoted value starting at start ends (end: where its run of non-space
+    characters does). On a line that is only an '=' assignment (alone), the rest of the line
+    without a trailing comment, when a word mixes letters with digits and it has no brackets and
+    is no sentence; otherwise the run, up to another assignment ('Password=x;User=y'), closing
+    punctuation left out. (After 'name:' prose is as likely as a value: 'Password: see RFC'.)"""
     if alone and len(text) - start <= _MAX_VALUE:
         line = _TRAILING_COMMENT.sub("", text[start:])
         sentence = len(line.split()) >= _SENTENCE_WORDS and line.rstrip()[-1:] in ".?!"
@@ -1550,8 +1500,7 @@ def _unquoted_end(text: str, start: int, end: int, alone: bool) -> int:
 
 
 def _redact_text(text: str) -> tuple[str, bool]:
-    """One line with its secrets as markers, and whether a private key began
-    on it without ending (its next lines are the key's body)."""
+    """A line with its secrets as markers, and whether a private key began on it without ending."""
     open_key, parts, pos = False, [], 0
     begins = _PEM_BEGIN.finditer(text) if "-----BEGIN" in text else ()
     for begin in begins:
@@ -1574,18 +1523,16 @@ def _stands_in(value: str) -> bool:
 
 
 def _token_marker(token: str, kind: str) -> str:
-    """A recognised token's marker; the token itself when it stands in for
-    one ('xoxb-xxxx...', 'AKIA...EXAMPLE') or, for a prefix that words also
-    take (_WEAK_TOKENS), when the rest does not look secret."""
+    """A token's marker; the token itself when it stands in for one ('AKIA...EXAMPLE') or, for
+    a prefix words also take (_WEAK_TOKENS), when the rest does not look secret."""
     if _stands_in(token) or (kind in _WEAK_TOKENS and not _looks_secret(token[3:])):
         return token
     return _REDACTED.format(kind)
 
 
 def _redact_credentials(text: str) -> str:
-    """A line's credentials given by their place: a bearer token, an
-    Authorization header, curl's -u, a URL's password, an assignment or
-    comparison or XML element whose name says secret."""
+    """A line's credentials found by their place: a bearer token, an Authorization header, curl's
+    -u, a URL's password, an assignment, comparison or XML element named as a secret."""
     low = text.lower()
     if "bearer" in low or "basic" in low:
         text = _BEARER.sub(lambda m: m.group()
@@ -1620,9 +1567,8 @@ def _curl_secret(value: str) -> bool:
 
 def _marked(pattern: re.Pattern, text: str, group: int, secret: Callable[[str], bool],
             kind: str | int) -> str:
-    """text with each match's group replaced by a marker where secret(its
-    value) says it is one; kind names the marker, or is the group of the
-    match holding a secret's name (the marker then says password or secret)."""
+    """text with each match's group replaced by a marker where secret(value) says so; kind names
+    the marker, or is the group holding a secret's name (the marker: password or secret)."""
     def one(m: re.Match) -> str:
         value = m.group(group)
         named = not isinstance(kind, int) or _secret_name(m.group(kind))
@@ -1639,10 +1585,9 @@ def _text_between(m: re.Match, group: int, middle: str) -> str:
 
 
 def _redact_lines(lines: list[Line]) -> list[Line]:
-    """The lines with every secret recognised replaced by a marker such as
-    '[redacted: github-token]'. A private key's lines become empty, each line
-    keeping its number, so citations of the text after it stay right; so do
-    the lines of a value continued below its name (_continued_values)."""
+    """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
+    key's lines, and those of a value continued below its name, become empty but keep their
+    numbers, so citations of the text after them stay right."""
     out, in_key = [], False
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
@@ -1661,8 +1606,7 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     return out
 
 
-# A secret's name with its value on the lines below: YAML's 'password: |' (or '>'), an
-# INI key whose value continues on indented lines ('secret =').
+# A secret's name, its value on the lines below: YAML's 'password: |' (or '>'), INI's 'secret ='.
 _CONTINUED = LazyPattern(r"""([ \t]*)(["']?)([A-Za-z_][\w.-]{0,63})\2[ \t]*"""
                          r"""(?:=|:[ \t]*[|>][+-]?\d?)[ \t]*""")  # a bare 'name:' opens a mapping
 _CONTINUED_ENDS = set("=|>+-0123456789")
@@ -1670,9 +1614,8 @@ _CONTINUED_LINES = 64  # a longer indented block below a name is text, not a val
 
 
 def _continued_values(lines: list[Line]) -> dict[int, str]:
-    """The lines (by index) that hold a secret continued below its name, as
-    they are to read: the first the marker, the others empty. The value is
-    the lines indented deeper than the name, joined."""
+    """Index -> text of the lines holding a secret continued below its name (those indented
+    deeper): the first becomes the marker, the others empty."""
     out: dict[int, str] = {}
     i = 0
     while i < len(lines):
@@ -1707,9 +1650,8 @@ def credential_name(path: str) -> str | None:
     return _CREDENTIAL_EXTS.get(ext)
 
 
-# Lines of the files that hold passwords or their hashes, recognised by content:
-# shadow ('name:$6$...:19000:0:99999:7:::'), passwd with hashes in its second field,
-# .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
+# Lines of password files, by content: shadow ('name:$6$...:19000:0:99999:7:::'), passwd with
+# hashes, .netrc ('machine h login u password p'), .pgpass ('host:port:db:user:password').
 _SHADOW_LINE = LazyPattern(r"[\w.-]{1,64}:(?:[!*]{0,2}\$[\w$./=,+-]{8,}|[!*]{1,2}|x?)(?::[^\n]*)?")
 _NETRC_LINE = LazyPattern(r"(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|account|port)[ \t]+\S+)*"
                           r"[ \t]+password[ \t]+\S+")
@@ -1720,10 +1662,9 @@ _HASH_IN_LINE = LazyPattern(r"^[^:\s]{1,64}:[!*]{0,2}\$(?:1|2[abxy]?|5|6|7|y|gy|
 
 
 def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
-    """What kind of credentials a file's first bytes show it holds, or None:
-    a private key (a '.pem' anywhere in it), a service-account JSON, password
-    hashes (shadow, passwd with hashes), a password file (.netrc, .pgpass),
-    or an .env-style file (most lines _NAME=value, one of them a secret)."""
+    """What kind of credentials a file's first bytes show, or None: a private key (in a '.pem'
+    anywhere), a service-account JSON, password hashes, a password file, or an .env-style file
+    (most lines NAME=value, one of them a secret)."""
     head = data[:_CREDENTIAL_SNIFF].decode("utf-8", "replace")
     first = head.lstrip()
     if _PEM_BEGIN.match(first) or first.startswith("PuTTY-User-Key-File-"):
@@ -1731,8 +1672,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
     if inner_name(path).endswith(_CERTIFICATE_EXTS) \
             and _PEM_BEGIN.search(data.decode("utf-8", "replace")):
         return "private key"
-    kind = _password_file(head)
-    if kind:
+    if kind := _password_file(head):
         return kind
     if first.startswith("{") and _SERVICE_ACCOUNT.search(head):
         return "service-account key"
@@ -1748,8 +1688,7 @@ def credential_content(data: bytes, fmt: Format, path: str = "") -> str | None:
 
 
 def _password_file(head: str) -> str | None:
-    """'password hashes' or 'password file' when most of a file's first lines
-    are shadow, passwd-with-hashes, .netrc or .pgpass lines, else None."""
+    """'password hashes' or 'password file' when most of a file's first lines are such lines."""
     lines = [l.strip() for l in head.splitlines() if l.strip() and not l.lstrip().startswith("#")]
     if not lines:
         return None
@@ -1757,9 +1696,7 @@ def _password_file(head: str) -> str | None:
         return sum(bool(pattern.fullmatch(l)) for l in lines) > _ENV_SHARE * len(lines)
     if any(_HASH_IN_LINE.match(l) for l in lines) and most(_SHADOW_LINE):
         return "password hashes"
-    if most(_NETRC_LINE) or most(_PGPASS_LINE):
-        return "password file"
-    return None
+    return "password file" if most(_NETRC_LINE) or most(_PGPASS_LINE) else None
 
 
 _MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
@@ -1778,9 +1715,8 @@ def _title_as_heading(lines: list[Line]) -> list[Line]:
     return lines
 
 
-# Headings of other markups, each as a Markdown heading on its own line (line numbers kept):
-# AsciiDoc's '== Title', Org's '** Title', LaTeX's '\section{Title}'; the delimiters of the
-# blocks in which such a line is not a heading (AsciiDoc listings, Org source blocks).
+# Other markups' headings, read as Markdown's (AsciiDoc's '== Title', Org's '** Title', LaTeX's
+# '\section{Title}'), and the delimiters of blocks where such a line is no heading.
 _MARKUP_HEADINGS = {
     "asciidoc": (LazyPattern(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$"),
                  LazyPattern(r"^(?:-{4,}|\.{4,}|\+{4,}|/{4,}|_{4,})[ \t]*$")),
@@ -1814,8 +1750,7 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 
 
 class _Outline:
-    """Builds the lines of an extracted document: Markdown headings, blank
-    lines between paragraphs, each line tagged with its location."""
+    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs."""
 
     def __init__(self):
         self.lines: list[Line] = []
@@ -1853,12 +1788,9 @@ class _Outline:
 
 
 def _table_rows(outline: _Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
-    """Rows as paragraphs of 'header: value' pairs, so any block of rows reads
-    on its own; the first non-empty row is the header.
-
-    Spreadsheets and CSV files are data: a chunk holds some of their rows, so
-    each row carries its header. A table inside a document (docx, odt, HTML,
-    slides) is read with the text around it, as rows of 'cell | cell'.
+    """Rows as paragraphs of 'header: value' pairs (the first non-empty row is the header), so
+    a chunk of a spreadsheet's or CSV file's rows reads on its own. (A table inside a document is
+    read with the text around it, as rows of 'cell | cell'.)
 
     >>> o = _Outline(); _table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
     >>> [(l.text, l.loc) for l in o.lines]
@@ -1938,8 +1870,7 @@ def _notebook_lines(text: str) -> list[Line]:
         src = "".join(src) if isinstance(src, list) else str(src)
         if cell.get("cell_type") == "code" and src.strip():
             src = f"```{lang}\n{src.rstrip()}\n```"
-        for para in re.split(r"\n\s*\n", src):
-            out.para(para, f"cell {n}")
+        out.paras(src, f"cell {n}")
     return out.lines
 
 
@@ -1952,10 +1883,7 @@ def local(tag) -> str:
 
 def attr(el, name: str, default=None):
     """An attribute by local name, whatever its namespace."""
-    for key, value in el.attrib.items():
-        if local(key) == name:
-            return value
-    return default
+    return next((value for key, value in el.attrib.items() if local(key) == name), default)
 
 
 def _open_zip(data: bytes, kind: str):
@@ -1977,8 +1905,7 @@ def _zip_path(folder: str, href: str) -> str:
 
 
 def _zip_bytes(zf, name: str) -> bytes:
-    """One member's bytes, refusing members that would expand past ZIP_MEMBER_LIMIT
-    (a small file can hold gigabytes of zeros)."""
+    """One member's bytes, refused past ZIP_MEMBER_LIMIT (a small file can hold GBs of zeros)."""
     info = zf.getinfo(name)
     if info.file_size > ZIP_MEMBER_LIMIT:
         raise Unreadable(f"{name} expands to {info.file_size >> 20} MB, over the "
@@ -2044,8 +1971,7 @@ def _container_reader(kind: str):
 
 
 def _ooxml_text(el) -> str:
-    """Text of a Word or DrawingML element: its runs' text, tabs and line breaks
-    (not the tab stops or field codes in its properties, not deleted text)."""
+    """A Word or DrawingML element's text, tabs and breaks (not tab stops, fields or deletions)."""
     parts: list[str] = []
 
     def visit(node, in_run):
@@ -2069,8 +1995,7 @@ _STYLE_CHAIN = 32
 
 
 def _inherited_level(style: str | None, own: dict, parents: dict) -> int:
-    """The heading level of a style: its own (own[style], 0 for body text), or
-    else that of the style it is based on (parents), and so on up the chain.
+    """A style's heading level: its own (own[style]; 0: body text), else its parent's, and so on.
 
     >>> _inherited_level("HeadA", {"Heading1": 1, "HeadA": None}, {"HeadA": "Heading1"})
     1
@@ -2090,8 +2015,8 @@ def _inherited_levels(own: dict, parents: dict) -> dict[str, int]:
 
 
 def _outline_level(name: str, outline: str | None) -> int | None:
-    """A style's own heading level: by its name ('heading 2', 'Title') or its
-    outline level (0-based; 9 is body text); None when it says neither."""
+    """A style's own heading level by its name ('heading 2', 'Title') or outline level
+    (0-based; 9 is body text); None when it says neither."""
     m = re.fullmatch(r"heading ?(\d)", name.lower())
     if m or name.lower() == "title":
         return min(int(m.group(1)) if m else 1, 6)
@@ -2101,8 +2026,8 @@ def _outline_level(name: str, outline: str | None) -> int | None:
 
 
 def _docx_heading_levels(zf) -> dict[str, int]:
-    """Paragraph style id -> heading level, from the style names or outline
-    levels, or those of the styles they are based on (w:basedOn), as Word reads them."""
+    """Paragraph style id -> heading level, by name or outline level, inherited through
+    w:basedOn as Word reads them."""
     root = _zip_xml(zf, "word/styles.xml", required=False)
     own, parents = {}, {}
     for style in [] if root is None else root:
@@ -2208,10 +2133,9 @@ def _cell_column(ref: str) -> int:
 @_container_reader("Excel (.xlsx)")
 def _xlsx_lines(zf) -> list[Line]:
     """Each sheet as a heading and its rows as header-aware paragraphs."""
-    strings = []
     shared = _zip_xml(zf, "xl/sharedStrings.xml", required=False)
-    for si in [] if shared is None else shared:
-        strings.append("".join(t.text or "" for t in si.iter() if local(t.tag) == "t"))
+    strings = ["".join(t.text or "" for t in si.iter() if local(t.tag) == "t")
+               for si in ([] if shared is None else shared)]
     rels = _zip_rels(zf, "xl/workbook.xml")
     out = _Outline()
     for sheet in _zip_xml(zf, "xl/workbook.xml").iter():
@@ -2266,9 +2190,8 @@ def _odf_text(el) -> str:
 
 
 def _odf_heading_levels(*roots) -> dict[str, int]:
-    """Paragraph style name -> heading level, from the styles' outline levels
-    (style:default-outline-level) or names ('Heading 2', 'Title'), or those of
-    their parents (style:parent-style-name); roots: styles.xml and content.xml."""
+    """Paragraph style name -> heading level, by outline level or name, inherited through
+    style:parent-style-name; roots: styles.xml and content.xml."""
     own, parents = {}, {}
     for root in roots:
         for style in [] if root is None else root.iter():
@@ -2284,8 +2207,7 @@ def _odf_heading_levels(*roots) -> dict[str, int]:
 
 
 def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None) -> None:
-    """Headings (text:h, or a text:p whose style is a heading's: levels),
-    paragraphs, lists, sections and tables, in order."""
+    """Headings (text:h, or text:p of a heading's style), paragraphs, lists, sections, tables."""
     levels = levels or {}
     for el in parent:
         tag = local(el.tag)
@@ -2324,8 +2246,7 @@ def _odf_lines(zf) -> list[Line]:
         if local(doc.tag) != "presentation":
             _odf_blocks(doc, out, "", levels)
             continue
-        pages = [p for p in doc if local(p.tag) == "page"]
-        for n, page in enumerate(pages, 1):
+        for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
             title = next((" ".join(_odf_text(p) for p in f.iter() if local(p.tag) == "p")
                           for f in page if attr(f, "class") == "title"), "")
             loc = out.slide(n, title)
@@ -2372,21 +2293,18 @@ def _shutil_which(name: str) -> str | None:
 
 _POPPLER = "('apt install poppler-utils', 'brew install poppler')"
 _TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
-# a page whose text layer has fewer letters and digits than this is a scan (a page number,
-# a stamp); a page of text has hundreds
+# a page whose text layer has fewer letters and digits is a scan (a page number, a stamp)
 _SCANNED_BELOW = 20
 OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
 
 
 def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
               env: dict | None = None) -> bytes:
-    """What a program prints for data on its standard input; Unreadable when it
-    fails (the last line it said) or takes longer than timeout seconds."""
+    """What a program prints for data on stdin; Unreadable if it fails or runs past timeout s."""
     import subprocess
     name = os.path.basename(exe)
     try:
-        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout,
-                           env=env)
+        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise Unreadable(f"{name} took longer than {timeout:g} s") from None
     except OSError as e:
@@ -2409,8 +2327,7 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
     if not OCR_LANG_NAME.fullmatch(lang):
         raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
     _ocr_budget(_image_size(image))  # before tesseract decodes it
-    # one thread unless told: tesseract's OpenMP threads made a page 3 times slower on
-    # 2 cores (bench/README.md, "OCR"), as its own documentation warns
+    # one thread unless told: OpenMP threads make tesseract slower (bench/README.md, "OCR")
     env = {"OMP_THREAD_LIMIT": "1", **os.environ}
     try:
         out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
@@ -2424,8 +2341,8 @@ def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
 
 
 def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
-    """Unreadable unless a picture's size (width, height; None: unknown) is
-    within OCR_MAX_PIXELS: checked before anything decodes or renders it."""
+    """Unreadable unless a picture's size (width, height; None: unknown) is within
+    OCR_MAX_PIXELS: checked before anything decodes or renders it."""
     if size is None:
         raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
     if size[0] * size[1] > OCR_MAX_PIXELS:
@@ -2434,8 +2351,7 @@ def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
 
 
 def _image_size(data: bytes) -> tuple[int, int] | None:
-    """A picture's width and height from its header (the largest page of a
-    TIFF); None for a format or header not known here."""
+    """A picture's width and height from its header (a TIFF's largest page); None: not known."""
     import struct
     try:
         for magic, reader in _IMAGE_HEADERS:
@@ -2462,8 +2378,7 @@ def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
 
 
 def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest of the screen and each frame (giflib gives a frame the
-    memory its own header asks for): blocks walked from the header on."""
+    """The largest of the screen and each frame (giflib sizes a frame by its own header)."""
     sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
     at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
     while at < len(data) and data[at] != 0x3B:  # the trailer
@@ -2485,8 +2400,7 @@ _TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is 
 
 
 def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest page's size: each page's directory holds its width (tag 256)
-    and height (257), as a short or a long."""
+    """The largest page's size: width (tag 256) and height (257) in each page's directory."""
     order = "<" if data[:2] == b"II" else ">"
     if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
         return None
@@ -2538,9 +2452,8 @@ _IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
 
 def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
                ) -> tuple[list[Line], str | None]:
-    """A PDF's text through poppler's pdftotext, cited by page; a page with no
-    text layer (or almost none) is read by OCR instead, when tesseract is here
-    (the warning names the pages over its budget)."""
+    """A PDF's text by poppler's pdftotext, cited by page; a page with (almost) no text layer is
+    read by OCR when tesseract is here (the warning names the pages over its budget)."""
     exe = _shutil_which("pdftotext")
     if not exe:
         raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
@@ -2568,9 +2481,8 @@ def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
 
 def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
                ) -> dict[int, str]:
-    """The text OCR reads on these pages of a PDF (rendered by poppler's
-    pdftoppm), page by page until OCR_FILE_TIMEOUT seconds have gone; a page
-    over OCR's budget is not rendered (refused: why, for the note)."""
+    """The text OCR reads on these pages of a PDF (rendered by pdftoppm) until OCR_FILE_TIMEOUT
+    has gone; a page over OCR's budget is not rendered (refused: why, for the note)."""
     exe = _shutil_which("pdftoppm")
     if numbers and not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
@@ -2599,8 +2511,8 @@ _PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.
 
 
 def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
-    """These pages' sizes in pixels at OCR_DPI as pdftoppm renders them (turned
-    by their rotation), from poppler's pdfinfo: known before any is rendered."""
+    """These pages' sizes in pixels at OCR_DPI, turned by their rotation, from pdfinfo: known
+    before any is rendered."""
     exe = _shutil_which("pdfinfo")
     if not exe:
         raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
@@ -2623,11 +2535,9 @@ def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Lin
     return out.lines, None
 
 
-# Man pages: troff source with the man(7) macros, or BSD's mdoc(7). Each line
-# kept is a line of the source, so a citation points at it; the markup goes,
-# the title (.TH) and sections (.SH, .SS) become headings, .nf/.EX blocks are
-# fenced (their lines kept). Conditionals, macro definitions, equations and
-# pictures are left out: what nroff prints without them is the text.
+# Man pages: troff with man(7) or mdoc(7) macros, each line kept cited by its source line.
+# Conditionals, macro definitions, equations and pictures are left out: what nroff prints without
+# them is the text.
 
 _TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
     "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®",
@@ -2642,8 +2552,7 @@ _TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other 
 _TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
                   ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
 _TROFF_UNICODE = LazyPattern(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
-# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man,
-# DocBook).
+# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man).
 _TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
                   'L"': '"', 'R"': '"', "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
 _TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
@@ -2747,8 +2656,8 @@ def _troff_args(s: str) -> list[str]:
     return args
 
 
-# Markdown's headings: '# Title', or a title underlined (Chunk splits at them; a man page's
-# line that looks like one is indented, so that it is not one)
+# Markdown's headings, '# Title' or underlined (Chunk splits at them; a man page indents a line
+# that looks like one)
 MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
 
@@ -2759,8 +2668,7 @@ class _ManPage:
     def __init__(self, size: int):
         self.lines: list[Line] = []
         self.strings = dict(_TROFF_STRINGS)
-        self.budget = size     # characters strings (\*x) may add: the text stays
-                               # linear in the source
+        self.budget = size     # characters strings (\*x) may add: the text stays linear
         self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
         self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
         self.prefix = ""       # .IP's tag, put before the next text line
@@ -2816,10 +2724,10 @@ class _ManPage:
             self.man_request(no, name, [self.troff(a) for a in _troff_args(rest)])
 
     def man_request(self, no: int, name: str, words: list[str]) -> None:
-        if name == "TH":
+        if name in ("TH", "Dt"):
             self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
         elif name in ("SH", "SS", "Sh", "Ss"):
-            level = 2 if name == "SH" or (name == "Sh" and self.mdoc) else 3
+            level = 2 if name == "SH" else 3  # (mdoc_request reads mdoc's .Sh)
             if words:
                 self.head(no, level, " ".join(words))
             else:
@@ -2840,10 +2748,7 @@ class _ManPage:
 
     def mdoc_request(self, no: int, name: str, args: list[str]) -> None:
         self.mdoc = True
-        if name == "Dt":
-            words = [self.troff(a) for a in args]
-            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
-        elif name in ("Sh", "Ss"):
+        if name in ("Sh", "Ss"):
             self.head(no, 2 if name == "Sh" else 3, self.mdoc_words(args))
         elif name == "Nm" and args and not self.name:
             self.name = self.troff(args[0])
@@ -2897,8 +2802,7 @@ class _ManPage:
                        for k, (word, joined) in enumerate(parts))
 
     def row(self, no: int, raw: str) -> None:
-        """A line of a table (.TS): its format lines (up to one ending in '.') are
-        not text; cells are."""
+        """A table's line (.TS) as its cells; format lines (to one ending in '.') are not text."""
         if self.table == "format":
             tab = _TBL_TAB.search(raw)
             self.tab = tab.group(1) if tab else self.tab
@@ -2952,9 +2856,7 @@ class _ManPage:
         self.lines.append(Line(start or no, text, end=no if start and start < no else 0))
 
     def blank(self, no: int) -> None:
-        if not self.fill:
-            self.emit(no, "")
-        elif self.lines and self.lines[-1].text:
+        if not self.fill or self.lines and self.lines[-1].text:
             self.emit(no, "")
 
     def text(self, no: int, text: str) -> None:
@@ -3026,9 +2928,8 @@ _MAN_SO = LazyPattern(r"[.'][ \t]*so[ \t]+(\S+)")
 
 
 def _man_lines(text: str) -> list[Line]:
-    """A man page's text (troff: man(7) or mdoc(7) macros), each line cited by
-    the source line it comes from: the title (.TH, .Dt) and sections (.SH, .SS)
-    as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
+    """A man page's text, each line cited by its source line: the title (.TH, .Dt) and sections
+    (.SH, .SS) as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
 
     >>> [l.text for l in _man_lines('.TH LS 1\\n.SH _NAME\\nls \\\\- list\\n.B \\\\-a\\nall')]
     ['# LS(1)', '', '## _NAME', 'ls - list', '-a', 'all']
@@ -3039,10 +2940,9 @@ def _man_lines(text: str) -> list[Line]:
     return page.finish()
 
 
-# XML (and SVG, RSS, plists, DocBook...) is read as its text: tags go, and each
-# newline inside them stays, so a line is cited where it is in the file. Found
-# with str.find, so the work is linear whatever the markup; entities are never
-# expanded beyond the standard ones (&amp;, &#233;): no entity bomb.
+# XML (SVG, RSS, plists, DocBook...) is read as its text: tags go, each newline in them stays (a
+# line is cited where it is). Found with str.find, so the work is linear whatever the markup; only
+# the standard entities are expanded (&amp;, &#233;): no entity bomb.
 
 _XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
 _XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
@@ -3051,8 +2951,7 @@ _XML_TAG_NAME = LazyPattern(r"</?([\w.:-]+)")
 
 
 def _xml_markup_end(text: str, i: int) -> int:
-    """Where the markup starting at text[i] ('<') ends: a tag, comment,
-    CDATA section, processing instruction or DOCTYPE (its subset too)."""
+    """Where the markup at text[i] ('<') ends: a tag, comment, CDATA, PI or DOCTYPE (subset too)."""
     opener = next((o for o in _XML_CLOSE if text.startswith(o, i)), "<")
     if opener == "<" and text[i:i + 9].upper() == "<!DOCTYPE":
         gt = text.find(">", i)
@@ -3066,8 +2965,8 @@ def _xml_markup_end(text: str, i: int) -> int:
 
 
 def _xml_lines(text: str) -> list[Line]:
-    """The text of an XML document, line for line: markup removed (its newlines
-    kept), CDATA kept, <script> and <style> left out, whitespace collapsed.
+    """An XML document's text, line for line: markup removed (its newlines kept), CDATA kept,
+    <script> and <style> left out, whitespace collapsed.
 
     >>> [l.text for l in _xml_lines('<?xml version="1.0"?>\\n'
     ...                            '<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
@@ -3099,9 +2998,8 @@ def _xml_lines(text: str) -> list[Line]:
     return [Line(l.no, " ".join(html.unescape(l.text).split())) for l in _text_lines("".join(out))]
 
 
-# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are
-# characters), groups that are not text (font and colour tables, pictures,
-# \* destinations) left out; each paragraph cited by the source lines it spans.
+# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are characters), groups that
+# are not text (font tables, pictures, \* destinations) left out.
 
 _RTF_TOKEN = LazyPattern(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
                          r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
@@ -3125,8 +3023,7 @@ class _RtfText:
         self.lines: list[Line] = []
         self.buf: list[str] = []
         self.first = self.last = 0   # the source lines of the paragraph being built
-        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte code
-                                     # page takes two)
+        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte one takes two)
         self.codec = "cp1252"
         self.skip_chars = 0          # of a \u character's stand-in, which follows it
         self.uc = 1
@@ -3192,13 +3089,10 @@ def _rtf_lines(text: str) -> list[Line]:
             else:
                 skipping = stack.pop() if stack else False
             out.skip_chars = 0
-        elif skipping:
-            if word == "bin" and arg:
-                pos += max(0, int(arg))  # raw bytes, which may hold braces
-        elif word in _RTF_SKIPPED or symbol == "*":
-            skipping = True
         elif word == "bin" and arg:
-            pos += max(0, int(arg))
+            pos += max(0, int(arg))  # raw bytes, which may hold braces
+        elif skipping or word in _RTF_SKIPPED or symbol == "*":
+            skipping = True
         elif hexa:
             if out.skip_chars:
                 out.skip_chars -= 1
@@ -3214,9 +3108,8 @@ def _rtf_lines(text: str) -> list[Line]:
     return out.lines
 
 
-# Top-level definitions (at column 0) that start a chunk of source code, per
-# language: a keyword another language uses ('interface', 'type', 'module')
-# starts prose lines in docstrings and comments just as often.
+# Top-level definitions (at column 0) that start a chunk of source code, per language: a keyword
+# another language uses ('interface', 'type') starts prose lines in comments just as often.
 _MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
              r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
 _IDENT = r"\s+[A-Za-z_$][\w$]*"
@@ -3237,14 +3130,13 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 }
 
 
-# The format table: how each kind of file is read, and for source code, what
-# starts a chunk. Adding a format is one entry here and one reader above.
+# The format table: how each kind of file is read (a new format: one entry and one reader).
 
 @dataclass(frozen=True)
 class Format:
-    """How one kind of file is read: text(decoded text) -> lines, or, for a
-    binary format, from_bytes(path, data) -> lines; definitions names the
-    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
+    """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
+    from_bytes(path, data) -> lines; definitions names the DEFINITIONS pattern of source code
+    ('#' is then a comment, not a heading)."""
 
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes], list[Line]] | None = None
@@ -3298,13 +3190,11 @@ _IMAGES = ".png .jpg .jpeg .tif .tiff .webp .gif"  # what OCR reads (tesseract)
 _XML_EXTS = (".xml .xsd .xsl .xslt .svg .plist .rss .atom .rdf .dbk .docbook .opml .kml .gpx .xlf "
              ".xliff .wsdl .xaml .resx .csproj .vcxproj")
 FORMATS = _formats()
-# Files read by name; any other file whose content is text is read as text
-# (README, LICENSE, a.log, notes.adoc), a man page or XML by its first lines.
+# Files read by name; any other text file is read as text (README, a.log), man page or XML.
 _NAMED_FORMATS = {"makefile": FORMATS[".yaml"], "gnumakefile": FORMATS[".yaml"],
                   "dockerfile": FORMATS[".yaml"], "containerfile": FORMATS[".yaml"]}
-# Files that are not documents, skipped by their name alone (unless --include names them):
-# images, sound and video, archives, compiled code, databases, fonts, binary Office files;
-# and text written for a program, not a reader (PostScript, lock files, source maps).
+# Files that are not documents, skipped by name unless --include names them: media, archives,
+# compiled code, databases, fonts, binary Office files; text for programs (PostScript, lock files).
 _NOT_READ = frozenset(""".bmp .ico .icns .heic .psd .xcf .svgz
 .mp3 .wav .flac .ogg .oga .opus .m4a .aac .mid .mp4 .m4v .mkv .webm .avi .mov .wmv .zip .tar .tgz
 .bz2 .xz .zst .lz .lzma .lz4 .7z .rar .jar .war .whl .deb .rpm .apk .dmg .iso .img .cab .pyc .pyo
@@ -3322,10 +3212,9 @@ _CONTENT_STARTS = ((LazyPattern(rb"\s*<\?xml[ \t]"), ".xml"),
 
 
 def file_format(path: str, head: bytes | None = None, named: bool = False) -> Format | None:
-    """The format of a file by its name (compression set aside: 'ls.1.gz' is read as
-    'ls.1'), else by its first bytes (head; None when not read yet: then any
-    file but a _NOT_READ one is a candidate). named: --include named the file,
-    so even a _NOT_READ extension is read if it is text.
+    """A file's format by its name (compression set aside: 'ls.1.gz' is 'ls.1'), else by its
+    first bytes (head; None when not read yet: any file but a _NOT_READ one is a candidate).
+    named: --include named the file, so even a _NOT_READ extension is read if it is text.
 
     >>> [file_format(p, b"x") is not None for p in ("a.md", "a.mp3", "LICENSE", "a.log", "GPL-2.0")]
     [True, False, True, True, True]
@@ -3343,8 +3232,7 @@ def file_format(path: str, head: bytes | None = None, named: bool = False) -> Fo
         return FORMATS[".txt"]
     if is_binary(head):
         return None
-    m = _SHEBANG.match(head)
-    if m:
+    if m := _SHEBANG.match(head):
         lang = m.group(1).decode()
         return FORMATS[".py" if lang == "python" else ".js" if lang == "node" else ".sh"]
     if _MAN_PAGE.match(head) and _MAN_TITLE.search(head):
@@ -3371,8 +3259,7 @@ def read_as(fmt: Format) -> str:
     return "a man page" if ext == ".man" else f"text ({ext[1:]})" if fmt.text else ext[1:]
 
 
-# Configuration by its lines (a file its name does not place, like /etc/login.defs, or a
-# passage of one): comments ('#', ';') and settings ('key value', 'key=value', '[section]').
+# Configuration by its lines (/etc/login.defs): comments and 'key value', 'key=value', '[section]'.
 CONFIG_COMMENT = LazyPattern(r"\s*[#;]")
 CONFIG_SETTING = LazyPattern(
     r"\s*(?:\[[^\]]+\]|[\w.@*/-]+[ \t]*=.*"  # a section; key=value
@@ -3384,8 +3271,8 @@ _CONFIG_MIN_SETTINGS = 2  # one 'key value' line alone could be a line of anythi
 
 
 def looks_like_config(lines: list[str], passage: bool = False) -> bool:
-    """Whether lines read as configuration: nearly all comments or settings,
-    some of each (a passage of one: all comments will do).
+    """Whether lines read as configuration: nearly all comments or settings, some of each (a
+    passage of one: all comments will do).
 
     >>> looks_like_config(["# Default umask.", "UMASK\t\t022", "PASS_MAX_DAYS 99999"])
     True
@@ -3413,9 +3300,8 @@ _MAX_DEFINITION_LINE = 300  # a definition is a short line; the cap also keeps t
 
 @dataclass(frozen=True)
 class _Block:
-    """Lines that belong together: a heading (level > 0), a paragraph, or a code
-    paragraph, which keeps its line breaks; in source code, a paragraph that
-    opens a top-level definition is a definition, titled by its first line."""
+    """Lines that belong together: a heading (level > 0), a paragraph, or a code paragraph (its
+    line breaks kept); in source code, one opening a top-level definition is titled by that line."""
 
     lines: list
     level: int = 0
@@ -3426,8 +3312,8 @@ class _Block:
 
 @dataclass(frozen=True)
 class _Unit:
-    """A packable piece of text: a heading, a paragraph, a sentence, a group of
-    code lines or a hard cut. glue joins it to the unit before it."""
+    """A packable piece of text: a heading, paragraph, sentence, group of code lines or hard cut;
+    glue joins it to the unit before it."""
 
     text: str
     start: int
@@ -3438,11 +3324,9 @@ class _Unit:
 
 
 def _markdown_blocks(lines: list[Line]) -> list[_Block]:
-    """Headings (Markdown '#', setext, reST's under- and overlined titles) and
-    paragraphs; a fenced block (``` or ~~~) is one code paragraph, '#' lines in
-    it included. An underlined title's level: '=' 1, '-' 2 (Markdown's setext);
-    in a reST document (_rest_titles), its adornment's rank in the order the
-    document first uses each, as reST ranks them.
+    """Headings (Markdown '#', setext, reST's under- and overlined titles) and paragraphs; a
+    fenced block (``` or ~~~) is one code paragraph. An underlined title's level: '=' 1, '-' 2;
+    in a reST document (_rest_titles), its adornment's rank in order of first use, as reST's.
 
     >>> [(b.level, [l.text for l in b.lines])
     ...  for b in _markdown_blocks(_text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
@@ -3490,8 +3374,7 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
 
 
 def _rest_titles(lines: list[Line]) -> bool:
-    """Whether a document's titles are reST's rather than Markdown's setext
-    ones: an adornment other than '=' and '-', or a title over- and underlined."""
+    """Whether titles are reST's, not setext: an adornment other than '=' or '-', or an overline."""
     marks = [i for i, l in enumerate(lines) if UNDERLINE.match(l.text)]
     return any(lines[i].text.strip()[0] not in "=-" for i in marks) or any(
         j - i == 2 and lines[i].text.strip() == lines[j].text.strip()
@@ -3499,9 +3382,8 @@ def _rest_titles(lines: list[Line]) -> bool:
 
 
 def _titled(para: list[Line], under: Line) -> bool:
-    """Whether an adornment line (under) ends a title: after one line no
-    longer than it (give or take two), or after an overline of the same
-    character and the title."""
+    """Whether an adornment line (under) ends a title: after one line no longer than it (give or
+    take two), or after an overline of the same character and the title."""
     if len(para) == 2 and not (UNDERLINE.match(para[0].text)
                                and para[0].text.strip() == under.text.strip()):
         return False
@@ -3509,8 +3391,7 @@ def _titled(para: list[Line], under: Line) -> bool:
 
 
 def _code_blocks(lines: list[Line], definition) -> list[_Block]:
-    """Source code as paragraphs split at blank lines and before each top-level
-    definition (definition is its compiled pattern; see _definition_pattern)."""
+    """Source code as paragraphs split at blank lines and before each definition (its pattern)."""
     out: list[_Block] = []
     para: list[Line] = []
     opens = False
@@ -3549,8 +3430,7 @@ def _split_spans(text: str, start: int, end: int, size: int) -> list[tuple[int, 
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Spans of the sentences in text, whitespace excluded; an abbreviation's
-    period ends none (_ABBREVIATION).
+    """Spans of the sentences in text, whitespace excluded; an abbreviation's period ends none.
 
     >>> sentence_spans("One. Two!  Three")
     [(0, 4), (5, 9), (11, 16)]
@@ -3570,9 +3450,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _abbreviated(text: str, stop: int, after: int) -> bool:
-    """Whether the period at text[stop] ends an abbreviation rather than a
-    sentence: always for those never ending one ('e.g.', 'Dr.'), and for the
-    others ('etc.', 'Fig.') when lowercase or a digit follows."""
+    """Whether the period at text[stop] ends an abbreviation, not a sentence: always for 'e.g.',
+    'Dr.'..., and for 'etc.', 'Fig.'... when no capital follows."""
     if text[stop] != "." or not (m := _ABBREVIATION.search(text, max(0, stop - 8), stop)):
         return False
     return bool(m.group(1)) or not text[after:after + 1].isupper()
@@ -3584,27 +3463,25 @@ _ABBREVIATION = LazyPattern(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|vi
                             r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
 
 
-# A line that is a record of its own, never run on from the line before: one opening with a
-# timestamp (ISO, syslog's, a time; after a program's name: 'update-alternatives 2025-06-24
-# 14:36:53: ...'), a list bullet, or a field ('Start-Date: 2024-01-02', 'Commandline: apt
-# install x', as apt's history and mail headers write them).
+# A line that is a record of its own, never run on from the one before: one opening with a
+# timestamp (ISO, syslog's, a time; maybe after a program's name), a list bullet, or a field
+# ('Start-Date: 2024-01-02', as apt's history and mail headers write them).
 RECORD_START = LazyPattern(r"\s*(?:[\w.-]+:? \[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d"
                            r"|\[?(?:\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d|"
                            r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d)|(?:[-*+\u2022]|\d{1,3}[.)])\s"
                            r"|[A-Z][\w-]{1,30}: \S)")
-# Lines of a paragraph all shorter than this were not wrapped (a note, a list without bullets):
-# each ends what it says when the next starts like a sentence. Wrapped prose fills 60-80.
+# Lines all shorter than this were not wrapped (a note; wrapped prose fills 60-80): each ends what
+# it says when the next starts like a sentence.
 _UNWRAPPED_WIDTH = 50
-# A line this share of its paragraph's widest, before one that starts like a sentence, ends
-# what it says ('Call Bob' in a note), as a wrapped line ends only its paragraph's last.
+# A line this share of its paragraph's widest, before one that starts like a sentence, ends what
+# it says ('Call Bob' in a note): a wrapped line is that short only at its paragraph's end.
 _SHORT_LINE = 0.6
 _SENTENCE_START = LazyPattern(r"\s*[A-Z][a-z]")  # a capitalised word: not 'PATH,' nor '-n'
 
 
 def line_ends(lines: list[str]) -> list[bool]:
-    """For each line of a paragraph, whether what it says ends with it (the last
-    line's does): before a record (RECORD_START), or, in a note's unwrapped
-    lines or after a short line, before a line that starts like a sentence.
+    """For each line of a paragraph, whether what it says ends with it (the last line's does):
+    before a record, or, in unwrapped lines or after a short one, before a sentence's start.
 
     >>> line_ends(["Call Bob about the lease", "Buy milk", "and bread"])
     [True, False, True]
@@ -3621,9 +3498,8 @@ def line_ends(lines: list[str]) -> list[bool]:
 
 
 def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
-    """A paragraph as one unit, or cut at sentences and the ends of its lines'
-    records (line_ends; then whitespace) to fit size; made as they are packed (a
-    log's one paragraph of 33 MB is not held twice more)."""
+    """A paragraph as one unit, or cut to fit size at its records (line_ends), sentences, then
+    whitespace; made as they are packed (a log's one paragraph of 33 MB is not held twice more)."""
     text = "\n".join(line.text for line in lines)
     if len(text.strip()) <= size:
         yield _Unit(_as_written(text, 0, len(text)), lines[0].no, lines[-1].last)
@@ -3660,9 +3536,8 @@ def _prose_units(lines: list[Line], size: int) -> Iterator[_Unit]:
 
 
 def _as_written(text: str, c: int, d: int) -> str:
-    """text[c:d] without the blank lines and spaces around it, but with the
-    indentation of its first line when it starts a line (a literal block's code
-    keeps its shape; a sentence that starts mid-line has none).
+    """text[c:d] stripped, but with its first line's indentation when it starts a line (a
+    literal block keeps its shape; a sentence that starts mid-line has none).
 
     >>> _as_written("  x = 1\\n  y = 2\\n", 0, 16), _as_written("One. Two.", 4, 9)
     ('  x = 1\\n  y = 2', 'Two.')
@@ -3673,8 +3548,7 @@ def _as_written(text: str, c: int, d: int) -> str:
 
 
 def _code_units(lines: list[Line], size: int) -> list[_Unit]:
-    """A code paragraph as groups of whole lines that fit size, line breaks and
-    indentation kept; a line longer than size is cut at whitespace."""
+    """A code paragraph as groups of whole lines that fit size (a longer line cut at whitespace)."""
     units: list[_Unit] = []
     group: list[Line] = []
     width = -1  # len("\n".join(group))
@@ -3732,26 +3606,16 @@ def _heading_path(titles: list[str], limit: int = _MAX_HEADING_PATH) -> str:
     return path if len(path) <= limit else path[:limit - 1] + "…"
 
 
-# A chunk's citation may take in this many source lines that gave no text (HTML's
-# markup between paragraphs), or as many as its text came from if more; never thousands.
+# A chunk's citation may take in this many source lines that gave no text (HTML's markup), or as
+# many as its text came from if more; never thousands.
 _SILENT_LINES = 10
 
 
-def _definition_pattern(path: str):
-    """How a top-level definition looks in this file, or None when it is not code."""
-    fmt = file_format(path)
-    return fmt.pattern() if fmt else None
-
-
 class _Packer:
-    """Packs units into chunks, each with the heading path of its section.
-
-    Invariants (the fuzz tests check them): no chunk's text is longer than
-    size; a heading stays with the text after it, unless the headings alone
-    would fill half a chunk (a table of contents: then they are a chunk of
-    their own); the overlap repeats whole body units of the chunk before, never
-    a heading.
-    """
+    """Packs units into chunks, each with the heading path of its section. Invariants (the fuzz
+    tests check them): no chunk's text is longer than size; a heading stays with the text after it,
+    unless the headings alone would fill half a chunk (a table of contents: then they are a chunk
+    of their own); the overlap repeats whole body units of the chunk before, never a heading."""
 
     def __init__(self, size: int, overlap: int, locs: dict[int, str],
                  silent: dict[int, int] | None = None, root: str = ""):
@@ -3817,9 +3681,8 @@ class _Packer:
         self.fresh = True
 
     def too_silent(self, u: _Unit) -> bool:
-        """With u, would the chunk's lines be more of lines that gave no text
-        (markup left out: an SVG, a script) than of its text, and more than
-        _SILENT_LINES? Its citation would send a reader to what it does not hold."""
+        """With u, would more of the chunk's lines (and more than _SILENT_LINES) be lines that gave
+        no text than its text's? Its citation would send a reader to what it does not hold."""
         start = self.units[0].start
         quiet = self.silent.get(u.end, 0) - self.silent.get(start, 0)
         return quiet > max(_SILENT_LINES, u.end - start + 1 - quiet)
@@ -3853,8 +3716,8 @@ class _Packer:
 
 
 def _silent_lines(lines: list[Line]) -> dict[int, int]:
-    """For each line's first and last source line, how many source lines before
-    it gave no text (HTML's markup, an SVG left out); {} when none did.
+    """For each line's first and last source line, how many source lines before it gave no text
+    (HTML's markup, an SVG left out); {} when none did.
 
     >>> _silent_lines([Line(1, "a"), Line(5, "b", end=6), Line(7, "c")])
     {1: 0, 5: 3, 6: 3, 7: 3}
@@ -3868,10 +3731,9 @@ def _silent_lines(lines: list[Line]) -> dict[int, int]:
 
 
 def document_name(rel: str) -> str:
-    """What a document without a title is called at the head of its chunks'
-    heading paths: the folder it is in and its file name without extension,
-    as a question names it ('http/server', 'gzip/copyright'); an extension
-    every file of a kind shares would only make unrelated passages alike.
+    """What heads the heading paths of a document without a title: its folder and file name
+    without extension, as a question names it (an extension every file of a kind shares would
+    only make unrelated passages alike).
 
     >>> document_name("Lib/http/server.py"), document_name("heapq.py"), document_name("a\\nb.md")
     ('http/server', 'heapq', 'a b')
@@ -3891,9 +3753,8 @@ _HEADER_LINES = 60  # a header block (PEP, front matter) ends well before this
 
 
 def header_title(lines: list[Line]) -> str:
-    """A document's title from the fields it opens with (a PEP's 'Title:', the
-    'title:' of Markdown's front matter); when its first field numbers it
-    ('PEP: 8'), that number too: 'PEP 8 – Style Guide for Python Code'.
+    """A document's title from the fields it opens with (a PEP's 'Title:', front matter's
+    'title:'), with the number its first field gives ('PEP: 8').
 
     >>> header_title([Line(1, "PEP: 8"), Line(2, "Title: Style Guide"), Line(3, "")])
     'PEP 8 – Style Guide'
@@ -3929,15 +3790,12 @@ def _has_title(blocks: list[_Block], size: int) -> bool:
 
 def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
                 overlap: int = DEFAULT_OVERLAP, code=None, name: str = "") -> list[Chunk]:
-    """Pack paragraphs into chunks of at most size chars, with sentence overlap.
-
-    A heading starts a new chunk and sets the heading path of what follows;
-    the overlap repeats the last whole sentences (up to overlap chars) of the
-    previous chunk in the same section. code: a definition pattern for source
-    code (see _definition_pattern), None for prose. name: the document's
-    (document_name), which heads every heading path unless the document opens
-    with its title, so that a question naming the file or module finds its chunks.
-    """
+    """Pack paragraphs into chunks of at most size chars. A heading starts a new chunk and sets
+    the heading path of what follows; the overlap repeats the last whole sentences (up to overlap
+    chars) of the previous chunk in the same section. code: a definition pattern for source code
+    (Format.pattern()), None for prose. name: the document's (document_name), which heads every
+    heading path unless the document opens with its title, so that a question naming the file or
+    module finds its chunks."""
     blocks = _markdown_blocks(lines) if code is None else _code_blocks(lines, code)
     packer = _Packer(size, overlap, {line.no: line.loc for line in lines if line.loc},
                      _silent_lines(lines), "" if _has_title(blocks, size) else name)
@@ -3958,16 +3816,8 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
     return packer.finish()
 
 
-# 3: headings as written, code keeps its lines, tables of contents; 4: secrets redacted; 5: more
-# secret forms and password hashes redacted; 6: headings of AsciiDoc, Org, LaTeX, reST's
-# overlined titles and levels by first use; HTML's widgets and hidden parts
-# left out; a paragraph's first line keeps its indentation; 7: a chunk ends before lines that
-# gave no text would be most of what it cites (_SILENT_LINES); a document's name or header
-# title heads its heading paths; 8: a man page's .so is never followed (an older index kept
-# the page named under the pointing page's path); 9: configuration by content (comments are
-# not headings), JSON's lines as written, no sentence ends at an abbreviation, a log's or a
-# note's lines each on its own (line_ends). Bump on change:
-# every document of an older index is read again (only text that changed is embedded again).
+# Bump on any change to what Parse or Chunk make: every document of an older index is then read
+# again (only text that changed is embedded again).
 CHUNKER_VERSION = 9
 
 

@@ -1646,13 +1646,13 @@ class ChunkTests(unittest.TestCase):
                 chunks = rag.chunk_lines(rag._text_lines(text), size, overlap)
                 self.assert_chunks_keep_text(text, chunks, size)
                 self.assertLessEqual(sum(len(c.text) for c in chunks), 2 * len(text) + len(chunks) * (overlap + 2))
-                code = rag.chunk_lines(rag._text_lines(text), size, overlap, rag._definition_pattern("a.py"))
+                code = rag.chunk_lines(rag._text_lines(text), size, overlap, rag.file_format("a.py").pattern())
                 self.assert_chunks_keep_text(text, code, size)
 
     def test_chunk_code_keeps_line_breaks_and_indentation(self):
         body = "\n".join(f"    total = total + item_{i}  # step {i}" for i in range(40))
         src = f"def add_all(items):\n{body}\n    return total\n"
-        chunks = rag.chunk_lines(rag._text_lines(src), 300, 0, rag._definition_pattern("m.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 300, 0, rag.file_format("m.py").pattern())
         self.assertGreater(len(chunks), 5)
         source_lines = src.splitlines()
         for c in chunks:
@@ -1671,26 +1671,26 @@ class ChunkTests(unittest.TestCase):
         src = ("#!/usr/bin/env python\n# Helpers for refunds\nimport os\n\n\ndef refund(order):\n"
                "    # not a heading\n    return order.total\n\n    # still refund\n\n"
                "class Ledger:\n    def add(self, x):\n        pass\n")
-        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag._definition_pattern("m.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag.file_format("m.py").pattern())
         self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
                          [("", 1, 3), ("def refund(order):", 6, 10), ("class Ledger:", 12, 14)])
         self.assertTrue(chunks[1].text.startswith("def refund(order):\n    # not a heading\n    return"))
         self.assertEqual(rag.embed_text(chunks[1]), chunks[1].text)  # its heading is its first line
         go = rag.chunk_lines(rag._text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
-                             rag._definition_pattern("x.go"))
+                             rag.file_format("x.go").pattern())
         self.assertEqual([c.heading for c in go], ["", "func A() {", "func B() {"])
         c_file = rag.chunk_lines(rag._text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
-                                 1200, 0, rag._definition_pattern("x.c"))
+                                 1200, 0, rag.file_format("x.c").pattern())
         self.assertEqual([c.heading for c in c_file], ["", "static int add(int a, int b)"])
-        self.assertIsNone(rag._definition_pattern("notes.md"))
+        self.assertIsNone(rag.file_format("notes.md").pattern())
 
     def test_chunk_docstring_line_is_not_a_definition(self):
         src = ('def parse(x):\n    """Read x.\n\ninterface between the parser and the lexer.\ntype checks happen later.\n'
                'class of inputs we accept: text.\n"""\n    return x\n\nclass Parser:\n    pass\n')
-        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag._definition_pattern("p.py"))
+        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag.file_format("p.py").pattern())
         self.assertEqual([c.heading for c in chunks], ["def parse(x):", "class Parser:"])
         go = rag.chunk_lines(rag._text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
-                             rag._definition_pattern("x.go"))
+                             rag.file_format("x.go").pattern())
         self.assertEqual([c.heading for c in go], ["", "type Shape interface {"])
 
     def test_every_cited_line_range_contains_its_text(self):
@@ -1711,7 +1711,7 @@ class ChunkTests(unittest.TestCase):
                 with self.subTest(name=name, size=size):
                     raw = text.split("\n")
                     lines, _ = rag.parse_document(name, text.encode())
-                    for c in rag.chunk_lines(lines, size, size // 6, rag._definition_pattern(name)):
+                    for c in rag.chunk_lines(lines, size, size // 6, rag.file_format(name).pattern()):
                         cited = html_mod.unescape("\n".join(raw[c.start_line - 1:c.end_line]))
                         missing = set(word.findall(c.text)) - set(word.findall(cited))
                         self.assertEqual(missing, set(), (c.start_line, c.end_line, c.text))
