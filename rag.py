@@ -46,6 +46,7 @@ Words this file uses:
                      (Evidence, the record: the passages and question an answerer is given)
     subject, ask     the question's heaviest words a passage holds ('Mona Lisa'), and the rest
                      ('painted'); joint (coverage): the share of the ask that passage holds
+    k                the number of passages a question gets (-k, default 5)
     judged           the hits the refusal rule judges: the top k before copies and reranking
     copies, also     a passage whose text another better-ranked one repeats is shown once;
                      'also' names the other files that hold it
@@ -57,7 +58,7 @@ Words this file uses:
     fallback         the extractive answer given when the chat model fails
     defused          document text made unable to act as markup: a '[2]' that could pass for
                      a citation, a '</passage>' that could close a passage's fence
-    signatures       a vector's sign bits (packed in bit columns, _Part) and a byte a dimension
+    signatures       a vector's sign bits (packed in bit columns, Part) and a byte a dimension
     sketches         (its sketch): cheap first passes of dense search before exact scores
     marker, intent   an engine store's record of a document, written after its chunks
                      (marker: done) and before they change (intent: begun), so that a run
@@ -131,18 +132,20 @@ holds this list): an index run measures the refusal floor (Index -> Retrieve: Re
 null_level) (Index -> Refuse: question_floor, ALIKE), and the data comes last (Refuse -> Data:
 PROBES) (Serve -> Data: PAGE).
 
-Where a change goes (one band, and one table entry where there is a table):
+Where a change goes (one section, and one table entry where there is a table):
     a file format    a reader in Parse, one entry in _formats (FORMATS)
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
                      OpenAI-compatible server needs neither (its prefixes: one _CONVENTIONS entry)
     a store          a subclass of Store and Admin, one entry in STORES (a server engine: a
                      subclass of EngineStore in Engine store, its records, put, remove, nearest)
-    an endpoint      a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_
+    an HTTP route    a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_
                      method of _McpServer and one entry in _MCP_TOOLS)
-    the refusal rule the Refuse band (judge_question, refuses, relevance, floor_in_force); the
+    the refusal rule the Refuse section (judge_question, refuses, relevance, floor_in_force); the
                      default floors are Embedder attributes, their numbers in Constants
-    a subcommand     _cmd_X and _X_arguments in Command line, one entry in COMMANDS
+    a subcommand     _cmd_X and _X_arguments in Command line, one entry in COMMANDS; an option
+                     of one: its _X_arguments, and a field of the record that carries it to
+                     its stage (IndexOptions, QueryOptions, Config)
 """
 
 from __future__ import annotations
