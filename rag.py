@@ -13204,12 +13204,11 @@ _NO_MATCH = "source matches no document you may search"
 
 @dataclass(frozen=True)
 class Route:
-    """What answers a method on a path: an HttpApi method, whether the request needs the API
-    key, whether the reply may be a stream (a function writing it to the socket)."""
+    """What answers a method on a path: an HttpApi method (its reply may be a stream: a
+    function writing it to the socket), whether the request needs the API key."""
 
     handler: Callable  # HttpApi.<endpoint>, called as handler(api, body, caller)
     auth: bool = True
-    streams: bool = False
 
 
 # Every endpoint; a HEAD is a GET without the body; another path is a 404 (after the key).
@@ -13220,7 +13219,7 @@ ROUTES = {
     ("GET", "/v1/models"): Route(HttpApi.models),
     ("POST", "/search"): Route(HttpApi.search),
     ("POST", "/ask"): Route(HttpApi.ask),
-    ("POST", "/v1/chat/completions"): Route(HttpApi.chat, streams=True),
+    ("POST", "/v1/chat/completions"): Route(HttpApi.chat),
 }
 _ROUTE_METHODS = tuple(sorted({method for method, _ in ROUTES} | {"HEAD"}))
 # HTTP's methods no route takes get a 405 (a preflight OPTIONS: never granted); others a 501.
@@ -13424,9 +13423,7 @@ class _HttpHandler:
             raise _HttpError(404, f"no such endpoint: POST {path}" if self.command == "POST"
                              else f"no such page: {path}", "not_found_error")
         out = route.handler(self.api, body, caller)
-        if route.streams and callable(out):
-            return self.stream(out)
-        return out
+        return self.stream(out) if callable(out) else out
 
     def stream(self, write) -> None:
         """An event stream: its head, then what write sends as it is made."""
