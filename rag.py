@@ -13118,9 +13118,7 @@ class HttpApi:
         if isinstance(body, dict) and body.get("conversation") is not None:
             return self.json(200, {"search_query": query, "passages": passages,
                                    **({"warnings": warnings} if warnings else {})})
-        if warnings:
-            return self.json(200, passages) + (None, _NO_MATCH)
-        return self.json(200, passages)
+        return self.json(200, passages) + ((None, _NO_MATCH) if warnings else ())
 
     def ask(self, body, caller: _Caller | None = None):
         return self.json(200, answer_json(*self.service.ask(body, caller=caller),
