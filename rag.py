@@ -12820,8 +12820,7 @@ class Service:
     def stats(self, caller: _Caller | None = None) -> dict:
         """index_info as a client may see it: its counts, the database by its file name."""
         with self.retriever(None, caller) as r:
-            info = index_info(r.store, index_name(self.cfg))
-            return dict(info, database=os.path.basename(index_name(self.cfg)), **r.counts())
+            return dict(index_info(r.store, os.path.basename(index_name(self.cfg))), **r.counts())
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line. An initialize
