@@ -13435,20 +13435,19 @@ class _HttpHandler:
     def length(self) -> int | None:
         """The body's Content-Length; framing a proxy could read otherwise (smuggling): 400."""
         lengths = self.headers.get_all("Content-Length") or []
-        if self.command != "POST" and (lengths or self.headers.get("Transfer-Encoding")):
-            # a body that is not read: the next request cannot follow it
+        chunked = self.headers.get("Transfer-Encoding")
+        number = len(lengths) == 1 and re.fullmatch(r"[0-9]{1,18}", lengths[0].strip())
+        if chunked or (lengths and not number) or (self.command != "POST" and lengths):
+            # a body that is not read, or refused: the next request cannot follow it
             self.close_connection = True
-        if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
-            if lengths:
-                raise _HttpError(400, "a request may not have both Content-Length and "
-                                 "Transfer-Encoding")
+        if chunked and lengths:
+            raise _HttpError(400, "a request may not have both Content-Length and "
+                             "Transfer-Encoding")
+        if chunked:
             raise _HttpError(411, "chunked request bodies are not supported: send a Content-Length")
         if len(lengths) > 1:
-            self.close_connection = True
             raise _HttpError(400, "a request may have one Content-Length header only")
-        if lengths and not re.fullmatch(r"[0-9]{1,18}", lengths[0].strip()):
-            self.close_connection = True
+        if lengths and not number:
             raise _HttpError(400, "Content-Length must be a number of bytes")
         return int(lengths[0]) if lengths else None
 
