@@ -13510,12 +13510,7 @@ class _HttpHandler:
         except RagError as e:
             reply = api.error(400, str(e))
         except TimeoutError:
-            self.close_connection = True
-            if self.raw.until is None:
-                return  # a reply's write stalled: the client is gone
-            self.raw.rest()
-            reply = api.error(408, "the request was not received within "
-                              f"{self.server.deadline:g} s")
+            raise  # handle_one_request's: a 408, or nothing when a reply's write stalled
         except OSError:
             self.close_connection = True
             return  # the client went away
