@@ -11343,22 +11343,20 @@ class ChatGenerator(Generator):
             reply = Reply(_message_content(resp), resp.get("usage"))
         else:
             payload.update(stream=True, stream_options={"include_usage": True})
-            reply = self._stream(self.client.post("/chat/completions", payload, stream=True))
+            parts: list[str] = []
+            try:
+                reply = self._stream(self.client.post("/chat/completions", payload, stream=True),
+                                     parts)
+            except RagError:
+                if "".join(parts):  # end the half-written line: the fallback's note comes next
+                    self.out.write(" [broken off]\n")
+                    self.out.flush()
+                raise
         if not reply.text.strip():
             raise RagError("the model returned an empty answer")
         return reply
 
-    def _stream(self, resp) -> Reply:
-        parts: list[str] = []
-        try:
-            return self._read_stream(resp, parts)
-        except RagError:
-            if "".join(parts):  # end the half-written line: the fallback's note comes next
-                self.out.write(" [broken off]\n")
-                self.out.flush()
-            raise
-
-    def _read_stream(self, resp, parts: list[str]) -> Reply:
+    def _stream(self, resp, parts: list[str]) -> Reply:
         usage, finished = None, False
         try:
             with resp:
