@@ -12986,14 +12986,14 @@ class _McpServer:
 _OVERSIZED = object()  # _read_message's answer for a line over the limit
 
 
-def _read_message(stream, limit: int = MAX_BODY):
-    """One line from stream, stripped; None at its end; _OVERSIZED for a line over limit."""
-    line = stream.readline(limit + 1)
+def _read_message(stream):
+    """One line from stream, stripped; None at its end; _OVERSIZED for a line over MAX_BODY."""
+    line = stream.readline(MAX_BODY + 1)
     if not line:
         return None
-    if len(line) > limit:
+    if len(line) > MAX_BODY:
         while line and not line.endswith(b"\n"):
-            line = stream.readline(limit)
+            line = stream.readline(MAX_BODY)
         return _OVERSIZED
     return line.strip()
 
@@ -13568,11 +13568,11 @@ class _HttpServer:
                 self.flight -= 1
                 self.quiet.notify_all()
 
-    def drain(self, limit: float = _DRAIN_TIMEOUT) -> int:
-        """Wait until no request is in flight, at most limit seconds; how many are left."""
+    def drain(self) -> int:
+        """Wait until no request is in flight, at most _DRAIN_TIMEOUT s; how many are left."""
         with self.quiet:
             self.draining = True
-            self.quiet.wait_for(lambda: not self.flight, limit)
+            self.quiet.wait_for(lambda: not self.flight, _DRAIN_TIMEOUT)
             return self.flight
 
     def service_actions(self):  # between requests, twice a second at most
@@ -13620,12 +13620,12 @@ def _serve_until_stopped(server) -> None:
         print(f"rag: stopping: {flight} request(s) in flight may finish first "
               f"(at most {_DRAIN_TIMEOUT} s)", file=sys.stderr, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
-        if server.drain(_DRAIN_TIMEOUT):
+        if server.drain():
             print(f"rag: stopping: requests still in flight after {_DRAIN_TIMEOUT} s are cut",
                   file=sys.stderr)
 
 
-def _supervise(server, workers: int, ready=lambda: None) -> None:
+def _supervise(server, workers: int, ready) -> None:
     """Keep workers processes serving server's socket, replacing any that dies, until SIGTERM
     or Ctrl-C; then stop them, each finishing its requests. This process serves none: it
     forks its workers while it has a single thread."""
@@ -13689,7 +13689,7 @@ def stop_serving(signum, frame):
 # In a process of its own where processes fork: a pass never holds the interpreter a request
 # needs, a supervisor keeps its single thread; readers are never blocked (WAL).
 
-def watch_index(cfg: Config, log: Log, stop=None, parent: int | None = None) -> None:
+def watch_index(cfg: Config, log: Log, stop, parent: int | None) -> None:
     """Keep the index current with the folders indexed until stop is set or the parent dies."""
     with contextlib.closing(open_store(cfg)) as store:
         opts, roots = read_rules(store), list(indexed_roots(store))
@@ -13768,7 +13768,7 @@ def _fork_worker(server, told: int | None = None) -> int:
         # stopping already: a second signal must not cut
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
-        server.drain(_DRAIN_TIMEOUT)
+        server.drain()
     finally:
         os._exit(code)
 
