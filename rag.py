@@ -14370,7 +14370,13 @@ def _cmd_chat(args, cfg: Config, closer) -> int:
         except RagError as e:
             log.note(f"error: {e}")
             continue
-        _print_chat_answer(a, stream, valid_text(line))
+        if not (stream and a.by_model):  # else it is on the screen already
+            print(a.text)
+        if not a.refused:
+            print("\n".join(a.sources()))
+        if a.search_query != valid_text(line):
+            print(f"(searched for: {one_line(a.search_query)})")
+        print()
         turns = recent(turns + (Turn(USER, line), Turn(ASSISTANT, a.text)))
     return 0
 
@@ -14386,16 +14392,6 @@ def _chat_line() -> str | None:
     except KeyboardInterrupt:
         print()
         return ""
-
-
-def _print_chat_answer(a: Answer, streamed: bool, asked: str) -> None:
-    if not (streamed and a.by_model):  # else it is on the screen already
-        print(a.text)
-    if not a.refused:
-        print("\n".join(a.sources()))
-    if a.search_query != asked:
-        print(f"(searched for: {one_line(a.search_query)})")
-    print()
 
 
 def _eval_arguments(p: argparse.ArgumentParser) -> None:
