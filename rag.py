@@ -14028,9 +14028,8 @@ def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
     with contextlib.suppress(ValueError):  # not the main thread (a test's): not its signals
         previous = signal.signal(signal.SIGTERM, stop_serving)  # a service manager's stop
     try:
-        watcher.follow(snap, log, "; Ctrl-C stops")
-    except KeyboardInterrupt:
-        pass
+        with contextlib.suppress(KeyboardInterrupt):
+            watcher.follow(snap, log, "; Ctrl-C stops")
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
