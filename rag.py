@@ -12878,14 +12878,6 @@ _MCP_TOOLS = [
 ]
 
 
-class _RpcError(Exception):
-    """A JSON-RPC error reply: code and message."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code = code
-
-
 def _rpc_error(msg_id, code: int, message: str) -> dict:
     return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
@@ -12935,10 +12927,11 @@ class _McpServer:
                   "tools/call": self.call}.get(msg["method"])
         if method is None:
             return _rpc_error(msg["id"], -32601, f"method not found: {msg['method']}")
-        try:
-            return {"jsonrpc": "2.0", "id": msg["id"], "result": method(params)}
-        except _RpcError as e:
-            return _rpc_error(msg["id"], e.code, str(e))
+        names = [tool["name"] for tool in _MCP_TOOLS]
+        if msg["method"] == "tools/call" and params.get("name") not in names:
+            return _rpc_error(msg["id"], -32602, f"unknown tool: {params.get('name')!r} (tools: "
+                              f"{', '.join(names)})")
+        return {"jsonrpc": "2.0", "id": msg["id"], "result": method(params)}
 
     def initialize(self, params: dict) -> dict:
         asked = params.get("protocolVersion")
@@ -12950,11 +12943,9 @@ class _McpServer:
                                 "passages as [n] with path:lines; quote those sources to the user."}
 
     def call(self, params: dict) -> dict:
-        """A tools/call: the tool_<name> method's result, or its failure as a tool error."""
+        """A tools/call of a tool (handle checks its name): the tool_<name> method's result, or
+        its failure as a tool error."""
         name, args = params.get("name"), params.get("arguments")
-        names = [tool["name"] for tool in _MCP_TOOLS]
-        if name not in names:
-            raise _RpcError(-32602, f"unknown tool: {name!r} (tools: {', '.join(names)})")
         args = {} if args is None else args
         try:
             data, text = getattr(self, "tool_" + name)(args)
