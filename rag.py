@@ -13367,7 +13367,10 @@ class _HttpHandler:
         if self.command in _ROUTE_METHODS:
             self.answer()
         elif self.command in _HTTP_METHODS:
-            self.refuse_method()
+            self.close_connection = True  # any body it has is not read
+            self.send(*self.api.error(405, f"method {self.command} is not allowed here: use "
+                                      f"{', '.join(_ROUTE_METHODS[:-1])} or {_ROUTE_METHODS[-1]}"),
+                      allow=", ".join(_ROUTE_METHODS))
         else:
             return self.send_error(501, f"unsupported method {self.command!r}")
         self.wfile.flush()
@@ -13388,12 +13391,6 @@ class _HttpHandler:
         text = message or self.responses.get(code, ("error",))[0]
         self.send(*self.api.error(code, text, "invalid_request_error" if code < 500
                                   else "server_error"))
-
-    def refuse_method(self):
-        self.close_connection = True  # any body it has is not read
-        self.send(*self.api.error(405, f"method {self.command} is not allowed here: use "
-                                  f"{', '.join(_ROUTE_METHODS[:-1])} or {_ROUTE_METHODS[-1]}"),
-                  allow=", ".join(_ROUTE_METHODS))
 
     def route(self) -> Route | None:
         """The request's route (a HEAD's is its GET's), None for none."""
