@@ -13625,7 +13625,10 @@ def _supervise(server, workers: int, ready) -> None:
                 born[_fork_worker(server, told)] = time.monotonic()
         finally:
             os.close(told)  # each worker holds its own: the pipe ends when the last one is done
-        _wait_warm(warm, workers)
+        said = 0
+        # until each worker has said it is warm (a byte), or all died (the pipe ends)
+        while said < workers and (got := os.read(warm, workers - said)):
+            said += len(got)
         ready()
         while True:
             pid, status = os.wait()
@@ -13648,16 +13651,6 @@ def _supervise(server, workers: int, ready) -> None:
         for pid in born:
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
-
-
-def _wait_warm(warm: int, workers: int) -> None:
-    """Until each worker has said it is warm (a byte), or died (the pipe closes with the last)."""
-    said = 0
-    while said < workers:
-        got = os.read(warm, workers - said)
-        if not got:
-            return
-        said += len(got)
 
 
 def _warm_up(server) -> None:
