@@ -13954,18 +13954,13 @@ def _index_options(args, cfg: Config, store: Store) -> IndexOptions:
     elif overlap >= size:  # kept from a larger size: take the default's share of this one
         overlap = size * DEFAULT_OVERLAP // DEFAULT_CHUNK_SIZE
     parallel = 1 if embedder_class(cfg.embed_model).local else args.parallel or EMBED_PARALLEL
-    return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
-                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes,
-                        parallel, args.follow_links, args.include_secrets, _ocr_lang(args))
-
-
-def _ocr_lang(args) -> str:
-    """--ocr-lang, else RAG_OCR_LANG, else English: a usage error unless a tesseract name."""
-    lang = args.ocr_lang or os.environ.get("RAG_OCR_LANG") or OCR_LANG
+    lang = args.ocr_lang or os.environ.get("RAG_OCR_LANG") or OCR_LANG  # tesseract's names only
     if not OCR_LANG_NAME.fullmatch(lang):
         raise UsageError(f"--ocr-lang {lang!r} is not an OCR language: tesseract's names, joined "
                          "by '+' ('eng', 'deu+fra')")
-    return lang
+    return IndexOptions(size, overlap, args.prune, cfg.batch_size, int(args.max_file_mb * 2**20),
+                        tuple(args.include), tuple(args.exclude), not args.no_default_excludes,
+                        parallel, args.follow_links, args.include_secrets, lang)
 
 
 def _check_overlap(overlap: int | None, size: int | None) -> None:
