@@ -14013,13 +14013,18 @@ def _watch(watcher: Watcher, snap: Snapshot, log: Log) -> None:
 
 
 def _index_run(store: Store, embedder: Embedder, args, cfg: Config, log: Log) -> IndexStats:
-    """One index run into store; a run that found nothing to read is an error."""
-    gone = [p for p in args.paths if not os.path.exists(p)]  # with --prune: what was indexed
-    removed = _remove_under(store, gone, log)
-    paths = [p for p in args.paths if p not in gone]
+    """One index run into store, after removing what was indexed from paths missing now
+    (--prune); a run that found nothing to read is an error."""
+    missing = [p for p in args.paths if not os.path.exists(p)]  # with --prune: what was indexed
+    gone = _documents_under(store, missing)
+    if gone:
+        store.delete(gone)
+        log.note(f"removed {len(gone)} document(s) of {', '.join(map(shown, missing))}, "
+                 "which is missing (--prune)")
+    paths = [p for p in args.paths if p not in missing]
     s = index_paths(store, embedder, paths, _index_options(args, cfg, store), log) if paths else (
         IndexStats())
-    s.model, s.removed = embedder.model, s.removed + removed
+    s.model, s.removed = embedder.model, s.removed + len(gone)
     if s.read + s.unchanged + s.removed == 0:  # a run that only removed documents did something
         raise RagError("no readable documents found in " + ", ".join(map(shown, args.paths))
                        + (f" ({skip_summary(s.skips, log.verbose)})" if s.skips else ""))
@@ -14042,16 +14047,6 @@ def _documents_under(store: Store, paths: list[str]) -> list[str]:
     tops = [os.path.realpath(p) for p in paths]
     return [d.path for d in store.documents() if any(under(d.path, t) for t in tops)] if tops \
         else []
-
-
-def _remove_under(store: Store, missing: list[str], log: Log) -> int:
-    """Remove the documents indexed from folders given that are missing now; how many."""
-    gone = _documents_under(store, missing)
-    if gone:
-        store.delete(gone)
-        log.note(f"removed {len(gone)} document(s) of {', '.join(map(shown, missing))}, "
-                 "which is missing (--prune)")
-    return len(gone)
 
 
 def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer
