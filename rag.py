@@ -14852,7 +14852,12 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
     print(f"chunks          {info['chunks']}")
     print(f"embedding model {info['embed_model'] or '(none yet)'} ({info['dim'] or 0} dimensions)")
     print(f"last indexed    {info['last_indexed'] or 'never'}")
-    print(f"chunking        {_chunking_shown(info['chunking'], run)}")
+    chunking = info["chunking"]  # with what an unfinished run applies
+    if run and not chunking:
+        chunking = f"{run['chunking']} (by its first index run, unfinished)"
+    elif run and run["chunking"] != chunking:
+        chunking = f"{chunking} (an unfinished index run is changing it to {run['chunking']})"
+    print(f"chunking        {chunking or '(none yet)'}")
     if info["convention"] != Convention().shown():
         print(f"convention      {info['convention']}")
     if "floor" in info:
@@ -14867,15 +14872,6 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
               f"{info['unrelated_questions']:g}; {made}")
     print(f"asks logged     {info['asks']}")
     return 0
-
-
-def _chunking_shown(chunking: str | None, run: dict | None) -> str:
-    """The index's chunking as stats shows it, with what an unfinished run applies."""
-    if run and not chunking:
-        return f"{run['chunking']} (by its first index run, unfinished)"
-    if run and run["chunking"] != chunking:
-        return f"{chunking} (an unfinished index run is changing it to {run['chunking']})"
-    return chunking or "(none yet)"
 
 
 @dataclass(frozen=True)
