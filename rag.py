@@ -13991,7 +13991,14 @@ def _cmd_index(args, cfg: Config, closer) -> int:
         s = _index_run(store, embedder, args, cfg, log)
     else:
         s, store = _index_file(embedder, args, cfg, log, closer)
-    _print_index_summary(s, time.perf_counter() - t0, log.verbose)
+    print(f"indexed {s.read} file(s), {s.unchanged} unchanged, {s.skipped} skipped, "
+          f"{s.removed} removed; {s.chunks} chunks ({s.embedded} embedded, {s.cached} from cache) "
+          f"in {time.perf_counter() - t0:.2f} s")
+    if s.skips:
+        print(skip_summary(s.skips, log.verbose))
+    if not s.read:
+        print(("no new or changed files" if s.removed else "nothing changed")
+              + ": no embeddings were needed")
     print(f"[{mode_label(replace(cfg, embed_model=s.model))}] -> {index_name(cfg)}", flush=True)
     if watcher:
         _watch(watcher.into(store, embedder, _index_options(args, cfg, store), log), snap, log)
@@ -14070,18 +14077,6 @@ def _index_file(embedder: Embedder, args, cfg: Config, log: Log, closer
                 raise Interrupted(f"interrupted before any document was stored: {shown(cfg.db)} "
                                   "was not made") from None
         raise
-
-
-def _print_index_summary(s: IndexStats, secs: float, verbose: bool) -> None:
-    """What an index run did: files read, skipped (by kind), removed; chunks embedded."""
-    print(f"indexed {s.read} file(s), {s.unchanged} unchanged, {s.skipped} skipped, "
-          f"{s.removed} removed; {s.chunks} chunks ({s.embedded} embedded, {s.cached} from cache) "
-          f"in {secs:.2f} s")
-    if s.skips:
-        print(skip_summary(s.skips, verbose))
-    if not s.read:
-        print(("no new or changed files" if s.removed else "nothing changed")
-              + ": no embeddings were needed")
 
 
 def _repair_damage(store: SqliteStore, db: str, log: Log) -> None:
