@@ -12118,7 +12118,7 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
 
 
 def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], generator,
-                  history: list[dict] = (), drop: bool = False) -> str | None:
+                  history: list[dict], drop: bool) -> str | None:
     """Answer a case whose retrieval succeeded (or an unanswerable one) as ask would (gold[i]:
     hits[i] is gold), and judge it into row: gold answer, grounding, top gold cited, reference
     recall, why it failed; returns why the model failed when the extractive one answered."""
@@ -14476,7 +14476,7 @@ def _cmd_eval(args, cfg: Config, closer) -> int:
 
 
 def _store_calibration(store: Store, model: str, rows: list[dict], cases: str,
-                       measured: float | None = None) -> None:
+                       measured: float | None) -> None:
     """eval --calibrate: print the trade-off, keep the chosen floor in the index."""
     chosen, table = calibrate(rows)
     print(f"\ncalibration on {len(rows)} cases (floor: unanswerable refused, answerable refused)")
