@@ -12054,18 +12054,6 @@ def _case_conversation(case: dict) -> Conversation:
     return Conversation(*last_question(turns), told)
 
 
-def _gold_figures(gold: _Gold, case: dict, ranked: list[RankedPassage], paths: dict,
-                  k: int) -> dict:
-    """A case's retrieval figures; through_copy: found in the top k only as a copy."""
-    if case.get("unanswerable"):
-        return {"unanswerable": True}
-    ranking, relevant = gold.resolve(case, ranked, paths)
-    figures = _case_metrics(ranking, relevant, k)
-    alone = _case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant, k)
-    figures["through_copy"] = figures["recall@k"] > alone["recall@k"]
-    return figures
-
-
 def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOptions, log: Log,
              generator=None, rewriter=None) -> dict:
     """Score retrieval (and, with a generator, answers) over cases: the report. A follow-up is
@@ -12095,7 +12083,14 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
             row["search_query"] = query
         if "group" in case:
             row["group"] = case["group"]
-        row.update(_gold_figures(gold, case, ranked, paths, opts.k))
+        if case.get("unanswerable"):
+            row["unanswerable"] = True
+        else:  # its retrieval figures; through_copy: found in the top k only as a copy
+            ranking, relevant = gold.resolve(case, ranked, paths)
+            row.update(_case_metrics(ranking, relevant, opts.k))
+            alone = _case_metrics(gold.resolve(case, ranked, paths, copies=False)[0], relevant,
+                                  opts.k)
+            row["through_copy"] = row["recall@k"] > alone["recall@k"]
         if generator is not None:
             given = tuple(fit_context(hits, opts.max_context))
             evidence = Evidence(asked.question, query, given, retriever.idf,
