@@ -14398,15 +14398,10 @@ def _print_report(r: dict, k: int) -> None:
     print(f"{'refused on':<16}{refused_on or 'none refused'}")
     if r["answers_judged"]:
         _print_answer_figures(r)
-    if r.get("groups"):
-        _print_groups(r["groups"])
-
-
-def _print_groups(groups: dict[str, dict]) -> None:
-    """eval's per-group lines: answerable, right, refused; unanswerable answered."""
-    print(f"\n{'group':<16}{'answerable':>11}{'right':>7}{'refused':>8}{'unanswerable':>13}"
-          f"{'answered':>9}")
-    for name, g in groups.items():
+    if r.get("groups"):  # per group: answerable, right, refused; unanswerable answered
+        print(f"\n{'group':<16}{'answerable':>11}{'right':>7}{'refused':>8}{'unanswerable':>13}"
+              f"{'answered':>9}")
+    for name, g in r.get("groups", {}).items():
         right = "n/a" if g["right"] is None else str(g["right"])
         print(f"{shortened(shown(name), 15):<16}{g['answerable']:>11}{right:>7}{g['refused']:>8}"
               f"{g['unanswerable']:>13}{g['unanswerable_answered']:>9}")
