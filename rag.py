@@ -12882,19 +12882,6 @@ def _valid_id(msg_id) -> bool:
     return isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
 
 
-def _passages_text(passages: list[dict]) -> str:
-    """Passages as an agent reads them: citation, heading, score, copies, text."""
-    if not passages:
-        return "No matching passages."
-    out = []
-    for p in passages:
-        head = (f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "")
-                + f"  score {p['score']}")
-        also = also_in(p["also_in"], p["also_in_more"])
-        out.append("\n".join([head, also, p["text"]] if also else [head, p["text"]]))
-    return "\n\n".join(out)
-
-
 class _McpServer:
     """Answers MCP messages with the Service's search, ask and stats tools."""
 
@@ -12955,9 +12942,15 @@ class _McpServer:
         passages, query, warnings = self.service.search(args)
         shown = "" if query == args.get("question") else f"Searched for: {query}\n\n"
         told = "".join(f"{w}\n\n" for w in warnings)
+        out = []  # as an agent reads them: citation, heading, score, copies, text
+        for p in passages:
+            head = (f"[{p['n']}] {p['source']}" + (f" ({p['heading']})" if p["heading"] else "")
+                    + f"  score {p['score']}")
+            also = also_in(p["also_in"], p["also_in_more"])
+            out.append("\n".join([head, also, p["text"]] if also else [head, p["text"]]))
         return ({"passages": passages, "search_query": query,
                  **({"warnings": warnings} if warnings else {})},
-                told + shown + _passages_text(passages))
+                told + shown + ("\n\n".join(out) or "No matching passages."))
 
     def tool_ask(self, args) -> tuple[dict, str]:
         answer, floor = self.service.ask(args)
