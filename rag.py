@@ -12469,23 +12469,18 @@ def answer_json(a: Answer, floor: Floor, ids: Callable[[int], int | str] = int) 
             **({"warnings": list(a.warnings)} if a.warnings else {})}
 
 
-def _unfinished_run(store) -> dict | None:
-    """The index run that started and has not finished ({started, chunking}), or None."""
-    try:
-        run = json.loads(store.meta(Meta.RUNNING) or "null")
-        return {"started": str(run["started"]), "chunking": str(run["chunking"])}
-    except (ValueError, TypeError, KeyError):  # none, or not what rag.py writes
-        return None
-
-
 def index_info(store, db: str) -> dict:
     """What the index holds (stats --json, the servers' stats and health); db: its name as
     shown (size_bytes counts SQLite's write-ahead log, where recent commits are)."""
     info = dict(store.info(), database=db, embed_model=store.meta(Meta.MODEL),
                 dim=int(store.meta(Meta.DIM) or 0) or None,
                 last_indexed=store.meta(Meta.LAST_INDEXED), chunking=store.meta(Meta.CHUNKING),
-                convention=stored_convention(store.meta(Meta.CONVENTION)).shown(),
-                unfinished=_unfinished_run(store))
+                convention=stored_convention(store.meta(Meta.CONVENTION)).shown())
+    try:  # the index run that started and has not finished
+        run = json.loads(store.meta(Meta.RUNNING) or "null")
+        info["unfinished"] = {"started": str(run["started"]), "chunking": str(run["chunking"])}
+    except (ValueError, TypeError, KeyError):  # none, or not what rag.py writes
+        info["unfinished"] = None
     if info["chunks"]:
         model = info["embed_model"] or BUILTIN_MODEL
         kept = kept_question_floors(store, model, info["chunks"]).get("hybrid")
