@@ -13000,23 +13000,6 @@ class _HttpError(Exception):
         self.status, self.kind = status, kind
 
 
-def _chat_question(body) -> tuple[str, list]:
-    """An OpenAI chat request's question (its last user message) and the messages before it."""
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(messages, list) or not messages:
-        raise _HttpError(400, "'messages' must be a non-empty list")
-    if len(messages) > MAX_MESSAGES:
-        raise _HttpError(400, f"the conversation has {len(messages)} messages; the limit is "
-                         f"{MAX_MESSAGES}")
-    user = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
-    if not user:
-        raise _HttpError(400, "no message with role 'user'")
-    content = message_text(messages[user[-1]].get("content"), user[-1] + 1)  # a RagError: a 400
-    if not content.strip():
-        raise _HttpError(400, "the last user message has no text")
-    return content, messages[:user[-1]]
-
-
 class _SseOut:
     """A stream_to sending each piece as an OpenAI chat completion chunk (server-sent events)."""
 
@@ -13111,11 +13094,24 @@ class HttpApi:
                                "rag": answer_json(a, floor, self.service.chunk_ids(caller))})
 
     def chat_params(self, body) -> dict:
-        """A chat request as Service.ask takes it, every field checked (a bad one: a 400)."""
-        question, before = _chat_question(body)  # first: it checks body is an object
+        """A chat request as Service.ask takes it, every field checked (a bad one: a 400): the
+        question is its last user message, the messages before it its conversation."""
+        messages = body.get("messages") if isinstance(body, dict) else None  # not an object: 400
+        if not isinstance(messages, list) or not messages:
+            raise _HttpError(400, "'messages' must be a non-empty list")
+        if len(messages) > MAX_MESSAGES:
+            raise _HttpError(400, f"the conversation has {len(messages)} messages; the limit is "
+                             f"{MAX_MESSAGES}")
+        user = [i for i, m in enumerate(messages)
+                if isinstance(m, dict) and m.get("role") == "user"]
+        if not user:
+            raise _HttpError(400, "no message with role 'user'")
+        question = message_text(messages[user[-1]].get("content"), user[-1] + 1)  # RagError: 400
+        if not question.strip():
+            raise _HttpError(400, "the last user message has no text")
         params = {key: body[key] for key in ("k", "mode", "source", "drop_unsupported")
                   if key in body}  # retrieval options beside the OpenAI fields
-        params.update(question=question, conversation=before)
+        params.update(question=question, conversation=messages[:user[-1]])
         extra = body.get("stream_options")
         if extra is not None and not (isinstance(extra, dict)
                                       and isinstance(extra.get("include_usage", False), bool)):
