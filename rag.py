@@ -13416,17 +13416,6 @@ class _HttpHandler:
             raise _HttpError(400, "Content-Length must be a number of bytes")
         return int(lengths[0]) if lengths else None
 
-    def framed(self) -> None:
-        """Refuse (400) headers a proxy could read another way (RFC 9112 5.1, 9110 7.2): a line
-        that is no header ('Transfer-Encoding : chunked' ends http.server's), two Hosts."""
-        from email.errors import MissingHeaderBodySeparatorDefect
-        if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in self.headers.defects):
-            self.close_connection = True
-            raise _HttpError(400, "a header line is malformed (white space before its colon?)")
-        if len(self.headers.get_all("Host") or []) > 1:
-            self.close_connection = True
-            raise _HttpError(400, "a request may have one Host header only")
-
     def body(self):
         kind = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if kind != "application/json":  # a cross-site form or text/plain POST is never processed
@@ -13450,7 +13439,15 @@ class _HttpHandler:
 
     def admit(self) -> _Caller | None:
         """Whom the request comes from, once its Host, framing and key are checked."""
-        self.framed()
+        from email.errors import MissingHeaderBodySeparatorDefect
+        # 400 for headers a proxy could read another way (RFC 9112 5.1, 9110 7.2): a line that
+        # is no header ('Transfer-Encoding : chunked' ends http.server's), two Hosts
+        if any(isinstance(d, MissingHeaderBodySeparatorDefect) for d in self.headers.defects):
+            self.close_connection = True
+            raise _HttpError(400, "a header line is malformed (white space before its colon?)")
+        if len(self.headers.get_all("Host") or []) > 1:
+            self.close_connection = True
+            raise _HttpError(400, "a request may have one Host header only")
         if not _host_allowed(self.headers.get("Host"), self.server.hosts):  # DNS rebinding
             raise _HttpError(403, f"this server does not answer to the host "
                              f"{(self.headers.get('Host') or '')[:100]!r} (start it with "
