@@ -7412,6 +7412,8 @@ class McpTests(RagTestCase):
         self.assertEqual(len(replies), 12)  # the blank line gets none
         self.assertEqual([r.get("error", {}).get("code") for r in replies[:5]], [-32700, -32600, -32600, -32602, -32602])
         self.assertEqual((replies[0]["id"], replies[2]["id"]), (None, 9))
+        self.assertEqual(replies[4]["error"]["message"],
+                         "unknown tool: 'delete_everything' (tools: search, ask, stats)")
         for r, words in zip(replies[5:9], ("'question' must be", "'k' must be", "'mode' must be", "limit is 10000")):
             self.assertTrue(r["result"]["isError"], r)
             self.assertIn(words, r["result"]["content"][0]["text"])
