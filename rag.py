@@ -636,11 +636,12 @@ class Chunk:
 
 
 class StoredDocument(NamedTuple):
-    """A document as a store keeps it: its real path (its identity), the SHA-256
-    of its bytes, and its path in the folder indexed (what --source matches)."""
+    """A document as a store keeps it: its real path (its identity), its digest (that of its
+    chunks as stored: content_digest), and its path in the folder indexed (what --source
+    matches)."""
 
     path: str
-    sha256: str
+    digest: str
     rel: str
     stat: str = ""  # the file's stat when read (_stat_key): unchanged since, it is not read again
 
@@ -4811,8 +4812,8 @@ _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
     id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, rel TEXT NOT NULL,
-    sha256 TEXT NOT NULL, size INTEGER NOT NULL, mtime REAL NOT NULL,
-    indexed_at TEXT NOT NULL, stat TEXT NOT NULL DEFAULT '');
+    digest TEXT NOT NULL, mtime REAL NOT NULL, indexed_at TEXT NOT NULL,
+    stat TEXT NOT NULL DEFAULT '');
 CREATE TABLE chunks (
     id INTEGER PRIMARY KEY,
     doc_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
@@ -4854,7 +4855,8 @@ WHEN NOT EXISTS (SELECT 1 FROM chunks WHERE key = old.key) BEGIN
 END;
 CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB NOT NULL);
 """
-_SCHEMA_VERSION = 7  # PRAGMA user_version of an index; an older one was a development version's
+# PRAGMA user_version of an index. 8: no hash or size of a file's bytes (content_digest).
+_SCHEMA_VERSION = 8
 _SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 # Merging the keyword index costs about as much as building it: done once a quarter of the
 # chunks changed, its cost stays a share of the runs' own.
@@ -5019,8 +5021,8 @@ _PAGE_SIZE = 16384
 
 def _check_schema(conn, path: str, create: bool) -> None:
     """Fail unless the file is an index of this schema, or a new one (create: its
-    schema is made, the page size first). An index of an older schema was made by a
-    development version (no release wrote one): it is rebuilt, not read."""
+    schema is made, the page size first). An index of an older schema (an earlier version's:
+    schema 7 kept each file's SHA-256 and size) is rebuilt, not read: no migrations."""
     version, tables = _schema_of(conn)
     if version == 0 and not tables:
         if not create:
@@ -5033,7 +5035,7 @@ def _check_schema(conn, path: str, create: bool) -> None:
         raise RagError(f"{path} has schema version {version}, newer than this rag.py "
                        f"({_SCHEMA_VERSION}); upgrade rag.py")
     elif version < _SCHEMA_VERSION:
-        raise RagError(f"the index {path} was made by a development version of rag.py (schema "
+        raise RagError(f"the index {path} was made by an earlier version of rag.py (schema "
                        f"{version}; this one reads {_SCHEMA_VERSION}): move it aside and index "
                        f"again ('mv {path} {path}.old', then '{program()} index FOLDER... "
                        f"--db {path}')")
@@ -5190,19 +5192,26 @@ def text_key(text: str) -> str:
     return sha256_hex(text.encode("utf-8"))
 
 
+def content_digest(chunks) -> str:
+    """What says a document's stored text changed: the SHA-256 of its chunks as stored. Never
+    a hash or size of the file's bytes: with the chunks beside it, that would check a guess
+    of a redacted secret offline."""
+    return text_key(json.dumps([[c.ordinal, c.text, c.heading, c.start_line, c.end_line, c.loc]
+                                for c in chunks]))
+
+
 @dataclass(frozen=True)
 class PendingDoc:
     """A parsed document waiting for its vectors."""
 
     path: str
     rel: str
-    sha256: str
-    size: int
+    digest: str  # content_digest
     mtime: float
     chunks: tuple
     stat: str = ""  # _stat_key
     # A large document is written in parts (Batcher.add): the first replaces what is stored,
-    # the last writes its SHA-256 and stat (until then, it is read again).
+    # the last writes its digest and stat (until then, it is read again).
     opens: bool = True
     closes: bool = True
 
@@ -5731,13 +5740,13 @@ class Admin:
         raise NotImplementedError
 
     @staticmethod
-    def chunk_line(cid: int, path: str, rel: str, sha: str, c: Chunk, model, dim,
+    def chunk_line(cid: int, path: str, rel: str, digest: str, c: Chunk, model, dim,
                    vector: str) -> str:
         """One chunk's line of export_lines; vector (JSON text) copied as given."""
         record = {"id": cid, "path": path, "rel": rel,
                   "citation": f"{rel} {c.loc}" if c.loc else f"{rel}:{c.start_line}-{c.end_line}",
                   "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
-                  "heading": c.heading, "text": c.text, "document_sha256": sha,
+                  "heading": c.heading, "text": c.text, "document_digest": digest,
                   "embed_model": model, "dim": dim}
         return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
 
@@ -5850,7 +5859,7 @@ class SqliteStore(Store, Admin):
     # documents, for an index run
     def documents(self) -> list[StoredDocument]:
         return [StoredDocument(*r) for r in
-                self.conn.execute("SELECT path, sha256, rel, stat FROM documents")]
+                self.conn.execute("SELECT path, digest, rel, stat FROM documents")]
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
@@ -5881,18 +5890,18 @@ class SqliteStore(Store, Admin):
 
     def _document_row(self, doc: PendingDoc, stamp: str) -> int:
         """The id of doc's row: new when doc opens (replacing what its path had), else
-        the one its first part made; its SHA-256 and stat written when it closes."""
-        done = (doc.sha256, doc.stat) if doc.closes else ("", "")
+        the one its first part made; its digest and stat written when it closes."""
+        done = (doc.digest, doc.stat) if doc.closes else ("", "")
         if not doc.opens:
             (doc_id,), = self.conn.execute("SELECT id FROM documents WHERE path = ?", (doc.path,))
-            self.conn.execute("UPDATE documents SET sha256 = ?, stat = ? WHERE id = ?",
+            self.conn.execute("UPDATE documents SET digest = ?, stat = ? WHERE id = ?",
                               (*done, doc_id))
             return doc_id
         self.conn.execute("DELETE FROM documents WHERE path = ?", (doc.path,))
         return self.conn.execute(
-            "INSERT INTO documents(path, rel, sha256, size, mtime, indexed_at, stat) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (doc.path, doc.rel, done[0], doc.size, doc.mtime, stamp, done[1])).lastrowid
+            "INSERT INTO documents(path, rel, digest, mtime, indexed_at, stat) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (doc.path, doc.rel, done[0], doc.mtime, stamp, done[1])).lastrowid
 
     def delete(self, paths: list[str]) -> None:
         with _transaction(self.conn):
@@ -6214,14 +6223,14 @@ class SqliteStore(Store, Admin):
         model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
         cond, args = source_filter(source)
         rows = self.conn.execute(
-            "SELECT c.id, d.path, d.rel, d.sha256, c.start_line, c.end_line, c.loc, c.heading, "
+            "SELECT c.id, d.path, d.rel, d.digest, c.start_line, c.end_line, c.loc, c.heading, "
             "c.text, c.vector, json_valid(c.vector) FROM chunks c JOIN documents d "
             f"ON d.id = c.doc_id WHERE {cond} ORDER BY c.id", args)
-        for cid, path, rel, sha, start, end, loc, heading, text, vector, valid in rows:
+        for cid, path, rel, digest, start, end, loc, heading, text, vector, valid in rows:
             if not valid:  # copied as stored: a damaged one would make the line invalid JSON
                 self.parse_vector(vector)
             c = stored_chunk(0, text, heading, start, end, loc)
-            yield self.chunk_line(cid, path, rel, sha, c, model, dim, vector)
+            yield self.chunk_line(cid, path, rel, digest, c, model, dim, vector)
 
     def info(self) -> dict:
         db = self.file()
@@ -6329,11 +6338,11 @@ class SqliteStore(Store, Admin):
                     d.settings.append("the setting 'dim' is not a number")
 
     def _scan_documents(self, d: _Damage) -> None:
-        for doc_id, path, rel, sha in self.conn.execute("SELECT id, path, rel, sha256 "
-                                                        "FROM documents"):
+        for doc_id, path, rel, digest in self.conn.execute("SELECT id, path, rel, digest "
+                                                           "FROM documents"):
             problems: list[str] = []
             path, rel = _decoded(path, "path", problems), _decoded(rel, "relative path", problems)
-            _decoded(sha, "SHA-256", problems)
+            _decoded(digest, "digest", problems)
             d.paths[doc_id] = path
             if rel and path.endswith(os.sep + rel):
                 d.roots.add(path[:-len(rel) - 1] or os.sep)
@@ -6401,9 +6410,10 @@ _BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLi
 _LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more no better
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
-# Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string); a
-# development version kept them as lists of numbers, which this one does not read (_made_here).
-_ENGINE_KEYWORDS = "document"
+# Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string) and whose
+# markers hold no hash of a file's bytes (content_digest); an earlier version's ("document":
+# markers with them; before it, words as lists of numbers) is not read (_made_here).
+_ENGINE_KEYWORDS = "document; digest"
 
 
 class _FtsTokens:
@@ -6551,7 +6561,7 @@ def _engine_reply(method):
 def _marker_row(r: dict) -> tuple:
     """A document's marker record as a row of EngineStore's in-memory documents table."""
     m = r["metadata"]
-    return int(r["id"][4:]), m["path"], m["rel"], m["sha256"], m["chunks"], m["words"]
+    return int(r["id"][4:]), m["path"], m["rel"], m["digest"], m["chunks"], m["words"]
 
 
 _WRITES_AHEAD = 2  # write batches waiting for the writer thread at most: memory stays bounded
@@ -6729,7 +6739,7 @@ class EngineStore(Store, Admin):
     def _docs_table(rows: list[tuple]) -> sqlite3.Connection:
         db = sqlite3.connect(":memory:", check_same_thread=False)
         db.execute("CREATE TABLE documents(id INTEGER PRIMARY KEY, path TEXT UNIQUE, rel TEXT, "
-                   "sha256 TEXT, chunks INTEGER, words INTEGER)")
+                   "digest TEXT, chunks INTEGER, words INTEGER)")
         db.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?, ?, ?)", rows)
         return db
 
@@ -6750,7 +6760,7 @@ class EngineStore(Store, Admin):
     # documents, for an index run
     def documents(self) -> list[StoredDocument]:
         return [StoredDocument(*r) for r in
-                self.docs().execute("SELECT path, sha256, rel FROM documents")]
+                self.docs().execute("SELECT path, digest, rel FROM documents")]
 
     @_engine_reply
     def prepare(self) -> None:
@@ -6766,9 +6776,9 @@ class EngineStore(Store, Admin):
             self._drop_read(self.meta(Meta.SIG_STAMP))
 
     def _made_here(self) -> None:
-        """Refuse an index a development version wrote (chunks' words as lists of numbers)."""
+        """Refuse an index an earlier version wrote (_ENGINE_KEYWORDS)."""
         if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
-            raise RagError(f"{self.url} was made by a development version of rag.py: index "
+            raise RagError(f"{self.url} was made by an earlier version of rag.py: index "
                            f"again into a new collection ('{program()} index DIR --store URL')")
 
     def replacing(self, ids: list[int]) -> None:
@@ -6798,8 +6808,8 @@ class EngineStore(Store, Admin):
                                 "embedding": json.loads(vectors[key].json), "metadata": m,
                                 "document": _word_string(tokens)})
             markers.append({"id": f"doc:{doc_id}", "metadata": {
-                "kind": "doc", "path": doc.path, "rel": doc.rel, "sha256": doc.sha256,
-                "size": doc.size, "mtime": doc.mtime, "indexed_at": stamp,
+                "kind": "doc", "path": doc.path, "rel": doc.rel, "digest": doc.digest,
+                "mtime": doc.mtime, "indexed_at": stamp,
                 "chunks": len(doc.chunks), "words": total}})
         new = {Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored(),
                Meta.LAST_INDEXED: stamp, Meta.SIG_STAMP: self.stamp(f"wrote {len(ids)}"),
@@ -7194,7 +7204,7 @@ class EngineStore(Store, Admin):
         model, dim = self.meta(Meta.MODEL), int(self.meta(Meta.DIM) or 0) or None
         cond, args = source_filter(source)
         docs = {i: rest for i, *rest in self.docs().execute(
-            f"SELECT id, path, rel, sha256 FROM documents d WHERE {cond}", args)}
+            f"SELECT id, path, rel, digest FROM documents d WHERE {cond}", args)}
         where = {"doc": {"$in": sorted(docs)}} if source_globs(source) else None
         if where and not docs:
             return
@@ -7888,7 +7898,8 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file the walk listed: ('read', document), ('unchanged',
     the document without chunks), or ('empty' | 'skipped' | 'secret', None), with a note
-    saying why. rel: its path in the folder indexed; known: the SHA-256 stored for it. No
+    saying why. rel: its path in the folder indexed; known: the digest stored for it (its
+    chunks', content_digest: a file read again is parsed, and unchanged when they are). No
     error in one file stops the run; credentials are not read unless opts.include_secrets."""
     path, key = w.path, w.key
     kind = None if opts.include_secrets else credential_name(path) or credential_name(key)
@@ -7907,13 +7918,6 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
         log.skipped(path, "pointers to other pages", f"it only points to {shown(alias)} (by "
                     ".so), which is read under its own name where the folder's rules allow")
         return "empty", None
-    sha = sha256_hex(data)
-
-    def doc(chunks=()) -> PendingDoc:
-        return PendingDoc(key, rel, sha, st.st_size, st.st_mtime, tuple(chunks),
-                          _stat_key(st, time.time()))
-    if known == sha:
-        return "unchanged", doc()
     try:
         # parse_document holds the only reference: a large file's bytes are not held twice
         data, got = [data], None
@@ -7936,14 +7940,18 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
             raise
         log.skipped(path, "could not be parsed", f"could not be read ({type(e).__name__}: {e})")
         return "skipped", None
+    doc = PendingDoc(key, rel, content_digest(chunks), st.st_mtime, tuple(chunks),
+                     _stat_key(st, time.time()))
+    if chunks and doc.digest == known:
+        return "unchanged", replace(doc, chunks=())
     if warning:
         log.note(f"{shown(path)}: {warning}")
     if log.verbose:
         log.note(f"{shown(path)}: read as {read_as(fmt)}")
     if not chunks:
         log.skipped(path, "no text", "no text")
-        return "empty", doc()
-    return "read", doc(chunks)
+        return "empty", doc
+    return "read", doc
 
 
 # A file changed this recently may change again within its clock's tick (FAT: 2 s): read
@@ -7953,10 +7961,12 @@ _SETTLE_SECONDS = 2.0
 
 def _stat_key(st: os.stat_result, now: float) -> str:
     """What says a file is unchanged since read: modification and change times (tar and
-    rsync put old mtimes back, not ctimes), size, inode; '' when too fresh to trust."""
+    rsync put old mtimes back, not ctimes; any write moves the change time), inode; '' when
+    too fresh to trust. Not its size: that of a file with a redacted secret tells the
+    secret's length."""
     if now - st.st_mtime < _SETTLE_SECONDS or now - st.st_ctime < _SETTLE_SECONDS:
         return ""
-    return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_size} {st.st_ino}"
+    return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}"
 
 
 def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
@@ -8366,7 +8376,7 @@ class _IndexRun:
     def know_stored(self) -> str:
         """Read what is stored; the chunking key (changed: every document is read again)."""
         rows = self.store.documents()
-        self.stored = {d.path: d.sha256 for d in rows}
+        self.stored = {d.path: d.digest for d in rows}
         self.stored_rel = {d.path: d.rel for d in rows}
         chunking = chunking_key(self.opts.size, self.opts.overlap)
         kept, read_with = self.store.meta(Meta.CHUNKING), self.store.meta(Meta.READ_WITH)

@@ -63,6 +63,21 @@ def alpha_embed(text, dim=64):
     return vec
 
 
+# A file with a redacted password (what the password file finding recovered by hashing guesses)
+REDACTED_FILE = ("# Deploy\n\npassword: Summer2024!\nThe deploy runs nightly from the build host.\n"
+                 + "Its logs rotate every week and are kept for a month.\n" * 30)
+
+
+def file_oracles(data, text):
+    """Where text holds a hash or the length of data (a file's bytes): each would check a guess
+    of a secret redacted from it, the stored chunks giving the rest of the file."""
+    import hashlib
+    found = [name for name in ("sha256", "sha1", "md5", "blake2b")
+             if any(h in text for h in (hashlib.new(name, data).hexdigest(),
+                                        hashlib.new(name, data).hexdigest().upper()))]
+    return found + ["length"] * bool(re.search(rf"(?<![\w.]){len(data)}(?![\w.])", text))
+
+
 def word_overlap(query, documents):
     """Fake-server rerank scores: the query's words found in each document."""
     words = set(rag.WORD.findall(query.lower()))
@@ -2056,6 +2071,30 @@ class EmbedTests(RagTestCase):
 # ---------------------------------------------------------------------------
 
 class StoreTests(RagTestCase):
+    def test_store_keeps_no_hash_or_length_of_a_file_a_secret_was_redacted_from(self):
+        """No column of any table, no export field, no stats value is a hash or the size of a
+        file's bytes; what says a file changed is its chunks' digest: an edited file (the same
+        size, its old time put back) is indexed again, one only touched is found unchanged."""
+        path = self.write("deploy.md", REDACTED_FILE)
+        with mock.patch.object(rag, "_SETTLE_SECONDS", -1.0):  # its stat kept too
+            self.ok("index", self.docs)
+            conn = sqlite3.connect(self.db)
+            dump = "\n".join(conn.iterdump())
+            conn.close()
+            self.assertIn("password: [redacted: password]", dump)
+            self.assertNotIn("Summer2024", dump)
+            for where, text in (("database", dump), ("export", self.ok("export")),
+                                ("stats", self.ok("stats", "--json")), ("check", self.ok("check"))):
+                self.assertEqual(file_oracles(REDACTED_FILE.encode(), text), [], where)
+            os.utime(path, ns=(10**18, 10**18))  # touched: read again, its chunks the same
+            self.assertIn("indexed 0 file(s), 1 unchanged", self.ok("index", self.docs))
+            with open(path, "w") as f:
+                f.write(REDACTED_FILE.replace("nightly", "at noon"))
+            os.utime(path, ns=(10**18, 10**18))
+            self.assertIn("indexed 1 file(s), 0 unchanged", self.ok("index", self.docs))
+            self.assertIn("at noon", self.ok("export"))
+            self.assertIn("nothing changed", self.ok("index", self.docs))
+
     def test_database_error_for_a_lock_held_by_another_program_says_so(self):
         e = rag.database_error(sqlite3.OperationalError("database is locked"), "/tmp/x.db")
         self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag._BUSY_TIMEOUT} s", str(e))
@@ -2359,7 +2398,7 @@ class StoreTests(RagTestCase):
         self.ok("index", self.docs)
         want = self.ok("search", "How long do refunds take?")
         self.stopped_run()
-        old = os.path.join(mnt, "old.db")  # the same index at schema 5: a development version's
+        old = os.path.join(mnt, "old.db")  # the same index at schema 5: an earlier version's
         with open(self.db, "rb") as f, open(old, "wb") as g:
             g.write(f.read())
         conn = sqlite3.connect(old)
@@ -2387,7 +2426,7 @@ class StoreTests(RagTestCase):
                 self.assertEqual((code, err), (0, f"rag: note: {why}; questions are answered but not logged\n"))
                 self.assertIn("5 to 7 business days", out)
                 msg = self.error_line("search", "refunds", db=old)
-                self.assertIn(f"made by a development version of rag.py (schema 5; this one reads "
+                self.assertIn(f"made by an earlier version of rag.py (schema 5; this one reads "
                               f"{rag._SCHEMA_VERSION}): move it aside and index again", msg)
                 self.assertEqual(self.fingerprint()[:2], before[:2])
                 for conn in holders:  # without them, the -shm files go, and their room is filled
@@ -2397,20 +2436,21 @@ class StoreTests(RagTestCase):
         self.assertEqual(conn.execute("SELECT count(*) FROM asks").fetchall(), [(0,)])
         conn.close()
 
-    def test_index_of_a_development_schema_is_one_error_line(self):
-        """An index at an older schema was made by a development version (no release
-        wrote one): every command says how to rebuild it, and the file is not changed."""
+    def test_index_of_an_earlier_schema_is_one_error_line(self):
+        """An index at an older schema (the last one kept each file's SHA-256) is not
+        migrated: every command says how to rebuild it, and the file is not changed."""
         self.write_docs()
         self.ok("index", self.docs)
         conn = sqlite3.connect(self.db)
-        conn.execute("PRAGMA user_version = 4")
+        conn.execute(f"PRAGMA user_version = {rag._SCHEMA_VERSION - 1}")
         conn.commit()
         conn.close()
         with open(self.db, "rb") as f:
             before = f.read()
         for argv in (["stats"], ["search", "refunds"], ["index", self.docs]):
             with self.subTest(argv[0]):
-                self.assertIn(f"{self.db} was made by a development version of rag.py (schema 4; this "
+                self.assertIn(f"{self.db} was made by an earlier version of rag.py (schema "
+                              f"{rag._SCHEMA_VERSION - 1}; this "
                               f"one reads {rag._SCHEMA_VERSION}): move it aside and index again ('mv "
                               f"{self.db} {self.db}.old', then '", self.error_line(*argv))
         with open(self.db, "rb") as f:
@@ -2961,9 +3001,9 @@ class ExportTests(RagTestCase):
             text = f.read()
         self.assertEqual(text, self.ok("export"))  # the same to standard output
         lines = [json.loads(line) for line in text.splitlines()]
-        stored = self.rows("SELECT c.id, c.vector, c.text, d.sha256 FROM chunks c JOIN documents d "
+        stored = self.rows("SELECT c.id, c.vector, c.text, d.digest FROM chunks c JOIN documents d "
                            "ON d.id = c.doc_id ORDER BY c.id")
-        self.assertEqual([(r["id"], r["vector"], r["text"], r["document_sha256"]) for r in lines],
+        self.assertEqual([(r["id"], r["vector"], r["text"], r["document_digest"]) for r in lines],
                          [(i, json.loads(v), t, sha) for i, v, t, sha in stored])
         refunds = [r for r in lines if r["rel"] == "refunds.md"]
         self.assertEqual(refunds[0]["citation"], f"refunds.md:{refunds[0]['start_line']}-{refunds[0]['end_line']}")
@@ -3294,20 +3334,36 @@ class EngineTests(RagTestCase):
                     self.assertLessEqual({p["path"] for p in passages}, allowed, (caller.name, q, mode))
             self.assertEqual(service.stats(caller)["documents"], len(allowed))
 
-    def test_engine_index_a_development_version_wrote_is_refused_in_one_line(self):
-        """A development version kept each chunk's words as a list of numbers: reading or
-        indexing it says to index into a new collection, and nothing is written."""
+    def test_engine_keeps_no_hash_or_length_of_a_file_a_secret_was_redacted_from(self):
+        engine = self.engine()
+        self.write("deploy.md", REDACTED_FILE)
+        self.ok("index", self.docs, "--store", engine.url())
+        stored = json.dumps(engine.collections)
+        self.assertIn("[redacted: password]", stored)
+        for where, text in (("records", stored), ("export", self.ok("export", "--store", engine.url()))):
+            self.assertEqual(file_oracles(REDACTED_FILE.encode(), text), [], where)
+        self.assertIn("indexed 0 file(s), 1 unchanged", self.ok("index", self.docs, "--store", engine.url()))
+
+    def test_engine_index_an_earlier_version_wrote_is_refused_in_one_line(self):
+        """Earlier versions kept each chunk's words as a list of numbers (no meta:keywords),
+        then each file's SHA-256 in its marker ("document"): reading or indexing such a
+        collection says to index into a new one, and nothing is written."""
         engine = self.engine()
         self.write_docs()
         self.ok("index", self.docs, "--store", engine.url())
-        del engine.records("docs-rag")["meta:keywords"]
-        for argv in (("search", "refunds"), ("index", self.docs)):
-            engine.requests.clear()
-            line = self.error_line(*argv, "--store", engine.url(), db=False)
-            self.assertIn("was made by a development version of rag.py: index again into a new "
-                          "collection", line)
-            self.assertFalse([p for m, p, _, b in engine.requests
-                              if p.endswith(("/upsert", "/delete", "/update"))])
+        meta = engine.records("docs-rag")
+        for kept in (None, "document"):
+            meta.pop("meta:keywords", None)
+            if kept:
+                meta["meta:keywords"] = {"id": "meta:keywords", "metadata": {"kind": "meta", "value": kept},
+                                         "embedding": None, "document": None}
+            for argv in (("search", "refunds"), ("index", self.docs)):
+                engine.requests.clear()
+                line = self.error_line(*argv, "--store", engine.url(), db=False)
+                self.assertIn("was made by an earlier version of rag.py: index again into a new "
+                              "collection", line)
+                self.assertFalse([p for m, p, _, b in engine.requests
+                                  if p.endswith(("/upsert", "/delete", "/update"))])
 
     @measures_floor
     def test_engine_words_of_chunks_in_memory_are_found_as_the_engine_finds_them(self):
@@ -3994,7 +4050,7 @@ class IndexTests(RagTestCase):
             conn = sqlite3.connect(db)
             try:
                 return conn.execute("SELECT c.id, c.ordinal, c.text, c.vector, s.sig, s.sketch, "
-                                    "d.sha256, d.stat FROM chunks c JOIN documents d ON "
+                                    "d.digest, d.stat FROM chunks c JOIN documents d ON "
                                     "d.id = c.doc_id JOIN sigs s ON s.chunk_id = c.id "
                                     "ORDER BY c.id").fetchall()
             finally:
@@ -7398,7 +7454,7 @@ class McpTests(RagTestCase):
         self.assertEqual(replies[4]["error"]["code"], -32601)
 
     def test_mcp_hostile_input_gets_errors_and_the_server_goes_on(self):
-        before = self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")
+        before = self.rows("SELECT path, digest FROM documents"), self.rows("SELECT id, text FROM chunks")
         replies, _ = self.mcp(b"{not json", b"[1, 2]", b'{"jsonrpc": "2.0", "id": 9}', b"   ",
                               b'{"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": []}',
                               self.call(11, "delete_everything"),
@@ -7421,7 +7477,7 @@ class McpTests(RagTestCase):
         self.assertIn("over 1048576 bytes", replies[9]["error"]["message"])
         self.assertTrue(replies[10]["result"]["isError"])
         self.assertFalse(replies[11]["result"]["isError"])  # still serving
-        self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
+        self.assertEqual((self.rows("SELECT path, digest FROM documents"), self.rows("SELECT id, text FROM chunks")),
                          before)
 
     def test_mcp_ask_reports_each_statement_checked(self):
@@ -7766,7 +7822,7 @@ class HttpTests(RagTestCase):
 
     def test_serve_hostile_input_gets_json_errors_and_serving_goes_on(self):
         self.serve()
-        before = self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")
+        before = self.rows("SELECT path, digest FROM documents"), self.rows("SELECT id, text FROM chunks")
         cases = [("POST", "/search", b"{not json", {}, 400, "not valid JSON"),
                  ("POST", "/search", b"[1]", {}, 400, "JSON object"),
                  ("POST", "/search", json.dumps({"question": 7}).encode(), {}, 400, "'question'"),
@@ -7787,7 +7843,7 @@ class HttpTests(RagTestCase):
         slow.sendall(b"POST /search HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 100\r\n\r\n{\"quest" % self.port)
         self.assertEqual(self.request("POST", "/search", {"question": "refunds"})[0], 200)  # others are served
-        self.assertEqual((self.rows("SELECT path, sha256 FROM documents"), self.rows("SELECT id, text FROM chunks")),
+        self.assertEqual((self.rows("SELECT path, digest FROM documents"), self.rows("SELECT id, text FROM chunks")),
                          before)
 
     def test_serve_source_restriction_is_narrowed_never_widened(self):
@@ -8620,7 +8676,7 @@ def snapshot(db):
     """What an index run decides: documents and every chunk with its vector."""
     conn = sqlite3.connect(db)
     try:
-        return (conn.execute("SELECT path, sha256 FROM documents ORDER BY path").fetchall(),
+        return (conn.execute("SELECT path, digest FROM documents ORDER BY path").fetchall(),
                 conn.execute("SELECT d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
                              "c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
                              "ORDER BY d.path, c.ordinal").fetchall())

@@ -64,7 +64,7 @@ def build(path, n, dim, seed=1, per_doc=100, batch=2000):
         for d in range(done // per_doc, (min(n, done + batch) + per_doc - 1) // per_doc):
             count = min(per_doc, n - d * per_doc)
             chunks = tuple(rag.Chunk(i, f"synthetic chunk {d}.{i}", "", 1, 1) for i in range(count))
-            docs.append(rag.PendingDoc(f"doc{d:07d}.txt", f"doc{d:07d}.txt", f"{d:064x}", 0, 0.0, chunks))
+            docs.append(rag.PendingDoc(f"doc{d:07d}.txt", f"doc{d:07d}.txt", f"{d:064x}", 0.0, chunks))
             vectors.extend(next(gen) for _ in range(count))
         t0 = time.perf_counter()
         batcher = rag.Batcher(store, Replay(f"synthetic-{dim}", vectors), len(vectors), rag.IndexStats())

@@ -143,7 +143,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-DOCUMENTS = "SELECT path, sha256 FROM documents ORDER BY path"
+DOCUMENTS = "SELECT path, digest FROM documents ORDER BY path"
 CHUNKS = ("SELECT d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, c.vector "
           "FROM chunks c JOIN documents d ON d.id = c.doc_id ORDER BY d.path, c.ordinal")
 FTS_CHECK = "INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')"

@@ -46,7 +46,7 @@ def records(lines):
     return {"ids": [str(r["id"]) for r in rows], "embeddings": [r["vector"] for r in rows],
             "documents": [r["text"] for r in rows],
             "metadatas": [{"path": r["path"], "citation": r["citation"], "heading": r["heading"],
-                           "document_sha256": r["document_sha256"]} for r in rows]}
+                           "document_digest": r["document_digest"]} for r in rows]}
 
 
 def load(url, name, export_file):
