@@ -7492,8 +7492,8 @@ def _char_set(body: str) -> Callable[[str], bool]:
     return (lambda ch: not inside(ch)) if negate else inside
 
 
-# Rarely documents, often thousands of files: skipped unless --no-default-excludes or a
-# .ragignore '!' line; the last two are editors' backups (notes.md~) and auto-saves (#notes.md#)
+# Rarely documents, often thousands of files: skipped unless --no-default-excludes (or an
+# --exclude '!' line); the last two are editors' backups (notes.md~) and auto-saves (#notes.md#)
 DEFAULT_EXCLUDES = ("__pycache__/", "node_modules/", "bower_components/", "venv/",
                     "*.egg-info/", "package-lock.json", "*~", "[#]*[#]")
 # File systems that describe the running system rather than hold documents.
@@ -7503,7 +7503,10 @@ selinuxfs
 """.split())
 
 
-FOLLOW_LINKS = "!follow-links"  # a .ragignore line: '!' re-includes, here what links lead to
+# A .ragignore line an earlier version read as --follow-links: a .ragignore narrows what is
+# read, never widens it, so the line is noted and has no effect (_widening).
+FOLLOW_LINKS = "!follow-links"
+_RAGIGNORE, _DEFAULT = ".ragignore line", "default"  # where a _PathFilter's line comes from
 
 
 @dataclass(frozen=True)
@@ -7513,14 +7516,24 @@ class _Rule:
     glob: int  # its number in the filter's _Globs
     negate: bool
     dir_only: bool
-    default: bool  # one of DEFAULT_EXCLUDES
+    origin: str  # _RAGIGNORE, _DEFAULT (one of DEFAULT_EXCLUDES) or "--exclude"
+    line: str
+
+
+def _widening(line: str) -> str:
+    """What, not a .ragignore, reads what this line would bring in ('' : a line that narrows)."""
+    if line == FOLLOW_LINKS:
+        return "--follow-links follows links"
+    hidden = any(p.startswith(".") and p.strip(".") for p in line[1:].split("/"))
+    return "hidden files and folders are never read" if line[:1] == "!" and hidden else ""
 
 
 class _PathFilter:
-    """Which paths under a folder to index: the default excludes, .ragignore and --exclude
+    """Which paths under a folder to index: .ragignore, the default excludes and --exclude
     (gitignore style: '#' comments, '!' re-includes, a trailing '/' for folders only, the
-    last matching line wins), and --include. The .ragignore line FOLLOW_LINKS is no pattern:
-    it lets links lead outside the folder, as --follow-links does."""
+    last matching line wins), and --include. Whoever runs the command decides what may be
+    read: a .ragignore only narrows it (its '!' re-includes what its own lines excluded, never
+    a default; a line that would widen it is a note, _widening), and --exclude comes last."""
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
         self.bad: list[str] = []  # notes for the lines that are no pattern (skipped)
@@ -7528,18 +7541,21 @@ class _PathFilter:
         # an --include that is none matches nothing: it never widens what is read
         self.include = [self._glob(self.includes, p, "--include") for p in include]
         self.rules: list[_Rule] = []
-        self.follow_links = FOLLOW_LINKS in (line.strip() for line in ignore_lines)
-        lines = [(line, True, "") for line in (DEFAULT_EXCLUDES if defaults else ())]
-        lines += [(line, False, ".ragignore line") for line in ignore_lines]
-        for line, default, origin in lines + [(line, False, "--exclude") for line in exclude]:
+        lines = [(line, _RAGIGNORE) for line in ignore_lines]
+        lines += [(line, _DEFAULT) for line in (DEFAULT_EXCLUDES if defaults else ())]
+        for line, origin in lines + [(line, "--exclude") for line in exclude]:
             line = line.rstrip("\n").rstrip()
-            if not line or line.startswith("#") or line == FOLLOW_LINKS:
+            if origin == _RAGIGNORE and (flag := _widening(line)):
+                self.bad.append(f"{origin} '{line}' has no effect: a .ragignore narrows what is "
+                                f"read, never widens it ({flag})")
+                continue
+            if not line or line.startswith("#"):
                 continue
             negate = line.startswith("!")
             pattern = line[1:] if negate else line
             n = self._glob(self.globs, pattern, origin, line) if pattern.strip("/") else None
             if n is not None:
-                self.rules.append(_Rule(n, negate, pattern.endswith("/"), default))
+                self.rules.append(_Rule(n, negate, pattern.endswith("/"), origin, line))
 
     def _glob(self, globs: _Globs, pattern: str, origin: str, line: str = "") -> int | None:
         """The pattern added to globs; None, said in bad, for one that is none."""
@@ -7569,18 +7585,15 @@ class _PathFilter:
             out = not self.includes.matches(rel)
         return out
 
-    def by_default(self, rel: str, is_dir: bool = False) -> bool:
-        """Whether one of DEFAULT_EXCLUDES excludes rel (what -v says)."""
-        rule = self.last_rule(rel, is_dir)
-        return bool(rule and not rule.negate and rule.default)
+    def matching(self, rel: str, is_dir: bool) -> list[_Rule]:
+        """The rules matching rel, the last (which decides) first."""
+        matched = self.globs.matches(rel) if self.rules else ()
+        return [r for r in reversed(self.rules) if (is_dir or not r.dir_only)
+                and r.glob in matched]
 
     def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
         """The last rule matching rel, which decides (or None)."""
-        matched = self.globs.matches(rel) if self.rules else ()
-        for rule in reversed(self.rules):
-            if (is_dir or not rule.dir_only) and rule.glob in matched:
-                return rule
-        return None
+        return next(iter(self.matching(rel, is_dir)), None)
 
     def excludes_path(self, path: str, root: str) -> bool:
         """excluded() for a file's path or any folder above it."""
@@ -7631,8 +7644,8 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
 
     Hidden, filtered and virtual entries are skipped; each real folder is entered once,
     and only while still what its parent listed (_open_folder); a stack, not recursion,
-    so any depth works. A link is followed only with follow_links or the .ragignore line,
-    else refused gets (root, link relative to it, target) of those _link_refusal refuses.
+    so any depth works. A link is followed only with follow_links (--follow-links), else
+    refused gets (root, link relative to it, target) of those _link_refusal refuses.
     folders gets each folder listed (what a watch polls); kept: a watch's real path of
     each path given, which it must still lead to (_kept_root).
     """
@@ -7653,7 +7666,6 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                               real_root, ident, linked=True,
                               regular=stat.S_ISREG(os.stat(root).st_mode))
             continue
-        follows = follow_links or keep.follow_links
         seen: set[tuple[int, int]] = set()
         stack = [(os.path.normpath(root), "", ident, False)]
         while stack:
@@ -7663,12 +7675,9 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             subdirs = []  # the folder given is opened as named, links and all
             for e in _folder_entries(folder, ident, linked or not rel, seen, virtual, log):
                 if keep.excluded(rel + e.name, e.is_dir):
-                    if log.verbose and keep.by_default(rel + e.name, e.is_dir):  # else silent
-                        log.note(f"skipped {shown(e.path)}: excluded by default (--no-default-"
-                                 f"excludes, or '!{e.name}{'/' if e.is_dir else ''}' in "
-                                 ".ragignore, reads it)")
+                    _note_excluded(keep.matching(rel + e.name, e.is_dir), e.path, root, log)
                     continue
-                why = None if follows or not e.is_link else _link_refusal(e.path, bounds)
+                why = None if follow_links or not e.is_link else _link_refusal(e.path, bounds)
                 if why:
                     _note_link(e, folder, why, log)
                     if why != _LINK_INSIDE and refused is not None:
@@ -7685,6 +7694,19 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                     yield _Walked(e.path, root, key, target, via,
                                   stat.S_ISREG(st.st_mode) if st else e.regular)
             stack.extend(reversed(subdirs))
+
+
+def _note_excluded(rules: list[_Rule], path: str, root: str, log: Log) -> None:
+    """Say what a default excludes (-v), and once, a .ragignore '!' line that would
+    re-include it: it has no effect (a .ragignore never widens what is read)."""
+    if not rules or rules[0].origin != _DEFAULT:
+        return
+    for line in {r.line for r in rules if r.negate and r.origin == _RAGIGNORE}:
+        log.once(f"in {shown(root)}: {_RAGIGNORE} '{shown(line)}' has no effect on what is "
+                 "excluded by default: a .ragignore narrows what is read, never widens it "
+                 "(--no-default-excludes reads it)")
+    if log.verbose:
+        log.note(f"skipped {shown(path)}: excluded by default (--no-default-excludes reads it)")
 
 
 def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
@@ -8437,8 +8459,7 @@ class _IndexRun:
         stats.skipped = sum(n for n, _ in stats.skips.values())
         stats.removed += _handle_vanished(store, filters, self.seen, self.stored, opts.prune, log)
         stats.removed += _remove_linked(store, refused, self.seen, log, self.bases)
-        roots = _keep_roots(store, paths, filters, opts.follow_links, self.seen,
-                            dict(opts.kept_roots))
+        roots = _keep_roots(store, paths, opts.follow_links, self.seen, dict(opts.kept_roots))
         self.relabel()
         stats.removed += _remove_outside(store, roots, self.seen, log)
         # indexed before, now too large, binary, unreadable or damaged: reported like deleted files
@@ -8569,14 +8590,14 @@ def _roots_from(store: Store, kept: str | None, seen=frozenset()) -> dict[str, b
             if d.path.endswith(os.sep + d.rel) and d.path not in seen}
 
 
-def _keep_roots(store: Store, paths: list[str], filters: dict, follow_links: bool,
-                seen=frozenset(), real: dict | None = None) -> dict[str, bool]:
+def _keep_roots(store: Store, paths: list[str], follow_links: bool, seen=frozenset(),
+                real: dict | None = None) -> dict[str, bool]:
     """indexed_roots with this run's paths added or updated, kept (implied only by documents
     not seen: a file given alone implies no folder). real: a watch's real path of each."""
     kept = store.meta(Meta.ROOTS)
     roots = _roots_from(store, kept, seen)
     for p in paths:
-        roots[(real or {}).get(p) or os.path.realpath(p)] = follow_links or filters[p].follow_links
+        roots[(real or {}).get(p) or os.path.realpath(p)] = follow_links
     new = json.dumps(roots, sort_keys=True)
     if new != kept:  # a run that changes nothing writes nothing
         store.set_meta({Meta.ROOTS: new})
@@ -13919,7 +13940,7 @@ def _index_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--follow-links", action="store_true",
                    help="follow symbolic links wherever they lead; by default a link whose real "
                         "target is outside the paths given, or hidden, is skipped and named in the "
-                        f"summary (a .ragignore line '{FOLLOW_LINKS}' does this for its folder)")
+                        "summary (only this flag: a .ragignore never widens what is read)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="a note for every file skipped (by default only those that need attention, "
                         "such as unreadable or damaged files, and a summary by reason at the end)")

@@ -4448,9 +4448,14 @@ class IndexTests(RagTestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(err, f"rag: skipped {os.path.join(self.docs, 'proc')}: a virtual file system, not documents\n")
         self.assertIn("indexed 3 file(s)", out)
-        self.write(".ragignore", "!venv/\n")
+        self.write(".ragignore", "!venv/\n")  # a .ragignore never widens what is read: no effect
         with virtual:
-            self.assertIn("indexed 1 file(s)", self.run_cli("index", self.docs)[1])  # venv, re-included
+            code, out, err = self.run_cli("index", self.docs)
+            self.assertIn("indexed 0 file(s)", out)
+            self.assertIn(f"rag: in {self.docs}: .ragignore line '!venv/' has no effect on what is excluded by "
+                          "default: a .ragignore narrows what is read, never widens it (--no-default-excludes "
+                          "reads it)", err)
+            self.assertIn("indexed 1 file(s)", self.run_cli("index", self.docs, "--exclude", "!venv/")[1])
             code, out, err = self.run_cli("index", self.docs, "--no-default-excludes")
         self.assertRegex(out, r"1 unsupported type \(\S*x\.cpython-311\.pyc\)")
         self.assertIn("indexed 1 file(s)", out)  # node_modules too; never the virtual file system
@@ -4544,11 +4549,31 @@ class IndexTests(RagTestCase):
         self.assertEqual(self.run_cli("index", self.docs)[0], 0)
         self.assertEqual(self.rows("SELECT count(*) FROM documents WHERE rel = 'hr/salary.md'"), [(1,)])
 
-    def test_index_ragignore_line_follows_links(self):
+    def test_index_ragignore_line_cannot_follow_links(self):
+        """A .ragignore narrows what is read, never widens it: '!follow-links' (once read as
+        --follow-links) is noted and follows nothing, in a run and in a watch's pass; a line
+        re-including a hidden folder is noted too."""
         self.links_fixture()
-        self.write(".ragignore", rag.FOLLOW_LINKS + "\n")
-        self.ok("index", self.docs)
-        self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(6,)])
+        note = (f"rag: in {self.docs}: .ragignore line '!follow-links' has no effect: a .ragignore narrows "
+                "what is read, never widens it (--follow-links follows links)")
+        for watch in (False, True):
+            with self.subTest(watch=watch):
+                if watch:  # written while watched: the pass reads it as a run does
+                    os.remove(os.path.join(self.docs, ".ragignore"))
+                    code, out, err = self.watched(lambda: self.write(".ragignore", "# mine\n!follow-links\n"))
+                else:
+                    self.write(".ragignore", rag.FOLLOW_LINKS + "\n!.private/\n")
+                    code, out, err = self.run_cli("index", self.docs)
+                    self.assertIn(f"rag: in {self.docs}: .ragignore line '!.private/' has no effect: a .ragignore "
+                                  "narrows what is read, never widens it (hidden files and folders are never read)",
+                                  err)
+                self.assertEqual(code, 0, err)
+                self.assertIn(note, err)
+                self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(3,)])
+                exported = self.ok("export")
+                self.assertFalse([w for w in ("Narwhal", "Okapi", "Pangolin") if w in exported])
+                self.assertEqual(self.rows("SELECT value FROM meta WHERE key = 'roots'"),
+                                 [(json.dumps({os.path.realpath(self.docs): False}),)])
 
     def swapped_during_index(self, swap, *flags, after=None):
         """An index run in which swap() runs once the walk has listed every file
@@ -4674,8 +4699,8 @@ class IndexTests(RagTestCase):
         self.write("a.md", "Refunds take five days.\n")
         code, out, err = self.run_cli("index", self.docs, "-v")
         self.assertEqual(code, 0, err)
-        self.assertIn(f"skipped {os.path.join(self.docs, 'venv')}: excluded by default (--no-default-excludes, "
-                      "or '!venv/' in .ragignore, reads it)", err)
+        self.assertIn(f"skipped {os.path.join(self.docs, 'venv')}: excluded by default (--no-default-excludes "
+                      "reads it)", err)
         self.assertNotIn("excluded by default", self.run_cli("index", self.docs)[2])
 
     def test_index_lock_is_shared_by_every_name_of_the_index(self):
