@@ -8001,12 +8001,12 @@ def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
         _stat_key(st, math.inf) == stored_stat)
 
 
-def _root_bases(roots: Iterable[str]) -> dict[str, str]:
+def root_bases(roots: Iterable[str]) -> dict[str, str]:
     """For each root (a real path given), the folder its documents' paths are relative to:
     the root (a file's folder) when alone, else the folder above as many of its last names
     as tell it from the others, so --source, keys and citations cannot mix up two roots.
 
-    >>> _root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
+    >>> root_bases(["/srv/hr", "/srv/team/docs", "/home/me/docs"])["/home/me/docs"]
     '/home'
     """
     roots = sorted(set(roots))
@@ -8017,7 +8017,7 @@ def _root_bases(roots: Iterable[str]) -> dict[str, str]:
 
 
 def _top_bases(roots: list[str]) -> dict[str, str]:
-    """_root_bases of roots none of which is inside another."""
+    """root_bases of roots none of which is inside another."""
     if len(roots) == 1:
         only = roots[0]
         return {only: os.path.dirname(only) if os.path.isfile(only) else only}
@@ -8320,7 +8320,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     store.check_model(embedder.model, None, embedder.convention)
     store.prepare()
     kept = dict(opts.kept_roots)
-    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=_root_bases(
+    run = _IndexRun(store, opts, log, IndexStats(), unchanged=unchanged, bases=root_bases(
         [*indexed_roots(store), *(kept.get(p) or os.path.realpath(p) for p in paths)]))
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
@@ -8378,7 +8378,7 @@ class _IndexRun:
     reals: dict = field(default_factory=dict)  # a walk's root as given -> its real path
 
     def rel_of(self, w: _Walked) -> str:
-        """A document's path relative to its root's base (_root_bases)."""
+        """A document's path relative to its root's base (root_bases)."""
         real = self.reals.get(w.root) or self.reals.setdefault(w.root, os.path.realpath(w.root))
         if w.key in self.bases:  # a file given alone
             return os.path.relpath(w.key, self.bases[w.key])
@@ -8607,7 +8607,7 @@ def _keep_roots(store: Store, paths: list[str], follow_links: bool, seen=frozens
 def outside_documents(store: Store, roots: dict[str, bool], seen=frozenset()) -> list[str]:
     """Stored documents not seen whose real path is outside every folder indexed and not
     where a followed link leads now (a file swapped for a link, a link no longer followed)."""
-    bases = _root_bases(roots)
+    bases = root_bases(roots)
     def reached(path: str, rel: str) -> bool:
         return any(follows and os.path.realpath(os.path.join(bases[root], rel)) == path
                    for root, follows in roots.items())
@@ -12561,6 +12561,9 @@ def _request_args(params, defaults) -> dict:
     source = params.get("source")
     if source is not None and (not isinstance(source, str) or len(source) > MAX_QUESTION):
         raise RagError("'source' must be a string: a glob such as 'guides/*.md'")
+    if source and source.startswith("/"):  # it would tell where the server keeps its folders
+        raise RagError("'source' is a glob on the path relative to the folder indexed "
+                       "('guides/*.md'), never a whole path")
     drop = params.get("drop_unsupported", defaults.drop_unsupported)
     if not isinstance(drop, bool):
         raise RagError("'drop_unsupported' must be true or false")
@@ -14687,12 +14690,17 @@ class _Target(NamedTuple):
 
 
 def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
-    """Each target, read: a path when a file is there or it names indexed documents (by real
-    path, or relative to the folder indexed); else a glob if it holds glob characters. One
-    naming no document names the files it names under a folder indexed; neither: an error."""
+    """Each target, read: a path when it names indexed documents (by real path, or relative
+    to the folder indexed) or a file under a folder indexed; else a glob if it holds glob
+    characters (on the stored paths). One naming no document names the files it names under
+    a folder indexed, never elsewhere: a target tells nothing of other files. A path naming
+    neither is an error; a glob naming neither has nothing left to forget."""
     import fnmatch
     import glob
-    docs, roots, read = store.documents(), list(indexed_roots(store)), []
+    docs, roots = store.documents(), list(indexed_roots(store))
+    bases = sorted(set(root_bases(roots).values()))  # what stored paths are relative to
+    inside = lambda p: any(under(os.path.realpath(p), r) for r in roots)  # noqa: E731
+    read = []
     for t in targets:
         if not t.strip():
             raise UsageError("an empty target names no document (an unset shell variable?); "
@@ -14700,21 +14708,18 @@ def _forget_targets(store: Store, targets: list[str]) -> list[_Target]:
         real = os.path.realpath(t)
         found = [d for d in docs if under(d.path, real)] or [
             d for d in docs if d.rel.replace(os.sep, "/") == t.replace(os.sep, "/")]
-        kind = "path" if found or os.path.lexists(t) or not _GLOB_CHARS.search(t) else "glob"
+        named = [p for p in [t, *(os.path.join(b, t) for b in bases)]
+                 if os.path.lexists(p) and inside(p)]
+        kind = "path" if found or named or not _GLOB_CHARS.search(t) else "glob"
         if kind == "glob":
             found = [d for d in docs if fnmatch.fnmatchcase(
                 d.path if t.startswith("/") else d.rel.replace(os.sep, "/"), t)]
-        files = []
-        if not found:
-            if kind == "path":
-                files = [t] + [os.path.join(r, t) for r in roots]
-            else:
-                bases = [""] if t.startswith("/") else [r + os.sep for r in roots]
-                files = sorted(p for b in bases for p in glob.glob(glob.escape(b) + t))
-            files = [p for p in files if os.path.isfile(p)
-                     and any(under(os.path.realpath(p), r) for r in roots)]
-            files = files[:1] if kind == "path" else list(dict.fromkeys(files))
-        if not found and not files:
+        if kind == "glob":  # the files it names in the folders indexed, whatever else it names
+            named = [p for b in ([""] if t.startswith("/") else [b + os.sep for b in bases])
+                     for p in sorted(glob.glob(glob.escape(b) + t)) if inside(p)]
+        files = [] if found else list(dict.fromkeys(filter(os.path.isfile, named)))
+        files = files[:1] if kind == "path" else files
+        if not found and not files and kind == "path":
             raise UsageError(f"{shown(repr(t))} names no indexed document and no file (a path, "
                              "or a glob on the path relative to the folder indexed: "
                              "'notes/*.md'; what is left of a forgotten one whose file is gone: "
@@ -14767,7 +14772,8 @@ def _forget_receipt(targets: list[_Target], docs: list, f: Forgotten, texts: lis
     print(f"forgot {len(docs)} document(s)" + (f": {listed(names)}" if names else ""))
     said = [f"{shown(repr(t.given))} as a {t.kind}" + (
         "" if t.docs else f" (no document left: what is left of the text of {len(t.files)} "
-                          "file(s) as they are now)")
+                          "file(s) as they are now)" if t.files else " (no document and no file "
+        "under the folders indexed: nothing left to forget; a file gone: --text)")
         for t in targets] + [f"{len(texts)} text(s) given"] * bool(texts)
     print(f"  targets: {'; '.join(said)}")
     print(f"  removed: {len(docs)} document(s), {f.chunks} chunk(s) with their keyword entries, "

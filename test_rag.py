@@ -2921,7 +2921,9 @@ class StoreTests(RagTestCase):
                          ([], [("How long do refunds take?",)]))
         os.remove(plan)  # gone from disk too: only the text itself names it
         leftover("Is Bluebird late?", "I could not find the answer in the provided documents.")
-        self.assertIn("whose file is gone: --text", self.error_line("forget", "plans/*", code=2))
+        self.assertIn("whose file is gone: --text", self.error_line("forget", "plans/merger.md", code=2))
+        self.assertIn("targets: 'plans/*' as a glob (no document and no file under the folders indexed: nothing "
+                      "left to forget; a file gone: --text)", self.ok("forget", "plans/*"))  # a glob names a set
         out = self.ok("forget", "--text", "bluebird")
         self.assertIn("targets: 1 text(s) given", out)
         self.assertIn("checked: no 40-byte run of their text, nor the 1 shorter text(s) given, in index.db", out)
@@ -2946,6 +2948,31 @@ class StoreTests(RagTestCase):
                       "text given, or asked with a word only they held)", out)
         self.assertEqual(sorted(self.rows("SELECT question FROM asks")),
                          [("How long do refunds take?",), ("Who is Zorblax?",)])  # words others hold, or none held
+
+    def test_forget_again_is_a_receipt_on_an_index_of_two_folders(self):
+        """forget of the same glob (or path) again, on an index of two folders (paths relative
+        to the folder above both), finds what is left of the files, then nothing: a receipt,
+        exit 0, on SQLite and on an engine."""
+        engine = FakeChroma()
+        self.addCleanup(engine.close)
+        hr, team = os.path.join(self.dir, "hr"), os.path.join(self.dir, "team")
+        for folder, text in ((hr, self.PLAN), (team, "# Menu\n\nSoup of the day is lentil.\n")):
+            os.makedirs(folder)
+            with open(os.path.join(folder, "a.md"), "w") as f:
+                f.write(text)
+        for store in ((), ("--store", engine.url())):
+            with self.subTest(store=store[:1]):
+                self.ok("index", hr, team, *store)
+                self.assertIn("forgot 1 document(s): hr/a.md", self.ok("forget", "hr/*", *store))
+                for target, kind in (("hr/*", "glob"), ("hr/a.md", "path")):
+                    out = self.ok("forget", target, *store)
+                    self.assertIn("forgot 0 document(s)", out)
+                    self.assertIn(f"targets: '{target}' as a {kind} (no document left: what is left of the text "
+                                  "of 1 file(s) as they are now)", out)
+                self.assertIn("team/a.md", self.ok("export", *store))
+        os.remove(os.path.join(hr, "a.md"))  # gone from disk too: nothing left to forget
+        self.assertIn("targets: 'hr/*' as a glob (no document and no file under the folders indexed: nothing "
+                      "left to forget", self.ok("forget", "hr/*"))
 
     def test_forget_target_is_a_path_or_a_glob_never_both(self):
         self.write("a[1].md", "# One\n\nThe bracketed file holds the first draft.\n")
@@ -5131,6 +5158,39 @@ class FilterTests(RagTestCase):
             hits = service.search({"question": "quokka notes hr", "source": source})[0]
             self.assertEqual({h["path"] for h in hits}, set() if source == "*/public/*"  # served: relative
                              else {"public/menu.md"})
+
+    def test_absolute_globs_tell_nothing_of_files_not_stored(self):
+        """A glob is matched against stored paths only: one naming files that exist but are not
+        stored (outside the folder, or inside it but excluded) says what one naming nothing
+        says, in search, export, forget (a file inside it it reads, for what is left of its text)
+        and a server's request (where no '/...' is taken)."""
+        self.write_docs()
+        self.write("private/pay.md", "Salary bands.\n")
+        self.write(".ragignore", "private/\n")
+        outside = os.path.join(self.dir, "outside")
+        os.makedirs(outside)
+        with open(os.path.join(outside, "pay[1].md"), "w") as f:
+            f.write("Salary bands.\n")
+        self.ok("index", self.docs)
+        nowhere = os.path.join(self.dir, "nowhere")
+        def said(*argv):
+            code, out, err = self.run_cli(*argv)
+            return code, (out + err).replace(nowhere, "X").replace(outside, "X").replace(
+                os.path.join(self.docs, "private"), "X")
+        with contextlib.redirect_stderr(io.StringIO()):
+            service = rag.Service(rag.config_from_env(db=self.db), rag.QueryOptions(), rag.Log())
+        self.addCleanup(service.close)
+        for there in (outside, os.path.join(self.docs, "private")):
+            for name in ("*", "pay[1].md", "pay?1].md", "pay[[]1].md"):
+                with self.subTest(there=there, name=name):
+                    for argv in (("search", "salary bands", "--source"), ("export", "--source"),
+                                 ("forget",))[:2 + (there == outside)]:
+                        self.assertEqual(said(*argv, os.path.join(there, name)),
+                                         said(*argv, os.path.join(nowhere, name)), argv)
+                    for glob in (os.path.join(there, name), os.path.join(nowhere, name)):
+                        with self.assertRaisesRegex(rag.RagError, "never a whole path"):
+                            service.search({"question": "salary bands", "source": glob})
+        self.assertEqual(len(self.rows("SELECT * FROM documents")), 3)
 
     def test_source_of_a_folder_named_like_the_pattern_matches_nothing_and_warns(self):
         site = os.path.join(self.dir, "srv", "public", "site")
