@@ -887,13 +887,85 @@ def check_bounded_reads(tmp):
         f"refused: {refused} of 2; pipe skipped: {'not a regular file' in said}"
 
 
+
+def check_hash_oracle(tmp):
+    """30. A redacted password cannot be recovered by hashing guesses: no hash or size of the file's bytes is kept."""
+    template = ("# Deploy\n\npassword: {}\nThe deploy runs nightly from the build host.\n"
+                + "Its logs rotate every week and are kept for a month.\n" * 20)
+    write(os.path.join(tmp, "docs"), {**DOCS, "deploy.md": template.format("Summer2024!")})
+    rag(["index", "docs"], tmp)
+    conn = sqlite3.connect(os.path.join(tmp, "rag.db"))
+    seen = {"database": "\n".join(conn.iterdump()), "export": rag(["export"], tmp)[1],
+            "stats": rag(["stats", "--json"], tmp)[1]}
+    conn.close()
+    redacted = "[redacted" in seen["export"] and "Summer2024" not in seen["database"]
+    guesses = ["Winter2023!", "Summer2024!", "hunter2", "Passw0rd!"]  # an attacker's list, the chunks giving the rest
+    recovered = sorted({g for g in guesses for where, text in seen.items()
+                        if hashlib.sha256(template.format(g).encode()).hexdigest() in text})
+    size = len(template.format("Summer2024!").encode())
+    sized = sorted(where for where, text in seen.items() if re.search(rf"(?<![\w.]){size}(?![\w.])", text))
+    return redacted and not recovered and not sized, \
+        f"redacted: {redacted}; guesses confirmed by a stored hash: {recovered or 'none'}; " \
+        f"the file's size ({size} bytes) found in: {', '.join(sized) or 'nothing'}"
+
+
+def check_ragignore_widen(tmp):
+    """31. A .ragignore only narrows what is read: '!follow-links' and '!venv/' widen nothing, each noted, also mid-watch."""
+    write(os.path.join(tmp, "home"), {".ssh/notes.txt": "OUTSIDESECRET lives here\n"})
+    docs = write(os.path.join(tmp, "docs"), {**DOCS, "venv/lib/notes.md": "VENVSECRET of a dependency\n"})
+    os.symlink(os.path.join(tmp, "home", ".ssh", "notes.txt"), os.path.join(docs, "guide", "notes.md"))
+    with Watch(["docs"], tmp) as w:  # the lines written while watched: the pass reads them as a run does
+        seen = w.wait_for("watching")
+        write(docs, {".ragignore": "!follow-links\n!venv/\n"})
+        noted = w.wait_for("has no effect", seen)
+    code, out, err = rag(["index", "docs"], tmp)
+    found = [s for s in ("OUTSIDESECRET", "VENVSECRET")
+             if s in rag(["search", s, "--mode", "keyword"], tmp)[1]]
+    notes = err.count("has no effect")
+    return code == 0 and noted > 0 and notes == 2 and not found, \
+        f"index exit {code}; noted mid-watch: {noted > 0}; lines noted by index: {notes} of 2; " \
+        f"found: {found or 'nothing'}"
+
+
+def check_absolute_globs(tmp):
+    """32. A '/...' glob tells nothing of files not stored: the same answer for a file there and one nowhere."""
+    index_docs(tmp)
+    write(os.path.join(tmp, "private"), {"pay[1].md": "# Pay\n\nSalary bands.\n"})
+    def said(argv, where):
+        code, out, err = rag([*argv, os.path.join(tmp, where, "pay[1].md")], tmp)
+        return code, (out + err).replace(where, "X")
+    differ = [argv[0] for argv in (["search", "salary", "--source"], ["export", "--source"], ["forget"])
+              if said(argv, "private") != said(argv, "nowhere")]
+    with Serve([], tmp) as s:
+        replies = {where: s.request("POST", "/search", {"question": "salary", "source": f"{tmp}/{where}/*"})[:1]
+                   for where in ("private", "docs", "nowhere")}
+    served = len(set(replies.values())) == 1 and replies["docs"] != (200,)
+    return not differ and served, \
+        f"commands answering differently for a file there: {differ or 'none'}; a server's '/...' request glob " \
+        f"answered alike for the stored folder, a folder there and one nowhere: {served} ({replies['docs'][0]})"
+
+
+def check_forget_again(tmp):
+    """33. forget of the same glob again, on an index of two folders, is a receipt (exit 0), files there or gone."""
+    write(os.path.join(tmp, "hr"), {"pay.md": "# Pay\n\nSalary bands for the okapi team are confidential.\n"})
+    write(os.path.join(tmp, "team"), {"menu.md": "# Menu\n\nSoup of the day is lentil.\n"})
+    rag(["index", "hr", "team"], tmp)
+    codes = [rag(["forget", "hr/*"], tmp)[0] for _ in range(2)]
+    os.remove(os.path.join(tmp, "hr", "pay.md"))
+    code, out, err = rag(["forget", "hr/*"], tmp)
+    codes.append(code)
+    return codes == [0, 0, 0] and "nothing left to forget" in out, \
+        f"exit codes of forget 'hr/*' three times (the file gone before the third): {codes}; " \
+        f"{(out.splitlines()[1:2] or [err.strip()[:80]])[0].strip()}"
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
           check_template_tokens, check_secret_forms, check_framing, check_ctrl_c_at_start,
           check_man_include, check_folder_names, check_note_escapes, check_watch_link_swap,
           check_ragignore_patterns, check_passage_lookalike, check_ground_numbers, check_chunk_ids,
-          check_forget_true_under_load, check_bounded_reads]
+          check_forget_true_under_load, check_bounded_reads,
+          check_hash_oracle, check_ragignore_widen, check_absolute_globs, check_forget_again]
 
 
 def main(argv):
