@@ -4000,7 +4000,7 @@ class IndexTests(RagTestCase):
         conn.close()
 
     def test_index_does_not_read_a_file_its_stat_says_is_unchanged(self):
-        """A file whose modification and change times, size and inode are as
+        """A file whose modification and change times and inode are as
         when it was read is not read again; a fresh one (changed within
         _SETTLE_SECONDS of being read) always is, and so is one put back with
         its old modification time, or any file after the reading options change."""
