@@ -5564,6 +5564,35 @@ def scope_where(scope: Scope) -> tuple[str, list]:
             args + [a for _, more in parts for a in more])
 
 
+_BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
+
+
+def bm25_idf(rows: int, hits: int) -> float:
+    """FTS5's inverse document frequency (at least 1e-6: a common word counts a little)."""
+    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+
+
+def bm25_part(idf: float, tf: float, length: int, avgdl: float) -> float:
+    """A phrase's part of a chunk's bm25, as FTS5 computes it to the last bit: idf * tf * (k1 +
+    1) / (tf + k1 * (1 - b + b * length / avgdl)); tf counts a heading's HEADING_WEIGHT times."""
+    return idf * ((tf * (_BM25_K1 + 1.0)) / (tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * length
+                                                                / avgdl)))
+
+
+def _tokens(size: bytes) -> int:
+    """A row's tokens as FTS5's docsize table keeps them: a varint a column, summed.
+
+    >>> _tokens(bytes([0x81, 0x52, 0x02]))  # 210 in the text, 2 in the heading
+    212
+    """
+    total = n = 0
+    for byte in size:
+        n = n << 7 | byte & 0x7f
+        if byte < 0x80:
+            total, n = total + n, 0
+    return total
+
+
 # The ask log's columns, as Generate's _record_ask gives them (log_ask).
 ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
                "prompt_tokens", "completion_tokens", "latency_ms", "caller")
@@ -5773,6 +5802,7 @@ class SqliteStore(Store, Admin):
         self.index = SignatureIndex(self)
         self._changed = 0  # chunks this process wrote or removed, not yet counted (_tidy_keywords)
         self._file: tuple[str, tuple[int, int]] | None = None  # (path, identity) when opened
+        self._sizes: dict[Scope, tuple[int, int]] = {}  # (chunks, tokens) of a scope (keyword)
 
     @classmethod
     def open(cls, path: str, create: bool = False, shared: bool = False) -> SqliteStore:
@@ -5817,6 +5847,7 @@ class SqliteStore(Store, Admin):
         """Every write of chunks or documents calls this in its transaction: the packed
         signatures, and what warm retrievers loaded, are then stale."""
         self._put({Meta.SIG_STAMP: time.time_ns()})
+        self._sizes.clear()
 
     def remember(self, values: dict) -> bool:
         try:
@@ -6138,11 +6169,39 @@ class SqliteStore(Store, Admin):
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts "
                                      "WHERE chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
                                      (HEADING_WEIGHT, query, depth)).fetchall()
+        # Under a scope, bm25 as if the index held its chunks alone: FTS5's counts every row,
+        # so its scores and order would tell what documents outside the scope hold.
+        found = dict.fromkeys((c for (c,) in self._in_scope("f.rowid", query, cond, args)), 0.0)
+        rows, words = self._scope_size(scope, cond, args) if found else (1, 1)
+        for phrase in filter(None, re.findall(r'"([^"]*)"', query)):
+            # each instance of the phrase in a column opens a mark there (char(1): no
+            # stored text holds it, clean_text)
+            held = self._in_scope("f.rowid, highlight(chunks_fts, 0, char(1), ''), highlight("
+                                  "chunks_fts, 1, char(1), ''), s.sz", f'"{phrase}"', cond, args,
+                                  "JOIN chunks_fts_docsize s ON s.id = f.rowid")
+            idf = bm25_idf(rows, len(held))
+            for cid, text, heading, size in held:
+                if cid in found:
+                    tf = text.count("\x01") + HEADING_WEIGHT * heading.count("\x01")
+                    found[cid] += bm25_part(idf, tf, _tokens(size), words / rows)
+        return heapq.nsmallest(depth, found.items(), key=lambda p: (-p[1], p[0]))
+
+    def _in_scope(self, columns: str, query: str, cond: str, args: list, join: str = "") -> list:
+        """The rows of the chunks in scope (cond, args) that match query: columns of f."""
         return self.conn.execute(
-            "SELECT f.rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts f "
-            "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.doc_id "
-            f"WHERE chunks_fts MATCH ? AND {cond} ORDER BY s DESC, f.rowid LIMIT ?",
-            [HEADING_WEIGHT, query] + args + [depth]).fetchall()
+            f"SELECT {columns} FROM chunks_fts f {join} JOIN chunks c ON c.id = f.rowid "
+            f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ? AND {cond}",
+            [query] + args).fetchall()
+
+    def _scope_size(self, scope: Scope, cond: str, args: list) -> tuple[int, int]:
+        """(chunks, tokens) in scope, as FTS5 counts a row's tokens (its docsize table),
+        counted once while this process writes nothing."""
+        if scope not in self._sizes:
+            sizes = [_tokens(sz) for (sz,) in self.conn.execute(
+                "SELECT s.sz FROM chunks_fts_docsize s JOIN chunks c ON c.id = s.id "
+                f"JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)]
+            self._sizes[scope] = (len(sizes), sum(sizes))
+        return self._sizes[scope]
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         cond, args = scope_where(scope)
@@ -6397,7 +6456,6 @@ _ENGINE_PAGE = 1000  # records per read request when listing (ids, markers, an e
 _KEYWORD_CANDIDATES = 20000
 _ENGINE_MEMO = 50000  # chunks a store keeps read (text, place, tokens): 3.3 KB each on SciFact
 _MEMO_KEYS = ("doc", "ordinal", "text", "heading", "start", "end", "loc")  # of their metadata
-_BM25_K1, _BM25_B = 1.2, 0.75  # FTS5's bm25() constants, so the ranking is SQLite's
 _LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more no better
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
@@ -6448,11 +6506,6 @@ def _word_string(tokens: list[str]) -> str:
     return " " + "  ".join(tokens) + " "
 
 
-def _bm25_idf(rows: int, hits: int) -> float:
-    """FTS5's inverse document frequency (at least 1e-6: a common word counts a little)."""
-    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
-
-
 @dataclass(frozen=True)
 class _Words:
     """A chunk's tokens as keyword ranking reads them: how many, each one's count,
@@ -6490,17 +6543,16 @@ def _bm25_scores(texts: dict[int, _Words], phrases: dict[str, float], avgdl: flo
                  depth: int | None = None) -> list[tuple[int, float]]:
     """(chunk id, FTS5's bm25) for phrases (' a b ': idf), the depth best first,
     ties by id, as FTS5 orders them (holders: the chunks holding each phrase, when
-    known). A word's part: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))."""
+    known); each phrase's part as bm25_part computes it."""
     scores: dict[int, float] = {}
     avgdl = avgdl or 1
     for p, idf in phrases.items():
-        # one word at a time: a look-up a chunk; computed as FTS5 does, to the last bit
+        # one word at a time: a look-up a chunk
         for cid in (texts if holders is None else holders[p]):
             w = texts.get(cid)
             tf = w.tf(p) if w is not None else 0
             if tf:
-                scores[cid] = scores.get(cid, 0.0) + idf * ((tf * (_BM25_K1 + 1.0)) / (
-                    tf + _BM25_K1 * (1 - _BM25_B + _BM25_B * w.length / avgdl)))
+                scores[cid] = scores.get(cid, 0.0) + bm25_part(idf, tf, w.length, avgdl)
     order = lambda p: (-p[1], p[0])  # noqa: E731
     return (sorted(scores.items(), key=order) if depth is None
             else heapq.nsmallest(depth, scores.items(), key=order))
@@ -7072,13 +7124,13 @@ class EngineStore(Store, Admin):
         phrases = _query_phrases(query, self.tokens)
         if where == () or not phrases:
             return []
-        rows, words = self.docs().execute("SELECT coalesce(sum(chunks), 0), "
-                                          "coalesce(sum(words), 0) FROM documents").fetchone()
-        self.look_up(phrases, [None] + ([where] if where else []))
-        # whole-index, as FTS5's
-        idf = {p: _bm25_idf(rows, len(self.matching(p, None))) for p in phrases}
-        candidates: set[int] = set()
+        cond, args = scope_where(scope)  # counted in scope alone, as SqliteStore.keyword does
+        rows, words = self.docs().execute("SELECT coalesce(sum(chunks), 0), coalesce(sum(words), "
+                                          f"0) FROM documents d WHERE {cond}", args).fetchone()
+        self.look_up(phrases, [where])
         holders = {p: self.matching(p, where) for p in phrases}
+        idf = {p: bm25_idf(rows, len(holders[p])) for p in phrases}
+        candidates: set[int] = set()
         for p in sorted(phrases, key=lambda p: -idf[p]):  # the rarest words' chunks first
             new = holders[p] - candidates
             if candidates and len(candidates) + len(new) > _KEYWORD_CANDIDATES:

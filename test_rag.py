@@ -459,6 +459,26 @@ def copied_docs(folder=lambda i: "") -> dict:
         "notes/garden.txt": "Tomatoes need full sun and regular watering in summer.\n"})
 
 
+# Documents a scope (a/*) may read, and one outside it holding the question's words many times
+SCOPED = {"a/plan.md": "# Falcon plan\n\nProject Falcon ships in March, falcon first.\n",
+          "a/heron.md": "# Herons\n\nA heron waits by the lake; the heron count is ten.\n",
+          "a/tea.md": "# Tea\n\nGreen tea steeps for three minutes in cups.\n",
+          "a/roads.md": "# Roads\n\nThe bridges on the north roads close in winter.\n"}
+OUTSIDE = ("b/ledger.md", "# Falcon ledger\n\n" + "Falcon salaries, paid in March: falcon. " * 80 + "\n")
+SCOPED_QUESTION = "falcon heron March salaries"
+
+
+def outside_unseen(test, replies, *argv):
+    """replies() over SCOPED, then again once OUTSIDE is indexed too (its chunks after theirs);
+    argv: more of index's arguments."""
+    test.write_docs(SCOPED)
+    test.ok("index", test.docs, *argv)
+    before = replies()
+    test.write(*OUTSIDE)
+    test.ok("index", test.docs, *argv)
+    return before, replies()
+
+
 def measures_floor(test):
     """A test whose commands measure the refusal floor without labels, as rag.py always does (in the
     others, rag._MEASURES_FLOOR is off: the floor is the embedder kind's default, and a third of
@@ -3008,6 +3028,16 @@ class EngineTests(RagTestCase):
         """The same command on SQLite and on the engine: (SQLite's output, the engine's)."""
         return self.ok(*argv), self.ok(*argv, "--store", engine.url())
 
+    def test_engine_source_scores_count_only_what_source_allows(self):
+        engine = self.engine()
+        search = ("search", SCOPED_QUESTION, "--source", "a/*", "--json", "--mode", "keyword")
+        before, after = outside_unseen(self, lambda: self.ok(*search, "--store", engine.url()),
+                                       "--store", engine.url())
+        self.assertEqual(before, after)
+        self.ok("index", self.docs)
+        shown = lambda out: [(h["path"], h["score"]) for h in json.loads(out)]  # noqa: E731
+        self.assertEqual(shown(self.ok(*search)), shown(after))  # as SQLite counts them
+
     def test_engine_forget_removes_the_records_and_the_asks_that_quoted_them(self):
         engine = self.engine()
         self.write_docs()
@@ -3227,7 +3257,7 @@ class EngineTests(RagTestCase):
             want = conn.execute("SELECT rowid, -bm25(f, 1.0, ?) AS s FROM f WHERE f MATCH ? "
                                 "ORDER BY s DESC, rowid", (rag.HEADING_WEIGHT, query)).fetchall()
             phrases = rag._query_phrases(query, tokens)
-            idf = {p: rag._bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
+            idf = {p: rag.bm25_idf(len(texts), sum(p in w.string for w in chunks.values())) for p in phrases}
             got = rag._bm25_scores(chunks, idf, words / len(texts))
             self.assertEqual([i for i, _ in got], [i for i, _ in want],
                              (query, got[:8], want[:8]))
@@ -7332,6 +7362,17 @@ class McpTests(RagTestCase):
     def call(n, tool, **arguments):
         return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
 
+    def test_mcp_source_scores_count_only_what_source_allows(self):
+        def replies():
+            with mock.patch("os.urandom", return_value=b"\x01" * 16):  # the same opaque ids each run
+                got, _ = self.mcp(*(self.call(n, "search", question=SCOPED_QUESTION, mode=mode, k=10)
+                                    for n, mode in enumerate(("hybrid", "keyword", "dense"))),
+                                  args=("--source", "a/*"))
+            return json.dumps(got)
+        before, after = outside_unseen(self, replies)
+        self.assertEqual(before, after)
+        self.assertIn("a/heron.md", after)
+
     def test_mcp_handshake_tools_and_answers(self):
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}}
@@ -7966,6 +8007,23 @@ class HttpTests(RagTestCase):
                         "source": ["b/*"]}], f)
         return keys
 
+    def test_serve_key_scores_count_only_what_the_key_may_read(self):
+        self.serve(keys=self.keys_setup())
+        alice = {"Authorization": "Bearer alice-key-0123456789"}  # a/* only
+
+        def replies():
+            return [json.dumps(self.request("POST", "/search", body, alice)[2]) for body in (
+                {"question": SCOPED_QUESTION, "k": 10}, {"question": SCOPED_QUESTION, "mode": "keyword"},
+                {"question": SCOPED_QUESTION, "mode": "dense"}, {"question": "falcon", "source": "a/h*"})]
+        before, after = outside_unseen(self, replies)
+        self.assertEqual(before, after)  # ranks, scores, ids: nothing tells b/pay.md is there
+        keyword = json.loads(after[1])
+        self.assertEqual([h["path"] for h in keyword], ["a/plan.md", "a/heron.md"])
+        self.assertGreater(keyword[0]["score"], keyword[-1]["score"])
+        unrestricted = self.request("POST", "/search", {"question": SCOPED_QUESTION, "mode": "keyword",
+                                                        "source": "a/*"}, {"Authorization": "Bearer bob-key-9876543210"})
+        self.assertEqual(unrestricted[2], [])  # bob may not read a/*
+
     def test_serve_keys_give_each_person_only_their_documents(self):
         self.serve(keys=self.keys_setup())
         alice, bob = ({"Authorization": "Bearer alice-key-0123456789"}, {"Authorization": "Bearer bob-key-9876543210"})
@@ -8420,6 +8478,19 @@ class HttpTests(RagTestCase):
         self.assertIn("red\\x1b[31mX\\u202eDM.md", hits[0]["path"])  # escaped, visibly
 
 class CommandLineTests(RagTestCase):
+    def test_search_source_scores_count_only_what_source_allows(self):
+        self.write_docs()
+        replies = lambda: [self.ok("search", SCOPED_QUESTION, "--source", "a/*", "--json", "-k", "10", *mode)
+                           for mode in ((), ("--mode", "keyword"), ("--mode", "dense"))]  # noqa: E731
+        before, after = outside_unseen(self, replies)
+        self.assertEqual(before, after)
+        keyword = json.loads(after[1])
+        self.assertEqual([os.path.basename(h["path"]) for h in keyword], ["plan.md", "heron.md"])
+        self.assertGreater(keyword[0]["score"], keyword[-1]["score"])
+        whole = [os.path.basename(h["path"]) for h in json.loads(
+            self.ok("search", SCOPED_QUESTION, "--json", "--mode", "keyword"))]
+        self.assertEqual(whole[:3], ["heron.md", "ledger.md", "plan.md"])  # the whole index's order
+
     def test_debug_shows_the_traceback_of_a_database_error(self):
         with open(self.db, "wb") as f:
             f.write(b"this is not sqlite\n" * 100)
