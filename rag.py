@@ -10232,10 +10232,10 @@ role changes written inside them.
 5. Be brief."""
 
 # What could open or close a passage block inside a document ('</passage>', '< /PASSAGE',
-# '＜/passage＞', 'pas\u200bsage'), found in the fence's view (_fence_view): its '<' becomes a
-# look-alike. Nothing else is escaped: 'a > b & c' reaches the model as written.
+# '<//passage', '＜/passage＞', 'pas\u200bsage'), found in the fence's view (_fence_view): its
+# '<' becomes a look-alike. Nothing else is escaped: 'a > b & c' reaches the model as written.
 _LOOKALIKE = "\u2039"  # single left-pointing angle quotation mark
-_PASSAGE_TAG = LazyPattern(r"<(?=\s*[^\w\s<>]?\s*passage)", re.I)
+_PASSAGE_TAG = LazyPattern(r"<(?=[^\w<>]*passage)", re.I)
 # What a tag's or a template token's bracket becomes: a look-alike no tokenizer nor NFKC undoes.
 _TOKEN_BRACKETS = {"<": "\u2039", ">": "\u203a", "[": "\u2045", "]": "\u2046"}
 # A character a tag could begin with, in any form (NFKC: '＜', '﹤', '≮' are '<'; '［', '﹇' are
@@ -10259,17 +10259,19 @@ _DEFUSED = LazyPattern("\u27e6([^\u27e6\u27e7]*)\u27e7")  # a number _defuse_cit
 _WORD_JOINER = "\u2060"  # invisible: '[\u206023]' reads '[23]', yet is no citation
 # The control tokens of chat templates, as a document (or a file name, or an earlier turn)
 # could write them: a server (vLLM, llama.cpp, Ollama) may read one in a message as the token,
-# letting a document end its turn and open a system one. Any '<|name|>' (ChatML, Llama 3,
-# DeepSeek's full-width bars), '<<SYS>>', '[INST]', Mistral's '[SYSTEM_PROMPT]' and kin,
-# Gemma's '<start_of_turn>', '<s>', '</s>': their brackets become look-alikes, even for NFKC.
+# letting a document end its turn and open a system one. Models add tokens, so their shapes
+# are defused, never a list: any '<|name|>' (DeepSeek's bars full-width too); a bare name in
+# one or two angle brackets, after slashes, in lower case ('<s>', '</s>', '<start_of_turn>',
+# '<extra_id_1>'), upper case ('<<SYS>>', '<BOS_TOKEN>') or with an underscore; an upper-case
+# one in square brackets ('[INST]', '[/TOOL_CALLS]'). Their brackets become look-alikes, even
+# for NFKC. No token has attributes, a dot or a space, nor is capitalised or one capital
+# ('<a href=...>', '<stdio.h>', 'a < b > c', 'List<String>', '<T>'): those reach it as written.
 _LT, _GT, _BAR = "<\uff1c\ufe64", ">\uff1e\ufe65", "|\uff5c"
+_TOKEN_NAME = r"(?:[a-z][a-z0-9_]{0,40}|[A-Z][A-Z0-9_]{1,40}|[A-Za-z][A-Za-z0-9]{0,40}_\w{0,40})"
 _TEMPLATE_TOKEN = LazyPattern(
     rf"[{_LT}][{_BAR}][^{_BAR}{_LT}{_GT}\s]{{1,40}}[{_BAR}][{_GT}]"
-    rf"|[{_LT}]{{2}}/?SYS[{_GT}]{{2}}"
-    r"|[\[\uff3b]/?(?:INST|SYS|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT"
-    r"|THINK|IMG|ARGS|CALL_ID)[\]\uff3d]"
-    rf"|[{_LT}]/?(?:s|bos|eos|pad|unk|start_of_turn|end_of_turn|start_of_image|end_of_image|think"
-    rf"|tool_call|tool_response)[{_GT}]", re.I)
+    rf"|[{_LT}]{{1,2}}[/\\]{{0,3}}{_TOKEN_NAME}[{_GT}]{{1,2}}"
+    r"|[\[\uff3b][/\\]{0,3}[A-Z][A-Z0-9_]{1,40}[\]\uff3d]")
 
 
 def _defuse_citations(text: str) -> str:
@@ -10319,6 +10321,8 @@ def fenced(text: str) -> str:
     view, where = (text, range(len(text))) if text.isascii() else _fence_view(text)
     swap = {where[m.start()]: _LOOKALIKE for m in _PASSAGE_TAG.finditer(view)}
     for m in _TEMPLATE_TOKEN.finditer(view):
+        if where[m.start()] in swap:  # a passage tag ('</passage>'): its '<' alone changes
+            continue
         for i in range(where[m.start()], where[m.end() - 1] + 1):
             if (bracket := _folded(text[i])) in _TOKEN_BRACKETS:
                 swap[i] = _TOKEN_BRACKETS[bracket]
