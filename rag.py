@@ -426,8 +426,13 @@ class Log:
             self.last = 0.0
 
 
-# In a file name too: C0, DEL, C1 and the bidi controls that reorder what follows (_UNSAFE_CHARS).
-_CONTROL_CHAR = LazyPattern(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Unicode's bidi controls (Bidi_Control), as a character class: embeddings, overrides, isolates
+# and marks, which show what follows in another order than stored ("Trojan Source").
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# In a file name too: C0, DEL, C1 and the bidi controls (_UNSAFE_CHARS).
+_CONTROL_CHAR = LazyPattern(f"[\x00-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
+# What json.dumps leaves raw (ensure_ascii=False) that a terminal acts on.
+_RAW_IN_JSON = LazyPattern(f"[\x7f-\x9f{BIDI_CONTROLS}]")
 
 
 def shown(path: str) -> str:
@@ -439,6 +444,17 @@ def shown(path: str) -> str:
     """
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return _CONTROL_CHAR.sub(lambda m: repr(m.group())[1:-1], text)
+
+
+def json_safe(text: str) -> str:
+    """JSON text (of json.dumps, ensure_ascii=False) with each character a terminal acts on as
+    its escape, which every JSON reader reads back as it was (inside a string, where alone
+    valid JSON has one).
+
+    >>> json_safe('{"path": "a\u202egnp.md\x85"}')
+    '{"path": "a\\\\u202egnp.md\\\\u0085"}'
+    """
+    return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def display_path(path: str) -> str:
@@ -1099,10 +1115,9 @@ def _cjk_score(text: str, name: str, language: str) -> float | None:
 
 # What a terminal acts on instead of showing: C0 controls but tab and newline (ESC's sequences
 # clear the screen, set the title, write the clipboard), DEL, C1 (U+009B is a CSI), and the bidi
-# controls that show text in another order than stored ("Trojan Source"). A CR or form feed becomes
-# a space (words stay apart, line numbers as cited); bidi controls are dropped (invisible anyway);
-# the rest become U+FFFD, visibly.
-_UNSAFE_CHARS = LazyPattern("\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# controls (BIDI_CONTROLS). A CR or form feed becomes a space (words stay apart, line numbers as
+# cited); bidi controls are dropped (invisible anyway); the rest become U+FFFD, visibly.
+_UNSAFE_CHARS = LazyPattern(f"\r\n|[\x00-\x08\x0b-\x1f\x7f-\x9f{BIDI_CONTROLS}]")
 _SPACE_LIKE = frozenset("\r\x0b\x0c\x1c\x1d\x1e\x1f\x85")
 
 
@@ -1110,7 +1125,7 @@ def _safe_char(m) -> str:
     ch = m.group()
     if ch == "\r\n":
         return "\n"
-    return " " if ch in _SPACE_LIKE else "" if "\u202a" <= ch <= "\u2069" else "\ufffd"
+    return " " if ch in _SPACE_LIKE else "\ufffd" if ch <= "\x9f" else ""  # a bidi control
 
 
 def clean_text(text: str) -> str:
@@ -5768,7 +5783,8 @@ class Admin:
                   "start_line": c.start_line, "end_line": c.end_line, "location": c.loc,
                   "heading": c.heading, "text": c.text, "document_sha256": sha,
                   "embed_model": model, "dim": dim}
-        return json.dumps(record, ensure_ascii=False)[:-1] + ', "vector": ' + vector + "}\n"
+        line = json.dumps(record, ensure_ascii=False)[:-1] + f', "vector": {vector}}}'
+        return json_safe(line) + "\n"
 
     def chunk_paths(self) -> dict[int, str]:
         """Every chunk's document path, by chunk id (eval's gold by document)."""

@@ -3014,6 +3014,22 @@ class ExportTests(RagTestCase):
         self.assertFalse(rag._UNSAFE_CHARS.search(out + record["text"] + record["heading"]), out)
 
 
+    def test_export_file_names_show_no_control_or_bidi_character_and_read_back_exactly(self):
+        name = "pay\u202egnp\x1b[31m\u200f\u061c\x85\u2067.md"
+        path = self.write(name, "Quarterly pay runs on the first day.\n")
+        self.write("plain.md", "# Plain\n\nQuarterly notes.\n")
+        self.ok("index", self.docs)
+        out = self.ok("export")
+        self.assertIsNone(re.search(f"[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f{rag.BIDI_CONTROLS}]", out), ascii(out))
+        records = [json.loads(line) for line in out.splitlines()]
+        self.assertIn(os.path.realpath(path), [r["path"] for r in records])  # the name as it is
+        self.assertIn(name, [r["rel"] for r in records])
+        headings = "".join(r["heading"] for r in records)  # one made of the file's name: cleaned
+        self.assertNotRegex(headings, f"[{rag.BIDI_CONTROLS}\\x1b\\x85]")
+        listed = self.ok("search", "quarterly pay", "-k", "2") + self.ok("ask", "quarterly pay")
+        self.assertIsNone(re.search(f"[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f{rag.BIDI_CONTROLS}]", listed), ascii(listed))
+        self.assertIn("pay\\u202egnp\\x1b[31m\\u200f\\u061c\\x85\\u2067.md", listed)  # escaped, not hidden
+
 class EngineTests(RagTestCase):
     """The index in a server engine (--store chroma://...), against FakeChroma:
     the same commands and answers as SQLite's, incremental and resumable runs,
