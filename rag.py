@@ -12719,12 +12719,12 @@ def _key_entry(e, where: str) -> _Caller:
     if digest is not None and (not isinstance(digest, str)
                                or not re.fullmatch(r"[0-9a-fA-F]{64}", digest)):
         raise UsageError(f"{where}: 'sha256' must be 64 hex digits (the SHA-256 of the key)")
-    globs = [source] if isinstance(source, str) else source if source is not None else []
-    if not isinstance(globs, list) or not all(isinstance(g, str) and g for g in globs) or \
-            (source is not None and not globs):
+    globs = [source] if isinstance(source, str) else source  # given, null or [] is no glob
+    if "source" in e and not (isinstance(globs, list) and globs
+                              and all(isinstance(g, str) and g for g in globs)):
         raise UsageError(f"{where}: 'source' must be a glob or a non-empty list of globs")
     return _Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest),
-                   tuple(globs))
+                   tuple(globs or ()))
 
 
 class _Warm(NamedTuple):

@@ -8187,10 +8187,17 @@ class HttpTests(RagTestCase):
                  '[{"name": "a", "sha256": "abc"}]': "64 hex digits",
                  '[{"name": "a", "key": "has space"}]': "printable ASCII",
                  '[{"name": "a", "key": "Key-Q7zX", "source": []}]': "'source' must be",
+                 '[{"name": "a", "key": "Key-Q7zX", "source": ""}]': "'source' must be",
+                 '[{"name": "a", "key": "Key-Q7zX", "source": ["a/*", null]}]': "'source' must be",
                  '[{"name": "a", "key": "Key-Q7zX"}, {"name": "a", "key": "Key-Q8zY"}]': "same name",
                  '[{"name": "a", "key": "Key-Q7zX"}, {"name": "b", "key": "Key-Q7zX"}]': "same key",
                  '{"alice": "Key-Q7zX"}': "expected an object", '[{"key": "Key-Q7zX"}]': "'name' must be"}
         path = os.path.join(self.dir, "keys.json")
+        with open(path, "w") as f:  # null reads nothing, as [] does: not everything, as no 'source'
+            f.write('[{"name": "b", "key": "Key-Q8zY"}, {"name": "a", "key": "Key-Q7zX", "source": null}]')
+        with self.assertRaisesRegex(rag.UsageError, r"entry 2 \(a\): 'source' must be a glob or a non-empty list"):
+            rag.load_keys(path)
+        cases['[{"name": "a", "key": "Key-Q7zX", "source": null}]'] = "'source' must be"
         for text, words in cases.items():
             with self.subTest(text=text):
                 with open(path, "w") as f:
