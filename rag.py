@@ -13285,12 +13285,9 @@ class _HostRule:
 def _host_rule(host: str, port: int, allow=()) -> _HostRule:
     """The Host headers a server on host:port answers (allow: --allow-host)."""
     import socket
-    names = {host.strip("[]").lower()}
-    if host in LOOPBACK or host.startswith("127."):
-        names |= LOOPBACK
-    else:  # a colleague types the machine's name
-        names.add(socket.gethostname().lower())
-    if host in _WILDCARD_HOSTS:
+    # the machine's own name too (one typed for it; no other site's name can be rebound to it)
+    names = {host.strip("[]").lower(), socket.gethostname().lower().rstrip(".")}
+    if host in LOOPBACK or host.startswith("127.") or host in _WILDCARD_HOSTS:
         names |= LOOPBACK
     return _HostRule(frozenset(names), port, host in _WILDCARD_HOSTS,
                      frozenset(a.strip().strip("[]").lower().rstrip(".") for a in allow))

@@ -7975,6 +7975,17 @@ class HttpTests(RagTestCase):
             "192.0.2.7:8000", "[2001:db8::1]:8000", f"{socket.gethostname()}:8000", "localhost:8000",
             "attacker.example:8000", "192.0.2.7:8001")], [True, True, True, True, False, False])
 
+    def test_serve_host_header_may_be_the_machines_own_name_on_its_port(self):
+        with mock.patch("socket.gethostname", return_value="Box-7.corp.example"):
+            self.serve()  # on 127.0.0.1, as README says: the machine's host name is answered
+        good = [f"box-7.corp.example:{self.port}", f"BOX-7.corp.example.:{self.port}"]
+        bad = [f"box-7.corp.example:{self.port + 1}", f"box-7:{self.port}", f"attacker.example:{self.port}",
+               f"box-7.corp.example.attacker.example:{self.port}"]
+        for host in good + bad:
+            with self.subTest(host=host):
+                status, _, reply = self.request("GET", "/health", headers={"Host": host})
+                self.assertEqual(status, 200 if host in good else 403, reply)
+
     def test_serve_post_bodies_must_be_sent_as_json(self):
         self.serve()
         ask = json.dumps({"question": "How long do refunds take?"}).encode()
