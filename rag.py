@@ -5818,7 +5818,7 @@ class SqliteStore(Store, Admin):
         self.index = SignatureIndex(self)
         self._changed = 0  # chunks this process wrote or removed, not yet counted (_tidy_keywords)
         self._file: tuple[str, tuple[int, int]] | None = None  # (path, identity) when opened
-        self._sizes: dict[Scope, tuple[int, int]] = {}  # (chunks, tokens) of a scope (keyword)
+        self._scopes: dict[Scope, tuple[set[int], int]] = {}  # a scope's chunks, tokens (_scope)
 
     @classmethod
     def open(cls, path: str, create: bool = False, shared: bool = False) -> SqliteStore:
@@ -5863,7 +5863,7 @@ class SqliteStore(Store, Admin):
         """Every write of chunks or documents calls this in its transaction: the packed
         signatures, and what warm retrievers loaded, are then stale."""
         self._put({Meta.SIG_STAMP: time.time_ns()})
-        self._sizes.clear()
+        self._scopes.clear()
 
     def remember(self, values: dict) -> bool:
         try:
@@ -6173,51 +6173,68 @@ class SqliteStore(Store, Admin):
         return {"documents": docs, "chunks": chunks}
 
     def scope_ids(self, scope: Scope) -> set[int] | None:
-        cond, args = scope_where(scope)
-        if not args:
-            return None
-        return {cid for (cid,) in self.conn.execute(
-            f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)}
+        return self._scope(scope)[0] if scope_where(scope)[1] else None
+
+    def _scope(self, scope: Scope) -> tuple[set[int], int]:
+        """(ids of the chunks in scope, their tokens as FTS5 counts them: its docsize table),
+        found once while this process writes nothing."""
+        if scope not in self._scopes:
+            cond, args = scope_where(scope)
+            rows = self.conn.execute(
+                "SELECT c.id, s.sz FROM chunks c JOIN documents d ON d.id = c.doc_id LEFT JOIN "
+                f"chunks_fts_docsize s ON s.id = c.id WHERE {cond}", args).fetchall()
+            self._scopes[scope] = ({c for c, _ in rows}, sum(_tokens(sz or b"") for _, sz in rows))
+        return self._scopes[scope]
 
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
-        cond, args = scope_where(scope)
-        if not args:  # no filter: no join, which is slower (bench/README.md, "Serving")
+        if not scope_where(scope)[1]:  # no filter: no join, which is slower (bench/README.md)
             return self.conn.execute("SELECT rowid, -bm25(chunks_fts, 1.0, ?) AS s FROM chunks_fts "
                                      "WHERE chunks_fts MATCH ? ORDER BY s DESC, rowid LIMIT ?",
                                      (HEADING_WEIGHT, query, depth)).fetchall()
         # Under a scope, bm25 as if the index held its chunks alone: FTS5's counts every row,
         # so its scores and order would tell what documents outside the scope hold.
-        found = dict.fromkeys((c for (c,) in self._in_scope("f.rowid", query, cond, args)), 0.0)
-        rows, words = self._scope_size(scope, cond, args) if found else (1, 1)
-        for phrase in filter(None, re.findall(r'"([^"]*)"', query)):
-            # each instance of the phrase in a column opens a mark there (char(1): no
-            # stored text holds it, clean_text)
-            held = self._in_scope("f.rowid, highlight(chunks_fts, 0, char(1), ''), highlight("
-                                  "chunks_fts, 1, char(1), ''), s.sz", f'"{phrase}"', cond, args,
-                                  "JOIN chunks_fts_docsize s ON s.id = f.rowid")
-            idf = bm25_idf(rows, len(held))
-            for cid, text, heading, size in held:
-                if cid in found:
-                    tf = text.count("\x01") + HEADING_WEIGHT * heading.count("\x01")
-                    found[cid] += bm25_part(idf, tf, _tokens(size), words / rows)
+        ids, words = self._scope(scope)
+        found = {c: 0.0 for (c,) in self.conn.execute(
+            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?", (query,)) if c in ids}
+        phrases = [p for p in self._terms(re.findall(r'"([^"]*)"', query)) if p] if found else []
+        lengths = {c: _tokens(sz) for c, sz in rows_in(
+            self.conn, "SELECT id, sz FROM chunks_fts_docsize WHERE id IN ({marks})", list(found))}
+        for tf in map(self._phrase_tf, phrases):
+            held = ids.intersection(tf)
+            idf = bm25_idf(len(ids), len(held))
+            for c in held.intersection(lengths):
+                found[c] += bm25_part(idf, tf[c], lengths[c], words / len(ids))
         return heapq.nsmallest(depth, found.items(), key=lambda p: (-p[1], p[0]))
 
-    def _in_scope(self, columns: str, query: str, cond: str, args: list, join: str = "") -> list:
-        """The rows of the chunks in scope (cond, args) that match query: columns of f."""
-        return self.conn.execute(
-            f"SELECT {columns} FROM chunks_fts f {join} JOIN chunks c ON c.id = f.rowid "
-            f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ? AND {cond}",
-            [query] + args).fetchall()
+    def _terms(self, phrases: list[str]) -> list[list[str]]:
+        """Each phrase's tokens as the keyword index makes them (porter, unicode61), from a
+        table of this connection's own (in temp: a read-only index can make it too)."""
+        for sql in ("asked USING fts5(p, tokenize='porter unicode61')",
+                    "asked_terms USING fts5vocab(temp, asked, instance)",
+                    "chunk_terms USING fts5vocab(main, chunks_fts, instance)"):
+            self.conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp." + sql)
+        self.conn.executemany("INSERT INTO temp.asked(rowid, p) VALUES (?, ?)", enumerate(phrases))
+        terms: list[list[str]] = [[] for _ in phrases]
+        for term, i in self.conn.execute("SELECT term, doc FROM temp.asked_terms "
+                                         "ORDER BY doc, offset"):
+            terms[i].append(term)
+        self.conn.execute("DELETE FROM temp.asked")
+        return terms
 
-    def _scope_size(self, scope: Scope, cond: str, args: list) -> tuple[int, int]:
-        """(chunks, tokens) in scope, as FTS5 counts a row's tokens (its docsize table),
-        counted once while this process writes nothing."""
-        if scope not in self._sizes:
-            sizes = [_tokens(sz) for (sz,) in self.conn.execute(
-                "SELECT s.sz FROM chunks_fts_docsize s JOIN chunks c ON c.id = s.id "
-                f"JOIN documents d ON d.id = c.doc_id WHERE {cond}", args)]
-            self._sizes[scope] = (len(sizes), sum(sizes))
-        return self._sizes[scope]
+    def _phrase_tf(self, terms: list[str]) -> dict[int, int]:
+        """Chunk id: how often the phrase of terms is there, a heading's HEADING_WEIGHT times,
+        as FTS5 counts it (a longer phrase: from its terms' places, each after the one before)."""
+        if len(terms) == 1:
+            return dict(self.conn.execute(
+                "SELECT doc, sum(CASE col WHEN 'heading' THEN ? ELSE 1 END) FROM temp.chunk_terms "
+                "WHERE term = ? GROUP BY doc", (HEADING_WEIGHT, terms[0])))
+        starts = [{(c, col, at - i) for c, col, at in self.conn.execute(
+            "SELECT doc, col, offset FROM temp.chunk_terms WHERE term = ?", (t,))}
+            for i, t in enumerate(terms)]
+        tf: Counter = Counter()
+        for c, col, _ in set.intersection(*starts):
+            tf[c] += HEADING_WEIGHT if col == "heading" else 1
+        return tf
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         cond, args = scope_where(scope)
