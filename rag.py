@@ -447,13 +447,8 @@ def shown(path: str) -> str:
 
 
 def json_safe(text: str) -> str:
-    """JSON text (of json.dumps, ensure_ascii=False) with each character a terminal acts on as
-    its escape, which every JSON reader reads back as it was (inside a string, where alone
-    valid JSON has one).
-
-    >>> json_safe('{"path": "a\u202egnp.md\x85"}')
-    '{"path": "a\\\\u202egnp.md\\\\u0085"}'
-    """
+    """JSON text (json.dumps's, ensure_ascii=False) with each character a terminal acts on as its
+    escape, which any JSON reader reads back as it was (valid JSON has one in a string alone)."""
     return _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
@@ -5595,11 +5590,7 @@ def bm25_part(idf: float, tf: float, length: int, avgdl: float) -> float:
 
 
 def _tokens(size: bytes) -> int:
-    """A row's tokens as FTS5's docsize table keeps them: a varint a column, summed.
-
-    >>> _tokens(bytes([0x81, 0x52, 0x02]))  # 210 in the text, 2 in the heading
-    212
-    """
+    """A row's tokens as FTS5's docsize table keeps them: a varint a column, summed."""
     total = n = 0
     for byte in size:
         n = n << 7 | byte & 0x7f
@@ -6237,14 +6228,10 @@ class SqliteStore(Store, Admin):
         return tf
 
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
-        cond, args = scope_where(scope)
-        if not args:
-            return self.conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?",
-                                     (f'"{word}"',)).fetchone()[0]
-        return self.conn.execute(
-            "SELECT count(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
-            f"JOIN documents d ON d.id = c.doc_id WHERE chunks_fts MATCH ? AND {cond}",
-            [f'"{word}"'] + args).fetchone()[0]
+        ids, match = self.scope_ids(scope), "FROM chunks_fts WHERE chunks_fts MATCH ?"
+        if ids is None:
+            return self.conn.execute(f"SELECT count(*) {match}", (f'"{word}"',)).fetchone()[0]
+        return sum(c in ids for (c,) in self.conn.execute(f"SELECT rowid {match}", (f'"{word}"',)))
 
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
