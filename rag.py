@@ -1226,7 +1226,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     else:
         text, warning = _decode(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
-        lines = fmt.text(text)
+        lines = fmt.text(_redacted_markup(text) if "</" in text else text)  # before tags go
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return _redact_lines(lines), warning
 
@@ -1264,7 +1264,7 @@ _SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), Lazy
     ("npm-token", ("npm_",), _TOKEN_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
     # crypt(3)'s MD5, SHA-2, bcrypt, yescrypt, scrypt; argon2; Django's; LDAP's
     ("password-hash", ("$1$", "$5$", "$6$", "$2", "$y$", "$gy$", "$7$", "$md5", "$apr1$", "$argon2",
-                       "pbkdf2_", "{SSHA", "{SHA", "{SMD5", "{CRYPT", "{PBKDF2"),
+                       "pbkdf2", "{SSHA", "{SHA", "{SMD5", "{CRYPT", "{PBKDF2"),
      r"(?<![\w$])\$(?:(?:1|5|6|md5|apr1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}"
      r"\$[./A-Za-z0-9]{22,}"
      r"|2[abxy]?\$\d\d\$[./A-Za-z0-9]{50,60}"
@@ -1273,20 +1273,21 @@ _SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), Lazy
      r"|argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,9},t=\d{1,9},p=\d{1,4}"
      r"\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})"
      r"|(?<!\w)pbkdf2_sha(?:1|256)\$\d{1,9}\$[A-Za-z0-9./+=]{1,64}\$[A-Za-z0-9./+=]{16,}"
+     r"|(?<![\w.])grub\.pbkdf2\.sha(?:256|512)\.\d{1,9}\.[0-9A-Fa-f]{16,}\.[0-9A-Fa-f]{16,}"
      r"|\{(?:S?SHA(?:256|512)?|SMD5|CRYPT|PBKDF2(?:-SHA\d{1,3})?)\}[A-Za-z0-9./+=$]{8,}"),
 ))
 # Any token's literal: most lines hold none, and are passed over in one search.
 _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKENS))
 # Words one of which a line must hold (lower-cased) for its assignments to be looked at.
-_SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
+_SECRET_WORDS = LazyPattern("pass|pw|psk|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region').
-_BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
-                      r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
-# Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
-_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
-                           r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
+# A bearer token anywhere.
+_BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
+# The credentials of an Authorization header under any scheme ('Basic x', 'Token x', none), as a
+# header ('Authorization:Bearer x'), a JSON or dict entry ('"Authorization": "Basic x"'), assigned.
+_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}[:=][ \t]{0,4}"
+                           r"[\"']?(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
 # curl's '-u user:password' and '--user user:password', quoted or not.
 _CURL_USER = LazyPattern(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
                          r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
@@ -1299,19 +1300,29 @@ _ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,
                          + _QUOTED + r"\3")
 # A quoted value compared with a secret's name: '"value" == password'
 _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
-# A secret as an XML element on one line: '<password>value</password>'.
-_XML_VALUE = LazyPattern(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
-# The password in 'scheme://user:password@host' or 'redis://:pw@host' (not 'cvs://:pserver:u@h').
-_URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
-                            r"|:([^\s/:@\"'`]{1,256}))@")
-# An assignment's name ('API_KEY=', '"password": ', '--password=', 'password := ', "'pw' =>",
-# '//host/:_authToken=', 'String apiToken =' where the second word is the name); its value apart.
-# Not next to another ':' ('apt::key::' is a scope).
+# A password glued to its flag: 'mysql -pSecret' (not a flag's own value: '-prefix=/usr').
+_GLUED_PASSWORD = LazyPattern(r"(?<![\w-])-p(?![a-z-]{0,30}=)([^\s\"'`]{8,256})")
+# A field naming the secret a value field after it holds ('name="db.password"', '"key": "ApiKey"',
+# '- name: DB_PASSWORD', '"ParameterKey": "DbPassword"'), and that value field ('value="..."').
+_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NK]))?(?P<name>[Nn]ame"""
+                          r"""|NAME|[Kk]ey|KEY)|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
+                          r"""[ \t]{0,4}(?:=>|[:=])[ \t]{0,4}""")
+_BARE_NAME = LazyPattern(r"[A-Za-z_][\w.:-]{0,63}")  # a name, as a field's value or element's text
+_PAIR_LINES = 2  # a value field this many lines below its name field ('- name: X' / '  value: Y')
+# The password in 'scheme://user:password@host' or 'redis://:pw@host', '@' and '/' in it too: up to
+# the URL's last '@' (not a port: 'https://h:443/@scope'; not 'cvs://:pserver:u@h').
+_URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:(?!\d{1,5}/)([^\s\"'`]{1,256}?)"
+                            r"|:([^\s/:\"'`]{1,256}?))@(?=[^\s@\"'`]*(?:[\s\"'`]|$))")
+# An assignment's name ('API_KEY=', '"password": ', '--password=', '-Ddb.password=', 'password := ',
+# "'pw' =>", '//host/:_authToken=', 'String apiToken =' where the second word is the name,
+# 'Environment=DB_PASSWORD=', a setting's 'requirepass x'); its value apart. Not next to another
+# ':' ('apt::key::' is a scope); after '=' a word is a value ('type=password name=...') unless an
+# assignment follows.
 _ASSIGNED_NAME = LazyPattern(
-    r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
+    r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])-[-A-Za-z])|(?<=/:)|(?<==)(?=[A-Za-z_][\w.-]{0,63}=[^=]))"""
     r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
     r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
-    r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
+    r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=[^\s=]))[ \t]{0,4}""")
 # A value: quoted (a backslash escapes a quote; YAML doubles a single one; C#'s @"", r"") or not.
 _ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
                               r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
@@ -1332,10 +1343,10 @@ _TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
 # Each word ends where the name's part does ('api_key', not 'keyboard'); matched in the name as
 # snake case ('mySecretString' is 'my_secret_string').
 _SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
-                           r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
-                           r"|(?:private|access|signing|encryption|secret|auth|client|service"
+                           r"|(?:^|_)(?:secrete?|token|credential|authori[sz]ation|psk)|api_?key"
+                           r"|apikey|(?:private|access|signing|encryption|secret|auth|client|service"
                            r"|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
-                           r"|_(?:auth|pass)$")
+                           r"|_(?:auth|pass)$|pw$|(?:require|root|bind|admin|db)pass$|masterauth$")
 _SECRET_NAME_AT_END = LazyPattern(f"(?:{_SECRET_NAME.pattern})$")
 # the shell's working folders, which _SECRET_NAME's 'pwd' takes
 _NOT_SECRET_NAMES = {"pwd", "oldpwd"}
@@ -1355,7 +1366,7 @@ _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*
                      r"|env)", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
-                           r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
+                           r"secret|dummy|none|null|true|false)$|\[redacted|environ|getenv|"
                            r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
 # What a template fills in ('${DB_PASS}', '{{ x }}', '$(cat f)', '%(pw)s', '<key>', '$TOKEN'): a
 # value is judged by what is left without them.
@@ -1367,15 +1378,17 @@ _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")  # letters only, maybe dotted (settings.KEY): code, a word
+# letters only, maybe dotted (settings.KEY), maybe negated or a trigger (systemd's '|name'): a name
+_CODE_NAME = LazyPattern(r"[|!]?[A-Za-z_.]+")
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or comment mark,
-# inside a string ('"MIIE...\\n" +'), in a table row.
-_PEM_BODY = LazyPattern(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
-                        r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
+# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or any comment mark
+# ('#', '//', ';', '--', '%', '*', '!', '>'), inside a string ('"MIIE...\\n" +', '",'), in a table
+# row, continued ('\\').
+_PEM_BODY = LazyPattern(r"""[>#|"'`*/;:,%!\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
+                        r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}[|\\]?""")
 
 _CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its content is credentials
 _CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
@@ -1458,20 +1471,25 @@ def _redact_assignments(text: str) -> str:
     """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
     out, pos = [], 0
     lead = len(text) - len(text.lstrip(" \t-\"'"))  # where the line's own text begins
+    # where a setting's name ('requirepass x') may stand: there, after a comment mark or a label
+    # ('%any : PSK "x"'); a flag's ('--password x') anywhere
+    starts = {lead, len(text) - len(text.lstrip(" \t-\"'#;/*%!>")),
+              len(text) - len(text.partition(": ")[2].lstrip()) if ": " in text else lead}
     while (m := _ASSIGNED_NAME.search(text, pos)):
-        which = 2 if _secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken ='
+        op = m.group(4)
+        spaced = op.isspace() and m.start(2) not in starts and text[m.start(2) - 2:m.start(2)] != "--"
+        which = 2 if spaced or _secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken ='
         name = m.group(which)
-        v = _ASSIGNED_VALUE.match(text, m.end()) if _secret_name(name) else None
-        if not v:  # not a secret's name: its value may still hold one ('note: token=...')
+        v = _ASSIGNED_VALUE.match(text, m.end()) if not spaced and _secret_name(name) else None
+        if not v:  # not a secret's name (or words mid-line): its value may still hold one
             out.append(text[pos:m.end()])
             pos = m.end()
             continue
         group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
         start, end = v.span(group)
         computed = any(c in "rRfF" for c in text[v.start():start])  # r"regex", f"{template}"
-        op = m.group(4)
-        if group == 4 and op in _LITERAL_OPS or op.isspace() and m.start(which) > lead:
-            out.append(text[pos:m.end()])  # compared with a variable, or 'helper "$x"' mid-line
+        if group == 4 and op in _LITERAL_OPS:
+            out.append(text[pos:m.end()])  # compared with a variable
             pos = m.end()
             continue
         if group == 4:  # alone: the line holds only the assignment: a value of words may follow
@@ -1557,6 +1575,8 @@ def _redact_credentials(text: str) -> str:
                        "token")
     if "-u" in text:
         text = _marked(_CURL_USER, text, 2, _curl_secret, "password")
+    if "-p" in text:
+        text = _marked(_GLUED_PASSWORD, text, 1, _looks_secret, "password")
     if "password" in low and _NETRC_LINE.match(text.lstrip()):
         text = _marked(_NETRC_PASSWORD, text, 1, lambda v: not _stands_in(v), "password")
     if "://" in text:
@@ -1566,11 +1586,74 @@ def _redact_credentials(text: str) -> str:
         text = _redact_assignments(text)
         quoted = lambda v: _looks_secret(v, quoted=True)  # noqa: E731
         for pattern, value, name, signs in ((_COMPARED, 2, 3, ("==", "!=")),
-                                            (_ARGUMENTS, 4, 2, (",",)),
-                                            (_XML_VALUE, 2, 1, ("</",))):
+                                            (_ARGUMENTS, 4, 2, (",",))):
             if any(s in text for s in signs):
                 text = _marked(pattern, text, value, quoted, name)
+        text = _redacted_markup(text) if "</" in text else text
     return text
+
+
+def _assigns_secret(name: str, value: str) -> bool:
+    """Whether 'name = "value"' holds a secret by the rules above (a value some structure gives a
+    name to: an element's text, a value field beside a name field)."""
+    line = f'{name} = "{value.replace(chr(34), chr(39))}"'
+    return _redact_credentials(line) != line
+
+
+def _redacted_markup(text: str) -> str:
+    """XML or HTML with the text of its secret elements as markers, found before the reader drops
+    the tags that say so: an element named as a secret ('<password>') or by its name= or key=
+    ('<entry key="password">'); the element after one whose text is a secret's name (a plist's
+    '<key>password</key><string>', Hadoop's '<name>...</name><value>'), when it is one word (not
+    a table's cell of prose after 'password'). Line numbers are kept."""
+    out, i, name, whole = [], 0, None, False  # whole: the element is the secret, words and all
+    while (j := text.find("<", i)) >= 0:
+        piece, end = text[i:j], _xml_markup_end(text, j)
+        tag = text[j:end]
+        if piece.strip():
+            leaf = tag.startswith("</")  # an element's whole text ('<string>x</string>')
+            value = piece.strip()
+            if name and leaf and (whole or not any(c.isspace() for c in value)) \
+                    and _assigns_secret(name, value.replace("\n", " ")):
+                piece = piece.replace(value, _REDACTED.format(_secret_name_kind(name))
+                                      + "\n" * value.count("\n"))
+            name, whole = (value.rstrip(":") if leaf and _BARE_NAME.fullmatch(value.rstrip(":"))
+                           and _secret_name(value.rstrip(":")) else None), False
+        elif tag.startswith("<![CDATA[") and name and text.startswith("</", end) \
+                and _assigns_secret(name, tag[9:-3].strip().replace("\n", " ")):  # text as written
+            tag = "<![CDATA[" + _REDACTED.format(_secret_name_kind(name)) + "\n" * tag.count("\n") + "]]>"
+        elif tag.startswith("</"):
+            name = None
+        elif (m := _XML_TAG_NAME.match(tag)) and not tag.endswith("/>") \
+                and m.group(1).lower() not in _NO_END_TAG:
+            pair = [None, 0]
+            _redact_pairs(tag, pair)
+            named = [n for n in (local(m.group(1)), pair[0]) if n and _secret_name(n)]
+            name, whole = (named[0], True) if named else (name, whole)
+        out.append(piece + tag)
+        i = end
+    return "".join(out) + text[i:]
+
+
+def _redact_pairs(text: str, pair: list) -> str:
+    """A line's value fields ('value="..."', '"value": ...') judged as assignments to the secret
+    the name or key field before them names, on the line or above ('- name: DB_PASSWORD' /
+    '  value: ...'; HAR's '"name": "Authorization", "value": ...'). pair: [that secret's name or
+    None, lines since], set at each name or key field."""
+    out, pos = [], 0
+    for m in _PAIR_FIELD.finditer(text):
+        if m.start() < pos or not (v := _ASSIGNED_VALUE.match(text, m.end())):
+            continue
+        group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
+        start, end = v.span(group)
+        end = _unquoted_end(text, start, end, alone=False) if group == 4 else end
+        value = text[start:end]
+        if m.group("name"):
+            pair[:] = [value if _BARE_NAME.fullmatch(value) and _secret_name(value) else None, 0]
+        elif pair[0] and _assigns_secret(pair[0], value):
+            out.append(text[pos:start] + _REDACTED.format(_secret_name_kind(pair[0])))
+            pos = end
+    return "".join(out) + text[pos:]
 
 
 def _curl_secret(value: str) -> bool:
@@ -1602,10 +1685,14 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
     key's lines, and those of a value continued below its name, become empty but keep their
     numbers, so citations of the text after them stay right."""
-    out, in_key = [], False
+    out, in_key, pair = [], False, [None, 0]
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
         text = continued.get(i, line.text)
+        pair[:] = pair if pair[1] <= _PAIR_LINES else [None, 0]
+        if pair[0] or "name" in (low := text.lower()) or "key" in low:
+            text = _redact_pairs(text, pair)
+        pair[1] += 1
         if in_key:
             end = _PEM_END.search(text)
             if end:
@@ -3832,7 +3919,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # Bump on any change to what Parse or Chunk make: every document of an older index is then read
 # again (only text that changed is embedded again).
-CHUNKER_VERSION = 9
+CHUNKER_VERSION = 10
 
 
 def chunking_key(size: int, overlap: int) -> str:
