@@ -1282,12 +1282,10 @@ _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKEN
 _SECRET_WORDS = LazyPattern("pass|pw|psk|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere.
-_BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer)[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
-# The credentials of an Authorization header under any scheme ('Basic x', 'Token x', none), as a
-# header ('Authorization:Bearer x'), a JSON or dict entry ('"Authorization": "Basic x"'), assigned.
-_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}[:=][ \t]{0,4}"
-                           r"[\"']?(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
+# A bearer token anywhere; the credentials of an Authorization header under any scheme ('Basic x',
+# 'Token x', none), as a header ('Authorization:Bearer x'), a JSON or dict entry, assigned.
+_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:bearer[ \t]+|(?:proxy-)?authorization[\"']?[ \t]{0,4}"
+                           r"[:=][ \t]{0,4}[\"']?(?:[A-Za-z][\w-]{0,20}[ \t]+)?)([^\s\"']{8,512})")
 # curl's '-u user:password' and '--user user:password', quoted or not.
 _CURL_USER = LazyPattern(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
                          r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
@@ -1304,11 +1302,11 @@ _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w
 _GLUED_PASSWORD = LazyPattern(r"(?<![\w-])-p(?![a-z-]{0,30}=)([^\s\"'`]{8,256})")
 # A field naming the secret a value field after it holds ('name="db.password"', '"key": "ApiKey"',
 # '- name: DB_PASSWORD', '"ParameterKey": "DbPassword"'), and that value field ('value="..."').
-_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NK]))?(?P<name>[Nn]ame"""
-                          r"""|NAME|[Kk]ey|KEY)|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
+_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NK]))?"""
+                          r"""(?P<name>[Nn]ame|NAME|[Kk]ey|KEY)"""
+                          r"""|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
                           r"""[ \t]{0,4}(?:=>|[:=])[ \t]{0,4}""")
 _BARE_NAME = LazyPattern(r"[A-Za-z_][\w.:-]{0,63}")  # a name, as a field's value or element's text
-_PAIR_LINES = 2  # a value field this many lines below its name field ('- name: X' / '  value: Y')
 # The password in 'scheme://user:password@host' or 'redis://:pw@host', '@' and '/' in it too: up to
 # the URL's last '@' (not a port: 'https://h:443/@scope'; not 'cvs://:pserver:u@h').
 _URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:(?!\d{1,5}/)([^\s\"'`]{1,256}?)"
@@ -1344,8 +1342,8 @@ _TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
 # snake case ('mySecretString' is 'my_secret_string').
 _SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
                            r"|(?:^|_)(?:secrete?|token|credential|authori[sz]ation|psk)|api_?key"
-                           r"|apikey|(?:private|access|signing|encryption|secret|auth|client|service"
-                           r"|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
+                           r"|apikey|(?:private|access|signing|encryption|secret|auth|client"
+                           r"|service|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
                            r"|_(?:auth|pass)$|pw$|(?:require|root|bind|admin|db)pass$|masterauth$")
 _SECRET_NAME_AT_END = LazyPattern(f"(?:{_SECRET_NAME.pattern})$")
 # the shell's working folders, which _SECRET_NAME's 'pwd' takes
@@ -1359,7 +1357,8 @@ _ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|i
                               r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
                               r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
                               r"|count|len|min|max|used|changed|required|enabled|strength"
-                              r"|validator|param|option|arn)s?$", re.I)
+                              r"|validator|param|option|arn|encryption|algorithm|method|scheme"
+                              r"|cipher)s?$", re.I)
 # Values that are a place: a URL without a password, a file path or name ('tpm2.pem'), an ARN.
 _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                      r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
@@ -1378,8 +1377,9 @@ _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-# letters only, maybe dotted (settings.KEY), maybe negated or a trigger (systemd's '|name'): a name
-_CODE_NAME = LazyPattern(r"[|!]?[A-Za-z_.]+")
+# letters only, maybe dotted (settings.KEY), negated or alternatives ('true|false', systemd's
+# '|name'): a word, a name, a choice among them
+_CODE_NAME = LazyPattern(r"[A-Za-z_.|!]+")
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
@@ -1477,11 +1477,12 @@ def _redact_assignments(text: str) -> str:
               len(text) - len(text.partition(": ")[2].lstrip()) if ": " in text else lead}
     while (m := _ASSIGNED_NAME.search(text, pos)):
         op = m.group(4)
-        spaced = op.isspace() and m.start(2) not in starts and text[m.start(2) - 2:m.start(2)] != "--"
-        which = 2 if spaced or _secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken ='
+        spaced = op.isspace() and m.start(2) not in starts \
+            and text[m.start(2) - 2:m.start(2)] != "--"  # words mid-line, not a flag's value
+        which = 2 if spaced or _secret_name(m.group(2)) or not m.group(3) else 3  # 'String x ='
         name = m.group(which)
         v = _ASSIGNED_VALUE.match(text, m.end()) if not spaced and _secret_name(name) else None
-        if not v:  # not a secret's name (or words mid-line): its value may still hold one
+        if not v:  # not a secret's name: its value may still hold one ('note: token=...')
             out.append(text[pos:m.end()])
             pos = m.end()
             continue
@@ -1566,11 +1567,7 @@ def _redact_credentials(text: str) -> str:
     """A line's credentials found by their place: a bearer token, an Authorization header, curl's
     -u, a URL's password, an assignment, comparison or XML element named as a secret."""
     low = text.lower()
-    if "bearer" in low or "basic" in low:
-        text = _BEARER.sub(lambda m: m.group()
-                           if not _looks_secret(m.group(2), letters_and_digits=True)
-                           else m.group(1) + " " + _REDACTED.format("token"), text)
-    if "authorization" in low:
+    if "bearer" in low or "authorization" in low:
         text = _marked(_AUTH_HEADER, text, 1, lambda v: _looks_secret(v, letters_and_digits=True),
                        "token")
     if "-u" in text:
@@ -1609,38 +1606,41 @@ def _redacted_markup(text: str) -> str:
     out, i, name, whole = [], 0, None, False  # whole: the element is the secret, words and all
     while (j := text.find("<", i)) >= 0:
         piece, end = text[i:j], _xml_markup_end(text, j)
-        tag = text[j:end]
-        if piece.strip():
-            leaf = tag.startswith("</")  # an element's whole text ('<string>x</string>')
-            value = piece.strip()
-            if name and leaf and (whole or not any(c.isspace() for c in value)) \
-                    and _assigns_secret(name, value.replace("\n", " ")):
-                piece = piece.replace(value, _REDACTED.format(_secret_name_kind(name))
-                                      + "\n" * value.count("\n"))
-            name, whole = (value.rstrip(":") if leaf and _BARE_NAME.fullmatch(value.rstrip(":"))
-                           and _secret_name(value.rstrip(":")) else None), False
-        elif tag.startswith("<![CDATA[") and name and text.startswith("</", end) \
-                and _assigns_secret(name, tag[9:-3].strip().replace("\n", " ")):  # text as written
-            tag = "<![CDATA[" + _REDACTED.format(_secret_name_kind(name)) + "\n" * tag.count("\n") + "]]>"
-        elif tag.startswith("</"):
+        tag, leaf = text[j:end], text.startswith("</", j)  # leaf: the text is an element's own
+        if value := piece.strip():
+            if name and leaf and (whole or not any(c.isspace() for c in value)):
+                piece = _element_text(piece, name)
+            key = value.rstrip(":")
+            name, whole = (key if leaf and _BARE_NAME.fullmatch(key) and _secret_name(key)
+                           else None), False
+        elif tag.startswith("<![CDATA[") and name and text.startswith("</", end):
+            tag = "<![CDATA[" + _element_text(tag[9:-3], name) + "]]>"  # its text as written
+        elif leaf:
             name = None
         elif (m := _XML_TAG_NAME.match(tag)) and not tag.endswith("/>") \
                 and m.group(1).lower() not in _NO_END_TAG:
-            pair = [None, 0]
-            _redact_pairs(tag, pair)
-            named = [n for n in (local(m.group(1)), pair[0]) if n and _secret_name(n)]
+            named = [n for n in (local(m.group(1)), _redact_pairs(tag, None)[1])
+                     if n and _secret_name(n)]
             name, whole = (named[0], True) if named else (name, whole)
         out.append(piece + tag)
         i = end
     return "".join(out) + text[i:]
 
 
-def _redact_pairs(text: str, pair: list) -> str:
+def _element_text(piece: str, name: str) -> str:
+    """An element's text as a marker (its newlines kept) when 'name = "text"' holds a secret."""
+    value = piece.strip()
+    marker = _REDACTED.format(_secret_name_kind(name)) + "\n" * value.count("\n")
+    return piece.replace(value, marker) if _assigns_secret(name, value.replace("\n", " ")) \
+        else piece
+
+
+def _redact_pairs(text: str, above: str | None) -> tuple[str, str | None]:
     """A line's value fields ('value="..."', '"value": ...') judged as assignments to the secret
-    the name or key field before them names, on the line or above ('- name: DB_PASSWORD' /
-    '  value: ...'; HAR's '"name": "Authorization", "value": ...'). pair: [that secret's name or
-    None, lines since], set at each name or key field."""
-    out, pos = [], 0
+    the name or key field before them names, on the line or the line above (above: '- name:
+    DB_PASSWORD' / '  value: ...'; HAR's '"name": "Authorization", "value": ...'); and the
+    secret its last name or key field names, for the line below."""
+    out, pos, name, last = [], 0, above, None
     for m in _PAIR_FIELD.finditer(text):
         if m.start() < pos or not (v := _ASSIGNED_VALUE.match(text, m.end())):
             continue
@@ -1649,11 +1649,11 @@ def _redact_pairs(text: str, pair: list) -> str:
         end = _unquoted_end(text, start, end, alone=False) if group == 4 else end
         value = text[start:end]
         if m.group("name"):
-            pair[:] = [value if _BARE_NAME.fullmatch(value) and _secret_name(value) else None, 0]
-        elif pair[0] and _assigns_secret(pair[0], value):
-            out.append(text[pos:start] + _REDACTED.format(_secret_name_kind(pair[0])))
+            name = last = value if _BARE_NAME.fullmatch(value) and _secret_name(value) else None
+        elif name and _assigns_secret(name, value):
+            out.append(text[pos:start] + _REDACTED.format(_secret_name_kind(name)))
             pos = end
-    return "".join(out) + text[pos:]
+    return "".join(out) + text[pos:], last
 
 
 def _curl_secret(value: str) -> bool:
@@ -1685,14 +1685,12 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
     key's lines, and those of a value continued below its name, become empty but keep their
     numbers, so citations of the text after them stay right."""
-    out, in_key, pair = [], False, [None, 0]
+    out, in_key, named = [], False, None  # named: the secret a name field on the line above names
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
         text = continued.get(i, line.text)
-        pair[:] = pair if pair[1] <= _PAIR_LINES else [None, 0]
-        if pair[0] or "name" in (low := text.lower()) or "key" in low:
-            text = _redact_pairs(text, pair)
-        pair[1] += 1
+        if named or "name" in (low := text.lower()) or "key" in low:
+            text, named = _redact_pairs(text, named)
         if in_key:
             end = _PEM_END.search(text)
             if end:
