@@ -1298,12 +1298,14 @@ _ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,
                          + _QUOTED + r"\3")
 # A quoted value compared with a secret's name: '"value" == password'
 _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
-# A password glued to its flag: 'mysql -pSecret' (not a flag's own value: '-prefix=/usr').
-_GLUED_PASSWORD = LazyPattern(r"(?<![\w-])-p(?![a-z-]{0,30}=)([^\s\"'`]{8,256})")
+# A password glued to the flag of a client that takes it so: 'mysql -u root -pS3cret'.
+_GLUED_PASSWORD = LazyPattern(r"(?<![\w-])(?:mysql\w{0,10}|mariadb[\w-]{0,10}|sshpass|7z[ar]?)"
+                              r"[ \t][^\n]{0,200}?(?<![^\s\"'])-p([^\s\"'`]{1,256})")
 # A field naming the secret a value field after it holds ('name="db.password"', '"key": "ApiKey"',
-# '- name: DB_PASSWORD', '"ParameterKey": "DbPassword"'), and that value field ('value="..."').
-_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NK]))?"""
-                          r"""(?P<name>[Nn]ame|NAME|[Kk]ey|KEY)"""
+# '- name: DB_PASSWORD', '"ParameterKey": "DbPassword"', '<input type=password'), and that value
+# field ('value="..."').
+_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NKT]))?"""
+                          r"""(?P<name>[Nn]ame|NAME|[Kk]ey|KEY|[Tt]ype)"""
                           r"""|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
                           r"""[ \t]{0,4}(?:=>|[:=])[ \t]{0,4}""")
 _BARE_NAME = LazyPattern(r"[A-Za-z_][\w.:-]{0,63}")  # a name, as a field's value or element's text
@@ -1313,14 +1315,17 @@ _URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:(?!\d{1,5}/)([^\s\"
                             r"|:([^\s/:\"'`]{1,256}?))@(?=[^\s@\"'`]*(?:[\s\"'`]|$))")
 # An assignment's name ('API_KEY=', '"password": ', '--password=', '-Ddb.password=', 'password := ',
 # "'pw' =>", '//host/:_authToken=', 'String apiToken =' where the second word is the name,
-# 'Environment=DB_PASSWORD=', a setting's 'requirepass x'); its value apart. Not next to another
-# ':' ('apt::key::' is a scope); after '=' a word is a value ('type=password name=...') unless an
-# assignment follows.
+# 'Environment=DB_PASSWORD='); its value apart. Not next to another ':' ('apt::key::' is a
+# scope); after '=' a word is a value ('type=password name=...') unless an assignment follows. A
+# space alone assigns where a setting's name stands (lead: 'requirepass x', after a comment mark,
+# a label, '%any : PSK "x"') or a flag's ('--password x'); not mid-line ('helper "$x"').
 _ASSIGNED_NAME = LazyPattern(
+    r"""(?P<lead>^[ \t#;/*%!>"'-]{0,64}|(?<=: )|(?<=--))?"""
     r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])-[-A-Za-z])|(?<=/:)|(?<==)(?=[A-Za-z_][\w.-]{0,63}=[^=]))"""
-    r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
-    r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
-    r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=[^\s=]))[ \t]{0,4}""")
+    r"""(?P<q>["']?)(?P<name>[A-Za-z_](?:[\w.-]{0,62}\w)?)(?P=q)(?:\[\w{0,10}\])?"""
+    r"""(?:[ \t]{1,4}(?P<second>[A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
+    r"""(?P<op>:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)"""
+    r"""|(?(lead)[ \t](?=[^\s=-])|(?!)))[ \t]{0,4}""")
 # A value: quoted (a backslash escapes a quote; YAML doubles a single one; C#'s @"", r"") or not.
 _ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
                               r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
@@ -1422,16 +1427,20 @@ def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = F
     """
     if len(value) < _SECRET_MIN_LENGTH:
         return False
+    if "&" in value:  # as shown: '&lt;string&gt;' is a type's name
+        import html
+        value = html.unescape(value)
     value = _TEMPLATE.sub("", value)
     if (len(value) < _SECRET_MIN_LENGTH // 2 or _PLACEHOLDER.search(value)
             or _PLACE.fullmatch(value)):
         return False
-    if _CODE_NAME.fullmatch(value):  # letters only: a word or a name ('NextToken', 'settings.KEY')
+    if _CODE_NAME.fullmatch(value.rstrip(",;:?")):  # letters only: a word ('Security:'), a name
         return False
     if value[0] in "<{$%":  # a template or a variable ('<key>', '{pw}', '$PW', '%s')
         return False
-    if not quoted and (any(c in value for c in "()[]") or _JS_REGEX.fullmatch(value)):
-        return False  # code: a call, a cast, a subscript, a regex (quoted, brackets are its own)
+    if not quoted and (any(c in value for c in "()[]") or _JS_REGEX.fullmatch(value)
+                       or value.startswith("--")):
+        return False  # code: a call, a cast, a subscript, a regex, a flag (quoted: its own)
     if _VERSION_RANGE.fullmatch(value) or _TIMESTAMP.fullmatch(value):
         return False  # a package's version ('"js-tokens": "^3.0.0"'), a date: not secrets
     if " " in value and not any(map(_mixed, value.split())) and value.replace(" ", "").isalpha():
@@ -1442,8 +1451,11 @@ def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = F
     return sum(classes[:3] if letters_and_digits else classes) >= _SECRET_MIN_CLASSES
 
 
-def _secret_name(name: str) -> bool:
+@functools.lru_cache(maxsize=4096)  # a document's names repeat: each judged once
+def _secret_name(name: str, last: bool = False) -> bool:
     """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD').
+    last: the secret's word must end the name, as in a setting's ('requirepass x', 'wpa_psk=x';
+    not 'kms-key x', 'ECDHE_PSK_WITH_AES x').
 
     >>> [_secret_name(n) for n in ("DB_PASS", "userPassword", "db_pass", "PWD", "PasswordLastUsed")]
     [True, True, True, False, False]
@@ -1452,9 +1464,9 @@ def _secret_name(name: str) -> bool:
     # in camel case the secret is the last word ('apiKey'; not 'PasswordLastUsed'); '_KEY' counts
     # as written ('API_KEY'; not 'schemaKey')
     camel = snake != name.lower().replace("-", "_").replace(".", "_")
-    found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel \
+    found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel or last \
         else _SECRET_NAME.search(snake)
-    named = found or re.search(r"[_.-]key$", name.lower())
+    named = found or not last and re.search(r"[_.-]key$", name.lower())
     return bool(named) and snake not in _NOT_SECRET_NAMES and not _ABOUT_A_SECRET.search(snake) \
         and not _NOT_A_SECRET.search(snake)
 
@@ -1471,17 +1483,13 @@ def _redact_assignments(text: str) -> str:
     """Values of secret-named assignments ('API_KEY=...', '"password": "..."') as markers."""
     out, pos = [], 0
     lead = len(text) - len(text.lstrip(" \t-\"'"))  # where the line's own text begins
-    # where a setting's name ('requirepass x') may stand: there, after a comment mark or a label
-    # ('%any : PSK "x"'); a flag's ('--password x') anywhere
-    starts = {lead, len(text) - len(text.lstrip(" \t-\"'#;/*%!>")),
-              len(text) - len(text.partition(": ")[2].lstrip()) if ": " in text else lead}
     while (m := _ASSIGNED_NAME.search(text, pos)):
-        op = m.group(4)
-        spaced = op.isspace() and m.start(2) not in starts \
-            and text[m.start(2) - 2:m.start(2)] != "--"  # words mid-line, not a flag's value
-        which = 2 if spaced or _secret_name(m.group(2)) or not m.group(3) else 3  # 'String x ='
-        name = m.group(which)
-        v = _ASSIGNED_VALUE.match(text, m.end()) if not spaced and _secret_name(name) else None
+        op, q = m.group("op"), m.group("q")
+        which = "second" if m.group("second") and not _secret_name(m.group("name")) else "name"
+        name = m.group(which)  # 'String apiToken =': the second word
+        # a setting's name, or one after '=' ('Environment=DB_PASSWORD='), ends with its secret
+        last = op.isspace() or text[m.start("q") - 1:m.start("q")] == "="
+        v = _ASSIGNED_VALUE.match(text, m.end()) if _secret_name(name, last) else None
         if not v:  # not a secret's name: its value may still hold one ('note: token=...')
             out.append(text[pos:m.end()])
             pos = m.end()
@@ -1489,8 +1497,11 @@ def _redact_assignments(text: str) -> str:
         group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
         start, end = v.span(group)
         computed = any(c in "rRfF" for c in text[v.start():start])  # r"regex", f"{template}"
-        if group == 4 and op in _LITERAL_OPS:
-            out.append(text[pos:m.end()])  # compared with a variable
+        # the quote after '"Authorization:"' closes the name's, it opens no value
+        closes = not q and text[m.start("name") - 1:m.start("name")] in ("'", '"') \
+            and text[start - 1] == text[m.start("name") - 1]
+        if group == 4 and op in _LITERAL_OPS or closes:
+            out.append(text[pos:m.end()])  # compared with a variable, or no value
             pos = m.end()
             continue
         if group == 4:  # alone: the line holds only the assignment: a value of words may follow
@@ -1573,7 +1584,7 @@ def _redact_credentials(text: str) -> str:
     if "-u" in text:
         text = _marked(_CURL_USER, text, 2, _curl_secret, "password")
     if "-p" in text:
-        text = _marked(_GLUED_PASSWORD, text, 1, _looks_secret, "password")
+        text = _marked(_GLUED_PASSWORD, text, 1, lambda v: not _stands_in(v), "password")
     if "password" in low and _NETRC_LINE.match(text.lstrip()):
         text = _marked(_NETRC_PASSWORD, text, 1, lambda v: not _stands_in(v), "password")
     if "://" in text:
@@ -1603,28 +1614,30 @@ def _redacted_markup(text: str) -> str:
     ('<entry key="password">'); the element after one whose text is a secret's name (a plist's
     '<key>password</key><string>', Hadoop's '<name>...</name><value>'), when it is one word (not
     a table's cell of prose after 'password'). Line numbers are kept."""
-    out, i, name, whole = [], 0, None, False  # whole: the element is the secret, words and all
+    out, done, i, name, whole = [], 0, 0, None, False  # whole: the element is the secret, all of it
     while (j := text.find("<", i)) >= 0:
-        piece, end = text[i:j], _xml_markup_end(text, j)
-        tag, leaf = text[j:end], text.startswith("</", j)  # leaf: the text is an element's own
-        if value := piece.strip():
+        tag = text[j + 1:j + 2].isalpha() or text.startswith("</", j)  # not <!--, <?, CDATA
+        end = (text.find(">", j) + 1 or len(text)) if tag else _xml_markup_end(text, j)
+        leaf = text.startswith("</", j)  # the text before it is an element's own
+        if value := text[i:j].strip():
             if name and leaf and (whole or not any(c.isspace() for c in value)):
-                piece = _element_text(piece, name)
+                out += [text[done:i], _element_text(text[i:j], name)]
+                done = j
             key = value.rstrip(":")
             name, whole = (key if leaf and _BARE_NAME.fullmatch(key) and _secret_name(key)
                            else None), False
-        elif tag.startswith("<![CDATA[") and name and text.startswith("</", end):
-            tag = "<![CDATA[" + _element_text(tag[9:-3], name) + "]]>"  # its text as written
+        elif text.startswith("<![CDATA[", j) and name and text.startswith("</", end):
+            out += [text[done:j + 9], _element_text(text[j + 9:end - 3], name)]  # as written
+            done = end - 3
         elif leaf:
             name = None
-        elif (m := _XML_TAG_NAME.match(tag)) and not tag.endswith("/>") \
+        elif tag and text[end - 2] != "/" and (m := _XML_TAG_NAME.match(text, j)) \
                 and m.group(1).lower() not in _NO_END_TAG:
-            named = [n for n in (local(m.group(1)), _redact_pairs(tag, None)[1])
-                     if n and _secret_name(n)]
+            pair = _redact_pairs(text[j:end], None)[1] if "=" in text[j:end] else None
+            named = [n for n in (local(m.group(1)), pair) if n and _secret_name(n)]
             name, whole = (named[0], True) if named else (name, whole)
-        out.append(piece + tag)
         i = end
-    return "".join(out) + text[i:]
+    return "".join(out) + text[done:]
 
 
 def _element_text(piece: str, name: str) -> str:
@@ -1689,7 +1702,8 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
         text = continued.get(i, line.text)
-        if named or "name" in (low := text.lower()) or "key" in low:
+        low = text.lower() if "=" in text or ":" in text else ""  # a field is 'name: x', 'key=x'
+        if named or "name" in low or "key" in low or "type" in low:
             text, named = _redact_pairs(text, named)
         if in_key:
             end = _PEM_END.search(text)

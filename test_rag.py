@@ -5081,6 +5081,7 @@ class IndexTests(RagTestCase):
         ('<add key="ApiKey" value="Ak3yV4lu3-x9"/>', "Ak3yV4lu3-x9"),  # markup read as text
         ('<property name="db.password" value="Db-pa55word"/>', "Db-pa55word"),
         ('<input type="hidden" name="csrf" value="x"><input name="password" value="Inp-pa55w0rd">', "Inp-pa55w0rd"),
+        ('<input type=password value=Ty9e-pa55>', "Ty9e-pa55"),
         ("<entry key='secret'>Ent-s3cret99</entry>", "Ent-s3cret99"),
         ("<dict><key>password</key><string>Pl1st-pass</string></dict>", "Pl1st-pass"),
         ("<key>api_token</key>\n<string>Pl1st-token-2</string>", "Pl1st-token-2"),
@@ -5119,10 +5120,12 @@ class IndexTests(RagTestCase):
         for text, secret in self.LAYOUTS:
             with self.subTest(text):
                 lines = rag._text_lines(rag._redacted_markup(text))
-                out = "\n".join(l.text for l in rag._redact_lines(lines))
+                once = rag._redact_lines(lines)
+                out = "\n".join(l.text for l in once)
                 self.assertNotIn(secret, out)
                 self.assertIn("[redacted: ", out)
-                self.assertEqual(len(out.split("\n")), len(lines))
+                self.assertEqual([l.no for l in once], list(range(1, text.count("\n") + 2)))
+                self.assertEqual(rag._redact_lines(once), once)  # a marker is never judged again
         for text in self.NAMES_A_SECRET:
             with self.subTest(text):
                 lines = rag._text_lines(rag._redacted_markup(text))
@@ -5177,12 +5180,15 @@ class IndexTests(RagTestCase):
         # quadratic work, a pass from each character, would take a minute or more here).
         size = 1 << 18
         seeds = ("sk-", "eyJ", "a=", "AKIA", "ghp_", "-----BEGIN ", "://a:", "bearer ", "x", "password=",
-                 "'a': '", '"', "eyJa.", "a" * 63 + "=", "API_KEY: ", "postgres://u:p", "-")
+                 "'a': '", '"', "eyJa.", "a" * 63 + "=", "API_KEY: ", "postgres://u:p", "-", "://a:b@",
+                 "name=password value=", "<key>password</key>", "<a name='password'>", "requirepass ", "-pAb1")
         for seed in seeds:
             with self.subTest(seed):
                 text = seed * (size // len(seed))
                 out = rag._redact_lines([rag.Line(1, text)])
                 self.assertEqual(len(out), 1)
+                once = rag._redacted_markup(text)  # read before a markup reader's tags go
+                self.assertEqual(rag._redacted_markup(once), once)
         key = ["-----BEGIN PRIVATE KEY-----"] + ["QUJD" * 16] * 20000  # a key with no END line
         out = rag._redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
         self.assertEqual(out[-1].text, "after the key")
