@@ -1301,9 +1301,8 @@ _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w
 # A password glued to the flag of a client that takes it so: 'mysql -u root -pS3cret'.
 _GLUED_PASSWORD = LazyPattern(r"(?<![\w-])(?:mysql\w{0,10}|mariadb[\w-]{0,10}|sshpass|7z[ar]?)"
                               r"[ \t][^\n]{0,200}?(?<![^\s\"'])-p([^\s\"'`]{1,256})")
-# A field naming the secret a value field after it holds ('name="db.password"', '"key": "ApiKey"',
-# '- name: DB_PASSWORD', '"ParameterKey": "DbPassword"', '<input type=password'), and that value
-# field ('value="..."').
+# A field naming the secret a value field after it holds ('name="db.password"', '"ParameterKey":
+# "DbPassword"', '<input type=password'), and that value field ('value="..."', '"Value": ').
 _PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NKT]))?"""
                           r"""(?P<name>[Nn]ame|NAME|[Kk]ey|KEY|[Tt]ype)"""
                           r"""|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
@@ -1382,16 +1381,13 @@ _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-# letters only, maybe dotted (settings.KEY), negated or alternatives ('true|false', systemd's
-# '|name'): a word, a name, a choice among them
-_CODE_NAME = LazyPattern(r"[A-Za-z_.|!]+")
+_CODE_NAME = LazyPattern(r"[A-Za-z_.|!]+")  # a word, a name (settings.KEY), a choice ('true|false')
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 # A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or any comment mark
-# ('#', '//', ';', '--', '%', '*', '!', '>'), inside a string ('"MIIE...\\n" +', '",'), in a table
-# row, continued ('\\').
+# ('%', '--', '!'...), inside a string ('"MIIE...\\n" +', '",'), in a table row, continued ('\\').
 _PEM_BODY = LazyPattern(r"""[>#|"'`*/;:,%!\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
                         r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}[|\\]?""")
 
