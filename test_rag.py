@@ -5150,6 +5150,8 @@ class IndexTests(RagTestCase):
                                       '"connection.password">Hb8-conn-pw</property>\n</session-factory>'
                                       '</hibernate-configuration>\n',
                  "app.csproj": '<Project><PropertyGroup><ApiKey>Cs-proj-k3y9</ApiKey></PropertyGroup></Project>\n',
+                 "app.config.xml": '<configuration>\n<description>Payments service</description>\n<appSettings>\n'
+                                   '<add key="ApiKey" value="Cfg-4ttr-k3y"/>\n</appSettings>\n</configuration>\n',
                  "login.plist": '<?xml version="1.0"?>\n<plist><dict>\n<key>Password</key>\n'
                                 '<string>Pl1st-Login7</string>\n</dict></plist>\n',
                  "form.html": "<html><body><h1>Login</h1><form><input name=password value=Html-v4lue>"
@@ -5165,8 +5167,8 @@ class IndexTests(RagTestCase):
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual((code, err), (0, ""))
         texts = "\n".join(t for (t,) in self.rows("SELECT text FROM chunks"))
-        for secret in ("Mvn-s3ttings", "Hb8-conn-pw", "Cs-proj-k3y9", "Pl1st-Login7", "Html-v4lue", "Html-t3xtarea",
-                       "Html-c3ll-pw", "Rd1s-c0nf-pw", "Un1t-env-pw", "MIIEvQ", "END PRIVATE"):
+        for secret in ("Mvn-s3ttings", "Hb8-conn-pw", "Cs-proj-k3y9", "Cfg-4ttr-k3y", "Pl1st-Login7", "Html-v4lue",
+                       "Html-t3xtarea", "Html-c3ll-pw", "Rd1s-c0nf-pw", "Un1t-env-pw", "MIIEvQ", "END PRIVATE"):
             self.assertNotIn(secret, texts)
         rels = {r for (r,) in self.rows("SELECT rel FROM documents")}
         self.assertEqual(rels, set(files) | {"sysusers.service"})  # a unit naming credentials is read
