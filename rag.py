@@ -1226,7 +1226,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     else:
         text, warning = _decode(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
-        lines = fmt.text(text)
+        lines = fmt.text(_redacted_markup(text) if "</" in text else text)  # before tags go
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return _redact_lines(lines), warning
 
@@ -1264,7 +1264,7 @@ _SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), Lazy
     ("npm-token", ("npm_",), _TOKEN_START + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
     # crypt(3)'s MD5, SHA-2, bcrypt, yescrypt, scrypt; argon2; Django's; LDAP's
     ("password-hash", ("$1$", "$5$", "$6$", "$2", "$y$", "$gy$", "$7$", "$md5", "$apr1$", "$argon2",
-                       "pbkdf2_", "{SSHA", "{SHA", "{SMD5", "{CRYPT", "{PBKDF2"),
+                       "pbkdf2", "{SSHA", "{SHA", "{SMD5", "{CRYPT", "{PBKDF2"),
      r"(?<![\w$])\$(?:(?:1|5|6|md5|apr1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,16}"
      r"\$[./A-Za-z0-9]{22,}"
      r"|2[abxy]?\$\d\d\$[./A-Za-z0-9]{50,60}"
@@ -1273,20 +1273,19 @@ _SECRET_TOKENS = tuple((name, LazyPattern("|".join(map(re.escape, hints))), Lazy
      r"|argon2(?:id|i|d)\$v=\d{1,4}\$m=\d{1,9},t=\d{1,9},p=\d{1,4}"
      r"\$[A-Za-z0-9+/]{8,}\$[A-Za-z0-9+/]{16,})"
      r"|(?<!\w)pbkdf2_sha(?:1|256)\$\d{1,9}\$[A-Za-z0-9./+=]{1,64}\$[A-Za-z0-9./+=]{16,}"
+     r"|(?<![\w.])grub\.pbkdf2\.sha(?:256|512)\.\d{1,9}\.[0-9A-Fa-f]{16,}\.[0-9A-Fa-f]{16,}"
      r"|\{(?:S?SHA(?:256|512)?|SMD5|CRYPT|PBKDF2(?:-SHA\d{1,3})?)\}[A-Za-z0-9./+=$]{8,}"),
 ))
 # Any token's literal: most lines hold none, and are passed over in one search.
 _ANY_TOKEN = LazyPattern("|".join(hints.pattern for _, hints, _ in _SECRET_TOKENS))
 # Words one of which a line must hold (lower-cased) for its assignments to be looked at.
-_SECRET_WORDS = LazyPattern("pass|pwd|secret|token|key|cred|auth|contrase")
+_SECRET_WORDS = LazyPattern("pass|pw|psk|secret|token|key|cred|auth|contrase")
 # Prefixes that ordinary words also take ('sk-learn-...'): redacted only when the rest looks secret.
 _WEAK_TOKENS = {"openai-key", "jwt", "slack-token"}
-# A bearer token anywhere; Basic credentials only in an Authorization header ('basic region').
-_BEARER = LazyPattern(r"(?i)(?<![\w-])(bearer|(?<=authorization: )basic)"
-                      r"[ \t]+([A-Za-z0-9._~+/-]{8,}=*)")
-# Any other credentials in an Authorization header: 'Token x', 'Api-Token x', or no scheme at all.
-_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:proxy-)?authorization[\"']?[ \t]{0,4}:[ \t]{0,4}"
-                           r"(?!bearer\b|basic\b)(?:[A-Za-z][\w-]{0,20}[ \t]+)?([^\s\"']{8,512})")
+# A bearer token anywhere; the credentials of an Authorization header under any scheme ('Basic x',
+# 'Token x', none), as a header ('Authorization:Bearer x'), a JSON or dict entry, assigned.
+_AUTH_HEADER = LazyPattern(r"(?i)(?<![\w-])(?:bearer[ \t]+|(?:proxy-)?authorization[\"']?[ \t]{0,4}"
+                           r"[:=][ \t]{0,4}[\"']?(?:[A-Za-z][\w-]{0,20}[ \t]+)?)([^\s\"']{8,512})")
 # curl's '-u user:password' and '--user user:password', quoted or not.
 _CURL_USER = LazyPattern(r"""(?<!\S)(?:-u|--user)(?:[ \t]+|=)(["']?)"""
                          r"""([^\s"':]{0,256}["']?:["']?[^\s"']{0,256})\1""")
@@ -1299,19 +1298,33 @@ _ARGUMENTS = LazyPattern(r"""\([ \t]{0,4}(["'])([A-Za-z_][\w.-]{0,63})\1[ \t]{0,
                          + _QUOTED + r"\3")
 # A quoted value compared with a secret's name: '"value" == password'
 _COMPARED = LazyPattern(_QUOTED + r"""\1[ \t]{0,4}[!=]==?[ \t]{0,4}([A-Za-z_][\w.]{0,63})""")
-# A secret as an XML element on one line: '<password>value</password>'.
-_XML_VALUE = LazyPattern(r"<([A-Za-z_][\w.-]{0,63})>([^<\n]{1,512})</\1>")
-# The password in 'scheme://user:password@host' or 'redis://:pw@host' (not 'cvs://:pserver:u@h').
-_URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:([^\s/@\"'`]{1,256})"
-                            r"|:([^\s/:@\"'`]{1,256}))@")
-# An assignment's name ('API_KEY=', '"password": ', '--password=', 'password := ', "'pw' =>",
-# '//host/:_authToken=', 'String apiToken =' where the second word is the name); its value apart.
-# Not next to another ':' ('apt::key::' is a scope).
+# A password glued to the flag of a client that takes it so: 'mysql -u root -pS3cret'.
+_GLUED_PASSWORD = LazyPattern(r"(?<![\w-])(?:mysql\w{0,10}|mariadb[\w-]{0,10}|sshpass|7z[ar]?)"
+                              r"[ \t][^\n]{0,200}?(?<![^\s\"'])-p([^\s\"'`]{1,256})")
+# A field naming the secret a value field after it holds ('name="db.password"', '"ParameterKey":
+# "DbPassword"', '<input type=password'), and that value field ('value="..."', '"Value": ').
+_PAIR_FIELD = LazyPattern(r"""(?<![\w.-])(["']?)(?:(?:[A-Za-z][a-z]{0,20}(?=[NKT]))?"""
+                          r"""(?P<name>[Nn]ame|NAME|[Kk]ey|KEY|[Tt]ype)"""
+                          r"""|(?:[A-Za-z][a-z]{0,20}(?=V))?(?:[Vv]alue|VALUE))\1"""
+                          r"""[ \t]{0,4}(?:=>|[:=])[ \t]{0,4}""")
+_BARE_NAME = LazyPattern(r"[A-Za-z_][\w.:-]{0,63}")  # a name, as a field's value or element's text
+# The password in 'scheme://user:password@host' or 'redis://:pw@host', '@' and '/' in it too: up to
+# the URL's last '@' (not a port: 'https://h:443/@scope'; not 'cvs://:pserver:u@h').
+_URL_PASSWORD = LazyPattern(r"(?<=://)(?:[^\s/:@\"'`]{1,256}:(?!\d{1,5}/)([^\s\"'`]{1,256}?)"
+                            r"|:([^\s/:\"'`]{1,256}?))@(?=[^\s@\"'`]*(?:[\s\"'`]|$))")
+# An assignment's name ('API_KEY=', '"password": ', '--password=', '-Ddb.password=', 'password := ',
+# "'pw' =>", '//host/:_authToken=', 'String apiToken =' where the second word is the name,
+# 'Environment=DB_PASSWORD='); its value apart. Not next to another ':' ('apt::key::' is a
+# scope); after '=' a word is a value ('type=password name=...') unless an assignment follows. A
+# space alone assigns where a setting's name stands (lead: 'requirepass x', after a comment mark,
+# a label, '%any : PSK "x"') or a flag's ('--password x'); not mid-line ('helper "$x"').
 _ASSIGNED_NAME = LazyPattern(
-    r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])--)|(?<=/:))"""  # after '=' a word is a value
-    r"""(["']?)([A-Za-z_][\w.-]{0,63})\1(?:\[\w{0,10}\])?"""
-    r"""(?:[ \t]{1,4}([A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
-    r"""(:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)|[ \t](?=["'`]))[ \t]{0,4}""")
+    r"""(?P<lead>^[ \t#;/*%!>"'-]{0,64}|(?<=: )|(?<=--))?"""
+    r"""(?:(?<![\w.:=-])|(?<=(?<![\w-])-[-A-Za-z])|(?<=/:)|(?<==)(?=[A-Za-z_][\w.-]{0,63}=[^=]))"""
+    r"""(?P<q>["']?)(?P<name>[A-Za-z_](?:[\w.-]{0,62}\w)?)(?P=q)(?:\[\w{0,10}\])?"""
+    r"""(?:[ \t]{1,4}(?P<second>[A-Za-z_][\w.]{0,30})(?=[ \t]{0,4}=[^=]))?[ \t]{0,4}"""
+    r"""(?P<op>:{1,3}=|[.?!]==?|=>|={1,3}|:(?![:=])(?=[ \t"'`]|$)"""
+    r"""|(?(lead)[ \t](?=[^\s=-])|(?!)))[ \t]{0,4}""")
 # A value: quoted (a backslash escapes a quote; YAML doubles a single one; C#'s @"", r"") or not.
 _ASSIGNED_VALUE = LazyPattern(r"""(?:[@rRbBuUfF]{1,2}(?=["']))?(?:"((?:[^"\\\n]|\\.){1,512})"|"""
                               r"""'((?:[^'\\\n]|\\.|''){1,512})'|`([^`\n]{1,512})`"""
@@ -1332,10 +1345,10 @@ _TRAILING_COMMENT = LazyPattern(r"[ \t]+(?:#|;|//).*$|[ \t]+$")
 # Each word ends where the name's part does ('api_key', not 'keyboard'); matched in the name as
 # snake case ('mySecretString' is 'my_secret_string').
 _SECRET_NAME = LazyPattern(r"(?:passw(?:or)?d|passphrase|pwd|contrase(?:\u00f1|n)a"
-                           r"|(?:^|_)(?:secrete?|token|credential)|api_?key|apikey"
-                           r"|(?:private|access|signing|encryption|secret|auth|client|service"
-                           r"|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
-                           r"|_(?:auth|pass)$")
+                           r"|(?:^|_)(?:secrete?|token|credential|authori[sz]ation|psk)|api_?key"
+                           r"|apikey|(?:private|access|signing|encryption|secret|auth|client"
+                           r"|service|account|db|database|master)_?key)s?(?![a-z])|(?:^|_)creds?$"
+                           r"|_(?:auth|pass)$|pw$|(?:require|root|bind|admin|db)pass$|masterauth$")
 _SECRET_NAME_AT_END = LazyPattern(f"(?:{_SECRET_NAME.pattern})$")
 # the shell's working folders, which _SECRET_NAME's 'pwd' takes
 _NOT_SECRET_NAMES = {"pwd", "oldpwd"}
@@ -1348,14 +1361,15 @@ _ABOUT_A_SECRET = LazyPattern(r"_(?:file|path|dir|url|uri|endpoint|header|name|i
                               r"|length|size|ttl|expiry|expires|regex|pattern|policy|hint|prompt"
                               r"|label|field|column|format|info|manager|mgr|helper|provider|mode"
                               r"|count|len|min|max|used|changed|required|enabled|strength"
-                              r"|validator|param|option|arn)s?$", re.I)
+                              r"|validator|param|option|arn|encryption|algorithm|method|scheme"
+                              r"|cipher)s?$", re.I)
 # Values that are a place: a URL without a password, a file path or name ('tpm2.pem'), an ARN.
 _PLACE = LazyPattern(r"[a-z][a-z0-9+.-]*://[^\s@]*|~?/[\w./-]*|arn:[\w:/.*{}$-]*"
                      r"|[\w.-]+\.(?:pem|key|crt|cer|der|p12|pfx|jks|json|txt|ya?ml|conf|cfg|ini"
                      r"|env)", re.I)
 # Values that stand for a secret without being one: templates, variables, examples.
 _PLACEHOLDER = LazyPattern(r"^(?:x+|\*+|\.+|-+|changeme|change_me|changeit|password|passwd|pass|"
-                           r"secret|dummy|none|null|true|false)$|^\[redacted|environ|getenv|"
+                           r"secret|dummy|none|null|true|false)$|\[redacted|environ|getenv|"
                            r"process\.env|your[_-]|example|placeholder|xxxx|\.\.\.", re.I)
 # What a template fills in ('${DB_PASS}', '{{ x }}', '$(cat f)', '%(pw)s', '<key>', '$TOKEN'): a
 # value is judged by what is left without them.
@@ -1367,15 +1381,15 @@ _VERSION_RANGE = LazyPattern(r"[\^~<>=v* ]{0,4}\d+(?:\.[\dx*]+){1,3}(?:[-+.\w]*)
 _TIMESTAMP = LazyPattern(r"\d{4}-\d\d-\d\d(?:[T ]\d\d:\d\d(?::\d\d(?:\.\d{1,9})?)?"
                          r"(?:Z|[+-]\d\d:?\d\d)?)?")
 _JS_REGEX = LazyPattern(r"/.{1,200}/[dgimsuy]{0,6}[;,]?")  # 'var autoToken = /\s?auto?\s?/i'
-_CODE_NAME = LazyPattern(r"[A-Za-z_.]+")  # letters only, maybe dotted (settings.KEY): code, a word
+_CODE_NAME = LazyPattern(r"[A-Za-z_.|!]+")  # a word, a name (settings.KEY), a choice ('true|false')
 _SECRET_MIN_LENGTH = 8   # characters: shorter values of password= or *_KEY= are flags, ports, words
 _SECRET_MIN_CLASSES = 2  # of lower case, upper case, digits, symbols: keys and passwords mix them
 _PEM_BEGIN = LazyPattern(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
 _PEM_END = LazyPattern(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY[A-Z ]{0,10}-----")
-# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or comment mark,
-# inside a string ('"MIIE...\\n" +'), in a table row.
-_PEM_BODY = LazyPattern(r"""[>#|"'`*/;,\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
-                        r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}\|?""")
+# A key's body line (base64, or a Proc-Type: header) as pasted: after a quote or any comment mark
+# ('%', '--', '!'...), inside a string ('"MIIE...\\n" +', '",'), in a table row, continued ('\\').
+_PEM_BODY = LazyPattern(r"""[>#|"'`*/;:,%!\s-]{0,8}?(?:[A-Za-z0-9+/=]*|[A-Za-z-]{1,40}: .*?)"""
+                        r"""(?:\\n)?(?:["'`][ \t]{0,4}[+,;)]?)?[ \t]{0,4}[|\\]?""")
 
 _CREDENTIAL_SNIFF = 4096  # bytes of a file's head that decide whether its content is credentials
 _CREDENTIAL_NAMES = {**dict.fromkeys(("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk",
@@ -1409,16 +1423,20 @@ def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = F
     """
     if len(value) < _SECRET_MIN_LENGTH:
         return False
+    if "&" in value:  # as shown: '&lt;string&gt;' is a type's name
+        import html
+        value = html.unescape(value)
     value = _TEMPLATE.sub("", value)
     if (len(value) < _SECRET_MIN_LENGTH // 2 or _PLACEHOLDER.search(value)
             or _PLACE.fullmatch(value)):
         return False
-    if _CODE_NAME.fullmatch(value):  # letters only: a word or a name ('NextToken', 'settings.KEY')
+    if _CODE_NAME.fullmatch(value.rstrip(",;:?")):  # letters only: a word ('Security:'), a name
         return False
     if value[0] in "<{$%":  # a template or a variable ('<key>', '{pw}', '$PW', '%s')
         return False
-    if not quoted and (any(c in value for c in "()[]") or _JS_REGEX.fullmatch(value)):
-        return False  # code: a call, a cast, a subscript, a regex (quoted, brackets are its own)
+    if not quoted and (any(c in value for c in "()[]") or _JS_REGEX.fullmatch(value)
+                       or value.startswith("--")):
+        return False  # code: a call, a cast, a subscript, a regex, a flag (quoted: its own)
     if _VERSION_RANGE.fullmatch(value) or _TIMESTAMP.fullmatch(value):
         return False  # a package's version ('"js-tokens": "^3.0.0"'), a date: not secrets
     if " " in value and not any(map(_mixed, value.split())) and value.replace(" ", "").isalpha():
@@ -1429,8 +1447,11 @@ def _looks_secret(value: str, letters_and_digits: bool = False, quoted: bool = F
     return sum(classes[:3] if letters_and_digits else classes) >= _SECRET_MIN_CLASSES
 
 
-def _secret_name(name: str) -> bool:
+@functools.lru_cache(maxsize=4096)  # a document's names repeat: each judged once
+def _secret_name(name: str, last: bool = False) -> bool:
     """Whether an assignment to name assigns a secret ('DB_PASSWORD', 'apiKey'; not 'PWD').
+    last: the secret's word must end the name, as in a setting's ('requirepass x', 'wpa_psk=x';
+    not 'kms-key x', 'ECDHE_PSK_WITH_AES x').
 
     >>> [_secret_name(n) for n in ("DB_PASS", "userPassword", "db_pass", "PWD", "PasswordLastUsed")]
     [True, True, True, False, False]
@@ -1439,9 +1460,9 @@ def _secret_name(name: str) -> bool:
     # in camel case the secret is the last word ('apiKey'; not 'PasswordLastUsed'); '_KEY' counts
     # as written ('API_KEY'; not 'schemaKey')
     camel = snake != name.lower().replace("-", "_").replace(".", "_")
-    found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel \
+    found = _SECRET_NAME_AT_END.search("_".join(snake.split("_")[-2:])) if camel or last \
         else _SECRET_NAME.search(snake)
-    named = found or re.search(r"[_.-]key$", name.lower())
+    named = found or not last and re.search(r"[_.-]key$", name.lower())
     return bool(named) and snake not in _NOT_SECRET_NAMES and not _ABOUT_A_SECRET.search(snake) \
         and not _NOT_A_SECRET.search(snake)
 
@@ -1459,9 +1480,12 @@ def _redact_assignments(text: str) -> str:
     out, pos = [], 0
     lead = len(text) - len(text.lstrip(" \t-\"'"))  # where the line's own text begins
     while (m := _ASSIGNED_NAME.search(text, pos)):
-        which = 2 if _secret_name(m.group(2)) or not m.group(3) else 3  # 'String apiToken ='
-        name = m.group(which)
-        v = _ASSIGNED_VALUE.match(text, m.end()) if _secret_name(name) else None
+        op, q = m.group("op"), m.group("q")
+        which = "second" if m.group("second") and not _secret_name(m.group("name")) else "name"
+        name = m.group(which)  # 'String apiToken =': the second word
+        # a setting's name, or one after '=' ('Environment=DB_PASSWORD='), ends with its secret
+        last = op.isspace() or text[m.start("q") - 1:m.start("q")] == "="
+        v = _ASSIGNED_VALUE.match(text, m.end()) if _secret_name(name, last) else None
         if not v:  # not a secret's name: its value may still hold one ('note: token=...')
             out.append(text[pos:m.end()])
             pos = m.end()
@@ -1469,9 +1493,11 @@ def _redact_assignments(text: str) -> str:
         group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
         start, end = v.span(group)
         computed = any(c in "rRfF" for c in text[v.start():start])  # r"regex", f"{template}"
-        op = m.group(4)
-        if group == 4 and op in _LITERAL_OPS or op.isspace() and m.start(which) > lead:
-            out.append(text[pos:m.end()])  # compared with a variable, or 'helper "$x"' mid-line
+        # the quote after '"Authorization:"' closes the name's, it opens no value
+        closes = not q and text[m.start("name") - 1:m.start("name")] in ("'", '"') \
+            and text[start - 1] == text[m.start("name") - 1]
+        if group == 4 and op in _LITERAL_OPS or closes:
+            out.append(text[pos:m.end()])  # compared with a variable, or no value
             pos = m.end()
             continue
         if group == 4:  # alone: the line holds only the assignment: a value of words may follow
@@ -1548,15 +1574,13 @@ def _redact_credentials(text: str) -> str:
     """A line's credentials found by their place: a bearer token, an Authorization header, curl's
     -u, a URL's password, an assignment, comparison or XML element named as a secret."""
     low = text.lower()
-    if "bearer" in low or "basic" in low:
-        text = _BEARER.sub(lambda m: m.group()
-                           if not _looks_secret(m.group(2), letters_and_digits=True)
-                           else m.group(1) + " " + _REDACTED.format("token"), text)
-    if "authorization" in low:
+    if "bearer" in low or "authorization" in low:
         text = _marked(_AUTH_HEADER, text, 1, lambda v: _looks_secret(v, letters_and_digits=True),
                        "token")
     if "-u" in text:
         text = _marked(_CURL_USER, text, 2, _curl_secret, "password")
+    if "-p" in text:
+        text = _marked(_GLUED_PASSWORD, text, 1, lambda v: not _stands_in(v), "password")
     if "password" in low and _NETRC_LINE.match(text.lstrip()):
         text = _marked(_NETRC_PASSWORD, text, 1, lambda v: not _stands_in(v), "password")
     if "://" in text:
@@ -1566,11 +1590,79 @@ def _redact_credentials(text: str) -> str:
         text = _redact_assignments(text)
         quoted = lambda v: _looks_secret(v, quoted=True)  # noqa: E731
         for pattern, value, name, signs in ((_COMPARED, 2, 3, ("==", "!=")),
-                                            (_ARGUMENTS, 4, 2, (",",)),
-                                            (_XML_VALUE, 2, 1, ("</",))):
+                                            (_ARGUMENTS, 4, 2, (",",))):
             if any(s in text for s in signs):
                 text = _marked(pattern, text, value, quoted, name)
+        text = _redacted_markup(text) if "</" in text else text
     return text
+
+
+def _assigns_secret(name: str, value: str) -> bool:
+    """Whether 'name = "value"' holds a secret by the rules above (a value some structure gives a
+    name to: an element's text, a value field beside a name field)."""
+    line = f'{name} = "{value.replace(chr(34), chr(39))}"'
+    return _redact_credentials(line) != line
+
+
+def _redacted_markup(text: str) -> str:
+    """XML or HTML with the text of its secret elements as markers, found before the reader drops
+    the tags that say so: an element named as a secret ('<password>') or by its name= or key=
+    ('<entry key="password">'); the element after one whose text is a secret's name (a plist's
+    '<key>password</key><string>', Hadoop's '<name>...</name><value>'), when it is one word (not
+    a table's cell of prose after 'password'). Line numbers are kept."""
+    out, done, i, name, whole = [], 0, 0, None, False  # whole: the element is the secret, all of it
+    while (j := text.find("<", i)) >= 0:
+        tag = text[j + 1:j + 2].isalpha() or text.startswith("</", j)  # not <!--, <?, CDATA
+        end = (text.find(">", j) + 1 or len(text)) if tag else _xml_markup_end(text, j)
+        leaf = text.startswith("</", j)  # the text before it is an element's own
+        if value := text[i:j].strip():
+            if name and leaf and (whole or not any(c.isspace() for c in value)):
+                out += [text[done:i], _element_text(text[i:j], name)]
+                done = j
+            key = value.rstrip(":")
+            name, whole = (key if leaf and _BARE_NAME.fullmatch(key) and _secret_name(key)
+                           else None), False
+        elif text.startswith("<![CDATA[", j) and name and text.startswith("</", end):
+            out += [text[done:j + 9], _element_text(text[j + 9:end - 3], name)]  # as written
+            done = end - 3
+        elif leaf:
+            name = None
+        elif tag and text[end - 2] != "/" and (m := _XML_TAG_NAME.match(text, j)) \
+                and m.group(1).lower() not in _NO_END_TAG:
+            pair = _redact_pairs(text[j:end], None)[1] if "=" in text[j:end] else None
+            named = [n for n in (local(m.group(1)), pair) if n and _secret_name(n)]
+            name, whole = (named[0], True) if named else (name, whole)
+        i = end
+    return "".join(out) + text[done:]
+
+
+def _element_text(piece: str, name: str) -> str:
+    """An element's text as a marker (its newlines kept) when 'name = "text"' holds a secret."""
+    value = piece.strip()
+    marker = _REDACTED.format(_secret_name_kind(name)) + "\n" * value.count("\n")
+    return piece.replace(value, marker) if _assigns_secret(name, value.replace("\n", " ")) \
+        else piece
+
+
+def _redact_pairs(text: str, above: str | None) -> tuple[str, str | None]:
+    """A line's value fields ('value="..."', '"value": ...') judged as assignments to the secret
+    the name or key field before them names, on the line or the line above (above: '- name:
+    DB_PASSWORD' / '  value: ...'; HAR's '"name": "Authorization", "value": ...'); and the
+    secret its last name or key field names, for the line below."""
+    out, pos, name, last = [], 0, above, None
+    for m in _PAIR_FIELD.finditer(text):
+        if m.start() < pos or not (v := _ASSIGNED_VALUE.match(text, m.end())):
+            continue
+        group = next(g for g in (1, 2, 3, 4) if v.group(g) is not None)
+        start, end = v.span(group)
+        end = _unquoted_end(text, start, end, alone=False) if group == 4 else end
+        value = text[start:end]
+        if m.group("name"):
+            name = last = value if _BARE_NAME.fullmatch(value) and _secret_name(value) else None
+        elif name and _assigns_secret(name, value):
+            out.append(text[pos:start] + _REDACTED.format(_secret_name_kind(name)))
+            pos = end
+    return "".join(out) + text[pos:], last
 
 
 def _curl_secret(value: str) -> bool:
@@ -1602,10 +1694,13 @@ def _redact_lines(lines: list[Line]) -> list[Line]:
     """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
     key's lines, and those of a value continued below its name, become empty but keep their
     numbers, so citations of the text after them stay right."""
-    out, in_key = [], False
+    out, in_key, named = [], False, None  # named: the secret a name field on the line above names
     continued = _continued_values(lines)
     for i, line in enumerate(lines):
         text = continued.get(i, line.text)
+        low = text.lower() if "=" in text or ":" in text else ""  # a field is 'name: x', 'key=x'
+        if named or "name" in low or "key" in low or "type" in low:
+            text, named = _redact_pairs(text, named)
         if in_key:
             end = _PEM_END.search(text)
             if end:
@@ -3832,7 +3927,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # Bump on any change to what Parse or Chunk make: every document of an older index is then read
 # again (only text that changed is embedded again).
-CHUNKER_VERSION = 9
+CHUNKER_VERSION = 10
 
 
 def chunking_key(size: int, overlap: int) -> str:

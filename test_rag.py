@@ -5068,18 +5068,129 @@ class IndexTests(RagTestCase):
                 self.assertFalse([t for t in out if "MIIE" in t or "END" in t], out)
                 self.assertEqual(out[-1], "after it")
 
+    # Issue #53: secrets in every layout. (lines, the secret), each read as one document's lines.
+    LAYOUTS = (
+        ('{"name": "Authorization", "value": "Basic dXNlcjpQYXNzd29yZDE="}', "dXNlcjpQYXNzd29yZDE"),  # HAR
+        ('"headers": [{\n  "name": "Authorization",\n  "value": "Token Qm9iOlNlY3JldDE5"\n}]', "Qm9iOlNlY3JldDE5"),
+        ("headers = {'Authorization': 'Token 9f8e7d6c5b4a3928'}", "9f8e7d6c5b4a3928"),
+        ('h = {"Proxy-Authorization": "Basic Ym9iOmh1bnRlcjI="}', "Ym9iOmh1bnRlcjI"),
+        ('curl -H "Authorization:Bearer eyX9f8e7d6c5b4a39"', "eyX9f8e7d6c5b4a39"),
+        ("env:\n  - name: DB_PASSWORD\n    value: Kx7-pass-w0rd", "Kx7-pass-w0rd"),  # a name field above
+        ('- {name: API_TOKEN, value: "Tq9zWm3Lp0Rx"}', "Tq9zWm3Lp0Rx"),
+        ('"ParameterKey": "DbPassword",\n"ParameterValue": "Pv8-Qx3z!"', "Pv8-Qx3z!"),
+        ('<add key="ApiKey" value="Ak3yV4lu3-x9"/>', "Ak3yV4lu3-x9"),  # markup read as text
+        ('<property name="db.password" value="Db-pa55word"/>', "Db-pa55word"),
+        ('<input type="hidden" name="csrf" value="x"><input name="password" value="Inp-pa55w0rd">', "Inp-pa55w0rd"),
+        ('<input type=password value=Ty9e-pa55>', "Ty9e-pa55"),
+        ("<entry key='secret'>Ent-s3cret99</entry>", "Ent-s3cret99"),
+        ("<dict><key>password</key><string>Pl1st-pass</string></dict>", "Pl1st-pass"),
+        ("<key>api_token</key>\n<string>Pl1st-token-2</string>", "Pl1st-token-2"),
+        ("<name>fs.s3a.secret.key</name>\n<value>Hd00p+S3cr3t</value>", "Hd00p+S3cr3t"),
+        ("<password><![CDATA[Cd4ta<pass&]]></password>", "Cd4ta<pass"),
+        ("requirepass Rd1s-pass-x", "Rd1s-pass-x"), ("rootpw Sl4pd-root!", "Sl4pd-root!"),
+        ("  masterauth Ms7-auth-x", "Ms7-auth-x"), ("bindpw Ld4p-bind-x", "Ld4p-bind-x"),
+        ("password Nt7rc-pass", "Nt7rc-pass"), ("machine h.example\nlogin apt\npassword Ap7-auth-conf", "Ap7-auth-conf"),
+        ("psk=Wpa-psk-0123", "Wpa-psk-0123"), ('  psk "Wpa2-quoted-9"', "Wpa2-quoted-9"),
+        ("passphrase Pp-words-4u", "Pp-words-4u"), ("secret Tacacs-key-7", "Tacacs-key-7"),
+        ('%any : PSK "Ips3c-psk-x"', "Ips3c-psk-x"), (": PSK 0sFpZAZqEN6Ti9sqt4ZP5EWcqx", "0sFpZAZqEN6Ti9sqt4ZP5EWcqx"),
+        ("password_pbkdf2 root grub.pbkdf2.sha512.10000.9A8B7C6D5E4F3A2B1C0D.0F1E2D3C4B5A69788796",
+         "9A8B7C6D5E4F3A2B1C0D"),
+        ("java -Ddb.password=Jv4-prop-pw -jar app.jar", "Jv4-prop-pw"),
+        ("gradle publish -Pnexus.password=Gr4dle-pw", "Gr4dle-pw"),
+        ("Environment=DB_PASSWORD=Sy5temd-pw", "Sy5temd-pw"), ('Environment="API_TOKEN=Sy5-tok-en"', "Sy5-tok-en"),
+        ("kubectl create secret generic db --from-literal=password=K8s-lit3ral", "K8s-lit3ral"),
+        ("mysql -u root -pMy5ql-root db", "My5ql-root"), ("tool --password Fl4g-spaced --user bob", "Fl4g-spaced"),
+        ("postgres://app:p@ss/w0rd@db.example:5432/app", "p@ss/w0rd"), ("mongodb://u:Mo@ngo-9@h1,h2/db", "Mo@ngo-9"),
+        ("redis://:R3d@is-pw@cache:6379/0", "R3d@is-pw"))
+    # Lines that name or describe a secret without holding one: each must stay as written.
+    NAMES_A_SECRET = (
+        "the password is stored in the keyring", "Enter password:", "password required for sudo",
+        "       --password PASSWORD  the password to use", "--password=<password>", "--password-file FILE",
+        "LoadCredential=passwd.hashed-password.root", "ConditionCredential=|sysusers.extra",
+        "ImportCredential=tpm2.*", "Passwords must be at least 12 characters long.", "requirepass foobared",
+        "passphrase for key '/home/u/.ssh/id_rsa':", "secret  A string v2 used to sign.", "mysql -p dbname",
+        "gcc -pthread -pedantic-errors x.c", "./configure -prefix=/usr/local", "http://host:8080/path@v1",
+        "https://registry.npmjs.org:443/@scope/pkg", "java -Dfile.encoding=UTF-8 -jar x.jar",
+        "Environment=PYTHONUNBUFFERED=1", "    - name: DB_PASSWORD\n      valueFrom:\n        secretKeyRef:",
+        "- name: DB_USER\n  value: app-user-01", "<key>name</key><string>Bob2</string>", "bindpw <password>",
+        "<td>password</td><td>The password for the user (v2 syntax)</td>", "Authorization: Required for all",
+        "<h3>Token</h3><p>Abc-123 release notes follow.</p>", "PASS: test-12 ok")
+
+    def test_redactor_secret_in_every_layout(self):
+        for text, secret in self.LAYOUTS:
+            with self.subTest(text):
+                lines = rag._text_lines(rag._redacted_markup(text))
+                once = rag._redact_lines(lines)
+                out = "\n".join(l.text for l in once)
+                self.assertNotIn(secret, out)
+                self.assertIn("[redacted: ", out)
+                self.assertEqual([l.no for l in once], list(range(1, text.count("\n") + 2)))
+                self.assertEqual(rag._redact_lines(once), once)  # a marker is never judged again
+        for text in self.NAMES_A_SECRET:
+            with self.subTest(text):
+                lines = rag._text_lines(rag._redacted_markup(text))
+                self.assertEqual("\n".join(l.text for l in rag._redact_lines(lines)), text)
+
+    def test_redactor_private_key_after_any_comment_mark_or_continued(self):
+        body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+        for pre, post in (("% ", ""), ("%% ", ""), ("-- ", ""), (";; ", ""), (" * ", ""), ("! ", ""), ("", "\\"),
+                          ('"', '\\n\\'), ('  "', '",'), ("# ", " \\")):
+            with self.subTest(prefix=pre, suffix=post):
+                key = ["-----BEGIN RSA PRIVATE KEY-----", body, body, "-----END RSA PRIVATE KEY-----"]
+                lines = [rag.Line(i, pre + t + post) for i, t in enumerate(key, 1)] + [rag.Line(5, "after it")]
+                out = [l.text for l in rag._redact_lines(lines)]
+                self.assertFalse([t for t in out if "MIIE" in t or "END" in t], out)
+                self.assertEqual(out[-1], "after it")
+
+    def test_index_secrets_in_every_reader_never_stored(self):
+        pem = "-----BEGIN PRIVATE KEY-----\n% MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n% -----END PRIVATE KEY-----\n"
+        files = {"settings.xml": "<settings>\n <servers>\n  <server>\n   <id>repo</id>\n"
+                                 "   <password>Mvn-s3ttings!</password>\n  </server>\n </servers>\n</settings>\n",
+                 "hibernate.cfg.xml": '<hibernate-configuration><session-factory>\n<property name='
+                                      '"connection.password">Hb8-conn-pw</property>\n</session-factory>'
+                                      '</hibernate-configuration>\n',
+                 "app.csproj": '<Project><PropertyGroup><ApiKey>Cs-proj-k3y9</ApiKey></PropertyGroup></Project>\n',
+                 "app.config.xml": '<configuration>\n<description>Payments service</description>\n<appSettings>\n'
+                                   '<add key="ApiKey" value="Cfg-4ttr-k3y"/>\n</appSettings>\n</configuration>\n',
+                 "login.plist": '<?xml version="1.0"?>\n<plist><dict>\n<key>Password</key>\n'
+                                '<string>Pl1st-Login7</string>\n</dict></plist>\n',
+                 "form.html": "<html><body><h1>Login</h1><form><input name=password value=Html-v4lue>"
+                              "<textarea name='private_key'>Html-t3xtarea</textarea></form>"
+                              "<table><tr><td>password</td><td>Html-c3ll-pw</td></tr></table></body></html>\n",
+                 "redis.conf": "# Require clients to issue AUTH <PASSWORD> before any command.\n"
+                               "requirepass Rd1s-c0nf-pw\nport 6379\n",
+                 "app.service": "[Service]\nEnvironment=DB_PASSWORD=Un1t-env-pw\nExecStart=/usr/bin/app\n",
+                 "notes.tex": "\\section{Keys}\nThe deploy key:\n" + pem + "Keys rotate yearly.\n"}
+        self.write_docs(files)
+        self.write("sysusers.service", "[Unit]\nDescription=Create System Users\nConditionCredential=|sysusers.extra\n"
+                                       "[Service]\nLoadCredential=passwd.hashed-password.root\nTimeoutSec=90s\n")
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual((code, err), (0, ""))
+        texts = "\n".join(t for (t,) in self.rows("SELECT text FROM chunks"))
+        for secret in ("Mvn-s3ttings", "Hb8-conn-pw", "Cs-proj-k3y9", "Cfg-4ttr-k3y", "Pl1st-Login7", "Html-v4lue",
+                       "Html-t3xtarea", "Html-c3ll-pw", "Rd1s-c0nf-pw", "Un1t-env-pw", "MIIEvQ", "END PRIVATE"):
+            self.assertNotIn(secret, texts)
+        rels = {r for (r,) in self.rows("SELECT rel FROM documents")}
+        self.assertEqual(rels, set(files) | {"sysusers.service"})  # a unit naming credentials is read
+        self.assertGreaterEqual(texts.count("[redacted: "), 9, texts)
+        for kept in ("Keys rotate yearly.", "LoadCredential=passwd.hashed-password.root", "port 6379"):
+            self.assertIn(kept, texts)
+
     def test_redactor_completes_on_adversarial_text(self):
         # Each pattern starts only where a run of token characters does and repeats one class:
         # 256 KiB of any of these is read a bounded number of times (no timing asserted;
         # quadratic work, a pass from each character, would take a minute or more here).
         size = 1 << 18
         seeds = ("sk-", "eyJ", "a=", "AKIA", "ghp_", "-----BEGIN ", "://a:", "bearer ", "x", "password=",
-                 "'a': '", '"', "eyJa.", "a" * 63 + "=", "API_KEY: ", "postgres://u:p", "-")
+                 "'a': '", '"', "eyJa.", "a" * 63 + "=", "API_KEY: ", "postgres://u:p", "-", "://a:b@",
+                 "name=password value=", "<key>password</key>", "<a name='password'>", "requirepass ", "-pAb1")
         for seed in seeds:
             with self.subTest(seed):
                 text = seed * (size // len(seed))
                 out = rag._redact_lines([rag.Line(1, text)])
                 self.assertEqual(len(out), 1)
+                once = rag._redacted_markup(text)  # read before a markup reader's tags go
+                self.assertEqual(rag._redacted_markup(once), once)
         key = ["-----BEGIN PRIVATE KEY-----"] + ["QUJD" * 16] * 20000  # a key with no END line
         out = rag._redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
         self.assertEqual(out[-1].text, "after the key")

@@ -1046,6 +1046,76 @@ def check_own_host(tmp):
     return got == [200, 403, 403], f"own name {got[0]}, other port {got[1]}, a name under it {got[2]}"
 
 
+# Issue #53: one secret in each layout a reader or its structure gives (marker -> file, text).
+LAYOUT_FILES = {
+    "settings.xml": "<settings><servers><server>\n<id>repo</id>\n<password>L42maven-pw!</password>\n"
+                    "</server></servers></settings>\n",
+    "login.plist": '<?xml version="1.0"?>\n<plist><dict>\n<key>password</key>\n<string>L42plist-pw9</string>\n'
+                   "</dict></plist>\n",
+    "core-site.xml": "<configuration><property>\n<name>fs.s3a.secret.key</name>\n<value>L42hadoop+Key</value>\n"
+                     "</property></configuration>\n",
+    "web.config.txt": '<appSettings>\n  <add key="ApiKey" value="L42attr-Key7"/>\n</appSettings>\n',
+    "form.html": "<html><body><form><textarea name=api_token>L42html-Tok3n</textarea></form>"
+                 "<table><tr><td>Password</td><td>L42cell-Pw5</td></tr></table></body></html>\n",
+    "har.json": json.dumps({"log": {"entries": [{"request": {"headers": [
+        {"name": "Authorization", "value": "Basic TDQyaGFyLWJhc2ljOnB3"}]}}]}}, indent=2) + "\n",
+    "client.py": "headers = {'Authorization': 'Token L42dict-t0ken'}\nrequests.get(url, headers=headers)\n",
+    "notes.tex": "\\section{Deploy}\n% -----BEGIN RSA PRIVATE KEY-----\n% L42texMIIEowIBAAKCAQEAzVq8Xr3kqGv0Zp\n"
+                 "% -----END RSA PRIVATE KEY-----\nKeys rotate yearly.\n",
+    "deploy.sh": 'KEY="-----BEGIN PRIVATE KEY-----\\\nL42shMIIEvQIBADANBgkqhkiG9w0BAQEF\\\n'
+                 '-----END PRIVATE KEY-----"\n',
+    "redis.conf": "# Require clients to issue AUTH <PASSWORD> before any other command.\n"
+                  "requirepass L42redis-pw\nport 6379\n",
+    "slapd.conf": "# the manager's password\nrootpw L42slapd-pw\nsuffix dc=example,dc=org\n",
+    "auth.conf": "machine apt.example.org\nlogin apt\npassword L42netrc-pw\n",
+    "ipsec.secrets.txt": ': PSK "L42ipsec-psk"\n',
+    "app.service": "[Service]\nEnvironment=DB_PASSWORD=L42unit-pw\nExecStart=/usr/bin/app\n",
+    "run.md": "# Run\n\n    java -Ddb.password=L42prop-pw -jar app.jar\n    mysql -u root -pL42mysql-pw app\n"
+              "    tool --password L42flag-pw --user bob\n    psql postgres://app:Pw@L42url/x@db:5432/app\n",
+    "k8s.yaml": "env:\n  - name: DB_PASSWORD\n    value: L42k8s-pw\n",
+}
+
+
+def check_secret_layouts(tmp):
+    """42. Secrets in every layout (XML, plist, attribute pairs, JSON/dict Authorization, PEM after % and \\, spaced settings, a netrc over three lines, URL passwords with @ or /) never leave."""
+    rec = Recorder()
+    try:
+        repo = write(os.path.join(tmp, "repo"), {**DOCS, **LAYOUT_FILES})
+        env = clean_env(EMBED_BASE_URL=rec.url, EMBED_MODEL="letters", LLM_BASE_URL=rec.url, LLM_API_KEY="k")
+        code, out, err = rag(["index", repo], tmp, env)
+        seen = {"search": rag(["search", "password key token", "-k", "20"], tmp, env)[1],
+                "export": rag(["export"], tmp, env)[1],
+                "ask": rag(["ask", "what is the redis password?"], tmp, env)[1]}
+        seen["servers"] = rec.everything()
+        for name in ("rag.db", "rag.db-wal"):
+            if os.path.exists(os.path.join(tmp, name)):
+                with open(os.path.join(tmp, name), "rb") as f:
+                    seen[name] = f.read().decode("latin-1")
+    finally:
+        rec.close()
+    # each secret holds 'L42'; the HAR's is base64 ('L42har-basic:pw')
+    leaks = sorted({m.group() for text in seen.values() for m in re.finditer(r"L42[\w+@/-]*|TDQyaGFy", text)})
+    read = all(rel in seen["export"] for rel in LAYOUT_FILES)
+    return not leaks and read and code == 0, \
+        f"index exit {code}; every file read: {read}; leaked: {', '.join(leaks) or 'nothing'}"
+
+
+def check_secret_names_kept(tmp):
+    """43. Text that only names a secret stays readable: prose, man-page options, prompts, a unit's LoadCredential= (read, not skipped)."""
+    lines = ["The password is stored in the keyring.", "Enter password:", "--password PASSWORD  the password to use",
+             "Passwords must be at least 12 characters long.", "requirepass foobared",
+             "gcc -pthread -pedantic-errors x.c", "https://registry.npmjs.org:443/@scope/pkg"]
+    unit = ("[Unit]\nDescription=Create System Users\nConditionCredential=|sysusers.extra\n[Service]\n"
+            "LoadCredential=passwd.hashed-password.root\nLoadCredential=passwd.plaintext-password.root\n")
+    write(os.path.join(tmp, "docs"), {**DOCS, "notes.md": "# Notes\n\n" + "\n\n".join(lines) + "\n",
+                                      "systemd-sysusers.service": unit})
+    code, out, err = rag(["index", "docs"], tmp)
+    export = rag(["export"], tmp)[1]
+    lost = [l for l in lines + unit.splitlines() if l not in export.replace("\\n", "\n")]
+    return code == 0 and not lost and "credentials" not in err, \
+        f"index exit {code}; lines changed: {lost or 'none'}; unit skipped as credentials: {'credentials' in err}"
+
+
 CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_link_inside, check_source_suffix,
           check_forged_citations, check_escapes, check_damage, check_key_routing,
           check_server_details, check_slow_clients, check_backlog, check_lock_real_path, check_swap,
@@ -1055,7 +1125,7 @@ CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_lin
           check_forget_true_under_load, check_bounded_reads,
           check_hash_oracle, check_ragignore_widen, check_absolute_globs, check_forget_again,
           check_scoped_scores, check_template_token_class, check_export_names, check_keys_null,
-          check_own_host]
+          check_own_host, check_secret_layouts, check_secret_names_kept]
 
 
 def main(argv):
