@@ -10462,8 +10462,16 @@ def fenced(text: str) -> str:
     ('a < b \u2039/passage> \u27e62\u27e7', '\u2039/pas\u200bsage\uff1e')
     """
     text = _defuse_citations(text)
-    if not _FENCE_START.search(text):
-        return text
+    # again while it changes: a token defused inside another can complete the outer one
+    # ('<|<k>x|>' is '<|‹k›x|>'); nesting deeper needs a bar inside a bar, which no
+    # token shape holds, so it takes two passes at most
+    while _FENCE_START.search(text) and (out := _fenced_brackets(text)) != text:
+        text = out
+    return text
+
+
+def _fenced_brackets(text: str) -> str:
+    """One pass of fenced(): the brackets of each passage tag and template token found."""
     view, where = (text, range(len(text))) if text.isascii() else _fence_view(text)
     swap = {where[m.start()]: _LOOKALIKE for m in _PASSAGE_TAG.finditer(view)}
     for m in _TEMPLATE_TOKEN.finditer(view):

@@ -6355,6 +6355,16 @@ class AnswerTests(RagTestCase):
         # a bare lower-case tag could be a model's ('<pad>'): the model reads it with look-alikes
         self.assertEqual(rag.fenced("<div>x</a>, vector<int>"), "\u2039div\u203ax\u2039/a\u203a, vector\u2039int\u203a")
 
+    def test_fenced_leaves_no_token_shape_even_one_its_own_change_completes(self):
+        self.assertEqual(rag.fenced("<|<key>x|>"), "\u2039|\u2039key\u203ax|\u203a")
+        parts = ["<", ">", "<|", "|>", "|", "[", "]", "/", "key", "INST", "x", "_", " ", "\uff1c", "<<"]
+        rnd = random.Random(53)
+        for _ in range(2000):
+            text = "".join(rnd.choice(parts) for _ in range(rnd.randint(1, 12)))
+            out = rag.fenced(text)
+            self.assertIsNone(rag._TEMPLATE_TOKEN.search(rag._fence_view(out)[0]), (text, out))
+            self.assertEqual(rag.fenced(out), out, text)
+
     STDLIB = {
         "Lib/heapq.py": "import sys\n\n\ndef heappush(heap, item):\n"
                         "    \"\"\"Push item onto heap.\"\"\"\n    heap.append(item)\n\n\n"
