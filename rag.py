@@ -229,7 +229,7 @@ class LazyPattern:
         return getattr(compiled, name)
 
 
-ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
+ZIP_MEMBER_LIMIT = 100 << 20  # bytes a compressed file (.gz, .xz...) may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 # OCR (tesseract): a scanned page takes 1-3 s on one core (bench/README.md, "OCR"), so a
 # minute is a page gone wrong; ten minutes a file bound a long scan, whose later pages go.
@@ -1150,6 +1150,14 @@ class NotText(Unreadable):
     """A file whose bytes are not text after all (counted as binary)."""
 
 
+class TooLarge(Unreadable):
+    """A file whose parts or text expand past what one file may be (--max-file-mb): skipped
+    whole, as a text file that large is, never indexed in part as if complete."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"expands past the {size_text(limit)} limit (raise it with --max-file-mb)")
+
+
 class _Compression(NamedTuple):
     """A kind of compression: the module that reads it, its magic bytes, its name in messages."""
 
@@ -1210,10 +1218,11 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
     return b"".join(parts)
 
 
-def parse_document(path: str, data: bytes, fmt: Format | None = None,
-                   ocr_lang: str = OCR_LANG) -> tuple[list[Line], str | None]:
+def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: str = OCR_LANG,
+                   max_bytes: int = MAX_FILE_MB << 20) -> tuple[list[Line], str | None]:
     """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
-    unpacked first. ocr_lang: tesseract's language for scanned pages and images. Every format
+    unpacked first. ocr_lang: tesseract's language for scanned pages and images; max_bytes: what
+    an Office or EPUB file may expand to (its parts read, and its text). Every format
     passes here, so secrets in any of them are redacted (_redact_lines). Unreadable: a file
     damaged, encrypted or needing a missing tool."""
     kind = compression(path) if fmt is None else None
@@ -1222,7 +1231,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
         lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
-                          else (fmt.from_bytes(path, data), None))
+                          else (fmt.from_bytes(path, data, max_bytes), None))
     else:
         text, warning = _decode(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
@@ -1764,10 +1773,17 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 
 
 class _Outline:
-    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs."""
+    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs;
+    limit: the characters they may hold at most (TooLarge past it; None: no bound)."""
 
-    def __init__(self):
+    def __init__(self, limit: int | None = None):
         self.lines: list[Line] = []
+        self.limit = self.left = limit
+
+    def fits(self, n: int) -> None:
+        """TooLarge unless n more characters fit: checked before a long text is built."""
+        if self.left is not None and n > self.left:
+            raise TooLarge(self.limit)
 
     def heading(self, level: int, text: str, loc: str = "") -> None:
         text = " ".join(text.split())
@@ -1778,6 +1794,8 @@ class _Outline:
         rows = [r.rstrip() for r in text.strip("\n").split("\n")]
         if not any(rows):
             return
+        self.fits(n := sum(map(len, rows)) + len(rows) + 1)  # the text, its line breaks
+        self.left = None if self.left is None else self.left - n
         if self.lines:
             self.lines.append(Line(len(self.lines) + 1, "", loc))
         for row in rows:
@@ -1801,35 +1819,47 @@ class _Outline:
             self.para("Notes: " + "\n".join(texts), loc)
 
 
-def _table_rows(outline: _Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
-    """Rows as paragraphs of 'header: value' pairs (the first non-empty row is the header), so
-    a chunk of a spreadsheet's or CSV file's rows reads on its own. (A table inside a document is
-    read with the text around it, as rows of 'cell | cell'.)
+def _table_rows(outline: _Outline, rows: Iterable[tuple[int, dict[int, str]]], where: str,
+                title: str = "") -> None:
+    """Rows (number, {column: cell text, spaces collapsed}) as paragraphs of 'header: value'
+    pairs (the first row with text is the header), so a chunk of a spreadsheet's or CSV file's
+    rows reads on its own; title: a heading before them (a sheet's name), none when no row has
+    text. A row's length is checked before its text is made: a cell thousands of cells share
+    (a spreadsheet's shared string) meets the outline's bound, not memory. (A table inside a
+    document is read with the text around it, as rows of 'cell | cell'.)
 
-    >>> o = _Outline(); _table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
+    >>> o = _Outline(); _table_rows(o, [(1, {0: "name", 1: "qty"}), (2, {0: "pen", 1: "3"})], "r")
     >>> [(l.text, l.loc) for l in o.lines]
-    [('name: pen; qty: 3', 'row 2')]
+    [('name: pen; qty: 3', 'r2')]
     """
+    def text(pairs):  # 'name: value; ...' once its length is known to fit
+        outline.fits(sum(len(h) + len(v) + 4 for h, v in pairs))
+        return "; ".join(f"{h}: {v}" if v else h for h, v in pairs)
+
     header, first, body = None, 0, False
     for no, cells in rows:
-        cells = [" ".join(c.split()) for c in cells]
-        if not any(cells):
+        if not any(cells.values()):
             continue
         if header is None:
-            header, first = [h or f"column {i}" for i, h in enumerate(cells, 1)], no
+            header, first = cells, no
+            if title:
+                outline.heading(1, title, f"{where}{no}")
             continue
-        names = header + [f"column {i}" for i in range(len(header) + 1, len(cells) + 1)]
-        outline.para("; ".join(f"{h}: {c}" for h, c in zip(names, cells) if c), f"{where}{no}")
+        outline.para(text([(header.get(c) or f"column {c + 1}", v)
+                           for c, v in sorted(cells.items()) if v]), f"{where}{no}")
         body = True
     if header is not None and not body:  # a header row and nothing else
-        outline.para("; ".join(header), f"{where}{first}")
+        outline.para(text([(h or f"column {c + 1}", "") for c, h in sorted(header.items())]),
+                     f"{where}{first}")
 
 
 def _delimited_lines(text: str, delimiter: str) -> list[Line]:
     """A CSV or TSV file as header-aware row paragraphs, cited by row number."""
     import csv
     try:
-        rows = list(enumerate(csv.reader(text.splitlines(keepends=True), delimiter=delimiter), 1))
+        rows = [(no, {i: " ".join(c.split()) for i, c in enumerate(row)})
+                for no, row in enumerate(csv.reader(text.splitlines(keepends=True),
+                                                    delimiter=delimiter), 1)]
     except csv.Error as e:
         raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
     out = _Outline()
@@ -1918,32 +1948,53 @@ def _zip_path(folder: str, href: str) -> str:
     return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
 
 
-def _zip_bytes(zf, name: str) -> bytes:
-    """One member's bytes, refused past ZIP_MEMBER_LIMIT (a small file can hold GBs of zeros)."""
-    info = zf.getinfo(name)
-    if info.file_size > ZIP_MEMBER_LIMIT:
-        raise Unreadable(f"{name} expands to {info.file_size >> 20} MB, over the "
-                         f"{ZIP_MEMBER_LIMIT >> 20} MB limit")
-    with zf.open(info) as f:
-        data = f.read(ZIP_MEMBER_LIMIT + 1)
-    if len(data) > ZIP_MEMBER_LIMIT:
-        raise Unreadable(f"{name} expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
-    return data
+class _Parts:
+    """A ZIP-based file as its reader sees it, with what it may expand to bounded by limit (its
+    max_bytes): each member is read (decompressed, parsed) once; a part the file refers to again
+    adds nothing (once: a spine or slide list naming one part a thousand times is read as naming
+    it once); the members read, together, and the text written to out each stop at limit."""
 
+    def __init__(self, zf, limit: int):
+        self.zf, self.limit, self.left = zf, limit, limit
+        self.read: set[str] = set()
+        self.out = _Outline(limit)
 
-def _zip_xml(zf, name: str, required: bool = True):
-    """Parse one XML member (None when it is absent and not required)."""
-    import xml.etree.ElementTree as ET
-    try:
-        data = _zip_bytes(zf, name)
-    except KeyError:
-        if not required:
-            return None
-        raise Unreadable(f"damaged: {name} is missing") from None
-    try:
-        return ET.fromstring(data)
-    except ET.ParseError as e:
-        raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
+    def once(self, names: Iterable[str]) -> Iterator[str]:
+        """The names in order, each the first time only, and none of a member read already."""
+        given = set()
+        for name in names:
+            if name not in self.read and name not in given:
+                given.add(name)
+                yield name
+
+    def bytes(self, name: str, required: bool = True) -> bytes | None:
+        """A member's bytes (None when absent and not required); Unreadable if read before."""
+        if name in self.read:
+            raise Unreadable(f"damaged: {name} is referred to twice")
+        self.read.add(name)
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            if not required:
+                return None
+            raise Unreadable(f"damaged: {name} is missing") from None
+        if info.file_size > self.left:  # what it says it holds, then what it does
+            raise TooLarge(self.limit)
+        with self.zf.open(info) as f:
+            data = f.read(self.left + 1)
+        self.left -= len(data)
+        if self.left < 0:
+            raise TooLarge(self.limit)
+        return data
+
+    def xml(self, name: str, required: bool = True):
+        """A member parsed as XML (None when absent and not required)."""
+        import xml.etree.ElementTree as ET
+        data = self.bytes(name, required)
+        try:
+            return None if data is None else ET.fromstring(data)
+        except ET.ParseError as e:
+            raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
 
 
 def _rel_id(el) -> str | None:
@@ -1951,10 +2002,10 @@ def _rel_id(el) -> str | None:
     return next((v for k, v in el.attrib.items() if k.endswith("}id")), None)
 
 
-def _zip_rels(zf, part: str) -> dict[str, tuple[str, str]]:
+def _zip_rels(parts: _Parts, part: str) -> dict[str, tuple[str, str]]:
     """Relationship id -> (type, target member) for an OOXML part."""
     folder, name = part.rpartition("/")[::2]
-    root = _zip_xml(zf, f"{folder}/_rels/{name}.rels", required=False)
+    root = parts.xml(f"{folder}/_rels/{name}.rels", required=False)
     out = {}
     for rel in [] if root is None else root:
         target = rel.get("Target", "")
@@ -1965,14 +2016,16 @@ def _zip_rels(zf, part: str) -> dict[str, tuple[str, str]]:
 
 
 def _container_reader(kind: str):
-    """Wrap a reader of ZIP-based files so that any damage becomes Unreadable."""
+    """Wrap a reader of ZIP-based files: it reads the members through _Parts and writes its
+    text to parts.out (both bounded by max_bytes); any damage becomes Unreadable."""
     def wrap(read):
-        def reader(path: str, data: bytes) -> list[Line]:
+        def reader(path: str, data: bytes, max_bytes: int = MAX_FILE_MB << 20) -> list[Line]:
             import zipfile
             zf = _open_zip(data, kind)
             try:
                 with zf:
-                    return read(zf)
+                    read(parts := _Parts(zf, max_bytes))
+                    return parts.out.lines
             except Unreadable:
                 raise
             except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
@@ -2039,10 +2092,10 @@ def _outline_level(name: str, outline: str | None) -> int | None:
     return None
 
 
-def _docx_heading_levels(zf) -> dict[str, int]:
+def _docx_heading_levels(parts: _Parts) -> dict[str, int]:
     """Paragraph style id -> heading level, by name or outline level, inherited through
     w:basedOn as Word reads them."""
-    root = _zip_xml(zf, "word/styles.xml", required=False)
+    root = parts.xml("word/styles.xml", required=False)
     own, parents = {}, {}
     for style in [] if root is None else root:
         if local(style.tag) != "style":
@@ -2061,11 +2114,11 @@ def _docx_heading_levels(zf) -> dict[str, int]:
 
 
 @_container_reader("Word (.docx)")
-def _docx_lines(zf) -> list[Line]:
+def _docx_lines(parts: _Parts) -> None:
     """Paragraphs (headings by style), and tables as rows of cells."""
-    levels = _docx_heading_levels(zf)
-    body = next(iter(_zip_xml(zf, "word/document.xml")), None)
-    out = _Outline()
+    levels = _docx_heading_levels(parts)
+    body = next(iter(parts.xml("word/document.xml")), None)
+    out = parts.out
 
     def visit(parent):
         for el in parent:
@@ -2090,7 +2143,6 @@ def _docx_lines(zf) -> list[Line]:
                 visit(el)  # content controls and tracked insertions hold paragraphs too
 
     visit(body if body is not None else [])
-    return out.lines
 
 
 def _drawing_paragraphs(el) -> list[str]:
@@ -2103,15 +2155,14 @@ def _drawing_paragraphs(el) -> list[str]:
 
 
 @_container_reader("PowerPoint (.pptx)")
-def _pptx_lines(zf) -> list[Line]:
+def _pptx_lines(parts: _Parts) -> None:
     """Each slide in presentation order: its title as a heading, its text, its notes."""
     pres = "ppt/presentation.xml"
-    rels = _zip_rels(zf, pres)
-    ids = [_rel_id(el) for el in _zip_xml(zf, pres).iter() if local(el.tag) == "sldId"]
-    out = _Outline()
-    for n, rid in enumerate(ids, 1):
-        slide = rels.get(rid, ("", ""))[1]
-        root = _zip_xml(zf, slide)
+    rels = _zip_rels(parts, pres)
+    ids = [_rel_id(el) for el in parts.xml(pres).iter() if local(el.tag) == "sldId"]
+    out = parts.out
+    for n, slide in enumerate(parts.once(rels.get(rid, ("", ""))[1] for rid in ids), 1):
+        root = parts.xml(slide)
         title, body = "", []
         for shape in root.iter():
             if local(shape.tag) not in ("sp", "graphicFrame"):
@@ -2125,13 +2176,12 @@ def _pptx_lines(zf) -> list[Line]:
         loc = out.slide(n, title)
         for text in body:
             out.para(text, loc)
-        for kind, target in _zip_rels(zf, slide).values():
-            if kind == "notesSlide":
-                out.notes([t for shape in _zip_xml(zf, target).iter() if local(shape.tag) == "sp"
-                           and all(x.get("type") in (None, "body") for x in shape.iter()
-                                   if local(x.tag) == "ph")
-                           for t in _drawing_paragraphs(shape)], loc)
-    return out.lines
+        notes = [t for k, t in _zip_rels(parts, slide).values() if k == "notesSlide"]
+        for target in parts.once(notes):
+            out.notes([t for shape in parts.xml(target).iter() if local(shape.tag) == "sp"
+                       and all(x.get("type") in (None, "body") for x in shape.iter()
+                               if local(x.tag) == "ph")
+                       for t in _drawing_paragraphs(shape)], loc)
 
 
 def _cell_column(ref: str) -> int:
@@ -2145,45 +2195,44 @@ def _cell_column(ref: str) -> int:
 
 
 @_container_reader("Excel (.xlsx)")
-def _xlsx_lines(zf) -> list[Line]:
-    """Each sheet as a heading and its rows as header-aware paragraphs."""
-    shared = _zip_xml(zf, "xl/sharedStrings.xml", required=False)
-    strings = ["".join(t.text or "" for t in si.iter() if local(t.tag) == "t")
-               for si in ([] if shared is None else shared)]
-    rels = _zip_rels(zf, "xl/workbook.xml")
-    out = _Outline()
-    for sheet in _zip_xml(zf, "xl/workbook.xml").iter():
-        if local(sheet.tag) != "sheet":
-            continue
-        name = sheet.get("name") or "sheet"
-        target = rels.get(_rel_id(sheet), ("", ""))[1]
-        rows = []
-        for row in _zip_xml(zf, target).iter():
-            if local(row.tag) == "row":
-                cells: dict[int, str] = {}
-                for i, c in enumerate(x for x in row if local(x.tag) == "c"):
-                    column = _cell_column(c.get("r", "")) if c.get("r") else i
-                    cells[column] = _xlsx_value(c, strings)
-                width = max(cells, default=-1) + 1
-                rows.append((int(row.get("r") or len(rows) + 1),
-                             [cells.get(i, "") for i in range(width)]))
-        first = next((no for no, cells in rows if any(c.strip() for c in cells)), None)
-        if first is not None:  # an empty sheet adds nothing, not even its name
-            out.heading(1, name, f"{name} row {first}")
-            _table_rows(out, rows, f"{name} row ")
-    return out.lines
+def _xlsx_lines(parts: _Parts) -> None:
+    """Each sheet as a heading and its rows as header-aware paragraphs (an empty sheet adds
+    nothing, not even its name)."""
+    shared = parts.xml("xl/sharedStrings.xml", required=False)
+    strings = [" ".join("".join(t.text or "" for t in si.iter() if local(t.tag) == "t").split())
+               for si in ([] if shared is None else shared)]  # each made once, however shared
+    shared = None
+    rels = _zip_rels(parts, "xl/workbook.xml")
+    sheets: dict[str, str] = {}  # part -> the name of the first sheet it is
+    for sheet in parts.xml("xl/workbook.xml").iter():
+        if local(sheet.tag) == "sheet":
+            sheets.setdefault(rels.get(_rel_id(sheet), ("", ""))[1], sheet.get("name") or "sheet")
+    for target in parts.once(sheets):
+        name = sheets[target]
+        _table_rows(parts.out, _xlsx_rows(parts.xml(target), strings), f"{name} row ", name)
+
+
+def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]:
+    """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
+    n = 0
+    for row in root.iter():
+        if local(row.tag) == "row":
+            n = int(row.get("r") or n + 1)
+            yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
+                      for i, c in enumerate(x for x in row if local(x.tag) == "c")}
 
 
 def _xlsx_value(c, strings: list[str]) -> str:
+    """A cell's text, spaces collapsed (a shared string's already are: it is not copied)."""
     kind = c.get("t")
     if kind == "inlineStr":
-        return "".join(t.text or "" for t in c.iter() if local(t.tag) == "t")
+        return " ".join("".join(t.text or "" for t in c.iter() if local(t.tag) == "t").split())
     v = next((x.text for x in c if local(x.tag) == "v"), None) or ""
     if kind == "s":
         return strings[int(v)] if v.isdigit() and int(v) < len(strings) else ""
     if kind == "b":
         return "TRUE" if v == "1" else "FALSE"
-    return v
+    return " ".join(v.split())
 
 
 def _odf_text(el) -> str:
@@ -2191,8 +2240,8 @@ def _odf_text(el) -> str:
     parts = [el.text or ""]
     for child in el:
         tag = local(child.tag)
-        if tag == "s":
-            parts.append(" " * int(attr(child, "c", "1") or 1))
+        if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
+            parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
         elif tag == "tab":
             parts.append("\t")
         elif tag == "line-break":
@@ -2247,15 +2296,16 @@ def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None
 
 
 _ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
+_ODF_SPACES = 80  # text:s c="N": N spaces, kept up to a line's width; more is layout
 
 
 @_container_reader("OpenDocument")
-def _odf_lines(zf) -> list[Line]:
+def _odf_lines(parts: _Parts) -> None:
     """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
-    content = _zip_xml(zf, "content.xml")
+    content = parts.xml("content.xml")
     body = next((el for el in content.iter() if local(el.tag) == "body"), None)
-    levels = _odf_heading_levels(_zip_xml(zf, "styles.xml", required=False), content)
-    out = _Outline()
+    levels = _odf_heading_levels(parts.xml("styles.xml", required=False), content)
+    out = parts.out
     for doc in [] if body is None else body:
         if local(doc.tag) != "presentation":
             _odf_blocks(doc, out, "", levels)
@@ -2273,31 +2323,27 @@ def _odf_lines(zf) -> list[Line]:
                     out.notes([l.text for l in notes.lines], loc)
                 else:
                     _odf_blocks([frame], out, loc)
-    return out.lines
 
 
 @_container_reader("EPUB")
-def _epub_lines(zf) -> list[Line]:
+def _epub_lines(parts: _Parts) -> None:
     """Chapters in spine order through the HTML reader, cited as 'ch. N'."""
     from urllib.parse import unquote
-    container = _zip_xml(zf, "META-INF/container.xml")
+    container = parts.xml("META-INF/container.xml")
     opf = next((attr(r, "full-path") for r in container.iter() if local(r.tag) == "rootfile"), None)
     if not opf:
         raise Unreadable("damaged: no rootfile in META-INF/container.xml")
-    root = _zip_xml(zf, opf)
+    root = parts.xml(opf)
     folder = opf.rpartition("/")[0]
     items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
-    out, chapter = _Outline(), 0
-    for ref in (el for el in root.iter() if local(el.tag) == "itemref"):
-        href = items.get(ref.get("idref"))
-        if not href:
-            continue
-        page = _zip_bytes(zf, _zip_path(folder, unquote(href.split("#")[0])))
+    hrefs = (items.get(el.get("idref")) for el in root.iter() if local(el.tag) == "itemref")
+    chapter = 0
+    for name in parts.once(_zip_path(folder, unquote(h.split("#")[0])) for h in hrefs if h):
+        page = parts.bytes(name)
         text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace")))
         if text.strip():
             chapter += 1
-            out.para(text, f"ch. {chapter}")
-    return out.lines
+            parts.out.para(text, f"ch. {chapter}")
 
 
 def _shutil_which(name: str) -> str | None:
@@ -3149,11 +3195,11 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 @dataclass(frozen=True)
 class Format:
     """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
-    from_bytes(path, data) -> lines; definitions names the DEFINITIONS pattern of source code
+    from_bytes(path, data, max_bytes) -> lines; definitions names the DEFINITIONS pattern of source code
     ('#' is then a comment, not a heading)."""
 
     text: Callable[[str], list[Line]] | None = None
-    from_bytes: Callable[[str, bytes], list[Line]] | None = None
+    from_bytes: Callable[[str, bytes, int], list[Line]] | None = None
     definitions: str | None = None
     ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
 
@@ -3557,7 +3603,8 @@ def _as_written(text: str, c: int, d: int) -> str:
     ('  x = 1\\n  y = 2', 'Two.')
     """
     first = c + len(text[c:d]) - len(text[c:d].lstrip())  # its first visible character
-    start = text.rfind("\n", 0, first) + 1  # where that character's line starts
+    # whether that character's line starts within text[c:d] (looked for there only: linear)
+    start = text.rfind("\n", max(0, c - 1), first) + 1
     return text[start if start >= c else first:d].rstrip()
 
 
@@ -8015,7 +8062,7 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     try:
         # parse_document holds the only reference: a large file's bytes are not held twice
         data, got = [data], None
-        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
+        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang, opts.max_bytes)
         got = data = None
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
@@ -8025,6 +8072,9 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     except MissingTool as e:
         log.once(f"{e}: each such file is skipped")
         log.skipped(path, "need a program not installed", str(e))
+        return "skipped", None
+    except TooLarge as e:
+        log.skipped(path, "too large", str(e))
         return "skipped", None
     except Unreadable as e:
         log.skipped(path, "could not be parsed", str(e))

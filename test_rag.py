@@ -1420,9 +1420,8 @@ class ParseTests(RagTestCase):
         for name, data in broken.items():
             self.write(name, data, mode="wb")
         self.write("ok.md", "Still indexed.\n")
-        with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 4096):
-            write_zip(os.path.join(self.docs, "bomb.docx"), docx_members(["x" * 100_000]))
-            code, out, err = self.run_cli("index", self.docs)
+        write_zip(os.path.join(self.docs, "bomb.docx"), docx_members(["x" * 400_000]))
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.2")
         self.assertEqual(code, 0, err)
         self.assertNotIn("Traceback", err)
         for name in list(broken) + ["bomb.docx"]:
@@ -1431,7 +1430,7 @@ class ParseTests(RagTestCase):
             with self.subTest(name):
                 self.assertRegex(err, rf"skipped \S*{re.escape(name)}: ")
         self.assertIn("encrypted (password-protected)", err)
-        self.assertIn("over the 0 MB limit", err)
+        self.assertIn("bomb.docx: expands past the 204.8 KB limit (raise it with --max-file-mb)", err)
         self.assertIn("nested too deeply", err)
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(1,)])
 
