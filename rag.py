@@ -795,7 +795,8 @@ class QueryOptions:
 # ---------------------------------------------------------------------------
 
 class _HTMLText(HTMLParser):
-    """Collect visible text as lines, headings as Markdown '#' lines."""
+    """Collect visible text as lines, headings as Markdown '#' lines; bound: an _Outline whose
+    bound they are to fit (checked as each line is made: an EPUB's chapter is not made whole)."""
 
     # code, drawings, navigation and widgets ('Copy', 'hide/show'), not the page's text
     SKIP = {"script", "style", "nav", "noscript", "template", "head", "svg", "button", "select",
@@ -806,9 +807,10 @@ class _HTMLText(HTMLParser):
     HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
     CELLS = {"td", "th"}
 
-    def __init__(self):
+    def __init__(self, bound: _Outline | None = None):
         super().__init__(convert_charrefs=True)
         self.lines: list[Line] = []
+        self.bound, self.size = bound, 0  # what the lines weigh, counted as _Outline counts
         self.buf: list[str] = []  # the text of the line being built
         self.prefix = ""          # its Markdown marker: '## ' for an h2, '- ' for a list item
         self.buf_line = 0         # source line of its first visible character
@@ -821,15 +823,20 @@ class _HTMLText(HTMLParser):
         text = "".join(self.buf)
         text = text.rstrip() if self.pre else " ".join(text.split())
         if text:
-            self.lines.append(Line(self.buf_line, self.prefix + text,
-                                   end=max(self.buf_end, self.buf_line)))
+            self._add(Line(self.buf_line, self.prefix + text, end=max(self.buf_end, self.buf_line)))
         if blank and self.lines and self.lines[-1].text:
-            self.lines.append(Line(self.getpos()[0], ""))
+            self._add(Line(self.getpos()[0], ""))
         self.buf, self.prefix, self.buf_end = [], "", 0
+
+    def _add(self, line: Line) -> None:
+        self.size += max(len(line.text), _SHORTEST_LINE)
+        if self.bound:
+            self.bound.fits(self.size)
+        self.lines.append(line)
 
     def _fence(self):
         """Preformatted text becomes a fenced block: the chunker keeps its lines."""
-        self.lines.append(Line(self.getpos()[0], "```"))
+        self._add(Line(self.getpos()[0], "```"))
 
     def handle_starttag(self, tag, attrs):
         if self.hidden:
@@ -901,9 +908,9 @@ def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
                or (name == "style" and _HIDING_STYLE.search(value or "")) for name, value in attrs)
 
 
-def _html_lines(text: str) -> list[Line]:
-    """Visible text of an HTML page, keeping headings and source line numbers."""
-    parser = _HTMLText()
+def _html_lines(text: str, bound: _Outline | None = None) -> list[Line]:
+    """Visible text of an HTML page, keeping headings and source line numbers (bound: _HTMLText)."""
+    parser = _HTMLText(bound)
     parser.feed(text)
     parser.close()
     parser._break()
@@ -1772,6 +1779,12 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
     return out
 
 
+# What an extracted document's lines may hold is counted in characters, a line (a blank one
+# too) as this many at least: a line's record weighs more than a short line's text, so a file
+# of a million one-letter paragraphs is bounded as one of real ones (which loses ~5% of it).
+_SHORTEST_LINE = 32
+
+
 class _Outline:
     """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs;
     limit: the characters they may hold at most (TooLarge past it; None: no bound)."""
@@ -1794,7 +1807,7 @@ class _Outline:
         rows = [r.rstrip() for r in text.strip("\n").split("\n")]
         if not any(rows):
             return
-        self.fits(n := sum(map(len, rows)) + len(rows) + 1)  # the text, its line breaks
+        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + _SHORTEST_LINE)
         self.left = None if self.left is None else self.left - n
         if self.lines:
             self.lines.append(Line(len(self.lines) + 1, "", loc))
@@ -1948,6 +1961,12 @@ def _zip_path(folder: str, href: str) -> str:
     return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
 
 
+# A parsed XML element takes ~100 bytes: a file's members may hold one per this many bytes of
+# the limit, on average. Real markup takes 14 or more an element (a spreadsheet's cell), a bomb
+# of empty elements 4 (20 MB: 5 million elements, 540 MB parsed).
+_MARKUP_BYTES = 8
+
+
 class _Parts:
     """A ZIP-based file as its reader sees it, with what it may expand to bounded by limit (its
     max_bytes): each member is read (decompressed, parsed) once; a part the file refers to again
@@ -1956,6 +1975,7 @@ class _Parts:
 
     def __init__(self, zf, limit: int):
         self.zf, self.limit, self.left = zf, limit, limit
+        self.elements = limit // _MARKUP_BYTES  # the XML elements its members may hold
         self.read: set[str] = set()
         self.out = _Outline(limit)
 
@@ -1991,8 +2011,13 @@ class _Parts:
         """A member parsed as XML (None when absent and not required)."""
         import xml.etree.ElementTree as ET
         data = self.bytes(name, required)
+        if data is None:
+            return None
+        self.elements -= data.count(b"</") + data.count(b"/>")  # (counted before it is parsed)
+        if self.elements < 0:
+            raise TooLarge(self.limit)
         try:
-            return None if data is None else ET.fromstring(data)
+            return ET.fromstring(data)
         except ET.ParseError as e:
             raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
 
@@ -2037,8 +2062,24 @@ def _container_reader(kind: str):
     return wrap
 
 
-def _ooxml_text(el) -> str:
-    """A Word or DrawingML element's text, tabs and breaks (not tab stops, fields or deletions)."""
+_OOXML_NOT_TEXT = ("pPr", "rPr", "del", "instrText")  # tab stops, fields, deletions
+_NESTED_ROWS = ("tbl", "tr", "table", "table-row")  # a table in a cell: read as rows of its own
+
+
+def _tops(el, tags: set[str]) -> Iterator:
+    """el's descendants with a local tag in tags inside no other such one, in document order:
+    each element is visited once (one walk per match would be quadratic in its nesting)."""
+    stack = list(el)[::-1]
+    while stack:
+        node = stack.pop()
+        if local(node.tag) in tags:
+            yield node
+        else:
+            stack += list(node)[::-1]
+
+
+def _ooxml_text(el, skip: tuple = _OOXML_NOT_TEXT) -> str:
+    """A Word or DrawingML element's text, tabs and breaks, without the elements skip names."""
     parts: list[str] = []
 
     def visit(node, in_run):
@@ -2050,7 +2091,7 @@ def _ooxml_text(el) -> str:
                 parts.append("\t")
             elif tag in ("br", "cr"):
                 parts.append("\n")
-            elif tag not in ("pPr", "rPr", "del", "instrText"):
+            elif tag not in skip:
                 visit(child, tag == "r")
 
     visit(el, False)
@@ -2137,7 +2178,8 @@ def _docx_lines(parts: _Parts) -> None:
             elif tag == "tbl":
                 for row in el.iter():
                     if local(row.tag) == "tr":
-                        cells = [_ooxml_text(c).strip() for c in row if local(c.tag) == "tc"]
+                        cells = [_ooxml_text(c, _OOXML_NOT_TEXT + _NESTED_ROWS).strip()
+                                 for c in row if local(c.tag) == "tc"]
                         out.para(" | ".join(cells))
             elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
                 visit(el)  # content controls and tracked insertions hold paragraphs too
@@ -2146,11 +2188,11 @@ def _docx_lines(parts: _Parts) -> None:
 
 
 def _drawing_paragraphs(el) -> list[str]:
-    """Texts of DrawingML paragraphs in order; a table row becomes 'cell | cell'."""
-    rows = [node for node in el.iter() if local(node.tag) == "tr"]
-    in_rows = {id(p) for tr in rows for p in tr.iter()}
-    out = [_ooxml_text(p) for p in el.iter() if local(p.tag) == "p" and id(p) not in in_rows]
-    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc") for tr in rows]
+    """Texts of DrawingML paragraphs in order, then of its table rows ('cell | cell')."""
+    tops = list(_tops(el, {"p", "tr"}))
+    out = [_ooxml_text(p) for p in tops if local(p.tag) == "p"]
+    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc")
+            for tr in tops if local(tr.tag) == "tr"]
     return [t for t in out if t.strip(" |\n\t")]
 
 
@@ -2164,9 +2206,7 @@ def _pptx_lines(parts: _Parts) -> None:
     for n, slide in enumerate(parts.once(rels.get(rid, ("", ""))[1] for rid in ids), 1):
         root = parts.xml(slide)
         title, body = "", []
-        for shape in root.iter():
-            if local(shape.tag) not in ("sp", "graphicFrame"):
-                continue
+        for shape in _tops(root, {"sp", "graphicFrame"}):
             ph = next((x for x in shape.iter() if local(x.tag) == "ph"), None)
             texts = _drawing_paragraphs(shape)
             if ph is not None and ph.get("type") in ("title", "ctrTitle") and not title:
@@ -2178,8 +2218,8 @@ def _pptx_lines(parts: _Parts) -> None:
             out.para(text, loc)
         notes = [t for k, t in _zip_rels(parts, slide).values() if k == "notesSlide"]
         for target in parts.once(notes):
-            out.notes([t for shape in parts.xml(target).iter() if local(shape.tag) == "sp"
-                       and all(x.get("type") in (None, "body") for x in shape.iter()
+            out.notes([t for shape in _tops(parts.xml(target), {"sp"})
+                       if all(x.get("type") in (None, "body") for x in shape.iter()
                                if local(x.tag) == "ph")
                        for t in _drawing_paragraphs(shape)], loc)
 
@@ -2215,11 +2255,10 @@ def _xlsx_lines(parts: _Parts) -> None:
 def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]:
     """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
     n = 0
-    for row in root.iter():
-        if local(row.tag) == "row":
-            n = int(row.get("r") or n + 1)
-            yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
-                      for i, c in enumerate(x for x in row if local(x.tag) == "c")}
+    for row in _tops(root, {"row"}):
+        n = int(row.get("r") or n + 1)
+        yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
+                  for i, c in enumerate(x for x in row if local(x.tag) == "c")}
 
 
 def _xlsx_value(c, strings: list[str]) -> str:
@@ -2235,20 +2274,26 @@ def _xlsx_value(c, strings: list[str]) -> str:
     return " ".join(v.split())
 
 
-def _odf_text(el) -> str:
-    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks."""
-    parts = [el.text or ""]
-    for child in el:
-        tag = local(child.tag)
-        if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
-            parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
-        elif tag == "tab":
-            parts.append("\t")
-        elif tag == "line-break":
-            parts.append("\n")
-        elif tag not in ("note", "annotation"):
-            parts.append(_odf_text(child))
-        parts.append(child.tail or "")
+def _odf_text(el, skip: tuple = ("note", "annotation")) -> str:
+    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks; not notes,
+    annotations or what else skip names."""
+    parts: list[str] = []
+
+    def visit(node):
+        parts.append(node.text or "")
+        for child in node:
+            tag = local(child.tag)
+            if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
+                parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
+            elif tag == "tab":
+                parts.append("\t")
+            elif tag == "line-break":
+                parts.append("\n")
+            elif tag not in skip:
+                visit(child)
+            parts.append(child.tail or "")
+
+    visit(el)
     return "".join(parts)
 
 
@@ -2287,7 +2332,8 @@ def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None
         elif tag == "table":
             for row in el.iter():
                 if local(row.tag) == "table-row":
-                    cells = [" ".join(_odf_text(p) for p in c if local(p.tag) == "p").strip()
+                    cells = [" ".join(_odf_text(p, ("note", "annotation") + _NESTED_ROWS)
+                                      for p in c if local(p.tag) == "p").strip()
                              for c in row if local(c.tag) == "table-cell"]
                     out.para(" | ".join(cells), loc)
         elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
@@ -2311,7 +2357,7 @@ def _odf_lines(parts: _Parts) -> None:
             _odf_blocks(doc, out, "", levels)
             continue
         for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
-            title = next((" ".join(_odf_text(p) for p in f.iter() if local(p.tag) == "p")
+            title = next((" ".join(_odf_text(p) for p in _tops(f, {"p"}))
                           for f in page if attr(f, "class") == "title"), "")
             loc = out.slide(n, title)
             for frame in page:
@@ -2340,7 +2386,7 @@ def _epub_lines(parts: _Parts) -> None:
     chapter = 0
     for name in parts.once(_zip_path(folder, unquote(h.split("#")[0])) for h in hrefs if h):
         page = parts.bytes(name)
-        text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace")))
+        text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace"), parts.out))
         if text.strip():
             chapter += 1
             parts.out.para(text, f"ch. {chapter}")
