@@ -2225,13 +2225,17 @@ def _pptx_lines(parts: _Parts) -> None:
 
 
 def _cell_column(ref: str) -> int:
-    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27."""
+    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27 (its first letters only:
+    Excel's last column is XFD, and a million letters would make a number a million digits long)."""
     n = 0
-    for ch in ref:
+    for ch in ref[:_COLUMN_LETTERS]:
         if not ch.isalpha():
             break
         n = n * 26 + ord(ch.upper()) - 64
     return n - 1
+
+
+_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
 
 
 @_container_reader("Excel (.xlsx)")
@@ -2256,7 +2260,8 @@ def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]
     """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
     n = 0
     for row in _tops(root, {"row"}):
-        n = int(row.get("r") or n + 1)
+        r = row.get("r") or ""
+        n = int(r) if r.isdecimal() and len(r) < 10 else n + 1  # Excel's last row: 1048576
         yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
                   for i, c in enumerate(x for x in row if local(x.tag) == "c")}
 
@@ -3647,6 +3652,8 @@ def _as_written(text: str, c: int, d: int) -> str:
 
     >>> _as_written("  x = 1\\n  y = 2\\n", 0, 16), _as_written("One. Two.", 4, 9)
     ('  x = 1\\n  y = 2', 'Two.')
+    >>> _as_written("One.\\n  Two.", 5, 11), _as_written("x\\n  One. Two.", 9, 13)
+    ('  Two.', 'Two.')
     """
     first = c + len(text[c:d]) - len(text[c:d].lstrip())  # its first visible character
     # whether that character's line starts within text[c:d] (looked for there only: linear)
