@@ -3932,7 +3932,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # Bump on any change to what Parse or Chunk make: every document of an older index is then read
 # again (only text that changed is embedded again).
-CHUNKER_VERSION = 9
+CHUNKER_VERSION = 10
 
 
 def chunking_key(size: int, overlap: int) -> str:
