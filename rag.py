@@ -1780,8 +1780,9 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 
 
 # What an extracted document's lines may hold is counted in characters, a line (a blank one
-# too) as this many at least: a line's record weighs more than a short line's text, so a file
-# of a million one-letter paragraphs is bounded as one of real ones (which loses ~5% of it).
+# too) as this many at least: a line's record (~100 bytes) weighs more than a short line's text,
+# so a file of a million one-letter paragraphs is bounded too; a real paragraph, hundreds of
+# characters long, counts as it is, and its blank line as 32 more.
 _SHORTEST_LINE = 32
 
 
@@ -1980,12 +1981,9 @@ class _Parts:
         self.out = _Outline(limit)
 
     def once(self, names: Iterable[str]) -> Iterator[str]:
-        """The names in order, each the first time only, and none of a member read already."""
-        given = set()
-        for name in names:
-            if name not in self.read and name not in given:
-                given.add(name)
-                yield name
+        """The names of members not read yet, in order (each is to be read before the next is
+        asked for: a name given again, or a part the file has read already, is left out)."""
+        return (name for name in names if name not in self.read)
 
     def bytes(self, name: str, required: bool = True) -> bytes | None:
         """A member's bytes (None when absent and not required); Unreadable if read before."""
@@ -3246,8 +3244,8 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 @dataclass(frozen=True)
 class Format:
     """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
-    from_bytes(path, data, max_bytes) -> lines; definitions names the DEFINITIONS pattern of source code
-    ('#' is then a comment, not a heading)."""
+    from_bytes(path, data, max_bytes: what it may expand to) -> lines; definitions names the
+    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
 
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes, int], list[Line]] | None = None

@@ -1100,12 +1100,13 @@ class ParseTests(RagTestCase):
                                   f"<w:tc>{w('Side')}</w:tc></w:tr></w:tbl></w:body></w:document>")
         self.assertEqual([l.text for l in self.parse("n.docx", self.zipped(m)) if l.text], ["Outer | Side", "Inner"])
         cell = "<table:table-cell><text:p>{}</text:p></table:table-cell>"
-        inner = f"<draw:frame><draw:text-box><table:table><table:table-row>{cell.format('Inner')}</table:table-row></table:table></draw:text-box></draw:frame>"
+        inner = (f"<draw:frame><draw:text-box><table:table><table:table-row>{cell.format('Inner')}"
+                 "</table:table-row></table:table></draw:text-box></draw:frame>")
         odt = odf_members(f"<office:text><table:table><table:table-row>{cell.format('Outer' + inner)}"
                           f"{cell.format('Side')}</table:table-row></table:table>"
                           '<text:p>a<text:s text:c="1000000000"/>b</text:p></office:text>')
         self.assertEqual([l.text for l in self.parse("n.odt", self.zipped(odt)) if l.text],
-                         ["Outer | Side", "Inner", "a" + " " * rag._ODF_SPACES + "b"])  # a billion spaces: a line's width
+                         ["Outer | Side", "Inner", "a" + " " * rag._ODF_SPACES + "b"])  # not a billion spaces
 
     def test_zip_parts_parsed_within_the_bound(self):
         m = docx_members([])  # 60,000 empty paragraphs: 360 KB, more elements than 400 KB may hold

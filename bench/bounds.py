@@ -226,7 +226,8 @@ def xlsx(strings, rows, sheets=1):
                    "xl/_rels/workbook.xml.rels": RELS.format("worksheet", "worksheets/s.xml"),
                    "xl/sharedStrings.xml": f"<sst {S}>"
                    + "".join(f"<si><t>{t}</t></si>" for t in strings) + "</sst>",
-                   "xl/worksheets/s.xml": f"<worksheet {S}><sheetData>{rows}</sheetData></worksheet>"})
+                   "xl/worksheets/s.xml": f"<worksheet {S}><sheetData>{rows}</sheetData>"
+                                          "</worksheet>"})
 
 
 def docx(body):
@@ -273,7 +274,8 @@ ZIP_BOMBS = {  # name -> (what it is, its bytes)
     "thin.epub": ("one chapter of 2.5 million one-letter paragraphs",
                   lambda: epub(["<p>a</p>" * 2_500_000], [0])),
     "breaks.docx": ("a paragraph of a million one-letter lines (line breaks)",
-                    lambda: docx("<w:p><w:r>" + "<w:t>a</w:t><w:br/>" * 1_000_000 + "</w:r></w:p>")),
+                    lambda: docx("<w:p><w:r>" + "<w:t>a</w:t><w:br/>" * 1_000_000
+                                 + "</w:r></w:p>")),
     "sections.docx": ("160,000 headings each over one word: the most chunks under the bound",
                       lambda: docx("".join(f'<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r>'
                                            f"<w:t>T{i}</w:t></w:r></w:p><w:p><w:r><w:t>w{i}</w:t>"
@@ -301,7 +303,7 @@ def expand(a, work):
             chunks, chars = con.execute(
                 "SELECT count(*), coalesce(sum(length(c.text)), 0) FROM chunks c JOIN documents d "
                 "ON d.id = c.doc_id WHERE d.path LIKE ?", (f"%{name}",)).fetchone()
-        note = next((l.split(": ", 1)[1] for l in said.splitlines() if f"{name}: " in l
+        note = next((l.split(": ", 1)[-1] for l in said.splitlines() if f"{name}: " in l
                      and "read as" not in l or "stopped after" in l or "Error" in l), "indexed")
         print(f"{name} ({len(data):,} bytes; {what}): {secs:.1f} s, peak {mb:.0f} MB; "
               f"{note}; {chunks:,} chunks, {chars:,} characters stored")
@@ -340,7 +342,8 @@ def oneline(a, work):
         print(f"{mb} MB: one line parse {p1:.2f} s + chunk {c1:.2f} s ({n1} chunks); wrapped "
               f"parse {p2:.2f} s + chunk {c2:.2f} s ({n2} chunks); chunk ratio {c1 / c2:.2f}, "
               f"parse and chunk {(p1 + c1) / (p2 + c2):.2f}"
-              + (f"; index {i1[0]:.1f} s vs {i2[0]:.1f} s, ratio {i1[0] / i2[0]:.2f}" if i1 else ""))
+              + (f"; index {i1[0]:.1f} s vs {i2[0]:.1f} s, ratio {i1[0] / i2[0]:.2f}"
+                 if i1 else ""))
 
 
 def main():
