@@ -311,7 +311,7 @@ def expand(a, work):
 
 def load_rag(path):
     spec = importlib.util.spec_from_file_location("rag_measured", path)
-    module = importlib.util.module_from_spec(spec)
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # (dataclasses)
     spec.loader.exec_module(module)
     return module
 
