@@ -80,9 +80,9 @@ section; the others are what later sections build on; __all__ is the public API)
     Errors and records RagError (one line for the user), Line, Chunk, Hit, Config,
                      QueryOptions, IndexOptions
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
-                     CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance),
-                     PDF, man pages, XML, RTF, any of them compressed (gzip, bzip2, xz,
-                     lzma); clean text (no control characters); secrets (credential files,
+                     CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance;
+                     what one expands to bounded: _Parts), PDF, man pages, XML, RTF, any of them
+                     compressed (gzip, bzip2, xz, lzma); clean text (no control characters); secrets (credential files,
                      redaction); the format table (any other text is text)
     Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
@@ -229,7 +229,7 @@ class LazyPattern:
         return getattr(compiled, name)
 
 
-ZIP_MEMBER_LIMIT = 100 << 20  # bytes one member of a .docx/.xlsx/... may expand to
+ZIP_MEMBER_LIMIT = 100 << 20  # bytes a compressed file (.gz, .xz...) may expand to
 PDF_TIMEOUT = 120             # seconds for pdftotext on one file
 # OCR (tesseract): a scanned page takes 1-3 s on one core (bench/README.md, "OCR"), so a
 # minute is a page gone wrong; ten minutes a file bound a long scan, whose later pages go.
@@ -795,7 +795,8 @@ class QueryOptions:
 # ---------------------------------------------------------------------------
 
 class _HTMLText(HTMLParser):
-    """Collect visible text as lines, headings as Markdown '#' lines."""
+    """Collect visible text as lines, headings as Markdown '#' lines; bound: an _Outline whose
+    bound they are to fit (checked as each line is made: an EPUB's chapter is not made whole)."""
 
     # code, drawings, navigation and widgets ('Copy', 'hide/show'), not the page's text
     SKIP = {"script", "style", "nav", "noscript", "template", "head", "svg", "button", "select",
@@ -806,9 +807,10 @@ class _HTMLText(HTMLParser):
     HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
     CELLS = {"td", "th"}
 
-    def __init__(self):
+    def __init__(self, bound: _Outline | None = None):
         super().__init__(convert_charrefs=True)
         self.lines: list[Line] = []
+        self.bound, self.size = bound, 0  # what the lines weigh, counted as _Outline counts
         self.buf: list[str] = []  # the text of the line being built
         self.prefix = ""          # its Markdown marker: '## ' for an h2, '- ' for a list item
         self.buf_line = 0         # source line of its first visible character
@@ -821,15 +823,20 @@ class _HTMLText(HTMLParser):
         text = "".join(self.buf)
         text = text.rstrip() if self.pre else " ".join(text.split())
         if text:
-            self.lines.append(Line(self.buf_line, self.prefix + text,
-                                   end=max(self.buf_end, self.buf_line)))
+            self._add(Line(self.buf_line, self.prefix + text, end=max(self.buf_end, self.buf_line)))
         if blank and self.lines and self.lines[-1].text:
-            self.lines.append(Line(self.getpos()[0], ""))
+            self._add(Line(self.getpos()[0], ""))
         self.buf, self.prefix, self.buf_end = [], "", 0
+
+    def _add(self, line: Line) -> None:
+        self.size += max(len(line.text), _SHORTEST_LINE)
+        if self.bound:
+            self.bound.fits(self.size)
+        self.lines.append(line)
 
     def _fence(self):
         """Preformatted text becomes a fenced block: the chunker keeps its lines."""
-        self.lines.append(Line(self.getpos()[0], "```"))
+        self._add(Line(self.getpos()[0], "```"))
 
     def handle_starttag(self, tag, attrs):
         if self.hidden:
@@ -901,9 +908,9 @@ def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
                or (name == "style" and _HIDING_STYLE.search(value or "")) for name, value in attrs)
 
 
-def _html_lines(text: str) -> list[Line]:
-    """Visible text of an HTML page, keeping headings and source line numbers."""
-    parser = _HTMLText()
+def _html_lines(text: str, bound: _Outline | None = None) -> list[Line]:
+    """Visible text of an HTML page, keeping headings and source line numbers (bound: _HTMLText)."""
+    parser = _HTMLText(bound)
     parser.feed(text)
     parser.close()
     parser._break()
@@ -1150,6 +1157,14 @@ class NotText(Unreadable):
     """A file whose bytes are not text after all (counted as binary)."""
 
 
+class TooLarge(Unreadable):
+    """A file whose parts or text expand past what one file may be (--max-file-mb): skipped
+    whole, as a text file that large is, never indexed in part as if complete."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"expands past the {size_text(limit)} limit (raise it with --max-file-mb)")
+
+
 class _Compression(NamedTuple):
     """A kind of compression: the module that reads it, its magic bytes, its name in messages."""
 
@@ -1210,10 +1225,11 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
     return b"".join(parts)
 
 
-def parse_document(path: str, data: bytes, fmt: Format | None = None,
-                   ocr_lang: str = OCR_LANG) -> tuple[list[Line], str | None]:
+def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: str = OCR_LANG,
+                   max_bytes: int = MAX_FILE_MB << 20) -> tuple[list[Line], str | None]:
     """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
-    unpacked first. ocr_lang: tesseract's language for scanned pages and images. Every format
+    unpacked first. ocr_lang: tesseract's language for scanned pages and images; max_bytes: what
+    an Office or EPUB file may expand to (its parts read, and its text). Every format
     passes here, so secrets in any of them are redacted (_redact_lines). Unreadable: a file
     damaged, encrypted or needing a missing tool."""
     kind = compression(path) if fmt is None else None
@@ -1222,7 +1238,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None,
     fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
     if fmt.binary:
         lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
-                          else (fmt.from_bytes(path, data), None))
+                          else (fmt.from_bytes(path, data, max_bytes), None))
     else:
         text, warning = _decode(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
@@ -1858,11 +1874,25 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
     return out
 
 
-class _Outline:
-    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs."""
+# What an extracted document's lines may hold is counted in characters, a line (a blank one
+# too) as this many at least: a line's record (~100 bytes) weighs more than a short line's text,
+# so a file of a million one-letter paragraphs is bounded too; a real paragraph, hundreds of
+# characters long, counts as it is, and its blank line as 32 more.
+_SHORTEST_LINE = 32
 
-    def __init__(self):
+
+class _Outline:
+    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs;
+    limit: the characters they may hold at most (TooLarge past it; None: no bound)."""
+
+    def __init__(self, limit: int | None = None):
         self.lines: list[Line] = []
+        self.limit = self.left = limit
+
+    def fits(self, n: int) -> None:
+        """TooLarge unless n more characters fit: checked before a long text is built."""
+        if self.left is not None and n > self.left:
+            raise TooLarge(self.limit)
 
     def heading(self, level: int, text: str, loc: str = "") -> None:
         text = " ".join(text.split())
@@ -1873,6 +1903,8 @@ class _Outline:
         rows = [r.rstrip() for r in text.strip("\n").split("\n")]
         if not any(rows):
             return
+        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + _SHORTEST_LINE)
+        self.left = None if self.left is None else self.left - n
         if self.lines:
             self.lines.append(Line(len(self.lines) + 1, "", loc))
         for row in rows:
@@ -1896,35 +1928,47 @@ class _Outline:
             self.para("Notes: " + "\n".join(texts), loc)
 
 
-def _table_rows(outline: _Outline, rows: list[tuple[int, list[str]]], where: str) -> None:
-    """Rows as paragraphs of 'header: value' pairs (the first non-empty row is the header), so
-    a chunk of a spreadsheet's or CSV file's rows reads on its own. (A table inside a document is
-    read with the text around it, as rows of 'cell | cell'.)
+def _table_rows(outline: _Outline, rows: Iterable[tuple[int, dict[int, str]]], where: str,
+                title: str = "") -> None:
+    """Rows (number, {column: cell text, spaces collapsed}) as paragraphs of 'header: value'
+    pairs (the first row with text is the header), so a chunk of a spreadsheet's or CSV file's
+    rows reads on its own; title: a heading before them (a sheet's name), none when no row has
+    text. A row's length is checked before its text is made: a cell thousands of cells share
+    (a spreadsheet's shared string) meets the outline's bound, not memory. (A table inside a
+    document is read with the text around it, as rows of 'cell | cell'.)
 
-    >>> o = _Outline(); _table_rows(o, [(1, ["name", "qty"]), (2, ["pen", "3"])], "row ")
+    >>> o = _Outline(); _table_rows(o, [(1, {0: "name", 1: "qty"}), (2, {0: "pen", 1: "3"})], "r")
     >>> [(l.text, l.loc) for l in o.lines]
-    [('name: pen; qty: 3', 'row 2')]
+    [('name: pen; qty: 3', 'r2')]
     """
+    def text(pairs):  # 'name: value; ...' once its length is known to fit
+        outline.fits(sum(len(h) + len(v) + 4 for h, v in pairs))
+        return "; ".join(f"{h}: {v}" if v else h for h, v in pairs)
+
     header, first, body = None, 0, False
     for no, cells in rows:
-        cells = [" ".join(c.split()) for c in cells]
-        if not any(cells):
+        if not any(cells.values()):
             continue
         if header is None:
-            header, first = [h or f"column {i}" for i, h in enumerate(cells, 1)], no
+            header, first = cells, no
+            if title:
+                outline.heading(1, title, f"{where}{no}")
             continue
-        names = header + [f"column {i}" for i in range(len(header) + 1, len(cells) + 1)]
-        outline.para("; ".join(f"{h}: {c}" for h, c in zip(names, cells) if c), f"{where}{no}")
+        outline.para(text([(header.get(c) or f"column {c + 1}", v)
+                           for c, v in sorted(cells.items()) if v]), f"{where}{no}")
         body = True
     if header is not None and not body:  # a header row and nothing else
-        outline.para("; ".join(header), f"{where}{first}")
+        outline.para(text([(h or f"column {c + 1}", "") for c, h in sorted(header.items())]),
+                     f"{where}{first}")
 
 
 def _delimited_lines(text: str, delimiter: str) -> list[Line]:
     """A CSV or TSV file as header-aware row paragraphs, cited by row number."""
     import csv
     try:
-        rows = list(enumerate(csv.reader(text.splitlines(keepends=True), delimiter=delimiter), 1))
+        rows = [(no, {i: " ".join(c.split()) for i, c in enumerate(row)})
+                for no, row in enumerate(csv.reader(text.splitlines(keepends=True),
+                                                    delimiter=delimiter), 1)]
     except csv.Error as e:
         raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
     out = _Outline()
@@ -2013,32 +2057,62 @@ def _zip_path(folder: str, href: str) -> str:
     return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
 
 
-def _zip_bytes(zf, name: str) -> bytes:
-    """One member's bytes, refused past ZIP_MEMBER_LIMIT (a small file can hold GBs of zeros)."""
-    info = zf.getinfo(name)
-    if info.file_size > ZIP_MEMBER_LIMIT:
-        raise Unreadable(f"{name} expands to {info.file_size >> 20} MB, over the "
-                         f"{ZIP_MEMBER_LIMIT >> 20} MB limit")
-    with zf.open(info) as f:
-        data = f.read(ZIP_MEMBER_LIMIT + 1)
-    if len(data) > ZIP_MEMBER_LIMIT:
-        raise Unreadable(f"{name} expands past the {ZIP_MEMBER_LIMIT >> 20} MB limit")
-    return data
+# A parsed XML element takes ~100 bytes: a file's members may hold one per this many bytes of
+# the limit, on average. Real markup takes 11 or more an element (a spreadsheet's cell,
+# <c r="A1"><v>7</v></c>), a bomb of empty ones 4 (20 MB: 5 million elements, 540 MB parsed).
+_MARKUP_BYTES = 8
 
 
-def _zip_xml(zf, name: str, required: bool = True):
-    """Parse one XML member (None when it is absent and not required)."""
-    import xml.etree.ElementTree as ET
-    try:
-        data = _zip_bytes(zf, name)
-    except KeyError:
-        if not required:
+class _Parts:
+    """A ZIP-based file as its reader sees it, with what it may expand to bounded by limit (its
+    max_bytes): each member is read (decompressed, parsed) once; a part the file refers to again
+    adds nothing (once: a spine or slide list naming one part a thousand times is read as naming
+    it once); the members read, together, and the text written to out each stop at limit."""
+
+    def __init__(self, zf, limit: int):
+        self.zf, self.limit, self.left = zf, limit, limit
+        self.elements = limit // _MARKUP_BYTES  # the XML elements its members may hold
+        self.read: set[str] = set()
+        self.out = _Outline(limit)
+
+    def once(self, names: Iterable[str]) -> Iterator[str]:
+        """The names of members not read yet, in order (each is to be read before the next is
+        asked for: a name given again, or a part the file has read already, is left out)."""
+        return (name for name in names if name not in self.read)
+
+    def bytes(self, name: str, required: bool = True) -> bytes | None:
+        """A member's bytes (None when absent and not required); Unreadable if read before."""
+        if name in self.read:
+            raise Unreadable(f"damaged: {name} is referred to twice")
+        self.read.add(name)
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            if not required:
+                return None
+            raise Unreadable(f"damaged: {name} is missing") from None
+        if info.file_size > self.left:  # what it says it holds, then what it does
+            raise TooLarge(self.limit)
+        with self.zf.open(info) as f:
+            data = f.read(self.left + 1)
+        self.left -= len(data)
+        if self.left < 0:
+            raise TooLarge(self.limit)
+        return data
+
+    def xml(self, name: str, required: bool = True):
+        """A member parsed as XML (None when absent and not required)."""
+        import xml.etree.ElementTree as ET
+        data = self.bytes(name, required)
+        if data is None:
             return None
-        raise Unreadable(f"damaged: {name} is missing") from None
-    try:
-        return ET.fromstring(data)
-    except ET.ParseError as e:
-        raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
+        self.elements -= data.count(b"</") + data.count(b"/>")  # (counted before it is parsed)
+        if self.elements < 0:
+            raise TooLarge(self.limit)
+        try:
+            return ET.fromstring(data)
+        except ET.ParseError as e:
+            raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
 
 
 def _rel_id(el) -> str | None:
@@ -2046,10 +2120,10 @@ def _rel_id(el) -> str | None:
     return next((v for k, v in el.attrib.items() if k.endswith("}id")), None)
 
 
-def _zip_rels(zf, part: str) -> dict[str, tuple[str, str]]:
+def _zip_rels(parts: _Parts, part: str) -> dict[str, tuple[str, str]]:
     """Relationship id -> (type, target member) for an OOXML part."""
     folder, name = part.rpartition("/")[::2]
-    root = _zip_xml(zf, f"{folder}/_rels/{name}.rels", required=False)
+    root = parts.xml(f"{folder}/_rels/{name}.rels", required=False)
     out = {}
     for rel in [] if root is None else root:
         target = rel.get("Target", "")
@@ -2060,14 +2134,16 @@ def _zip_rels(zf, part: str) -> dict[str, tuple[str, str]]:
 
 
 def _container_reader(kind: str):
-    """Wrap a reader of ZIP-based files so that any damage becomes Unreadable."""
+    """Wrap a reader of ZIP-based files: it reads the members through _Parts and writes its
+    text to parts.out (both bounded by max_bytes); any damage becomes Unreadable."""
     def wrap(read):
-        def reader(path: str, data: bytes) -> list[Line]:
+        def reader(path: str, data: bytes, max_bytes: int = MAX_FILE_MB << 20) -> list[Line]:
             import zipfile
             zf = _open_zip(data, kind)
             try:
                 with zf:
-                    return read(zf)
+                    read(parts := _Parts(zf, max_bytes))
+                    return parts.out.lines
             except Unreadable:
                 raise
             except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
@@ -2079,8 +2155,24 @@ def _container_reader(kind: str):
     return wrap
 
 
-def _ooxml_text(el) -> str:
-    """A Word or DrawingML element's text, tabs and breaks (not tab stops, fields or deletions)."""
+_OOXML_NOT_TEXT = ("pPr", "rPr", "del", "instrText")  # tab stops, fields, deletions
+_NESTED_ROWS = ("tbl", "tr", "table", "table-row")  # a table in a cell: read as rows of its own
+
+
+def _tops(el, tags: set[str]) -> Iterator:
+    """el's descendants with a local tag in tags inside no other such one, in document order:
+    each element is visited once (one walk per match would be quadratic in its nesting)."""
+    stack = list(el)[::-1]
+    while stack:
+        node = stack.pop()
+        if local(node.tag) in tags:
+            yield node
+        else:
+            stack += list(node)[::-1]
+
+
+def _ooxml_text(el, skip: tuple = _OOXML_NOT_TEXT) -> str:
+    """A Word or DrawingML element's text, tabs and breaks, without the elements skip names."""
     parts: list[str] = []
 
     def visit(node, in_run):
@@ -2092,7 +2184,7 @@ def _ooxml_text(el) -> str:
                 parts.append("\t")
             elif tag in ("br", "cr"):
                 parts.append("\n")
-            elif tag not in ("pPr", "rPr", "del", "instrText"):
+            elif tag not in skip:
                 visit(child, tag == "r")
 
     visit(el, False)
@@ -2134,10 +2226,10 @@ def _outline_level(name: str, outline: str | None) -> int | None:
     return None
 
 
-def _docx_heading_levels(zf) -> dict[str, int]:
+def _docx_heading_levels(parts: _Parts) -> dict[str, int]:
     """Paragraph style id -> heading level, by name or outline level, inherited through
     w:basedOn as Word reads them."""
-    root = _zip_xml(zf, "word/styles.xml", required=False)
+    root = parts.xml("word/styles.xml", required=False)
     own, parents = {}, {}
     for style in [] if root is None else root:
         if local(style.tag) != "style":
@@ -2156,11 +2248,11 @@ def _docx_heading_levels(zf) -> dict[str, int]:
 
 
 @_container_reader("Word (.docx)")
-def _docx_lines(zf) -> list[Line]:
+def _docx_lines(parts: _Parts) -> None:
     """Paragraphs (headings by style), and tables as rows of cells."""
-    levels = _docx_heading_levels(zf)
-    body = next(iter(_zip_xml(zf, "word/document.xml")), None)
-    out = _Outline()
+    levels = _docx_heading_levels(parts)
+    body = next(iter(parts.xml("word/document.xml")), None)
+    out = parts.out
 
     def visit(parent):
         for el in parent:
@@ -2179,38 +2271,35 @@ def _docx_lines(zf) -> list[Line]:
             elif tag == "tbl":
                 for row in el.iter():
                     if local(row.tag) == "tr":
-                        cells = [_ooxml_text(c).strip() for c in row if local(c.tag) == "tc"]
+                        cells = [_ooxml_text(c, _OOXML_NOT_TEXT + _NESTED_ROWS).strip()
+                                 for c in row if local(c.tag) == "tc"]
                         out.para(" | ".join(cells))
             elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
                 visit(el)  # content controls and tracked insertions hold paragraphs too
 
     visit(body if body is not None else [])
-    return out.lines
 
 
 def _drawing_paragraphs(el) -> list[str]:
-    """Texts of DrawingML paragraphs in order; a table row becomes 'cell | cell'."""
-    rows = [node for node in el.iter() if local(node.tag) == "tr"]
-    in_rows = {id(p) for tr in rows for p in tr.iter()}
-    out = [_ooxml_text(p) for p in el.iter() if local(p.tag) == "p" and id(p) not in in_rows]
-    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc") for tr in rows]
+    """Texts of DrawingML paragraphs in order, then of its table rows ('cell | cell')."""
+    tops = list(_tops(el, {"p", "tr"}))
+    out = [_ooxml_text(p) for p in tops if local(p.tag) == "p"]
+    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc")
+            for tr in tops if local(tr.tag) == "tr"]
     return [t for t in out if t.strip(" |\n\t")]
 
 
 @_container_reader("PowerPoint (.pptx)")
-def _pptx_lines(zf) -> list[Line]:
+def _pptx_lines(parts: _Parts) -> None:
     """Each slide in presentation order: its title as a heading, its text, its notes."""
     pres = "ppt/presentation.xml"
-    rels = _zip_rels(zf, pres)
-    ids = [_rel_id(el) for el in _zip_xml(zf, pres).iter() if local(el.tag) == "sldId"]
-    out = _Outline()
-    for n, rid in enumerate(ids, 1):
-        slide = rels.get(rid, ("", ""))[1]
-        root = _zip_xml(zf, slide)
+    rels = _zip_rels(parts, pres)
+    ids = [_rel_id(el) for el in parts.xml(pres).iter() if local(el.tag) == "sldId"]
+    out = parts.out
+    for n, slide in enumerate(parts.once(rels.get(rid, ("", ""))[1] for rid in ids), 1):
+        root = parts.xml(slide)
         title, body = "", []
-        for shape in root.iter():
-            if local(shape.tag) not in ("sp", "graphicFrame"):
-                continue
+        for shape in _tops(root, {"sp", "graphicFrame"}):
             ph = next((x for x in shape.iter() if local(x.tag) == "ph"), None)
             texts = _drawing_paragraphs(shape)
             if ph is not None and ph.get("type") in ("title", "ctrTitle") and not title:
@@ -2220,81 +2309,89 @@ def _pptx_lines(zf) -> list[Line]:
         loc = out.slide(n, title)
         for text in body:
             out.para(text, loc)
-        for kind, target in _zip_rels(zf, slide).values():
-            if kind == "notesSlide":
-                out.notes([t for shape in _zip_xml(zf, target).iter() if local(shape.tag) == "sp"
-                           and all(x.get("type") in (None, "body") for x in shape.iter()
-                                   if local(x.tag) == "ph")
-                           for t in _drawing_paragraphs(shape)], loc)
-    return out.lines
+        notes = [t for k, t in _zip_rels(parts, slide).values() if k == "notesSlide"]
+        for target in parts.once(notes):
+            out.notes([t for shape in _tops(parts.xml(target), {"sp"})
+                       if all(x.get("type") in (None, "body") for x in shape.iter()
+                               if local(x.tag) == "ph")
+                       for t in _drawing_paragraphs(shape)], loc)
 
 
 def _cell_column(ref: str) -> int:
-    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27."""
+    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27 (its first letters only:
+    Excel's last column is XFD, and a million letters would make a number a million digits long)."""
     n = 0
-    for ch in ref:
+    for ch in ref[:_COLUMN_LETTERS]:
         if not ch.isalpha():
             break
         n = n * 26 + ord(ch.upper()) - 64
     return n - 1
 
 
+_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
+
+
 @_container_reader("Excel (.xlsx)")
-def _xlsx_lines(zf) -> list[Line]:
-    """Each sheet as a heading and its rows as header-aware paragraphs."""
-    shared = _zip_xml(zf, "xl/sharedStrings.xml", required=False)
-    strings = ["".join(t.text or "" for t in si.iter() if local(t.tag) == "t")
-               for si in ([] if shared is None else shared)]
-    rels = _zip_rels(zf, "xl/workbook.xml")
-    out = _Outline()
-    for sheet in _zip_xml(zf, "xl/workbook.xml").iter():
-        if local(sheet.tag) != "sheet":
-            continue
-        name = sheet.get("name") or "sheet"
-        target = rels.get(_rel_id(sheet), ("", ""))[1]
-        rows = []
-        for row in _zip_xml(zf, target).iter():
-            if local(row.tag) == "row":
-                cells: dict[int, str] = {}
-                for i, c in enumerate(x for x in row if local(x.tag) == "c"):
-                    column = _cell_column(c.get("r", "")) if c.get("r") else i
-                    cells[column] = _xlsx_value(c, strings)
-                width = max(cells, default=-1) + 1
-                rows.append((int(row.get("r") or len(rows) + 1),
-                             [cells.get(i, "") for i in range(width)]))
-        first = next((no for no, cells in rows if any(c.strip() for c in cells)), None)
-        if first is not None:  # an empty sheet adds nothing, not even its name
-            out.heading(1, name, f"{name} row {first}")
-            _table_rows(out, rows, f"{name} row ")
-    return out.lines
+def _xlsx_lines(parts: _Parts) -> None:
+    """Each sheet as a heading and its rows as header-aware paragraphs (an empty sheet adds
+    nothing, not even its name)."""
+    shared = parts.xml("xl/sharedStrings.xml", required=False)
+    strings = [" ".join("".join(t.text or "" for t in si.iter() if local(t.tag) == "t").split())
+               for si in ([] if shared is None else shared)]  # each made once, however shared
+    shared = None
+    rels = _zip_rels(parts, "xl/workbook.xml")
+    sheets: dict[str, str] = {}  # part -> the name of the first sheet it is
+    for sheet in parts.xml("xl/workbook.xml").iter():
+        if local(sheet.tag) == "sheet":
+            sheets.setdefault(rels.get(_rel_id(sheet), ("", ""))[1], sheet.get("name") or "sheet")
+    for target in parts.once(sheets):
+        name = sheets[target]
+        _table_rows(parts.out, _xlsx_rows(parts.xml(target), strings), f"{name} row ", name)
+
+
+def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]:
+    """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
+    n = 0
+    for row in _tops(root, {"row"}):
+        r = row.get("r") or ""
+        n = int(r) if r.isdecimal() and len(r) < 10 else n + 1  # Excel's last row: 1048576
+        yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
+                  for i, c in enumerate(x for x in row if local(x.tag) == "c")}
 
 
 def _xlsx_value(c, strings: list[str]) -> str:
+    """A cell's text, spaces collapsed (a shared string's already are: it is not copied)."""
     kind = c.get("t")
     if kind == "inlineStr":
-        return "".join(t.text or "" for t in c.iter() if local(t.tag) == "t")
+        return " ".join("".join(t.text or "" for t in c.iter() if local(t.tag) == "t").split())
     v = next((x.text for x in c if local(x.tag) == "v"), None) or ""
     if kind == "s":
         return strings[int(v)] if v.isdigit() and int(v) < len(strings) else ""
     if kind == "b":
         return "TRUE" if v == "1" else "FALSE"
-    return v
+    return " ".join(v.split())
 
 
-def _odf_text(el) -> str:
-    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks."""
-    parts = [el.text or ""]
-    for child in el:
-        tag = local(child.tag)
-        if tag == "s":
-            parts.append(" " * int(attr(child, "c", "1") or 1))
-        elif tag == "tab":
-            parts.append("\t")
-        elif tag == "line-break":
-            parts.append("\n")
-        elif tag not in ("note", "annotation"):
-            parts.append(_odf_text(child))
-        parts.append(child.tail or "")
+def _odf_text(el, skip: tuple = ("note", "annotation")) -> str:
+    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks; not notes,
+    annotations or what else skip names."""
+    parts: list[str] = []
+
+    def visit(node):
+        parts.append(node.text or "")
+        for child in node:
+            tag = local(child.tag)
+            if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
+                parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
+            elif tag == "tab":
+                parts.append("\t")
+            elif tag == "line-break":
+                parts.append("\n")
+            elif tag not in skip:
+                visit(child)
+            parts.append(child.tail or "")
+
+    visit(el)
     return "".join(parts)
 
 
@@ -2333,7 +2430,8 @@ def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None
         elif tag == "table":
             for row in el.iter():
                 if local(row.tag) == "table-row":
-                    cells = [" ".join(_odf_text(p) for p in c if local(p.tag) == "p").strip()
+                    cells = [" ".join(_odf_text(p, ("note", "annotation") + _NESTED_ROWS)
+                                      for p in c if local(p.tag) == "p").strip()
                              for c in row if local(c.tag) == "table-cell"]
                     out.para(" | ".join(cells), loc)
         elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
@@ -2342,21 +2440,22 @@ def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None
 
 
 _ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
+_ODF_SPACES = 80  # text:s c="N": N spaces, kept up to a line's width; more is layout
 
 
 @_container_reader("OpenDocument")
-def _odf_lines(zf) -> list[Line]:
+def _odf_lines(parts: _Parts) -> None:
     """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
-    content = _zip_xml(zf, "content.xml")
+    content = parts.xml("content.xml")
     body = next((el for el in content.iter() if local(el.tag) == "body"), None)
-    levels = _odf_heading_levels(_zip_xml(zf, "styles.xml", required=False), content)
-    out = _Outline()
+    levels = _odf_heading_levels(parts.xml("styles.xml", required=False), content)
+    out = parts.out
     for doc in [] if body is None else body:
         if local(doc.tag) != "presentation":
             _odf_blocks(doc, out, "", levels)
             continue
         for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
-            title = next((" ".join(_odf_text(p) for p in f.iter() if local(p.tag) == "p")
+            title = next((" ".join(_odf_text(p) for p in _tops(f, {"p"}))
                           for f in page if attr(f, "class") == "title"), "")
             loc = out.slide(n, title)
             for frame in page:
@@ -2368,31 +2467,27 @@ def _odf_lines(zf) -> list[Line]:
                     out.notes([l.text for l in notes.lines], loc)
                 else:
                     _odf_blocks([frame], out, loc)
-    return out.lines
 
 
 @_container_reader("EPUB")
-def _epub_lines(zf) -> list[Line]:
+def _epub_lines(parts: _Parts) -> None:
     """Chapters in spine order through the HTML reader, cited as 'ch. N'."""
     from urllib.parse import unquote
-    container = _zip_xml(zf, "META-INF/container.xml")
+    container = parts.xml("META-INF/container.xml")
     opf = next((attr(r, "full-path") for r in container.iter() if local(r.tag) == "rootfile"), None)
     if not opf:
         raise Unreadable("damaged: no rootfile in META-INF/container.xml")
-    root = _zip_xml(zf, opf)
+    root = parts.xml(opf)
     folder = opf.rpartition("/")[0]
     items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
-    out, chapter = _Outline(), 0
-    for ref in (el for el in root.iter() if local(el.tag) == "itemref"):
-        href = items.get(ref.get("idref"))
-        if not href:
-            continue
-        page = _zip_bytes(zf, _zip_path(folder, unquote(href.split("#")[0])))
-        text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace")))
+    hrefs = (items.get(el.get("idref")) for el in root.iter() if local(el.tag) == "itemref")
+    chapter = 0
+    for name in parts.once(_zip_path(folder, unquote(h.split("#")[0])) for h in hrefs if h):
+        page = parts.bytes(name)
+        text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace"), parts.out))
         if text.strip():
             chapter += 1
-            out.para(text, f"ch. {chapter}")
-    return out.lines
+            parts.out.para(text, f"ch. {chapter}")
 
 
 def _shutil_which(name: str) -> str | None:
@@ -3244,11 +3339,11 @@ DEFINITIONS = {  # compiled on first use (re caches them): searches never need t
 @dataclass(frozen=True)
 class Format:
     """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
-    from_bytes(path, data) -> lines; definitions names the DEFINITIONS pattern of source code
-    ('#' is then a comment, not a heading)."""
+    from_bytes(path, data, max_bytes: what it may expand to) -> lines; definitions names the
+    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
 
     text: Callable[[str], list[Line]] | None = None
-    from_bytes: Callable[[str, bytes], list[Line]] | None = None
+    from_bytes: Callable[[str, bytes, int], list[Line]] | None = None
     definitions: str | None = None
     ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
 
@@ -3650,9 +3745,12 @@ def _as_written(text: str, c: int, d: int) -> str:
 
     >>> _as_written("  x = 1\\n  y = 2\\n", 0, 16), _as_written("One. Two.", 4, 9)
     ('  x = 1\\n  y = 2', 'Two.')
+    >>> _as_written("One.\\n  Two.", 5, 11), _as_written("x\\n  One. Two.", 9, 13)
+    ('  Two.', 'Two.')
     """
     first = c + len(text[c:d]) - len(text[c:d].lstrip())  # its first visible character
-    start = text.rfind("\n", 0, first) + 1  # where that character's line starts
+    # whether that character's line starts within text[c:d] (looked for there only: linear)
+    start = text.rfind("\n", max(0, c - 1), first) + 1
     return text[start if start >= c else first:d].rstrip()
 
 
@@ -8110,7 +8208,7 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     try:
         # parse_document holds the only reference: a large file's bytes are not held twice
         data, got = [data], None
-        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang)
+        lines, warning = parse_document(path, data.pop(), fmt, opts.ocr_lang, opts.max_bytes)
         got = data = None
         chunks = chunk_lines(lines, opts.size, opts.overlap, fmt.pattern(),
                              header_title(lines) or document_name(rel))
@@ -8120,6 +8218,9 @@ def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
     except MissingTool as e:
         log.once(f"{e}: each such file is skipped")
         log.skipped(path, "need a program not installed", str(e))
+        return "skipped", None
+    except TooLarge as e:
+        log.skipped(path, "too large", str(e))
         return "skipped", None
     except Unreadable as e:
         log.skipped(path, "could not be parsed", str(e))

@@ -1037,6 +1037,105 @@ class ParseTests(RagTestCase):
             ("# Growth", "ch. 1"), ("Then came Berlin.", "ch. 1"), ("a | b", "ch. 1"),
             ("# Origins", "ch. 2"), ("It began in Lisbon.", "ch. 2")])
 
+    def test_zip_parts_each_read_once_however_often_referred_to(self):
+        import zipfile
+        book = epub_members(["<p>Only chapter.</p>"])  # its spine: that chapter 2,000 times, then the package
+        book["OEBPS/book.opf"] = book["OEBPS/book.opf"].replace(
+            "<spine>", "<spine>" + '<itemref idref="c0"/>' * 2000 + '<itemref idref="opf"/>').replace(
+            "</manifest>", '<item id="opf" href="book.opf"/></manifest>')
+        deck = pptx_members([("Only slide", ["Body."], "Say it.")])  # one slide id 500 times
+        deck["ppt/presentation.xml"] = deck["ppt/presentation.xml"].replace(
+            '<p:sldId id="256" r:id="rId1"/>', "".join(f'<p:sldId id="{256 + i}" r:id="rId1"/>' for i in range(500)))
+        sheets = xlsx_members({"A": [["k"], ["v"]], "B": [["x"]]})  # two sheets, one part
+        sheets["xl/workbook.xml"] = sheets["xl/workbook.xml"].replace('r:id="rId2"', 'r:id="rId1"')
+        files = {name: self.zipped(m) for name, m in (
+            ("book.epub", book), ("deck.pptx", deck), ("s.xlsx", sheets),
+            ("d.docx", docx_members([("Styled", "Heading1"), "Text."])),
+            ("p.odt", odf_members("<office:text><text:p>Para.</text:p></office:text>")))}
+        opened, real_open = [], zipfile.ZipFile.open
+        with mock.patch.object(zipfile.ZipFile, "open", lambda zf, name, *a, **kw: opened.append(
+                getattr(name, "filename", name)) or real_open(zf, name, *a, **kw)):
+            got = {name: [(l.text, l.loc) for l in self.parse(name, data) if l.text] for name, data in files.items()}
+        self.assertEqual(got["book.epub"], [("Only chapter.", "ch. 1")])
+        self.assertEqual(got["deck.pptx"], [("# Slide 1: Only slide", "slide 1"), ("Body.", "slide 1"),
+                                            ("Notes: Say it.", "slide 1")])
+        self.assertEqual(got["s.xlsx"], [("# A", "A row 1"), ("k: v", "A row 2")])
+        self.assertEqual((got["d.docx"], got["p.odt"]), ([("# Styled", ""), ("Text.", "")], [("Para.", "")]))
+        self.assertEqual(sorted(set(opened)), sorted(opened))  # no member opened twice
+        self.assertIn("word/styles.xml", opened)
+
+    def test_xlsx_shared_string_counted_each_time_a_cell_shows_it(self):
+        def book(header_cells, data_cells, text):
+            m = xlsx_members({"S": [["h"], ["v"]]})
+            rows = [f'<row r="{r}">' + '<c t="s"><v>0</v></c>' * n + "</row>"
+                    for r, n in ((1, header_cells), (2, data_cells)) if n]
+            m["xl/sharedStrings.xml"] = m["xl/sharedStrings.xml"].split("<si>")[0] + f"<si><t>{text}</t></si></sst>"
+            m["xl/worksheets/sheet1.xml"] = (m["xl/worksheets/sheet1.xml"].split("<sheetData>")[0]
+                                             + f"<sheetData>{''.join(rows)}</sheetData></worksheet>")
+            return self.zipped(m)
+        big = "kelp  forest " * 10_000  # 130 KB, spaces collapsed once: a 5000-cell row would be 1.2 GB
+        for header, data in ((5000, 5000), (5000, 0)):  # a row, or the header alone
+            with self.subTest(header=header, data=data), self.assertRaises(rag.TooLarge):
+                rag.parse_document("bomb.xlsx", book(header, data, big))
+        small = book(1, 300, "x" * 1000)  # 300 cells, one string: 300 KB of text from a few KB
+        with self.assertRaisesRegex(rag.TooLarge, r"expands past the 195.3 KB limit \(raise it with --max-file-mb\)"):
+            rag.parse_document("s.xlsx", small, max_bytes=200_000)
+        lines = rag.parse_document("s.xlsx", small, max_bytes=400_000)[0]
+        self.assertEqual(lines[-1].text.count("x" * 1000), 1 + 300)  # the header's name, each cell's
+
+    def test_xlsx_cells_anywhere_read_sparsely(self):
+        m = xlsx_members({"S": [["h"], ["v"]]})
+        far = "Z" * 1_000_000  # a column a million letters long: read by its first letters
+        m["xl/worksheets/sheet1.xml"] = m["xl/worksheets/sheet1.xml"].replace('<c r="A1"', '<c r="XFD1"').replace(
+            '<c r="A2"', '<c r="XFD2"').replace('<row r="2">', f'<row r="{"9" * 50}"><c r="{far}1"><v>7</v></c>')
+        self.assertEqual([(l.text, l.loc) for l in self.parse("wide.xlsx", self.zipped(m)) if l.text],
+                         [("# S", "S row 1"), ("h: v; column 475254: 7", "S row 2")])
+
+    def test_docx_and_odt_nested_table_read_once_as_its_own_rows(self):
+        def w(text):
+            return f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>"
+        inner = f"<w:tbl><w:tr><w:tc>{w('Inner')}</w:tc></w:tr></w:tbl>"
+        m = docx_members([])
+        m["word/document.xml"] = (f"<w:document {W_NS}><w:body><w:tbl><w:tr><w:tc>{w('Outer')}{inner}</w:tc>"
+                                  f"<w:tc>{w('Side')}</w:tc></w:tr></w:tbl></w:body></w:document>")
+        self.assertEqual([l.text for l in self.parse("n.docx", self.zipped(m)) if l.text], ["Outer | Side", "Inner"])
+        cell = "<table:table-cell><text:p>{}</text:p></table:table-cell>"
+        inner = (f"<draw:frame><draw:text-box><table:table><table:table-row>{cell.format('Inner')}"
+                 "</table:table-row></table:table></draw:text-box></draw:frame>")
+        odt = odf_members(f"<office:text><table:table><table:table-row>{cell.format('Outer' + inner)}"
+                          f"{cell.format('Side')}</table:table-row></table:table>"
+                          '<text:p>a<text:s text:c="1000000000"/>b</text:p></office:text>')
+        self.assertEqual([l.text for l in self.parse("n.odt", self.zipped(odt)) if l.text],
+                         ["Outer | Side", "Inner", "a" + " " * rag._ODF_SPACES + "b"])  # not a billion spaces
+
+    def test_zip_parts_parsed_within_the_bound(self):
+        m = docx_members([])  # 60,000 empty paragraphs: 360 KB, more elements than 400 KB may hold
+        m["word/document.xml"] = m["word/document.xml"].replace("<w:body>", "<w:body>" + "<w:p/>" * 60_000)
+        data = self.zipped(m)
+        with self.assertRaises(rag.TooLarge):
+            rag.parse_document("dense.docx", data, max_bytes=400_000)
+        self.assertEqual(rag.parse_document("dense.docx", data, max_bytes=1_000_000)[0], [])
+        book = self.zipped(epub_members(["<p>a</p>" * 40_000]))  # 320 KB: 80,000 lines of one letter or none
+        with self.assertRaises(rag.TooLarge):
+            rag.parse_document("thin.epub", book, max_bytes=1_000_000)
+        self.assertEqual(len(self.parse("thin.epub", book)), 80_000 - 1)
+
+    def test_index_zip_bomb_skipped_as_too_large_and_a_repeated_spine_read_once(self):
+        bomb = xlsx_members({"S": [["h"], ["v"]]})
+        bomb["xl/worksheets/sheet1.xml"] = bomb["xl/worksheets/sheet1.xml"].replace(
+            '<row r="2">', '<row r="2">' + '<c t="s"><v>1</v></c>' * 3000)
+        bomb["xl/sharedStrings.xml"] = bomb["xl/sharedStrings.xml"].replace("<t>v</t>", f"<t>{'kelp ' * 2000}</t>")
+        book = epub_members(["<h1>Tides</h1><p>The moon pulls the sea twice a day.</p>"])
+        book["OEBPS/book.opf"] = book["OEBPS/book.opf"].replace("<spine>", "<spine>" + '<itemref idref="c0"/>' * 5000)
+        write_zip(os.path.join(self.docs, "bomb.xlsx"), bomb)  # 20 MB of text from a few KB
+        write_zip(os.path.join(self.docs, "tides.epub"), book)
+        code, out, err = self.run_cli("index", self.docs)
+        self.assertEqual(code, 0, err)
+        self.assertIn("bomb.xlsx: expands past the 20 MB limit (raise it with --max-file-mb)", err)
+        self.assertIn("indexed 1 file(s), 0 unchanged, 1 skipped", out)
+        self.assertIn("1 too large", out)
+        self.assertEqual(self.rows("SELECT count(*) FROM chunks"), [(1,)])
+
     def test_notebook_cells_without_outputs(self):
         nb = {"cells": [{"cell_type": "markdown", "source": ["# Analysis\n", "\n", "We load the data."]},
                         {"cell_type": "code", "source": "# a comment, not a heading\ndf = load()",
@@ -1420,9 +1519,8 @@ class ParseTests(RagTestCase):
         for name, data in broken.items():
             self.write(name, data, mode="wb")
         self.write("ok.md", "Still indexed.\n")
-        with mock.patch.object(rag, "ZIP_MEMBER_LIMIT", 4096):
-            write_zip(os.path.join(self.docs, "bomb.docx"), docx_members(["x" * 100_000]))
-            code, out, err = self.run_cli("index", self.docs)
+        write_zip(os.path.join(self.docs, "bomb.docx"), docx_members(["x" * 400_000]))
+        code, out, err = self.run_cli("index", self.docs, "--max-file-mb", "0.2")
         self.assertEqual(code, 0, err)
         self.assertNotIn("Traceback", err)
         for name in list(broken) + ["bomb.docx"]:
@@ -1431,7 +1529,7 @@ class ParseTests(RagTestCase):
             with self.subTest(name):
                 self.assertRegex(err, rf"skipped \S*{re.escape(name)}: ")
         self.assertIn("encrypted (password-protected)", err)
-        self.assertIn("over the 0 MB limit", err)
+        self.assertIn("bomb.docx: expands past the 204.8 KB limit (raise it with --max-file-mb)", err)
         self.assertIn("nested too deeply", err)
         self.assertEqual(self.rows("SELECT count(*) FROM documents"), [(1,)])
 
@@ -1546,6 +1644,24 @@ class ChunkTests(unittest.TestCase):
                          ["Use a build tool, e.g. Make, or a script, i.e. one file.",
                           "See Fig. 2 vs. Fig. 3 and apples, pears etc. for more.",
                           "Then pears, etc.", "The end."])
+
+    def test_chunk_lines_one_long_line_cut_at_its_sentences(self):
+        sentences = [f"Sentence {i} tells of kelp." for i in range(400)]
+        units, expected = ["  " + sentences[0]] + sentences[1:], [""]  # packed greedily, as lines are
+        for u in units:
+            if expected[-1] and len(expected[-1]) + 1 + len(u) > 200:
+                expected.append("")
+            expected[-1] += (" " if expected[-1] else "") + u
+        for text in ("  " + " ".join(sentences), "  " + "\r".join(sentences)):  # CR alone ends no line
+            with self.subTest(text[27:29]):
+                lines = rag.parse_document("a.txt", text.encode())[0]
+                chunks = rag.chunk_lines(lines, 200, 0)
+                self.assertEqual(len(lines), 1)
+                self.assertEqual([c.text for c in chunks], expected)  # the first keeps its indentation
+                self.assertEqual({(c.start_line, c.end_line) for c in chunks}, {(1, 1)})
+                overlapped = rag.chunk_lines(lines, 200, 60)  # the last whole sentences within 60
+                self.assertEqual(overlapped[0].text, expected[0])
+                self.assertTrue(overlapped[1].text.startswith(" ".join(sentences[5:7] + sentences[7:8])))
 
     def test_chunk_packs_paragraphs_within_budget(self):
         text = "\n\n".join(f"Paragraph {i} has some words in it." for i in range(10))

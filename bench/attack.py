@@ -1046,6 +1046,54 @@ def check_own_host(tmp):
     return got == [200, 403, 403], f"own name {got[0]}, other port {got[1]}, a name under it {got[2]}"
 
 
+def index_bombs(tmp, names):
+    """bench/bounds.py's ZIP_BOMBS of these names beside the sample documents, indexed (-v):
+    (exit code, peak MB, seconds, what it said, {name: (chunks, characters stored)})."""
+    from bounds import ZIP_BOMBS
+    docs = write(os.path.join(tmp, "docs"), DOCS)
+    for name in names:
+        with open(os.path.join(docs, name), "wb") as f:
+            f.write(ZIP_BOMBS[name][1]())
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, RAG, "index", "docs", "-v"], cwd=tmp, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timer = threading.Timer(STEP, proc.kill)
+    timer.start()
+    said = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    with sqlite3.connect(os.path.join(tmp, "rag.db")) as con:
+        stored = {n: con.execute("SELECT count(*), coalesce(sum(length(c.text)), 0) FROM chunks c "
+                                 "JOIN documents d ON d.id = c.doc_id WHERE d.rel = ?", (n,)).fetchone()
+                  for n in names}
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, time.monotonic() - t0, said, stored
+
+
+def check_repeated_spine(tmp):
+    """39. An EPUB whose spine names one 65 KB chapter 20,000 times is read as naming it once."""
+    code, peak, secs, said, stored = index_bombs(tmp, ["spine.epub"])
+    chunks, chars = stored["spine.epub"]
+    return code == 0 and peak <= 500 and 0 < chars < 2 * 65_000, \
+        f"exit {code}; {secs:.1f} s, peak {peak:.0f} MB; stored {chunks} chunks, {chars:,} characters"
+
+
+def check_shared_string(tmp):
+    """40. An XLSX whose million cells share one 65 KB string is skipped as too large, the run goes on."""
+    code, peak, secs, said, stored = index_bombs(tmp, ["shared.xlsx"])
+    note = "shared.xlsx: expands past the 20 MB limit (raise it with --max-file-mb)" in said
+    return code == 0 and peak <= 500 and note and stored["shared.xlsx"] == (0, 0), \
+        f"exit {code}; {secs:.1f} s, peak {peak:.0f} MB; the note: {note}; stored {stored['shared.xlsx']}"
+
+
+def check_nested_repeats(tmp):
+    """41. Nested repeats (sheets naming one part, a slide id listed 50,000 times, tables 250 deep) stay bounded."""
+    names = ["sheets.xlsx", "slides.pptx", "nested.docx"]
+    code, peak, secs, said, stored = index_bombs(tmp, names)
+    noted = [n for n in names if re.search(rf"{re.escape(n)}: (expands past|no text)", said)]
+    return code == 0 and peak <= 500 and noted == ["sheets.xlsx", "nested.docx"] \
+        and 0 < stored["slides.pptx"][1] < 2 * 65_000, \
+        f"exit {code}; {secs:.1f} s, peak {peak:.0f} MB; skipped with a note: {noted}; the slide " \
+        f"stored as {stored['slides.pptx'][0]} chunks, {stored['slides.pptx'][1]:,} characters"
 # Issue #53: one secret in each layout a reader or its structure gives (marker -> file, text).
 LAYOUT_FILES = {
     "settings.xml": "<settings><servers><server>\n<id>repo</id>\n<password>L42maven-pw!</password>\n"
@@ -1125,7 +1173,8 @@ CHECKS = [check_links, check_secrets, check_host_and_csrf, check_keys, check_lin
           check_forget_true_under_load, check_bounded_reads,
           check_hash_oracle, check_ragignore_widen, check_absolute_globs, check_forget_again,
           check_scoped_scores, check_template_token_class, check_export_names, check_keys_null,
-          check_own_host, check_secret_layouts, check_secret_names_kept]
+          check_own_host, check_repeated_spine, check_shared_string, check_nested_repeats,
+          check_secret_layouts, check_secret_names_kept]
 
 
 def main(argv):
