@@ -1242,7 +1242,8 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: 
     else:
         text, warning = _decode(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
-        lines = fmt.text(_redacted_markup(text) if "</" in text else text)  # before tags go
+        text = _redacted_markup(text) if "</" in text else text  # before tags go
+        lines = fmt.text(text, max_bytes) if fmt.grows else fmt.text(text)
     lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
     return _redact_lines(lines), warning
 
@@ -1962,8 +1963,9 @@ def _table_rows(outline: _Outline, rows: Iterable[tuple[int, dict[int, str]]], w
                      f"{where}{first}")
 
 
-def _delimited_lines(text: str, delimiter: str) -> list[Line]:
-    """A CSV or TSV file as header-aware row paragraphs, cited by row number."""
+def _delimited_lines(text: str, delimiter: str, limit: int | None = None) -> list[Line]:
+    """A CSV or TSV file as header-aware row paragraphs, cited by row number; limit: the
+    characters they may hold (the header is repeated on every row)."""
     import csv
     try:
         rows = [(no, {i: " ".join(c.split()) for i, c in enumerate(row)})
@@ -1971,35 +1973,44 @@ def _delimited_lines(text: str, delimiter: str) -> list[Line]:
                                                     delimiter=delimiter), 1)]
     except csv.Error as e:
         raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
-    out = _Outline()
+    out = _Outline(limit)
     _table_rows(out, rows, "row ")
     return out.lines
 
 
-def _pretty_json(text: str, where: str = "") -> str:
-    """JSON text re-indented, or Unreadable naming where it failed."""
+def _pretty_json(text: str, where: str = "", limit: int | None = None) -> str:
+    """JSON text re-indented, or Unreadable naming where it failed; TooLarge past limit
+    characters (indentation grows with depth: checked as it is written)."""
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        out, size = [], 0
+        for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(json.loads(text)):
+            out.append(piece)
+            if limit is not None and (size := size + len(piece)) > limit:
+                raise TooLarge(limit)
+        return "".join(out)
     except ValueError as e:
         raise Unreadable(f"{where}not valid JSON: {e}") from None
     except RecursionError:
         raise Unreadable(f"{where}JSON nested too deeply") from None
 
 
-def _json_lines(text: str) -> list[Line]:
+def _json_lines(text: str, limit: int | None = None) -> list[Line]:
     """JSON as written when it spans lines; a one-line file pretty-printed (all on line 1)."""
     if "\n" in text.strip():
         return _text_lines(text)
-    return [Line(1, row) for row in _pretty_json(text).splitlines()]
+    return [Line(1, row) for row in _pretty_json(text, "", limit).splitlines()]
 
 
-def _jsonl_lines(text: str) -> list[Line]:
-    """JSON Lines: each record pretty-printed, cited by its line in the file."""
+def _jsonl_lines(text: str, limit: int | None = None) -> list[Line]:
+    """JSON Lines: each record pretty-printed, cited by its line in the file; limit: the
+    characters all of them may take."""
     out: list[Line] = []
     for no, raw in enumerate(text.splitlines(), 1):
         if raw.strip():
+            pretty = _pretty_json(raw, f"line {no}: ", limit)
+            limit = None if limit is None else limit - len(pretty)
             out += [Line(no, "")] if out else []
-            out += [Line(no, row) for row in _pretty_json(raw, f"line {no}: ").splitlines()]
+            out += [Line(no, row) for row in pretty.splitlines()]
     return out
 
 
@@ -3345,6 +3356,9 @@ class Format:
     text: Callable[[str], list[Line]] | None = None
     from_bytes: Callable[[str, bytes, int], list[Line]] | None = None
     definitions: str | None = None
+    # text(decoded, max_bytes): its text can outgrow the file (a CSV header on every row, JSON
+    # re-indented) and is bounded as an Office file's is
+    grows: bool = False
     ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
 
     @property
@@ -3361,12 +3375,12 @@ def _formats() -> dict[str, Format]:
              ".txt": Format(lambda t: _title_as_heading(_text_lines(t))),
              ".html": Format(_html_lines), ".htm": Format(_html_lines),
              ".xhtml": Format(_html_lines),
-             ".csv": Format(lambda t: _delimited_lines(t, ",")),
-             ".tsv": Format(lambda t: _delimited_lines(t, "\t")),
+             ".csv": Format(lambda t, n: _delimited_lines(t, ",", n), grows=True),
+             ".tsv": Format(lambda t, n: _delimited_lines(t, "\t", n), grows=True),
              # lines kept as written: a record is shown with its braces
-             ".json": Format(_json_lines, definitions="none"),
-             ".jsonl": Format(_jsonl_lines, definitions="none"),
-             ".ndjson": Format(_jsonl_lines, definitions="none"),
+             ".json": Format(_json_lines, definitions="none", grows=True),
+             ".jsonl": Format(_jsonl_lines, definitions="none", grows=True),
+             ".ndjson": Format(_jsonl_lines, definitions="none", grows=True),
              ".ipynb": Format(_notebook_lines), ".man": Format(_man_lines),
              ".rtf": Format(_rtf_lines)}
     for markup, exts in (("asciidoc", ".adoc .asciidoc"), ("org", ".org"),

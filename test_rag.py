@@ -1120,6 +1120,17 @@ class ParseTests(RagTestCase):
             rag.parse_document("thin.epub", book, max_bytes=1_000_000)
         self.assertEqual(len(self.parse("thin.epub", book)), 80_000 - 1)
 
+    def test_text_that_outgrows_its_file_is_bounded_too(self):
+        # a CSV's header is repeated on every row; JSON re-indented grows with its depth
+        header = ",".join(f"column named at length {i}" for i in range(200))
+        table = (header + "\n" + "\n".join(",".join("1" * 200) for _ in range(100))).encode()
+        deep = ("[" * 50 + ",".join("1" * 2000) + "]" * 50).encode()
+        for name, data in (("wide.csv", table), ("deep.json", deep), ("deep.jsonl", deep + b"\n" + deep)):
+            with self.subTest(name):
+                with self.assertRaises(rag.TooLarge):
+                    rag.parse_document(name, data, max_bytes=len(data) * 4)
+                self.assertTrue(rag.parse_document(name, data, max_bytes=len(data) * 200)[0])
+
     def test_index_zip_bomb_skipped_as_too_large_and_a_repeated_spine_read_once(self):
         bomb = xlsx_members({"S": [["h"], ["v"]]})
         bomb["xl/worksheets/sheet1.xml"] = bomb["xl/worksheets/sheet1.xml"].replace(
