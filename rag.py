@@ -1592,8 +1592,8 @@ def _redact_credentials(text: str) -> str:
     -u, a URL's password, an assignment, comparison or XML element named as a secret."""
     low = text.lower()
     if "bearer" in low or "authorization" in low:
-        text = _marked(_AUTH_HEADER, text, 1, lambda v: _looks_secret(v, letters_and_digits=True),
-                       "token")
+        text = _marked(_AUTH_HEADER, text, 1, lambda v: _looks_secret(v, letters_and_digits=True)
+                       or _basic_credentials(v), "token")
     if "-u" in text:
         text = _marked(_CURL_USER, text, 2, _curl_secret, "password")
     if "-p" in text:
@@ -1680,6 +1680,17 @@ def _redact_pairs(text: str, above: str | None) -> tuple[str, str | None]:
             out.append(text[pos:start] + _REDACTED.format(_secret_name_kind(name)))
             pos = end
     return "".join(out) + text[pos:], last
+
+
+def _basic_credentials(value: str) -> bool:
+    """Whether a credential is Basic's base64 'user:password' (which can be letters alone)."""
+    import base64
+    import binascii
+    try:
+        _, colon, password = base64.b64decode(value, validate=True).decode().partition(":")
+    except (binascii.Error, ValueError):  # not base64, or not text
+        return False
+    return bool(colon and password and password.isprintable())
 
 
 def _curl_secret(value: str) -> bool:

@@ -5201,6 +5201,9 @@ class IndexTests(RagTestCase):
         ('"headers": [{\n  "name": "Authorization",\n  "value": "Token Qm9iOlNlY3JldDE5"\n}]', "Qm9iOlNlY3JldDE5"),
         ("headers = {'Authorization': 'Token 9f8e7d6c5b4a3928'}", "9f8e7d6c5b4a3928"),
         ('h = {"Proxy-Authorization": "Basic Ym9iOmh1bnRlcjI="}', "Ym9iOmh1bnRlcjI"),
+        # Basic's base64 of 'user:HarSecret1' is letters alone: decoded, it is a user and password
+        ('{"name": "Authorization", "value": "Basic dXNlcjpIYXJTZWNyZXQx"}', "dXNlcjpIYXJTZWNyZXQx"),
+        ("Authorization: Basic dXNlcjpIYXJTZWNyZXQx", "dXNlcjpIYXJTZWNyZXQx"),
         ('curl -H "Authorization:Bearer eyX9f8e7d6c5b4a39"', "eyX9f8e7d6c5b4a39"),
         ("env:\n  - name: DB_PASSWORD\n    value: Kx7-pass-w0rd", "Kx7-pass-w0rd"),  # a name field above
         ('- {name: API_TOKEN, value: "Tq9zWm3Lp0Rx"}', "Tq9zWm3Lp0Rx"),
