@@ -82,8 +82,9 @@ section; the others are what later sections build on; __all__ is the public API)
     Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
                      CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance;
                      what one expands to bounded: _Parts), PDF, man pages, XML, RTF, any of them
-                     compressed (gzip, bzip2, xz, lzma); clean text (no control characters); secrets (credential files,
-                     redaction); the format table (any other text is text)
+                     compressed (gzip, bzip2, xz, lzma); clean text (no control characters);
+                     secrets (credential files, redaction); the format table (any other text is
+                     text)
     Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
