@@ -830,7 +830,8 @@ class _HTMLText(HTMLParser):
         self.buf, self.prefix, self.buf_end = [], "", 0
 
     def _add(self, line: Line) -> None:
-        self.size += max(len(line.text), _SHORTEST_LINE)
+        heading = self.prefix[:1] == "#" and line.text  # not the blank line after it
+        self.size += max(len(line.text), _SHORTEST_LINE) + (_SECTION_COST if heading else 0)
         if self.bound:
             self.bound.fits(self.size)
         self.lines.append(line)
@@ -1892,6 +1893,10 @@ def _markup_heading_lines(text: str, markup: str) -> list[Line]:
 # so a file of a million one-letter paragraphs is bounded too; a real paragraph, hundreds of
 # characters long, counts as it is, and its blank line as 32 more.
 _SHORTEST_LINE = 32
+# A heading counts as this many more: it starts a chunk, and a chunk's own work (its row, vector,
+# keyword entry, sketch) costs what about 200 characters of its text do (bench/README, "Safe to
+# share, round 4"), so a file of a hundred thousand one-word sections is bounded by its cost.
+_SECTION_COST = 256
 
 
 class _Outline:
@@ -1910,13 +1915,14 @@ class _Outline:
     def heading(self, level: int, text: str, loc: str = "") -> None:
         text = " ".join(text.split())
         if text:
-            self.para("#" * min(max(level, 1), 6) + " " + text, loc)
+            self.para("#" * min(max(level, 1), 6) + " " + text, loc, _SECTION_COST)
 
-    def para(self, text: str, loc: str = "") -> None:
+    def para(self, text: str, loc: str = "", cost: int = _SHORTEST_LINE) -> None:
+        """A paragraph (its lines), and the blank line before it; cost: what it counts as more."""
         rows = [r.rstrip() for r in text.strip("\n").split("\n")]
         if not any(rows):
             return
-        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + _SHORTEST_LINE)
+        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + cost)
         self.left = None if self.left is None else self.left - n
         if self.lines:
             self.lines.append(Line(len(self.lines) + 1, "", loc))

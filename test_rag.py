@@ -1120,6 +1120,18 @@ class ParseTests(RagTestCase):
             rag.parse_document("thin.epub", book, max_bytes=1_000_000)
         self.assertEqual(len(self.parse("thin.epub", book)), 80_000 - 1)
 
+    def test_zip_parts_bound_counts_a_heading_as_the_chunk_it_starts(self):
+        # 1,000 one-word sections: each heading starts a chunk, which costs far more than its word
+        sections = self.zipped(docx_members([x for i in range(1000) for x in ((f"T{i}", "Heading1"), f"w{i}")]))
+        plain = self.zipped(docx_members([f"w{i}" for i in range(2000)]))
+        with self.assertRaises(rag.TooLarge):
+            rag.parse_document("sections.docx", sections, max_bytes=250_000)
+        self.assertEqual(len([l for l in rag.parse_document("plain.docx", plain, max_bytes=250_000)[0]
+                              if l.text]), 2000)
+        book = self.zipped(epub_members(["".join(f"<h2>T{i}</h2><p>w{i}</p>" for i in range(1000))]))
+        with self.assertRaises(rag.TooLarge):
+            rag.parse_document("sections.epub", book, max_bytes=250_000)
+
     def test_text_that_outgrows_its_file_is_bounded_too(self):
         # a CSV's header is repeated on every row; JSON re-indented grows with its depth
         header = ",".join(f"column named at length {i}" for i in range(200))
