@@ -22,7 +22,17 @@ The folders (cases were written for these, after opening each file):
     log     a folder generated into --dbs/log-folder (seeded, the same bytes each run):
             app/worker.log (timestamped lines: level, worker id, batch id) and
             apt/history.log (apt's history format)
-A folder missing on this machine is skipped with a note. Each run's JSON report is kept in
+A folder missing on this machine is skipped with a note.
+
+    python bench/realfolders.py --cases bench/anyfolders.json --half dev
+
+bench/anyfolders.json (issue #54) names its own folders: ten kinds of third-party repositories
+(C headers, unit files, how-to pages, a JavaScript, a Python and a Go project, YAML,
+Dockerfiles and scripts, reStructuredText docs, Ansible), each a repository at a commit and a
+folder of it, taken from git mirrors under --mirror (the search tool's `fetch github:OWNER/NAME`
+makes /work/.mirror/OWNER+NAME/repo) into --dbs. Its questions were written by helpers who never
+read rag.py, each after opening the file; "half" splits them: dev to work from, test to run once
+at the end. Each run's JSON report is kept in
 --dbs as report-NAME.json (every case's answer and why it failed).
 """
 
@@ -220,6 +230,23 @@ def show_failures(report: dict) -> None:
                   f"({why})")
 
 
+def repo_folders(spec: dict, args) -> dict:
+    """name: ([the folder], []) for a cases file's own folders, each written out of its git
+    mirror at its commit into --dbs (once)."""
+    out = {}
+    for name, f in spec.items():
+        root = os.path.join(args.dbs, "folders", name)
+        mirror = os.path.join(args.mirror, f["repo"].replace("/", "+"), "repo")
+        if not os.path.isdir(root) and os.path.isdir(mirror):
+            os.makedirs(root)
+            tar = subprocess.run(["git", "--git-dir", mirror, "archive", f["commit"],
+                                  *([f["subdir"]] if f["subdir"] else [])],
+                                 stdout=subprocess.PIPE, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", root], input=tar, check=True)
+        out[name] = ([os.path.join(root, f["subdir"]) if os.path.isdir(root) else mirror], [])
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dbs", default="/work/wt/dbs/realfolders",
@@ -231,14 +258,21 @@ def main() -> int:
                    help=f"the Python standard library folder (default {STDLIB})")
     p.add_argument("--cases", default=CASES)
     p.add_argument("--no-index", action="store_true", help="use the indexes as they are")
+    p.add_argument("--half", choices=("dev", "test"), help="only the cases of this half")
+    p.add_argument("--mirror", default="/work/.mirror",
+                   help="where the git mirrors of a cases file's repositories are")
     p.add_argument("-v", "--verbose", action="store_true", help="show every failed case")
     args = p.parse_args()
     os.makedirs(args.dbs, exist_ok=True)
     write_log_folder(os.path.join(args.dbs, "log-folder"))
     with open(args.cases, encoding="utf-8") as f:
         cases = json.load(f)
+    where = folders(args)
+    if isinstance(cases, dict):  # a cases file with its own folders
+        where, cases = repo_folders(cases["folders"], args), cases["cases"]
+    cases = [c for c in cases if not args.half or c.get("half") == args.half]
     table, every = [], []
-    for name, (paths, extra) in folders(args).items():
+    for name, (paths, extra) in where.items():
         if args.group and name not in args.group:
             continue
         if not all(p and os.path.isdir(p) for p in paths):
