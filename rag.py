@@ -543,8 +543,23 @@ def file_identity(st: os.stat_result) -> tuple[int, int]:
 
 
 def source_globs(source) -> tuple[str, ...]:
-    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's)."""
-    return tuple(g for g in ((source,) if isinstance(source, str) else source or ()) if g)
+    """The globs of a --source: none, one, or a tuple (a server's restriction and a request's);
+    a whole path's folders as the index stores them, resolved (see _resolved_glob)."""
+    return tuple(_resolved_glob(g) for g in ((source,) if isinstance(source, str) else
+                                             source or ()) if g)
+
+
+def _resolved_glob(glob: str) -> str:
+    """A glob of a whole path with the folders before its first wildcard resolved, as a
+    folder indexed is stored: '/lib/systemd/system/*' is '/usr/lib/systemd/system/*' where
+    /lib is a link to /usr/lib (a glob on the path relative to the folder: as it is)."""
+    if not glob.startswith("/"):
+        return glob
+    folders = glob.split("/")[:-1]
+    wild = next((i for i, f in enumerate(folders) if any(c in f for c in "*?[")), len(folders))
+    literal = "/".join(folders[:wild])
+    real = os.path.realpath(literal) if literal else literal
+    return real + glob[len(literal):] if real not in (literal, "/") else glob
 
 
 FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
@@ -5479,25 +5494,15 @@ def _sql_glob(pattern: str) -> str:
 
 
 def source_warnings(conn, source) -> list[str]:
-    """Warnings for the globs of a --source that match no document, or fewer than
-    the earlier rule did (any end of the whole path); conn: a table documents d."""
+    """Warnings for the globs of a --source that match no document; conn: a table documents d."""
     out = []
     for g in source_globs(source):
         cond, args = source_filter(g)
-        now = conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]
-        before = now if g.startswith("/") else conn.execute(
-            "SELECT count(*) FROM documents d WHERE d.rel GLOB ? OR d.path GLOB ? "
-            "OR d.path GLOB ?", (g, g, "*/" + g)).fetchone()[0]
-        if before > now:
-            out.append(f"warning: --source {g!r} matches {now or 'no'} indexed document(s), "
-                       f"where it used to match {before}: a pattern matches the path relative "
-                       "to the folder indexed, no longer the end of the whole path; "
-                       f"'*/{g}' matches it deeper in that folder, '/*/{g}' anywhere in the "
-                       "whole path")
-        elif not now:
+        if not conn.execute(f"SELECT count(*) FROM documents d WHERE {cond}", args).fetchone()[0]:
             out.append(f"warning: --source {g!r} matches no indexed document (a pattern "
                        "matches the path relative to the folder indexed, e.g. "
-                       "'guides/*.md'; one starting with '/' the whole path)")
+                       "'guides/*.md', and '*/guides/*.md' deeper in it; one starting with '/' "
+                       "the whole path)")
     return out
 
 
