@@ -2361,6 +2361,9 @@ def _pptx_lines(parts: _Parts) -> None:
                        for t in _drawing_paragraphs(shape)], loc)
 
 
+_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
+
+
 def _cell_column(ref: str) -> int:
     """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27 (its first letters only:
     Excel's last column is XFD, and a million letters would make a number a million digits long)."""
@@ -2371,8 +2374,6 @@ def _cell_column(ref: str) -> int:
         n = n * 26 + ord(ch.upper()) - 64
     return n - 1
 
-
-_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
 
 
 @_container_reader("Excel (.xlsx)")
@@ -2416,7 +2417,10 @@ def _xlsx_value(c, strings: list[str]) -> str:
     return " ".join(v.split())
 
 
-def _odf_text(el, skip: tuple = ("note", "annotation")) -> str:
+_ODF_NOT_TEXT = ("note", "annotation")
+
+
+def _odf_text(el, skip: tuple = _ODF_NOT_TEXT) -> str:
     """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks; not notes,
     annotations or what else skip names."""
     parts: list[str] = []
@@ -2474,7 +2478,7 @@ def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None
         elif tag == "table":
             for row in el.iter():
                 if local(row.tag) == "table-row":
-                    cells = [" ".join(_odf_text(p, ("note", "annotation") + _NESTED_ROWS)
+                    cells = [" ".join(_odf_text(p, _ODF_NOT_TEXT + _NESTED_ROWS)
                                       for p in c if local(p.tag) == "p").strip()
                              for c in row if local(c.tag) == "table-cell"]
                     out.para(" | ".join(cells), loc)

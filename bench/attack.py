@@ -864,6 +864,18 @@ def check_forget_true_under_load(tmp):
     return not bad, "; ".join(bad) or "no run after the receipt; forget again exit 0; '' exit 2; only a[1].md went and stays out"
 
 
+def index_measured(tmp):
+    """`rag.py index docs -v` in tmp, killed after STEP seconds: exit code, peak MB, what it said."""
+    proc = subprocess.Popen([sys.executable, RAG, "index", "docs", "-v"], cwd=tmp, env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    timer = threading.Timer(STEP, proc.kill)
+    timer.start()
+    said = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, said
+
+
 def check_bounded_reads(tmp):
     """29. A hostile page and picture are refused before rendering (under 300 MB); a pipe is never opened."""
     from bounds import pdf_page, png  # bench/bounds.py's builders of hostile files
@@ -872,18 +884,11 @@ def check_bounded_reads(tmp):
         with open(os.path.join(docs, name), "wb") as f:
             f.write(data)
     os.mkfifo(os.path.join(docs, "pipe.md"))  # opened, it would block the run for ever
-    proc = subprocess.Popen([sys.executable, RAG, "index", "docs", "-v"], cwd=tmp, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    timer = threading.Timer(STEP, proc.kill)
-    timer.start()
-    said = proc.stdout.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    timer.cancel()
-    peak = usage.ru_maxrss / 1024
+    code, peak, said = index_measured(tmp)
     refused = len(re.findall(r"pixels, over", said))
-    return (os.waitstatus_to_exitcode(status) == 0 and peak <= 300 and "not a regular file" in said
+    return (code == 0 and peak <= 300 and "not a regular file" in said
             and refused == 2), \
-        f"exit {os.waitstatus_to_exitcode(status)}; peak {peak:.0f} MB; over the pixel budget " \
+        f"exit {code}; peak {peak:.0f} MB; over the pixel budget " \
         f"refused: {refused} of 2; pipe skipped: {'not a regular file' in said}"
 
 
@@ -1055,18 +1060,12 @@ def index_bombs(tmp, names):
         with open(os.path.join(docs, name), "wb") as f:
             f.write(ZIP_BOMBS[name][1]())
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, RAG, "index", "docs", "-v"], cwd=tmp, env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    timer = threading.Timer(STEP, proc.kill)
-    timer.start()
-    said = proc.stdout.read().decode("utf-8", "replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    timer.cancel()
+    code, peak, said = index_measured(tmp)
     with sqlite3.connect(os.path.join(tmp, "rag.db")) as con:
         stored = {n: con.execute("SELECT count(*), coalesce(sum(length(c.text)), 0) FROM chunks c "
                                  "JOIN documents d ON d.id = c.doc_id WHERE d.rel = ?", (n,)).fetchone()
                   for n in names}
-    return os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, time.monotonic() - t0, said, stored
+    return code, peak, time.monotonic() - t0, said, stored
 
 
 def check_repeated_spine(tmp):

@@ -246,6 +246,12 @@ def pptx(slide_text, ids):
                                         "</p:sp></p:spTree></p:cSld></p:sld>"})
 
 
+def sections(n):
+    """A .docx of n headings, each over one word."""
+    return docx("".join(f'<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r><w:t>T{i}</w:t></w:r>'
+                        f"</w:p><w:p><w:r><w:t>w{i}</w:t></w:r></w:p>" for i in range(n)))
+
+
 def text_rows(n, seed=5):
     """n rows of 10 cells, each one of 1,000 shared strings at random: distinct rows."""
     rnd = random.Random(seed)
@@ -278,12 +284,8 @@ ZIP_BOMBS = {  # name -> (what it is, its bytes)
                                  + "</w:r></w:p>")),
     "sections.docx": ("59,000 headings each over one word: the most chunks under the bound (a "
                       "heading counts as the chunk it starts; 160,000 are skipped as too large)",
-                      lambda: docx("".join(f'<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r>'
-                                           f"<w:t>T{i}</w:t></w:r></w:p><w:p><w:r><w:t>w{i}</w:t>"
-                                           "</w:r></w:p>" for i in range(59_000)))),
-    "sections-160k.docx": ("160,000 headings each over one word", lambda: docx("".join(
-        f'<w:p><w:pPr><w:outlineLvl w:val="0"/></w:pPr><w:r><w:t>T{i}</w:t></w:r></w:p>'
-        f"<w:p><w:r><w:t>w{i}</w:t></w:r></w:p>" for i in range(160_000)))),
+                      lambda: sections(59_000)),
+    "sections-160k.docx": ("160,000 headings each over one word", lambda: sections(160_000)),
 }
 
 
