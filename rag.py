@@ -10157,6 +10157,24 @@ def focus_words(question: str) -> list[str]:
 
 
 _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
+_ASKED_FOR = LazyPattern(r"\b(?:what|which|how (?:many|much))\s+(.*)", re.I | re.S)
+_ASKED_WORDS = 4  # at most: 'What minimum Go language version does ...'
+
+
+def asked_for(question: str) -> list[str]:
+    """The words naming the kind of thing a question asks for, after 'what', 'which' or 'how
+    many' up to its verb: what the line that answers names ('Restart=always'); the rest of the
+    question is its subject, which the answer's passage holds anywhere.
+
+    >>> asked_for("What restart policy does the ZFS Event Daemon service use?")
+    ['restart', 'policy']
+    >>> asked_for("What is the default scheme?"), asked_for("How long do refunds take?")
+    ([], [])
+    """
+    m = _ASKED_FOR.search(question)
+    words = FTS_WORD.findall(m.group(1).lower()) if m else []
+    end = next((i for i, w in enumerate(words) if w in STOPWORDS), len(words))
+    return words[:min(end, _ASKED_WORDS)]
 
 
 def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
@@ -10760,6 +10778,7 @@ class _Piece:
     stamped: bool = False  # before is the time of its record ('Start-Date: ...'): always shown
     option: str = ""  # the first sentence of the option it describes ('-n Suppresses ...')
     cites: tuple = ()  # the passages its text is from, when more than n's (a definition read on)
+    focus: int = -1  # of code: the line that answers (_best_line), shown whatever is cut
 
     def leans(self) -> bool:
         """True when it is read with the sentence before it: it points back ('It', 'This method'),
@@ -10832,8 +10851,8 @@ class ExtractiveGenerator(Generator):
         more: list[Hit] = []  # passages cited beyond those given
         if scored[0].defines:  # the definition asked for, read to its end
             chosen = [_read_on(evidence, chosen[0], wanted, more)]
-        chosen = [replace(p, text=_code_excerpt(p.text, wanted)) if p.code and not p.cites
-                  else p for p in chosen]
+        chosen = [replace(p, text=_code_excerpt(p.text, wanted, p.focus))
+                  if p.code and not p.cites else p for p in chosen]
         # what the piece before it showed last (a record's time line, shown once)
         after = [""] + [(q.before if q.stamped and q.before == p.before else p.text)
                         if p.n == q.n else "" for p, q in zip(chosen, chosen[1:])]
@@ -10866,6 +10885,7 @@ class ExtractiveGenerator(Generator):
         pieces += [[p for p in ps if p.option and by_options]
                    for ps in _answering_pieces(every[self.PASSAGES:], evidence.question)]
         said = set(map(stem, lexical_words(evidence.question)))
+        kind = set(map(stem, asked_for(evidence.question))) & set(wanted)
         undone = _negated_stems(evidence.question)
         scored = []
         for rank, h in enumerate(hits):
@@ -10873,8 +10893,15 @@ class ExtractiveGenerator(Generator):
             # Length'), whether or not it repeats it
             heading = set(map(stem, lexical_words(h.chunk.heading)))
             asked = [d for m, n, d in named if anywhere or named_tier(h.chunk, m, n)]
+            # what is asked is on the line that answers ('Restart=always'); the subject is
+            # anywhere in its block, or in its passage when that is all code (a unit file)
+            whole = chunk_stems(h) - kind if kind and all(p.code for p in every[rank]) else set()
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
+                near = sum(x for s, x in wanted.items() if s in found)  # ties: what it holds
+                if p.code:
+                    focus, line = _best_line(p, wanted, kind)
+                    found, p = line | heading | whole | (found - kind), replace(p, focus=focus)
                 # an option asked for undone ('lines that do not match') is one that undoes it
                 found -= undone - _negated_stems(p.text) if p.option and undone else set()
                 support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
@@ -10882,11 +10909,11 @@ class ExtractiveGenerator(Generator):
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
                     scored.append(_Scored(defines, _spells_key(p, wanted), support * standing[rank],
-                                          len(said & _option_name_stems(p)),
+                                          near, len(said & _option_name_stems(p)),
                                           len(topic & found), -rank, -p.order, p))
         named_rows = _named_rows(evidence.hits, wanted, bool(_OPTION_QUESTION.search(
             evidence.question)))
-        return named_rows[:1] + sorted(scored, key=lambda s: s[:7], reverse=True)
+        return named_rows[:1] + sorted(scored, key=lambda s: s[:8], reverse=True)
 
 
 # A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
@@ -10920,7 +10947,7 @@ def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
                 piece = settings.get(line.rstrip(), _Piece(rank + 1, i, line.strip(), True))
                 found.append((weight, -rank, -i, piece))
     found.sort(key=lambda f: f[:3], reverse=True)
-    return [_Scored(True, True, 1.0, 0, 0, r, o, p) for _, r, o, p in found]
+    return [_Scored(True, True, 1.0, 0, 0, 0, r, o, p) for _, r, o, p in found]
 
 
 def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float, how: bool) -> float:
@@ -10981,6 +11008,7 @@ class _Scored(NamedTuple):
     defines: bool  # it defines the name the question asks of a module
     keyed: bool  # a setting whose name the question spells out, every word of it (_spells_key)
     support: float  # the question's weight it holds, times its passage's standing
+    near: float  # the question's weight it holds itself, with its heading
     named: int  # the question's words, stopwords too, that its option's name alone says
     topic: int      # a follow-up's earlier words it holds
     rank: int       # minus its passage's rank
@@ -11342,11 +11370,14 @@ def _looks_like_code(lines: list[str]) -> bool:
     braced = len(lines) > 2 and lines[0].rstrip().endswith(("{", "[")) \
         and lines[-1].strip().rstrip(",;") in ("}", "]")
     return braced or first.startswith((">>> ", "$ ", "% ")) or (
+        len(lines) > 1 and all(_SETTING_LINE.fullmatch(l) for l in lines)) or (
         len(lines) > 1 and not _BULLET.match(first)
         and all(l.startswith(("    ", "\t")) for l in lines[1:])
         and 2 * sum(bool(_CODE_LINE.search(l)) for l in lines) >= len(lines))
 
 
+# A line of settings as written ('Restart=always', '[Service]'): no prose has these.
+_SETTING_LINE = LazyPattern(r"\s*(?:\[[^\]]+\]|[\w.@/-]+=\S.*)\s*")
 _BULLET = LazyPattern(r"(?:[-*+\u2022]|\d{1,3}[.)])\s")  # a list item's bullet or number
 # A line that reads as code: assignment, braces, a call, a keyword opening it, a prompt.
 _CODE_LINE = LazyPattern(r"[=;{}]|\w\(|^\s*(?:def|class|import|from|return|if|for|while|function|"
@@ -11359,7 +11390,9 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
     if _is_config_passage(h):
         return _config_pieces(h.chunk.text, n)
     out, code, before = [], _is_code_path(h.path), ""
+    rows, at = h.chunk.text.splitlines(), 0
     for is_code, lines in _passage_blocks(h.chunk.text, code):
+        at, term = _term(rows, lines[0], at)
         # a code block whole: weighed on all its lines, shown by those that answer (_code_excerpt)
         block = "\n".join(lines).strip("\n")
         if "```" in block:  # it would close the block that shows it, or open one: not quoted
@@ -11381,11 +11414,40 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             if not _holds_refusal(sentence) and not sentence.endswith("?"):
                 dated = bool(stamp) and sentence != stamp
                 out.append(_Piece(n, len(out), sentence, False, stamp if dated else before,
-                                  stamped=dated, option=option))
+                                  about=term, stamped=dated, option=option))
             before = sentence
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
-    return _with_lists(out)
+    return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out))
+
+
+def _term(rows: list[str], first: str, at: int) -> tuple[int, str]:
+    """Where a paragraph starting with first is in rows (from at on), and what it is indented
+    under: the nearest line above at a lesser indent ('.. py:data:: PREFERRED_URL_SCHEME',
+    an option, a list item), read with each of its sentences; '' flush left."""
+    i = next((j for j in range(at, len(rows)) if rows[j] == first), None)
+    if i is None or not _indent(first):
+        return (at if i is None else i + 1), ""
+    return i + 1, next((rows[j] for j in range(i - 1, -1, -1)
+                        if rows[j].strip() and _indent(rows[j]) < _indent(first)), "")
+
+
+_TABLE_RULE = LazyPattern(r"\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*")  # '| --- | :-: |'
+
+
+def _drawn_rows(text: str, n: int, order: int) -> list[_Piece]:
+    """Each row of a table drawn with '|' as a piece of its own, shown under the table's head
+    (its first row): '| `adb logcat -c` | Clears the log buffers |' answers alone."""
+    out, head = [], ""
+    for line in text.splitlines():
+        row = line.strip()
+        if not (row.startswith("|") and row.endswith("|") and len(row) > 1):
+            head = ""
+        elif not head:
+            head = row
+        elif not _TABLE_RULE.fullmatch(row):
+            out.append(_Piece(n, order + len(out), head + "\n" + row, True))
+    return out
 
 
 def _with_lists(pieces: list[_Piece]) -> list[_Piece]:
@@ -11524,18 +11586,21 @@ def _record_time(lines: list[str]) -> str:
     return " ".join(plain(lines[0]).split())
 
 
-def _code_excerpt(text: str, wanted: dict[str, float]) -> str:
-    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines, else its head and
-    the lines holding the most of the question's weight (wanted), each gap shown as '…'."""
+def _code_excerpt(text: str, wanted: dict[str, float], focus: int = -1) -> str:
+    """A code block as an answer shows it: whole up to _MAX_CODE_LINES lines, else its head, the
+    line that answers (focus) with what it is read with, and the lines holding the most of the
+    question's weight (wanted), each gap shown as '…'."""
     lines = text.splitlines()
     if len(lines) <= _MAX_CODE_LINES:
         return text
-    return _shown_lines(lines, _excerpt_kept(lines, wanted))
+    return _shown_lines(lines, _excerpt_kept(lines, wanted, focus))
 
 
-def _excerpt_kept(lines: list[str], wanted: dict[str, float]) -> list[int]:
+def _excerpt_kept(lines: list[str], wanted: dict[str, float], focus: int = -1) -> list[int]:
     """The lines of a long code block an answer shows (see _code_excerpt), in their order."""
     keep = set(_code_head(lines))
+    if 0 <= focus < len(lines):
+        keep |= {focus, *_line_context(lines, focus)}
 
     def weight(i: int) -> float:
         return sum(wanted.get(w, 0.0) for w in set(map(stem, lexical_words(lines[i]))))
@@ -11599,6 +11664,57 @@ def _code_head(lines: list[str]) -> list[int]:
         if lines[doc].strip() in _DOC_OPENERS + ("/**",) and doc + 1 < len(lines):
             head.append(doc + 1)
     return head
+
+
+# A name given a value on a line: before '=' or ':' ('Restart=always', 'solr_version: 8.6.0',
+# 'cachefile=none'), not '==', '::' nor a URL's; after '#define'. What the value says is not
+# what the line is about ('url: .../solr_version/...' names no version).
+_KEY = LazyPattern(r"([\w.@/-]+)[ \t]*(?:=(?!=)|:(?![:/]))|^[ \t]*#[ \t]*define[ \t]+(\w+)")
+_CONTEXT_LINES = 3  # comment lines just above a line, at most, read with it
+
+
+def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int, set]:
+    """The line of a code piece that answers, and the stems it is read with: of the words
+    naming what is asked (kind), those of its names ('Restart' in 'Restart=always') and of
+    its context (_line_context); of the others, all its words. The line holding the most of
+    the question's weight that way, then the most of it as written, then the most of its
+    words (a word in every file weighs nothing)."""
+    lines = p.text.splitlines()
+    best, found, focus = (-1.0, -1.0, 0), set(), -1
+    for i, line in enumerate(lines):
+        words = set(map(stem, lexical_words(line)))
+        keys = {k for pair in _KEY.findall(line) for k in pair if k}
+        named = set(map(stem, lexical_words(" ".join(keys)))) if keys else words
+        read = (words - kind) | (named & kind) | set(map(stem, lexical_words(
+            " ".join(lines[j] for j in _line_context(lines, i)))))
+        score = (sum(wanted.get(s, 0.0) for s in read), sum(wanted.get(s, 0.0) for s in words),
+                 len(words & wanted.keys()))
+        if line.strip() and score > best:
+            best, found, focus = score, read, i
+    extra = p.before + "\n" + p.about
+    return focus, found | set(map(stem, lexical_words(extra)))
+
+
+def _line_context(lines: list[str], i: int) -> list[int]:
+    """The lines a line of code is read with: the comments just above it, and the nearest line
+    above at each lesser indent (its key's parents, its definition) up to its section's
+    ('[Service]')."""
+    above, j = [], i - 1
+    while j >= 0 and len(above) < _CONTEXT_LINES and _CODE_COMMENT.match(lines[j]):
+        above.append(j)
+        j -= 1
+    indent = _indent(lines[i])
+    for j in range(i - 1, -1, -1):
+        if _SECTION.fullmatch(lines[j]) or lines[j].strip() and _indent(lines[j]) < indent:
+            above.append(j)
+            indent = _indent(lines[j])
+            if _SECTION.fullmatch(lines[j]):
+                break
+    return sorted(set(above))
+
+
+_SECTION = LazyPattern(r"\s*\[[^\]]+\]\s*")  # an ini file's section: '[Service]'
+_CODE_COMMENT = LazyPattern(r"\s*(?:#(?!\s*(?:define|include|if|endif|else)\b)|//|/?\*|;|--\s)")
 
 
 # A line of pictures only ('![Build Status](...)' badges, linked or not): it says nothing.
@@ -12487,8 +12603,8 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
                    failure=None if refused else "answered, but the documents do not answer it")
         return failure
     accepted = [a for a in [case.get("answer", "")] + case.get("answers", []) if a]
-    row["answer_ok"] = not refused and (not accepted
-                                        or any(a.lower() in text.lower() for a in accepted))
+    row["answer_ok"] = not refused and (not accepted or any(map(_read_as(text).__contains__,
+                                                                map(_read_as, accepted))))
     if "reference" in case:
         ref = {stem(w) for w in content_words(case["reference"])}
         row["reference_recall"] = (len(ref & set(map(stem, lexical_words(text)))) / len(ref)
@@ -12500,6 +12616,12 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
                    cited_top_gold=bool(golden) and golden[0] in {h.chunk_id for h in cited})
     row["failure"] = _answer_failure(row, why, accepted)
     return failure
+
+
+def _read_as(text: str) -> str:
+    """Text as a reader compares it: markup reduced (``'http'`` is `'http'`), any case, spaced
+    once (a table's cells are padded)."""
+    return " ".join(plain(text).lower().split())
 
 
 def _answer_failure(row: dict, why: str, accepted: list[str]) -> str | None:
