@@ -207,6 +207,8 @@ __all__ = [
 # ---------------------------------------------------------------------------
 
 REFUSAL = "I could not find the answer in the provided documents."
+# Said before an answer when no passage holds what the question is about (missing_word)
+MISSING = 'No passage mentions "{}"; the nearest they come:'
 
 
 class LazyPattern:
@@ -334,6 +336,13 @@ not now of off on once only or other our ours ourselves out over own same she
 should so some such than that the their theirs them themselves then there these
 they this those through to too under until up very was we were what when where
 which while who whom why will with would you your yours yourself yourselves
+""".split())
+
+# Verbs a question asks with ('How long does a refund take?', 'What port does it use?'): what
+# it asks for is an answer of a kind, never these words in a passage.
+ASKING_VERBS = frozenset("""
+take takes taking took taken use uses used using make makes made making get gets got getting
+need needs needed want wants wanted mean means meant happen happens happened
 """.split())
 
 
@@ -10156,6 +10165,15 @@ def focus_words(question: str) -> list[str]:
     return [w for w in content_words(question) if w not in asked]
 
 
+def required_words(question: str) -> list[str]:
+    """The focus_words a passage that answers holds: not the verbs a question asks with.
+
+    >>> required_words("How long do refunds take?")
+    ['refunds']
+    """
+    return [w for w in focus_words(question) if w not in ASKING_VERBS]
+
+
 _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
 _ASKED_FOR = LazyPattern(r"\b(?:what|which|how (?:many|much))\s+(.*)", re.I | re.S)
 _ASKED_WORDS = 4  # at most: 'What minimum Go language version does ...'
@@ -10188,7 +10206,7 @@ def joint_coverage(question: str, hits: list[Hit], idf, stems=None) -> float:
     >>> joint_coverage("What is Mona Lisa?", [h], lambda w: 1.0)
     1.0
     """
-    focus = set(focus_words(question))
+    focus = set(required_words(question))
     at = [(i, t.lower(), t[:1].isupper()) for i, t in enumerate(FTS_WORD.findall(question))
           if t.lower() in focus]
     weight = {w: idf(w) for _, w, _ in at}
@@ -10263,6 +10281,7 @@ class Verdict:
     refusal: str = ""
     on: str = ""  # "floor" or "evidence"
     joint: float = 1.0
+    missing: str = ""  # the question's heaviest word, as asked, when no passage holds it
 
 
 def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
@@ -10272,7 +10291,7 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
 
     def stems(h: Hit) -> set[str]:
         return found[h.chunk_id]
-    coverage = word_coverage(question, hits, retriever.idf, stems, focus_words)
+    coverage = word_coverage(question, hits, retriever.idf, stems, required_words)
     rel = relevance(retriever, question, hits, stems)
     if not opts.by_evidence and refuses(rel, opts.floor):
         return Verdict(rel, coverage,
@@ -10287,7 +10306,28 @@ def judge_question(retriever, question: str, hits: list[Hit], opts) -> Verdict:
                        f"the passages hold the question's subject but {joint:.0%} of what it "
                        f"asks of it ({_JOINT_SHARE:.0%} needed, or relevance "
                        f"{opts.floor + _JOINT_MARGIN:.2f}; it is {rel:.2f})", "evidence", joint)
-    return Verdict(rel, coverage, joint=joint)
+    return Verdict(rel, coverage, joint=joint, missing=missing_word(question, hits, retriever.idf,
+                                                                     stems))
+
+
+def missing_word(question: str, hits: list[Hit], idf, stems=None) -> str:
+    """The name the question is about (its heaviest written as a name: 'Zappa' in 'How do I
+    deploy to AWS Lambda with Zappa?', 'GraphQL', 'v8'), as asked, when no passage holds it;
+    else ''. An answer from the rest is about something else: it says so first."""
+    names = [w for w in _written_names(question) if w.lower() in focus_words(question)]
+    if not names or not hits:
+        return ""
+    heaviest = max(names, key=lambda w: idf(w.lower()))
+    held = stem(heaviest.lower())
+    return "" if any(held in (stems or chunk_stems)(h) for h in hits) else heaviest
+
+
+def _written_names(text: str) -> list[str]:
+    """The words text writes as names: capitalised after its first word, a capital or a digit
+    inside ('PostgreSQL', 'MiB', 'v8'); each as written, once."""
+    words = FTS_WORD.findall(text)
+    return list(dict.fromkeys(w for i, w in enumerate(words) if (i and w[0].isupper()) or any(
+        c.isupper() for c in w[1:]) or (not w.isdigit() and any(c.isdigit() for c in w))))
 
 
 def refused_shares(rows: list[dict], floor: float) -> tuple[float, float]:
@@ -12148,6 +12188,7 @@ class Answer:
     claims: tuple = ()           # Claim: each statement, what it cites, supported or why not
     refusal: str = ""            # why it was refused (the floor, evidence, model, check)
     coverage: float = 0.0        # the share of the question's words the best passage holds
+    missing: str = ""            # the question's heaviest word, which no passage holds
 
     @property
     def by_model(self) -> bool:
@@ -12231,9 +12272,13 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     refusal = verdict.refusal or s.refusal
     cited = () if refusal else tuple(citations(s.text, len(s.hits)))
     ms = (time.perf_counter() - t0) * 1000
-    result = Answer(REFUSAL if refusal else s.text, bool(refusal), s.hits, cited, reply.usage,
-                    model, prompt, ms, fallback, verdict.relevance, opts.floor, query, tuple(turns),
-                    claims=s.claims, refusal=refusal, coverage=verdict.coverage)
+    # what it is about is in no passage: the nearest they come is said to be no more than that
+    text = (REFUSAL if refusal else f"{MISSING.format(verdict.missing)}\n\n{s.text}"
+            if verdict.missing else s.text)
+    result = Answer(text, bool(refusal), s.hits, cited, reply.usage, model, prompt, ms, fallback,
+                    verdict.relevance, opts.floor, query, tuple(turns), claims=s.claims,
+                    refusal=refusal, coverage=verdict.coverage,
+                    missing="" if refusal else verdict.missing)
     _record_ask(retriever.store, question, result, log, caller, since)
     return result
 
@@ -12547,6 +12592,8 @@ def evaluate(store: Store, retriever: Retriever, cases: list[dict], opts: AskOpt
                "similarity": round(max((h.similarity for h in hits), default=0.0), 4)}
         if verdict.refusal:
             row["refused_on"] = verdict.on
+        if verdict.missing:  # answered after saying no passage holds it (unless refused later)
+            row["missing_word"] = verdict.missing
         if query != asked.question:
             row["search_query"] = query
         if "group" in case:
@@ -12598,9 +12645,12 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
         why = s.refusal
     text, given, refused = s.text, s.hits, is_refusal(s.text)
     row.update(answer=text, answer_refused=refused, statements=[c.json() for c in s.claims])
-    if case.get("unanswerable"):
-        row.update(answer_ok=refused,
-                   failure=None if refused else "answered, but the documents do not answer it")
+    if row.get("missing_word") and not refused:
+        row["answer"] = f"{MISSING.format(row['missing_word'])}\n\n{text}"
+    if case.get("unanswerable"):  # refused, or said to be about what no passage holds
+        ok = refused or "missing_word" in row
+        row.update(answer_ok=ok,
+                   failure=None if ok else "answered, but the documents do not answer it")
         return failure
     accepted = [a for a in [case.get("answer", "")] + case.get("answers", []) if a]
     row["answer_ok"] = not refused and (not accepted or any(map(_read_as(text).__contains__,
@@ -12938,6 +12988,7 @@ def answer_json(a: Answer, floor: Floor, ids: Callable[[int], int | str] = int) 
             "fallback_reason": a.fallback, "relevance": round(a.relevance, 4),
             "floor": a.floor, "floor_source": floor.source, "search_query": a.search_query,
             "coverage": round(a.coverage, 4), "refusal_reason": a.refusal or None,
+            "missing_word": a.missing or None,
             "statements": [c.json() for c in a.claims],
             "grounded": None if a.grounded is None else round(a.grounded, 4),
             **({"warnings": list(a.warnings)} if a.warnings else {})}
@@ -14731,7 +14782,9 @@ def _cmd_ask(args, cfg: Config, closer) -> int:
         return 0
     if not (stream and a.by_model):  # else it is on the screen already
         print(a.text)
-    if not a.refused:
+    if a.refused:
+        print(f"({a.refusal})")
+    else:
         print("\n" + "\n".join(a.sources()))
     if cfg.offline and not a.refused:
         print("\n(offline: extractive answer; set LLM_BASE_URL or LLM_API_KEY for a written one)")

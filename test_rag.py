@@ -5969,7 +5969,9 @@ class AskTests(RagTestCase):
         server = self.online()
         self.ok("index", self.docs)
         out = self.ok("ask", "Who won the football world cup in 1954?", "--no-stream")
-        self.assertEqual(out.strip(), rag.REFUSAL)
+        refusal, why = out.strip().split("\n")  # the sentence, then why in one line
+        self.assertEqual(refusal, rag.REFUSAL)
+        self.assertRegex(why, r"^\(relevance -?[0-9.]+ is below the floor [0-9.]+\)$")
         self.assertEqual(server.paths("/chat/completions"), [])
         self.assertEqual(self.rows("SELECT refused, model FROM asks"), [(1, "none")])
 

@@ -208,17 +208,20 @@ def figures(rows: list[dict]) -> dict:
     off = [r for r in rows if r.get("unanswerable")]
     def refused(r):  # the answer's refusal when it was judged, else the floor's
         return r.get("answer_refused", r["refused"])
+    def declined(r):  # refused, or answered saying no passage holds what it is about
+        return refused(r) or "missing_word" in r
     return {"answerable": len(answerable), "right": sum(bool(r.get("answer_ok"))
                                                         for r in answerable),
             "refused": sum(map(refused, answerable)), "unanswerable": len(off),
-            "off_refused": sum(map(refused, off))}
+            "off_refused": sum(map(declined, off)),
+            "missing": sum("missing_word" in r and not refused(r) for r in answerable)}
 
 
 def row(name: str, f: dict) -> str:
     def part(n, d):
         return f"{n / d:.2f}" if d else "n/a"
     return (f"| {name} | {f['answerable']} | {f['right']} | {part(f['right'], f['answerable'])} "
-            f"| {f['refused']} | {f['unanswerable']} "
+            f"| {f['refused']} | {f['missing']} | {f['unanswerable']} "
             f"| {part(f['off_refused'], f['unanswerable'])} |")
 
 
@@ -294,9 +297,9 @@ def main() -> int:
             show_failures(report)
         table.append((name, figures(report["cases_detail"])))
         every += report["cases_detail"]
-    print("| folder | answerable | right | right share | answerable refused | unanswerable "
-          "| unanswerable refused |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| folder | answerable | right | right share | answerable refused "
+          "| answerable said missing | unanswerable | unanswerable refused or said missing |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, f in table + [("all", figures(every))]:
         print(row(name, f))
     return 0
