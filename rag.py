@@ -385,6 +385,7 @@ _SKIPS = {"unsupported type": (True, ""), "binary": (True, ""), "no text": (True
           "link(s) into hidden files or folders": (True, "--follow-links follows them"),
           "link(s) leading nowhere": (True, ""),
           "changed while indexing": (False, "index again to read them"),
+          "hidden": (True, "name one on the command line to read it"),
           "need a program not installed": (True, ""),
           "pointers to other pages": (True, "each page named is read under its own name")}
 SKIP_NAMES = 3  # names shown for each kind in the summary
@@ -7821,6 +7822,7 @@ selinuxfs
 # A .ragignore line an earlier version read as --follow-links: a .ragignore narrows what is
 # read, never widens it, so the line is noted and has no effect (_widening).
 FOLLOW_LINKS = "!follow-links"
+RAGIGNORE = ".ragignore"  # a folder's own exclusion rules (gitignore's syntax)
 _RAGIGNORE, _DEFAULT = ".ragignore line", "default"  # where a _PathFilter's line comes from
 
 
@@ -7885,7 +7887,7 @@ class _PathFilter:
         lines: list[str] = []
         if os.path.isdir(root):
             try:
-                with open(os.path.join(root, ".ragignore"), encoding="utf-8",
+                with open(os.path.join(root, RAGIGNORE), encoding="utf-8",
                           errors="replace") as f:
                     lines = f.read().splitlines()
             except OSError:
@@ -8073,8 +8075,11 @@ def _folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set
         fd = _open_folder(folder, ident, linked) if os.scandir in os.supports_fd else None
         try:
             with os.scandir(folder if fd is None else fd) as it:
-                return sorted((_listed_entry(folder, e) for e in it if not e.name.startswith(".")),
-                              key=lambda e: e.name)
+                entries = sorted(map(functools.partial(_listed_entry, folder), it), key=lambda e: e.name)
+            for e in entries:  # a hidden file is counted; a hidden folder (.git) is not ours
+                if e.name.startswith(".") and e.regular and e.name != RAGIGNORE:
+                    log.skipped(e.path, "hidden", "a hidden file, which is not indexed")
+            return [e for e in entries if not e.name.startswith(".")]
         finally:
             if fd is not None:
                 os.close(fd)
@@ -9035,7 +9040,7 @@ class Watcher:
                                                self.opts.default_excludes)}
             for w in walk([root], _Silent(), keep, self.opts.follow_links, folders=listed):
                 files[w.path] = (w.linked, _stamp(w.path, w.linked))
-            rules = os.path.join(root, ".ragignore")
+            rules = os.path.join(root, RAGIGNORE)
             files[rules] = (False, _stamp(rules))
             folders.update((f, _stamp(f)) for f in listed)  # a file given alone: none
         return Snapshot(files, folders)
@@ -9217,12 +9222,19 @@ def fts_query(question: str) -> str | None:
     left out (they rank worse) unless the question has nothing else.
 
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
-    '"err" OR "4012" OR "x" OR "y"'
+    '"err" OR "4012" OR "x" OR "y" OR "x y"'
     >>> fts_query("What is it?")
     '"what" OR "is" OR "it"'
     """
     words = content_words(question) or lexical_words(question)
-    return " OR ".join(f'"{w}"' for w in words) or None
+    # a name written as one ('8.3.0', 'zfs.target', 'max_content_width') is one thing: its
+    # parts in a row are matched too, as rare as it is (not 'well-known', 'yes/no', 'U.S.')
+    parts = [FTS_WORD.findall(c.lower()) for c in _COMPOUND.findall(question)]
+    phrases = [" ".join(p) for p in parts if any(len(w) > 1 or w.isdigit() for w in p)]  # 'U.S.'
+    return " OR ".join(f'"{w}"' for w in words + list(dict.fromkeys(phrases))) or None
+
+
+_COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
 
 
 def _rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
@@ -10314,12 +10326,11 @@ def missing_word(question: str, hits: list[Hit], idf, stems=None) -> str:
     """The name the question is about (its heaviest written as a name: 'Zappa' in 'How do I
     deploy to AWS Lambda with Zappa?', 'GraphQL', 'v8'), as asked, when no passage holds it;
     else ''. An answer from the rest is about something else: it says so first."""
-    names = [w for w in _written_names(question) if w.lower() in focus_words(question)]
-    if not names or not hits:
-        return ""
-    heaviest = max(names, key=lambda w: idf(w.lower()))
-    held = stem(heaviest.lower())
-    return "" if any(held in (stems or chunk_stems)(h) for h in hits) else heaviest
+    words = required_words(question)
+    heaviest = max(words, key=idf) if words and hits else ""
+    name = next((w for w in _written_names(question) if w.lower() == heaviest), "")
+    held = stem(heaviest)
+    return "" if not name or any(held in (stems or chunk_stems)(h) for h in hits) else name
 
 
 def _written_names(text: str) -> list[str]:
@@ -13334,9 +13345,12 @@ class Service:
         return f"internal error ({type(e).__name__}); the server's log says more"
 
     def stats(self, caller: _Caller | None = None) -> dict:
-        """index_info as a client may see it: its counts, the database by its file name."""
+        """index_info as a client may see it: its counts, the database by its file name; the
+        folders indexed only to one who may read them all."""
         with self.retriever(None, caller) as r:
-            return dict(index_info(r.store, os.path.basename(index_name(self.cfg))), **r.counts())
+            folders = sorted(map(shown, indexed_roots(r.store))) if self.sees_all(caller) else []
+            return dict(index_info(r.store, os.path.basename(index_name(self.cfg))), **r.counts(),
+                        folders=folders)
 
 
 # MCP (Model Context Protocol) over stdio: JSON-RPC 2.0, one message a line. An initialize
@@ -13587,7 +13601,8 @@ class HttpApi:
         return self.json(200, {"status": "ok", "documents": info["documents"],
                                "chunks": info["chunks"], "embed_model": info["embed_model"],
                                "watching": self.service.watching,
-                               **({"index_changed": info["last_indexed"]} if whole else {}),
+                               **({"index_changed": info["last_indexed"],
+                                   "folders": info["folders"]} if whole else {}),
                                "version": __version__})
 
     def models(self, body=None, caller: _Caller | None = None):
@@ -15736,6 +15751,7 @@ font-size:.9rem;overflow-wrap:anywhere}.passage:empty{display:none}
 #key{display:none}.err{color:#b00020}
 </style></head><body>
 <h1>Ask the documents</h1>
+<p id="about" class="searched"></p>
 <div id="thread" aria-live="polite"></div>
 <form id="f"><input id="q" name="q" autocomplete="off" placeholder="Your question" required
 autofocus>
@@ -15788,7 +15804,8 @@ function render(turn, rag, question) {
     }
   });
   const flagged = (rag.statements || []).filter(s => !s.supported);
-  part(turn, "check").textContent = flagged.length ? "Not supported by what it cites: " +
+  part(turn, "check").textContent = rag.refused ? "Why: " + rag.refusal_reason :
+    flagged.length ? "Not supported by what it cites: " +
     flagged.map(s => "\\u201c" + s.text + "\\u201d (" + s.why + ")").join("; ") : "";
   if (rag.search_query && rag.search_query !== question)
     part(turn, "searched").textContent = "Searched for: " + rag.search_query;
@@ -15813,12 +15830,9 @@ function render(turn, rag, question) {
 async function ask(question) {
   const turn = newTurn(question),
     sent = messages.concat([{role: "user", content: question}]).slice(-KEEP);
-  const headers = {"Content-Type": "application/json"};
-  const key = sessionStorage.getItem("ragKey");
-  if (key) headers.Authorization = "Bearer " + key;
   let resp;
   try {
-    resp = await fetch("/v1/chat/completions", {method: "POST", headers,
+    resp = await fetch("/v1/chat/completions", {method: "POST", headers: headers(),
       body: JSON.stringify({model: "rag.py", stream: true, messages: sent})});
   } catch (e) { return fail(turn, "cannot reach the server: " + e.message); }
   if (resp.status === 401) {
@@ -15851,6 +15865,25 @@ async function ask(question) {
     }
   }
 }
+function headers() {
+  const key = sessionStorage.getItem("ragKey");
+  return key ? {"Content-Type": "application/json", Authorization: "Bearer " + key}
+    : {"Content-Type": "application/json"};
+}
+// what the answers come from, so that one knows what to ask
+async function about() {
+  const resp = await fetch("/health", {headers: headers()}).catch(() => null);
+  if (!resp || resp.status === 401) {
+    if (resp) $("key").style.display = "block";
+    return;
+  }
+  const h = await resp.json(), folders = h.folders || [];
+  $("about").textContent = "Answers from " + h.documents + " document" +
+    (h.documents === 1 ? "" : "s") + (folders.length ? " in " + folders.join(", ") : "") +
+    (h.index_changed ? ", last changed " + h.index_changed.replace("T", " ").slice(0, 16) : "") +
+    ", citing file and line; a question they do not answer is refused, saying why.";
+}
+about();
 function fail(turn, message) {
   const box = part(turn, "answer");
   box.className = "answer err";
@@ -15858,7 +15891,10 @@ function fail(turn, message) {
 }
 $("f").onsubmit = e => {
   e.preventDefault();
-  if ($("key").value) sessionStorage.setItem("ragKey", $("key").value);
+  if ($("key").value) {
+    sessionStorage.setItem("ragKey", $("key").value);
+    if (!$("about").textContent) about();
+  }
   const question = $("q").value;
   $("q").value = "";
   ask(question);
