@@ -4156,10 +4156,17 @@ def stem(word: str) -> str:
     """A word as questions and passages are compared (the words of a question
     a passage holds): accents left out, then _stem.
 
-    >>> stem("Crèmes"), stem("cremes")
-    ('Crem', 'crem')
+    >>> stem("Crèmes"), stem("cremes"), stem("four")
+    ('Crem', 'crem', '4')
     """
-    return _stem(fold(word))
+    word = fold(word)
+    return _NUMBER_WORDS.get(word.lower()) or _stem(word)
+
+
+# A number written as a word is the same as in digits ('four worker processes', '-w 4'); not
+# 'one', a pronoun as often.
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "two three four five six seven eight nine ten eleven twelve".split(), 2)}
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -11389,9 +11396,9 @@ def _paragraphs(text: str, code: bool) -> Iterator[tuple[bool, list[str]]]:
                                         or literal and para[0][:1].isspace())
                 intro = _indent(para[0]) if para[-1].rstrip().endswith(":") else None
             para = []
-        elif not (MD_HEADING.match(line) or UNDERLINE.match(line) or _TABLE_ROW.match(line)
-                  or _MARKUP_LINE.match(line)):
-            para.append(line)
+        elif code or not (MD_HEADING.match(line) or UNDERLINE.match(line)
+                          or _TABLE_ROW.match(line) or _MARKUP_LINE.match(line)):
+            para.append(line)  # in code, '# note' is a comment, not a heading
         elif literal and line[:1].isspace():  # code that looks like markup ('    # comment')
             para.append(line)
 
@@ -11650,8 +11657,8 @@ def _code_excerpt(text: str, wanted: dict[str, float], focus: int = -1) -> str:
 def _excerpt_kept(lines: list[str], wanted: dict[str, float], focus: int = -1) -> list[int]:
     """The lines of a long code block an answer shows (see _code_excerpt), in their order."""
     keep = set(_code_head(lines))
-    if 0 <= focus < len(lines):
-        keep |= {focus, *_line_context(lines, focus)}
+    if 0 <= focus < len(lines):  # with what it is read with, and what it goes on to say
+        keep |= {focus, *_line_context(lines, focus), *_line_body(lines, focus)}
 
     def weight(i: int) -> float:
         return sum(wanted.get(w, 0.0) for w in set(map(stem, lexical_words(lines[i]))))
@@ -11722,6 +11729,8 @@ def _code_head(lines: list[str]) -> list[int]:
 # what the line is about ('url: .../solr_version/...' names no version).
 _KEY = LazyPattern(r"([\w.@/-]+)[ \t]*(?:=(?!=)|:(?![:/]))|^[ \t]*#[ \t]*define[ \t]+(\w+)")
 _CONTEXT_LINES = 3  # comment lines just above a line, at most, read with it
+# A comment after code on its line ('format = DEFAULT_FORMAT  # The format ... an archive')
+_TRAILING_NOTE = LazyPattern(r"(?<=\S)[ \t]+(?:#|//|/\*)[ \t]")
 
 
 def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int, set]:
@@ -11734,8 +11743,9 @@ def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int
     best, found, focus = (-1.0, -1.0, 0), set(), -1
     for i, line in enumerate(lines):
         words = set(map(stem, lexical_words(line)))
-        keys = {k for pair in _KEY.findall(line) for k in pair if k}
-        named = set(map(stem, lexical_words(" ".join(keys)))) if keys else words
+        code, note = (_TRAILING_NOTE.split(line, maxsplit=1) + [""])[:2]  # a note says what
+        keys = {k for pair in _KEY.findall(code) for k in pair if k}
+        named = set(map(stem, lexical_words(" ".join(keys) + " " + note))) if keys else words
         read = (words - kind) | (named & kind) | set(map(stem, lexical_words(
             " ".join(lines[j] for j in _line_context(lines, i)))))
         score = (sum(wanted.get(s, 0.0) for s in read), sum(wanted.get(s, 0.0) for s in words),
@@ -11762,6 +11772,21 @@ def _line_context(lines: list[str], i: int) -> list[int]:
             if _SECTION.fullmatch(lines[j]):
                 break
     return sorted(set(above))
+
+
+_BODY_LINES = 2  # lines after an answering line shown with it: its sentence's end, its value
+
+
+def _line_body(lines: list[str], i: int) -> list[int]:
+    """The lines after line i that go on with it: up to _BODY_LINES, indented as deep or
+    deeper, before a blank line or a section ('This defaults to "git/2.0"', 'with:' 's keys)."""
+    out = []
+    for j in range(i + 1, min(i + 1 + _BODY_LINES, len(lines))):
+        if not lines[j].strip() or _indent(lines[j]) < _indent(lines[i]) or _SECTION.fullmatch(
+                lines[j]) or _CODE_COMMENT.match(lines[j]) and not _CODE_COMMENT.match(lines[i]):
+            break
+        out.append(j)
+    return out
 
 
 _SECTION = LazyPattern(r"\s*\[[^\]]+\]\s*")  # an ini file's section: '[Service]'
