@@ -9229,7 +9229,9 @@ def fts_query(question: str) -> str | None:
     left out (they rank worse) unless the question has nothing else.
 
     >>> fts_query('what is "ERR-4012" NOT x:y*?')
-    '"err" OR "4012" OR "x" OR "y" OR "x y"'
+    '"err" OR "4012" OR "x" OR "y"'
+    >>> fts_query("When was 8.3.0 released?")
+    '"8" OR "3" OR "0" OR "released" OR "8 3 0"'
     >>> fts_query("What is it?")
     '"what" OR "is" OR "it"'
     """
@@ -13371,9 +13373,10 @@ class Service:
 
     def stats(self, caller: _Caller | None = None) -> dict:
         """index_info as a client may see it: its counts, the database by its file name; the
-        folders indexed only to one who may read them all."""
+        folders indexed by their names (no server path) only to one who may read them all."""
         with self.retriever(None, caller) as r:
-            folders = sorted(map(shown, indexed_roots(r.store))) if self.sees_all(caller) else []
+            roots = indexed_roots(r.store) if self.sees_all(caller) else {}
+            folders = sorted({os.path.basename(p) or p for p in roots})
             return dict(index_info(r.store, os.path.basename(index_name(self.cfg))), **r.counts(),
                         folders=folders)
 

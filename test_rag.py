@@ -4138,11 +4138,14 @@ class IndexTests(RagTestCase):
         code, out, err = self.run_cli("index", self.docs)
         self.assertEqual(code, 0, err)
         self.assertEqual(err, f"rag: {os.path.join(self.docs, 'bad.md')}: not UTF-8; read as Windows-1252 (Latin-1)\n")
-        self.assertNotIn("hidden", err + out)
-        self.assertIn("indexed 4 file(s), 0 unchanged, 3 skipped", out)
-        self.assertIn(f"skipped 3 file(s): 1 binary ({os.path.join(self.docs, 'blob.txt')}), 1 no text "
-                      f"({os.path.join(self.docs, 'empty.md')}), 1 unsupported type "
+        # a hidden file is not read, but counted (tldr's '..md' is a page); .ragignore is ours
+        self.write(rag.RAGIGNORE, "*.tmp\n")
+        self.assertIn("indexed 4 file(s), 0 unchanged, 4 skipped", out)
+        self.assertIn(f"skipped 4 file(s): 1 binary ({os.path.join(self.docs, 'blob.txt')}), 1 hidden "
+                      f"({os.path.join(self.docs, '.hidden.md')}; name one on the command line to read it), "
+                      f"1 no text ({os.path.join(self.docs, 'empty.md')}), 1 unsupported type "
                       f"({os.path.join(self.docs, 'song.mp3')}); -v notes each\n", out)
+        self.assertIn("4 skipped", self.ok("index", self.docs))  # not the rules file
         code, out, err = self.run_cli("index", self.docs, "-v")  # a note for each
         self.assertIn("song.mp3: unsupported file type", err)
         self.assertIn("blob.txt: binary file", err)
@@ -5965,6 +5968,27 @@ class AskTests(RagTestCase):
         self.ok("ask", "How long do refunds take?")  # the writer done: logged again
         self.assertEqual(self.rows("SELECT count(*) FROM asks"), [(1,)])
 
+    def test_ask_names_what_no_passage_holds_and_never_requires_its_verbs(self):
+        self.write_docs(dict(DOCS, **{"refunds.md": "# Refunds\n\nRefunds are issued to the original "
+                                                    "payment method within five business days.\n"}))
+        self.ok("index", self.docs)
+        # 'take' is how the question asks, never what a passage must hold
+        out = self.ok("ask", "How long does a refund take?")
+        self.assertTrue(out.startswith("Refunds are issued"), out)
+        # what the question is about ('Zappa', written as a name) is in no passage: said first
+        out = self.ok("ask", "Are refunds to the original payment method issued by Zappa?")
+        self.assertTrue(out.startswith('No passage mentions "Zappa"; the nearest they come:\n\n'), out)
+        asked = json.loads(self.ok("ask", "Are refunds to the original payment method issued by Zappa?", "--json"))
+        self.assertEqual((asked["missing_word"], asked["refused"]), ("Zappa", False))
+        self.assertIsNone(json.loads(self.ok("ask", "How long does a refund take?", "--json"))["missing_word"])
+        # eval counts an unanswerable case so answered as declined, an answerable one as answered
+        cases = self.write("cases.json", json.dumps([
+            {"question": "Are refunds to the original payment method issued by Zappa?", "unanswerable": True},
+            {"question": "How long does a refund take?", "sources": ["refunds.md"], "answer": "five business days"}]))
+        report = json.loads(self.ok("eval", cases, "--generate", "--json"))
+        self.assertEqual([(r.get("missing_word"), r["answer_ok"]) for r in report["cases_detail"]],
+                         [("Zappa", True), (None, True)])
+
     def test_ask_refuses_without_model_call(self):
         server = self.online()
         self.ok("index", self.docs)
@@ -6846,6 +6870,48 @@ class AnswerTests(RagTestCase):
         self.assertIn("PASS_MAX_DAYS\t99999", out)
         self.assertNotIn("PASS_MIN_DAYS\t0", out)
 
+    def test_extractive_answer_reads_layout_not_file_kind(self):
+        # key=value settings (a unit file, whatever its name): what is asked is on the line
+        # that answers, the subject ('ZFS Event Daemon') anywhere in the passage
+        unit = hit(1, "[Unit]\nDescription=ZFS Event Daemon (zed)\nDocumentation=man:zed(8)\n\n"
+                      "[Service]\nExecStart=@sbindir@/zed -F\nRestart=always\n\n[Install]\n"
+                      "WantedBy=zfs.target\n", "/etc/systemd/zfs-zed.service.in")
+        answer = extract("What restart policy does the ZFS Event Daemon service use?", unit)
+        self.assertIn("Restart=always", answer)
+        self.assertNotIn("Description", answer)
+        # a key holding what is asked beats a line that only mentions it in a value
+        play = hit(1, "- hosts: all\n  tasks:\n    - name: Download Solr.\n      get_url:\n"
+                      '        url: "https://archive.apache.org/solr/{{ solr_version }}/solr.tgz"\n',
+                   "/solr/playbook.yml", 1.0)
+        held = hit(2, 'solr_version: "8.6.0"\nsolr_checksum: "sha512:abc"\n', "/solr/vars.yml", 0.9)
+        self.assertIn('solr_version: "8.6.0"', extract("Which Apache Solr version does it install?",
+                                                       play, held))
+        # a drawn table's row answers alone, under the table's head
+        page = hit(1, "### Logcat\n\n| Command | Description |\n| --- | --- |\n"
+                      "| `adb logcat` | Starts printing log messages |\n"
+                      "| `adb logcat -c` | Clears the log buffers |\n", "/adb.md")
+        answer = extract("With adb, how do I clear the device log buffers?", page)
+        self.assertIn("| Command | Description |\n| `adb logcat -c` | Clears the log buffers |", answer)
+        self.assertNotIn("Starts printing", answer)
+        # an indented paragraph is read with the line it is indented under
+        rst = hit(1, ".. py:data:: APPLICATION_ROOT\n\n    Where the application is mounted.\n\n"
+                     "    Default: ``'/'``\n\n.. py:data:: PREFERRED_URL_SCHEME\n\n"
+                     "    Use this scheme for generating external URLs.\n\n    Default: ``'http'``\n",
+                  "/docs/config.rst")
+        self.assertEqual(extract("What is the default PREFERRED_URL_SCHEME?", rst),
+                         "Default: `'http'` [1]")
+        # in code, '# ...' is a comment that says what the code is for, not a heading
+        script = hit(1, "#!/bin/sh\nset -eu\n\n#\n# This script is used as a Kubernetes "
+                        '"init container" to initialize the database.\n#\n\nexec postgres "$@"\n',
+                     "/ensure-initdb.sh")
+        self.assertIn("init container", extract("What Kubernetes use is the script for?", script))
+        # a number written as a word is its digits
+        guide = hit(1, "Run it with four worker processes::\n\n    $ gunicorn -w 4 'hello:app'\n\n"
+                       "The output shows the workers::\n\n    Booting worker with pid: x\n",
+                    "/docs/gunicorn.rst")
+        self.assertIn("gunicorn -w 4", extract("Which command runs an app with four worker processes?",
+                                               guide))
+
     def test_extractive_answer_config_setting_left_commented_out(self):
         conf = hit(1, "# The login shell to be used for all new users.\n#DSHELL=/bin/bash\n\n"
                       "# The directory in which new home directories should be created.\n"
@@ -7475,6 +7541,12 @@ class EvalTests(RagTestCase):
             else:
                 json.dump(cases, f)
         return path
+
+    def test_eval_compares_answers_as_a_reader_reads_them(self):
+        # an answer shows markup reduced and a table's cells padded: the accepted string is
+        # compared the same way ('``'http'``' in the file is `'http'` in the answer)
+        self.assertIn(rag._read_as("Default: ``'http'``"), rag._read_as("Default:  `'http'` [1]"))
+        self.assertNotIn(rag._read_as("'https'"), rag._read_as("Default: `'http'`"))
 
     def test_eval_conversation_cases_are_searched_as_ask_searches_them(self):
         self.write_docs(PASSPORTS)
@@ -8213,11 +8285,16 @@ class HttpTests(RagTestCase):
         self.assertEqual(self.request("GET", "/v1/models")[2]["data"][0]["id"], "rag.py")
         health = self.request("GET", "/health")[2]
         self.assertEqual((health["status"], health["documents"], health["chunks"]), ("ok", 3, 4))
-        self.assertEqual((health["watching"], health["index_changed"]),
-                         (False, self.rows("SELECT value FROM meta WHERE key = 'last_indexed'")[0][0]))
+        self.assertEqual((health["watching"], health["index_changed"], health["folders"]),
+                         (False, self.rows("SELECT value FROM meta WHERE key = 'last_indexed'")[0][0],
+                          ["docs"]))  # the folders by name: no path of the server's
         status, resp, page = self.request("GET", "/")
         self.assertEqual((status, resp.getheader("Content-Type")), (200, "text/html; charset=utf-8"))
         self.assertIn('<form id="f">', page)
+        # it opens saying what it answers from, and a refusal says why
+        self.assertIn('<p id="about"', page)
+        self.assertIn('fetch("/health"', page)
+        self.assertIn('"Why: " + rag.refusal_reason', page)
         self.assertIn("default-src 'none'", resp.getheader("Content-Security-Policy"))
         self.assertNotRegex(page, r"(src|href)=|https?://|@import")  # nothing fetched from elsewhere
         self.assertNotIn("innerHTML", page)  # document text is only ever set as text
@@ -8502,6 +8579,7 @@ class HttpTests(RagTestCase):
         health = self.request("GET", "/health", headers=alice)[2]
         self.assertEqual((health["documents"], health["chunks"]), (1, own[0][0]))
         self.assertNotIn("index_changed", health)  # a change she may not read would show in it
+        self.assertNotIn("folders", health)
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "alice-key-0123456789"}):
             self.assertEqual(self.request("GET", "/health", headers=headers)[0], 401)
         asks = self.rows("SELECT * FROM asks")
