@@ -10959,12 +10959,15 @@ class ExtractiveGenerator(Generator):
             for p in pieces[rank]:
                 found = _piece_stems(p) | heading
                 near = sum(x for s, x in wanted.items() if s in found)  # ties: what it holds
+                valued: set[str] = set()
                 if p.code:
-                    focus, line = _best_line(p, wanted, kind)
+                    focus, line, valued = _best_line(p, wanted, kind)
                     found, p = line | heading | whole | (found - kind), replace(p, focus=focus)
+                    valued -= found
                 # an option asked for undone ('lines that do not match') is one that undoes it
                 found -= undone - _negated_stems(p.text) if p.option and undone else set()
-                support = sum(x for s, x in wanted.items() if s in found) / total if total else 0.0
+                support = (sum(x for s, x in wanted.items() if s in found) + _VALUE_SHARE * sum(
+                    map(wanted.get, valued))) / total if total else 0.0
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
@@ -11731,31 +11734,44 @@ def _code_head(lines: list[str]) -> list[int]:
 # what the line is about ('url: .../solr_version/...' names no version).
 _KEY = LazyPattern(r"([\w.@/-]+)[ \t]*(?:=(?!=)|:(?![:/]))|^[ \t]*#[ \t]*define[ \t]+(\w+)")
 _CONTEXT_LINES = 3  # comment lines just above a line, at most, read with it
+# What a word naming the kind of thing asked counts for in a line's value, not its name: a
+# value may name it ('uses: pypa/gh-action-pypi-publish' for 'which action'), a name says it.
+_VALUE_SHARE = 0.5
 # A comment after code on its line ('format = DEFAULT_FORMAT  # The format ... an archive')
 _TRAILING_NOTE = LazyPattern(r"(?<=\S)[ \t]+(?:#|//|/\*)[ \t]")
 
 
-def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int, set]:
-    """The line of a code piece that answers, and the stems it is read with: of the words
-    naming what is asked (kind), those of its names ('Restart' in 'Restart=always') and of
-    its context (_line_context); of the others, all its words. The line holding the most of
-    the question's weight that way, then the most of it as written, then the most of its
-    words (a word in every file weighs nothing)."""
+def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int, set, set]:
+    """The line of a code piece that answers, the stems it is read with, and the words naming
+    what is asked (kind) only in its value: those count in full in its names
+    ('Restart' in 'Restart=always') and its context (_line_context), at _VALUE_SHARE in its
+    value ('url: .../solr_version/...'); the other words, wherever on it. The line holding
+    the most of the question's weight that way, then the most of it as written, then the
+    most of its words (a word in every file weighs nothing)."""
     lines = p.text.splitlines()
-    best, found, focus = (-1.0, -1.0, 0), set(), -1
+    best, found, focus, in_value = (-1.0, -1.0, 0), set(), -1, set()
     for i, line in enumerate(lines):
-        words = set(map(stem, lexical_words(line)))
-        code, note = (_TRAILING_NOTE.split(line, maxsplit=1) + [""])[:2]  # a note says what
-        keys = {k for pair in _KEY.findall(code) for k in pair if k}
-        named = set(map(stem, lexical_words(" ".join(keys) + " " + note))) if keys else words
-        read = (words - kind) | (named & kind) | set(map(stem, lexical_words(
-            " ".join(lines[j] for j in _line_context(lines, i)))))
-        score = (sum(wanted.get(s, 0.0) for s in read), sum(wanted.get(s, 0.0) for s in words),
-                 len(words & wanted.keys()))
+        words, named = _line_words(line)
+        for j in _line_context(lines, i):  # its parents' names, comments: what it is
+            more, names = _line_words(lines[j])
+            words, named = words | (more - kind), named | names
+        read = (words - kind) | (named & kind)
+        valued = (words & kind) - read
+        score = (sum(wanted.get(s, 0.0) for s in read) + _VALUE_SHARE * sum(map(wanted.get, valued)),
+                 sum(wanted.get(s, 0.0) for s in words), len(words & wanted.keys()))
         if line.strip() and score > best:
-            best, found, focus = score, read, i
+            best, found, focus, in_value = score, read, i, valued
     extra = p.before + "\n" + p.about
-    return focus, found | set(map(stem, lexical_words(extra)))
+    return focus, found | set(map(stem, lexical_words(extra))), in_value
+
+
+def _line_words(line: str) -> tuple[set[str], set[str]]:
+    """The stems of a line's words, and of those naming what it is: its keys and the note
+    after it ('Restart', 'solr_version'), or all of them for a line giving no value."""
+    words = set(map(stem, lexical_words(line)))
+    code, note = (_TRAILING_NOTE.split(line, maxsplit=1) + [""])[:2]  # a note says what
+    keys = {k for pair in _KEY.findall(code) for k in pair if k}
+    return words, set(map(stem, lexical_words(" ".join(keys) + " " + note))) if keys else words
 
 
 def _line_context(lines: list[str], i: int) -> list[int]:
