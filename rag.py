@@ -3999,21 +3999,25 @@ def _silent_lines(lines: list[Line]) -> dict[int, int]:
 
 
 def document_name(rel: str) -> str:
-    """What heads the heading paths of a document without a title: its folder and file name
-    without extension, as a question names it (an extension every file of a kind shares would
-    only make unrelated passages alike).
+    """What heads the heading paths of a document without a title: its two folders and file
+    name without extension, as a question names it ('the rolling deployment example's vars':
+    deployments-rolling/playbooks/vars); an extension every file of a kind shares would only
+    make unrelated passages alike.
 
     >>> document_name("Lib/http/server.py"), document_name("heapq.py"), document_name("a\\nb.md")
-    ('http/server', 'heapq', 'a b')
+    ('Lib/http/server', 'heapq', 'a b')
     >>> document_name("doc/gzip/changelog.Debian.gz"), document_name("common-licenses/CC0-1.0")
-    ('gzip/changelog', 'common-licenses/CC0-1.0')
+    ('doc/gzip/changelog', 'common-licenses/CC0-1.0')
     """
-    *folder, name = rel.replace(os.sep, "/").split("/")[-2:]
+    *folder, name = rel.replace(os.sep, "/").split("/")[-_NAMED_FOLDERS - 1:]
     inner = unpacked(name)
     stem, ext = os.path.splitext(inner)
     if ext[1:].isdigit():  # a version or a man section is part of the name ('CC0-1.0', 'ls.1')
         stem = inner
     return " ".join("/".join(folder + [stem]).split())
+
+
+_NAMED_FOLDERS = 2  # a file's name says little alone ('main.yml', 'Dockerfile'), nor its folder's
 
 
 _HEADER_FIELD = LazyPattern(r"([A-Za-z][\w-]{0,30}):(?:\s+(.*))?")  # 'Title: Style Guide', 'PEP: 8'
@@ -4086,7 +4090,7 @@ def chunk_lines(lines: list[Line], size: int = DEFAULT_CHUNK_SIZE,
 
 # Bump on any change to what Parse or Chunk make: every document of an older index is then read
 # again (only text that changed is embedded again).
-CHUNKER_VERSION = 10
+CHUNKER_VERSION = 11
 
 
 def chunking_key(size: int, overlap: int) -> str:
