@@ -9810,7 +9810,7 @@ class Retriever:
         """named_tier of the depth best chunks holding the question's words and a module it
         names by a dotted name as a phrase in their heading path ('http server')."""
         tiers: dict[int, int] = {}
-        asked = dotted_names(question)
+        asked, unasked = dotted_names(question), _unasked(question)
         for module, name in asked:  # grows by the names an asked one is an alias of
             # the name's words even when they are stopwords ('shutil.which')
             words = dict.fromkeys(lexical_words(name) + content_words(question))
@@ -9818,7 +9818,8 @@ class Retriever:
                      + " OR ".join(f'"{w}"' for w in words) + ")")
             found = self.store.keyword(query, depth, self.scope())
             for cid, row in self.store.chunks([c for c, _ in found]).items():
-                tier = named_tier(row.chunk, module, name)
+                # a test named after what it tests ('test/app.use.js') is not its module
+                tier = 0 if unasked(row) else named_tier(row.chunk, module, name)
                 tiers[cid] = max(tiers.get(cid, 0), tier)
                 more = aliases(row.chunk.text, name) if tier and name else []
                 asked += [(module, n) for n in more if (module, n) not in asked]

@@ -5547,6 +5547,19 @@ class RetrieveTests(RagTestCase):
         top = lambda q: os.path.basename(json.loads(self.ok("search", q, "--json", "-k", "2"))[0]["path"])
         self.assertEqual(top("How many workers does start give the pool?"), "pool.py")
         self.assertEqual(top("How is the start of the pool of workers tested?"), "test_pool.py")
+        # a test named after what it tests is no module a dotted name asks for ('res.redirect')
+        self.write_docs({
+            "lib/response.js": "/**\n * What res.redirect does: redirect the response to the given `url`, with\n"
+                               " * the status 302 unless told otherwise.\n */\nres.redirect = function "
+                               "redirect(url) {\n  this.statusCode = 302;\n  this.set('Location', url);\n};\n",
+            "test/res.redirect.js": "'use strict'\n\nconst assert = require('assert')\n"
+                                    "const app = require('..')()\n"})
+        self.ok("index", self.docs)
+        store = rag.SqliteStore.open(self.db)
+        self.addCleanup(store.conn.close)
+        tiers = rag.Retriever(store, rag.HashEmbedder()).named("What does res.redirect do?", 50)
+        paths = dict(store.conn.execute("SELECT c.id, d.rel FROM chunks c JOIN documents d ON d.id = c.doc_id"))
+        self.assertNotIn("test/res.redirect.js", {paths[c] for c, tier in tiers.items() if tier})
 
     def test_search_man_page_in_the_question_language_ranks_first(self):
         en = (".TH KILL 1\n.SH NAME\nkill \\- send a signal to a process\n.SH OPTIONS\n.TP\n"
