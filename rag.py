@@ -4164,12 +4164,12 @@ def stem(word: str) -> str:
     ('Crem', 'crem', '4')
     """
     word = fold(word)
-    return _NUMBER_WORDS.get(word.lower()) or _stem(word)
+    return NUMBER_WORDS.get(word.lower()) or _stem(word)
 
 
 # A number written as a word is the same as in digits ('four worker processes', '-w 4'); not
 # 'one', a pronoun as often.
-_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "two three four five six seven eight nine ten eleven twelve".split(), 2)}
 
 
@@ -10797,9 +10797,10 @@ class Evidence:
         else:
             weight = lambda w: max(self.idf(w), 0.0)  # noqa: E731
         out = {stem(w): weight(w) for w in words}
-        # '1.12' is one thing: held whole, not as '1' and '12' apart
+        # '1.12' is one thing: held whole, not as '1' and '12' apart, as rare as it is whole
         for v in _VERSION.findall(text):
-            out["#" + v] = max(map(weight, lexical_words(v)))
+            parts = lexical_words(v)
+            out["#" + v] = max(map(weight, parts if self.idf is None else [" ".join(parts)]))
         return out
 
 
@@ -10951,6 +10952,7 @@ class ExtractiveGenerator(Generator):
                    for ps in _answering_pieces(every[self.PASSAGES:], evidence.question)]
         said = set(map(stem, lexical_words(evidence.question)))
         kind = set(map(stem, asked_for(evidence.question))) & set(wanted)
+        of_kind = _of_kind(evidence.question)
         undone = _negated_stems(evidence.question)
         scored = []
         for rank, h in enumerate(hits):
@@ -10976,12 +10978,13 @@ class ExtractiveGenerator(Generator):
                 defines = p.code and any(d.search(p.text) for d in asked)
                 p = _from_definition(p, asked) if defines else p
                 if support > 0 or defines:
-                    scored.append(_Scored(defines, _spells_key(p, wanted), support * standing[rank],
+                    scored.append(_Scored(defines, _spells_key(p, wanted), of_kind(p),
+                                          support * standing[rank],
                                           near, len(said & _option_name_stems(p)),
                                           len(topic & found), -rank, -p.order, p))
         named_rows = _named_rows(evidence.hits, wanted, bool(_OPTION_QUESTION.search(
             evidence.question)))
-        return named_rows[:1] + sorted(scored, key=lambda s: s[:8], reverse=True)
+        return named_rows[:1] + sorted(scored, key=lambda s: s[:9], reverse=True)
 
 
 # A row of a table or of configuration: a name, then columns set apart by a tab or two spaces
@@ -11015,7 +11018,7 @@ def _named_rows(hits, wanted: dict[str, float], how: bool) -> list[_Scored]:
                 piece = settings.get(line.rstrip(), _Piece(rank + 1, i, line.strip(), True))
                 found.append((weight, -rank, -i, piece))
     found.sort(key=lambda f: f[:3], reverse=True)
-    return [_Scored(True, True, 1.0, 0, 0, 0, r, o, p) for _, r, o, p in found]
+    return [_Scored(True, True, True, 1.0, 0, 0, 0, r, o, p) for _, r, o, p in found]
 
 
 def _row_weight(lines: list[str], i: int, wanted: dict[str, float], top: float, how: bool) -> float:
@@ -11059,6 +11062,25 @@ def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece |
     return next((p for p in after if not p.code and _MEANS.search(p.text)), None)
 
 
+# A question asking for a time ('When was 5.0.0 released?') or a number ('How many workers?'):
+# a piece holding none is no answer to it while another piece is.
+_ASKS_TIME = LazyPattern(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month)\b", re.I)
+_ASKS_NUMBER = LazyPattern(r"\bhow (?:many|much|long|old|often|far|big|large|wide|tall)\b", re.I)
+_A_YEAR = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b")
+_DIGIT = LazyPattern(r"\d")
+
+
+def _of_kind(question: str) -> Callable[[_Piece], bool]:
+    """Whether a piece holds a value of the kind the question asks for (any, if it asks for
+    none): a date or a year for a time, a number (in digits or a word) for a number."""
+    if _ASKS_TIME.search(question):
+        return lambda p: bool(_dates(p.text) or _A_YEAR.search(p.text))
+    if _ASKS_NUMBER.search(question):
+        return lambda p: bool(_DIGIT.search(p.text)) or any(
+            w in NUMBER_WORDS for w in lexical_words(p.text))
+    return lambda p: True
+
+
 def _spells_key(p: _Piece, wanted: dict[str, float]) -> bool:
     """Whether p is a setting whose name of two words or more ('LAST_UID') the question holds
     every word of: the setting asked for, before neighbours sharing some ('LAST_SYSTEM_UID')."""
@@ -11075,6 +11097,7 @@ class _Scored(NamedTuple):
 
     defines: bool  # it defines the name the question asks of a module
     keyed: bool  # a setting whose name the question spells out, every word of it (_spells_key)
+    kind: bool  # it holds a value of the kind asked, if one is (a time for 'when': _of_kind)
     support: float  # the question's weight it holds, times its passage's standing
     near: float  # the question's weight it holds itself, with its heading
     named: int  # the question's words, stopwords too, that its option's name alone says
@@ -11486,7 +11509,10 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             before = sentence
         # a sentence that introduces the code after it
         before = before if before.endswith(":") else ""
-    return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out))
+    # a heading that dates its section ('5.0.0 / 2024-09-10') says when what is under it was
+    title = h.chunk.heading.rpartition(" > ")[2]
+    dated = [_Piece(n, len(out), title)] if title and (_dates(title) or _A_YEAR.search(title)) else []
+    return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out)) + dated
 
 
 def _term(rows: list[str], first: str, at: int) -> tuple[int, str]:
@@ -11856,7 +11882,7 @@ def _piece_stems(p: _Piece) -> set[str]:
 
 
 # a version or section number: 1.12, 3.9
-_VERSION = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d)")
+_VERSION = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d|-[A-Za-z])")
 
 
 def shortened(sentence: str, limit: int) -> str:
