@@ -6740,8 +6740,7 @@ _LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 # Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string) and whose
-# markers hold no hash of a file's bytes (content_digest); an earlier version's ("document":
-# markers with them; before it, words as lists of numbers) is not read (_made_here).
+# markers hold no hash of a file's bytes (content_digest).
 _ENGINE_KEYWORDS = "document; digest"
 
 
@@ -7051,8 +7050,6 @@ class EngineStore(Store, Admin):
     def docs(self) -> sqlite3.Connection:
         """The documents' markers as an in-memory table documents d."""
         if self._docs is None:
-            if not self.create:
-                self._made_here()
             # read whole first: a failure midway leaves no connection open
             self._docs = self._docs_table([_marker_row(r) for r in self.all_records(
                 True, where={"kind": "doc"}, include=("metadatas",))])
@@ -7090,19 +7087,12 @@ class EngineStore(Store, Admin):
         """Finish what a stopped run left: the chunks of documents it had begun to
         write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
-        self._made_here()
         begun = [int(r["id"][4:]) for r in self.all_records(True, where={"kind": "intent"})]
         if begun:
             self.remove(False, where={"doc": {"$in": begun}})
             self.remove(True, ids=[f"doc:{i}" for i in begun])
             self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
             self._drop_read(self.meta(Meta.SIG_STAMP))
-
-    def _made_here(self) -> None:
-        """Refuse an index an earlier version wrote (_ENGINE_KEYWORDS)."""
-        if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
-            raise RagError(f"{self.url} was made by an earlier version of rag.py: index "
-                           f"again into a new collection ('{program()} index DIR --store URL')")
 
     def replacing(self, ids: list[int]) -> None:
         """Before documents' chunks change: each marker becomes an intent (neither
