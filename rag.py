@@ -5607,18 +5607,15 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     """The places ('FILE at byte N') in the file at path holding runs, but those
     kept (kept documents hold them too); read _READ_BLOCK at a time."""
     left, offset, tail = [], 0, b""
-    try:
-        with open(path, "rb") as f:
-            while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
-                data = tail + block  # a run across two blocks is whole in one
-                at = runs.find(data)
-                while at >= 0 and len(left) < SKIP_NAMES:
-                    if data[at:at + FORGET_RUN] not in kept:
-                        left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
-                    at = runs.find(data, at + FORGET_RUN)
-                tail, offset = data[-(FORGET_RUN - 1):], offset + len(block)
-    except FileNotFoundError:  # no log
-        pass
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:  # no log: nothing left
+        while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+            data = tail + block  # a run across two blocks is whole in one
+            at = runs.find(data)
+            while at >= 0 and len(left) < SKIP_NAMES:
+                if data[at:at + FORGET_RUN] not in kept:
+                    left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
+                at = runs.find(data, at + FORGET_RUN)
+            tail, offset = data[-(FORGET_RUN - 1):], offset + len(block)
     return left
 
 
