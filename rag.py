@@ -7880,17 +7880,14 @@ class _PathFilter:
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> _PathFilter:
         lines: list[str] = []
         if os.path.isdir(root):
-            try:
-                with open(os.path.join(root, RAGIGNORE), encoding="utf-8",
-                          errors="replace") as f:
-                    lines = f.read().splitlines()
-            except OSError:
-                pass
+            with contextlib.suppress(OSError), open(os.path.join(root, RAGIGNORE),
+                                                    encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
         return cls(include, exclude, lines, defaults)
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
         """True when rel ('/'-separated, relative to the folder) is not to be indexed."""
-        rule = self.last_rule(rel, is_dir)
+        rule = next(iter(self.matching(rel, is_dir)), None)  # the last matching line decides
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
             out = not self.includes.matches(rel)
@@ -7901,10 +7898,6 @@ class _PathFilter:
         matched = self.globs.matches(rel) if self.rules else ()
         return [r for r in reversed(self.rules) if (is_dir or not r.dir_only)
                 and r.glob in matched]
-
-    def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
-        """The last rule matching rel, which decides (or None)."""
-        return next(iter(self.matching(rel, is_dir)), None)
 
     def excludes_path(self, path: str, root: str) -> bool:
         """excluded() for a file's path or any folder above it."""
