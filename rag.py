@@ -4394,10 +4394,8 @@ def _retry_after(headers) -> float | None:
     value = headers.get("Retry-After") if headers else None
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):  # else an HTTP date
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         from email.utils import parsedate_to_datetime
         when = parsedate_to_datetime(value)
@@ -4413,15 +4411,13 @@ def provider_message(body: bytes) -> str:
     """The error message an OpenAI-compatible server put in its body (it may
     quote the prompt, so it is cleaned like document text)."""
     text = body.decode("utf-8", "replace")
-    try:
+    with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
         err = json.loads(text).get("error")
         if isinstance(err, dict) and err.get("message"):
             return clean_text(str(err["message"]))
         if isinstance(err, str):  # Chroma's: {"error": "NotFoundError", "message": "..."}
             more = json.loads(text).get("message")
             return clean_text(f"{err}: {more}" if isinstance(more, str) and more else err)
-    except (ValueError, AttributeError):
-        pass
     return clean_text(" ".join(text.split())[:MAX_PROVIDER_MESSAGE]) or "(empty body)"
 
 
