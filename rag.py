@@ -4398,10 +4398,8 @@ def _retry_after(headers) -> float | None:
     value = headers.get("Retry-After") if headers else None
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):  # else an HTTP date
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         from email.utils import parsedate_to_datetime
         when = parsedate_to_datetime(value)
@@ -4417,15 +4415,13 @@ def provider_message(body: bytes) -> str:
     """The error message an OpenAI-compatible server put in its body (it may
     quote the prompt, so it is cleaned like document text)."""
     text = body.decode("utf-8", "replace")
-    try:
+    with contextlib.suppress(ValueError, AttributeError):  # not JSON, or not an object
         err = json.loads(text).get("error")
         if isinstance(err, dict) and err.get("message"):
             return clean_text(str(err["message"]))
         if isinstance(err, str):  # Chroma's: {"error": "NotFoundError", "message": "..."}
             more = json.loads(text).get("message")
             return clean_text(f"{err}: {more}" if isinstance(more, str) and more else err)
-    except (ValueError, AttributeError):
-        pass
     return clean_text(" ".join(text.split())[:MAX_PROVIDER_MESSAGE]) or "(empty body)"
 
 
@@ -5611,18 +5607,15 @@ def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     """The places ('FILE at byte N') in the file at path holding runs, but those
     kept (kept documents hold them too); read _READ_BLOCK at a time."""
     left, offset, tail = [], 0, b""
-    try:
-        with open(path, "rb") as f:
-            while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
-                data = tail + block  # a run across two blocks is whole in one
-                at = runs.find(data)
-                while at >= 0 and len(left) < SKIP_NAMES:
-                    if data[at:at + FORGET_RUN] not in kept:
-                        left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
-                    at = runs.find(data, at + FORGET_RUN)
-                tail, offset = data[-(FORGET_RUN - 1):], offset + len(block)
-    except FileNotFoundError:  # no log
-        pass
+    with contextlib.suppress(FileNotFoundError), open(path, "rb") as f:  # no log: nothing left
+        while len(left) < SKIP_NAMES and (block := f.read(_READ_BLOCK)):
+            data = tail + block  # a run across two blocks is whole in one
+            at = runs.find(data)
+            while at >= 0 and len(left) < SKIP_NAMES:
+                if data[at:at + FORGET_RUN] not in kept:
+                    left.append(f"{os.path.basename(path)} at byte {offset - len(tail) + at}")
+                at = runs.find(data, at + FORGET_RUN)
+            tail, offset = data[-(FORGET_RUN - 1):], offset + len(block)
     return left
 
 
@@ -6744,8 +6737,7 @@ _LOOKUPS_AT_ONCE = 4  # word look-ups in flight: faster than one at a time, more
 _QUERIES_AT_ONCE = 100  # question vectors a nearest-chunks request: 100 x 100 ids a reply
 _WORD_GAP = "|"  # between a chunk's text and heading words: never a token, so no phrase spans them
 # Meta.KEYWORDS of an engine whose chunks' documents are their tokens (_word_string) and whose
-# markers hold no hash of a file's bytes (content_digest); an earlier version's ("document":
-# markers with them; before it, words as lists of numbers) is not read (_made_here).
+# markers hold no hash of a file's bytes (content_digest).
 _ENGINE_KEYWORDS = "document; digest"
 
 
@@ -7055,8 +7047,6 @@ class EngineStore(Store, Admin):
     def docs(self) -> sqlite3.Connection:
         """The documents' markers as an in-memory table documents d."""
         if self._docs is None:
-            if not self.create:
-                self._made_here()
             # read whole first: a failure midway leaves no connection open
             self._docs = self._docs_table([_marker_row(r) for r in self.all_records(
                 True, where={"kind": "doc"}, include=("metadatas",))])
@@ -7094,19 +7084,12 @@ class EngineStore(Store, Admin):
         """Finish what a stopped run left: the chunks of documents it had begun to
         write (their marker still an intent) go, and the intents."""
         self._fresh_run, self._written = not self.count(), set()
-        self._made_here()
         begun = [int(r["id"][4:]) for r in self.all_records(True, where={"kind": "intent"})]
         if begun:
             self.remove(False, where={"doc": {"$in": begun}})
             self.remove(True, ids=[f"doc:{i}" for i in begun])
             self.set_meta({Meta.SIG_STAMP: self.stamp("finished a stopped run")})
             self._drop_read(self.meta(Meta.SIG_STAMP))
-
-    def _made_here(self) -> None:
-        """Refuse an index an earlier version wrote (_ENGINE_KEYWORDS)."""
-        if self.meta(Meta.MODEL) and self.meta(Meta.KEYWORDS) != _ENGINE_KEYWORDS:
-            raise RagError(f"{self.url} was made by an earlier version of rag.py: index "
-                           f"again into a new collection ('{program()} index DIR --store URL')")
 
     def replacing(self, ids: list[int]) -> None:
         """Before documents' chunks change: each marker becomes an intent (neither
@@ -7897,17 +7880,14 @@ class _PathFilter:
     def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> _PathFilter:
         lines: list[str] = []
         if os.path.isdir(root):
-            try:
-                with open(os.path.join(root, RAGIGNORE), encoding="utf-8",
-                          errors="replace") as f:
-                    lines = f.read().splitlines()
-            except OSError:
-                pass
+            with contextlib.suppress(OSError), open(os.path.join(root, RAGIGNORE),
+                                                    encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
         return cls(include, exclude, lines, defaults)
 
     def excluded(self, rel: str, is_dir: bool = False) -> bool:
         """True when rel ('/'-separated, relative to the folder) is not to be indexed."""
-        rule = self.last_rule(rel, is_dir)
+        rule = next(iter(self.matching(rel, is_dir)), None)  # the last matching line decides
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
             out = not self.includes.matches(rel)
@@ -7918,10 +7898,6 @@ class _PathFilter:
         matched = self.globs.matches(rel) if self.rules else ()
         return [r for r in reversed(self.rules) if (is_dir or not r.dir_only)
                 and r.glob in matched]
-
-    def last_rule(self, rel: str, is_dir: bool) -> _Rule | None:
-        """The last rule matching rel, which decides (or None)."""
-        return next(iter(self.matching(rel, is_dir)), None)
 
     def excludes_path(self, path: str, root: str) -> bool:
         """excluded() for a file's path or any folder above it."""

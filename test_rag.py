@@ -3556,27 +3556,6 @@ class EngineTests(RagTestCase):
             self.assertEqual(file_oracles(REDACTED_FILE.encode(), text), [], where)
         self.assertIn("indexed 0 file(s), 1 unchanged", self.ok("index", self.docs, "--store", engine.url()))
 
-    def test_engine_index_an_earlier_version_wrote_is_refused_in_one_line(self):
-        """Earlier versions kept each chunk's words as a list of numbers (no meta:keywords),
-        then each file's SHA-256 in its marker ("document"): reading or indexing such a
-        collection says to index into a new one, and nothing is written."""
-        engine = self.engine()
-        self.write_docs()
-        self.ok("index", self.docs, "--store", engine.url())
-        meta = engine.records("docs-rag")
-        for kept in (None, "document"):
-            meta.pop("meta:keywords", None)
-            if kept:
-                meta["meta:keywords"] = {"id": "meta:keywords", "metadata": {"kind": "meta", "value": kept},
-                                         "embedding": None, "document": None}
-            for argv in (("search", "refunds"), ("index", self.docs)):
-                engine.requests.clear()
-                line = self.error_line(*argv, "--store", engine.url(), db=False)
-                self.assertIn("was made by an earlier version of rag.py: index again into a new "
-                              "collection", line)
-                self.assertFalse([p for m, p, _, b in engine.requests
-                                  if p.endswith(("/upsert", "/delete", "/update"))])
-
     @measures_floor
     def test_engine_words_of_chunks_in_memory_are_found_as_the_engine_finds_them(self):
         """Once every chunk is in memory (scan: they fit), a word or phrase is
