@@ -9223,6 +9223,7 @@ def fts_query(question: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in words + list(dict.fromkeys(phrases))) or None
 
 
+_HYPHENED = LazyPattern(r"[^\W_]+(?:-[^\W_]+)+")  # 'SHA-256', 'User-Agent'
 _COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
 
 
@@ -10773,6 +10774,9 @@ class Evidence:
         else:
             weight = lambda w: max(self.idf(w), 0.0)  # noqa: E731
         out = {stem(w): weight(w) for w in words}
+        # 'SHA-256' is written 'SHA256' too (GIT_OID_SHA256_SIZE): its parts joined count
+        for joined in {"".join(FTS_WORD.findall(c.lower())) for c in _HYPHENED.findall(text)}:
+            out[stem(joined)] = weight(joined)
         # '1.12' is one thing: held whole, not as '1' and '12' apart, as rare as it is whole
         for v in _VERSION.findall(text):
             parts = lexical_words(v)
