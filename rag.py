@@ -11470,8 +11470,8 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
             before = ""
             continue
         if is_code and block.strip():
-            intro = (out.pop().text.rstrip(":") + ":"
-                     if before and out and out[-1].text == before else "")
+            intro = (out.pop().text.rstrip(":") + ":" if before and out
+                     and out[-1].text.rstrip(":") == before.rstrip(":") else "")
             out.append(_Piece(n, len(out), textwrap.dedent(block), True, intro))
         before = ""
         stamp = "" if is_code else _record_time(lines)
@@ -11481,8 +11481,11 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         # an option a man page describes, and the sentences of its description
         option = sentences[0] if sentences and _OPTION_TERM.match(sentences[0]) else ""
         for sentence in sentences:
+            if not FTS_WORD.search(sentence):  # reST's lone '::': the sentence before introduces
+                says = bool(out) and not out[-1].code and sentence.endswith(":")
+                sentence = out[-1].text + ":" if says else ""
             # a question asked is no answer
-            if not _holds_refusal(sentence) and not sentence.endswith("?"):
+            elif not _holds_refusal(sentence) and not sentence.endswith("?"):
                 dated = bool(stamp) and sentence != stamp
                 out.append(_Piece(n, len(out), sentence, False, stamp if dated else before,
                                   about=term, stamped=dated, option=option))

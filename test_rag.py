@@ -6897,6 +6897,10 @@ class AnswerTests(RagTestCase):
                         '"init container" to initialize the database.\n#\n\nexec postgres "$@"\n',
                      "/ensure-initdb.sh")
         self.assertIn("init container", extract("What Kubernetes use is the script for?", script))
+        # reST's lone '::' says the sentence before introduces the block: never ': [1]' alone
+        lone = hit(1, "Run the server\n\n::\n\n    $ flask run --debug\n", "/docs/server.rst")
+        self.assertEqual(extract("How do I run the server?", lone),
+                         "Run the server: [1]\n```\n$ flask run --debug\n``` [1]")
         # a number written as a word is its digits
         guide = hit(1, "Run it with four worker processes::\n\n    $ gunicorn -w 4 'hello:app'\n\n"
                        "The output shows the workers::\n\n    Booting worker with pid: x\n",
