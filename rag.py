@@ -12723,6 +12723,9 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
     accepted = [a for a in [case.get("answer", "")] + case.get("answers", []) if a]
     row["answer_ok"] = not refused and (not accepted or any(map(_read_as(text).__contains__,
                                                                 map(_read_as, accepted))))
+    if accepted:  # whether a gold passage given held one: what choosing among them could get
+        row["passages_hold"] = any(_read_as(a) in _read_as(h.chunk.text) for h, g in
+                                   zip(evidence.hits, gold) if g for a in accepted)
     if "reference" in case:
         ref = {stem(w) for w in content_words(case["reference"])}
         row["reference_recall"] = (len(ref & set(map(stem, lexical_words(text)))) / len(ref)

@@ -214,7 +214,10 @@ def figures(rows: list[dict]) -> dict:
                                                         for r in answerable),
             "refused": sum(map(refused, answerable)), "unanswerable": len(off),
             "off_refused": sum(map(declined, off)),
-            "missing": sum("missing_word" in r and not refused(r) for r in answerable)}
+            "missing": sum("missing_word" in r and not refused(r) for r in answerable),
+            "held": sum(bool(r.get("passages_hold")) for r in answerable),
+            "held_right": sum(bool(r.get("passages_hold") and r.get("answer_ok"))
+                              for r in answerable)}
 
 
 def row(name: str, f: dict) -> str:
@@ -222,7 +225,8 @@ def row(name: str, f: dict) -> str:
         return f"{n / d:.2f}" if d else "n/a"
     return (f"| {name} | {f['answerable']} | {f['right']} | {part(f['right'], f['answerable'])} "
             f"| {f['refused']} | {f['missing']} | {f['unanswerable']} "
-            f"| {part(f['off_refused'], f['unanswerable'])} |")
+            f"| {part(f['off_refused'], f['unanswerable'])} "
+            f"| {part(f['held'], f['answerable'])} | {part(f['held_right'], f['held'])} |")
 
 
 def show_failures(report: dict) -> None:
@@ -298,8 +302,9 @@ def main() -> int:
         table.append((name, figures(report["cases_detail"])))
         every += report["cases_detail"]
     print("| folder | answerable | right | right share | answerable refused "
-          "| answerable said missing | unanswerable | unanswerable refused or said missing |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+          "| answerable said missing | unanswerable | unanswerable refused or said missing "
+          "| top k hold the answer | of those, the answer has it |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, f in table + [("all", figures(every))]:
         print(row(name, f))
     return 0
