@@ -10775,8 +10775,8 @@ class Evidence:
             weight = lambda w: max(self.idf(w), 0.0)  # noqa: E731
         out = {stem(w): weight(w) for w in words}
         # 'SHA-256' is written 'SHA256' too (GIT_OID_SHA256_SIZE): its parts joined count
-        for joined in {"".join(FTS_WORD.findall(c.lower())) for c in _HYPHENED.findall(text)}:
-            out[stem(joined)] = weight(joined)
+        for parts in {tuple(FTS_WORD.findall(c.lower())) for c in _HYPHENED.findall(text)}:
+            out[stem("".join(parts))] = max(map(weight, parts))  # no heavier than it written apart
         # '1.12' is one thing: held whole, not as '1' and '12' apart, as rare as it is whole
         for v in _VERSION.findall(text):
             parts = lexical_words(v)
