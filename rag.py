@@ -11676,8 +11676,8 @@ def _code_excerpt(text: str, wanted: dict[str, float], focus: int = -1) -> str:
 def _excerpt_kept(lines: list[str], wanted: dict[str, float], focus: int = -1) -> list[int]:
     """The lines of a long code block an answer shows (see _code_excerpt), in their order."""
     keep = set(_code_head(lines))
-    if 0 <= focus < len(lines):  # with what it is read with, and what it goes on to say
-        keep |= {focus, *_line_context(lines, focus), *_line_body(lines, focus)}
+    if 0 <= focus < len(lines):  # with what it is read with
+        keep |= {focus, *_line_context(lines, focus)}
 
     def weight(i: int) -> float:
         return sum(wanted.get(w, 0.0) for w in set(map(stem, lexical_words(lines[i]))))
@@ -11804,21 +11804,6 @@ def _line_context(lines: list[str], i: int) -> list[int]:
             if _SECTION.fullmatch(lines[j]):
                 break
     return sorted(set(above))
-
-
-_BODY_LINES = 2  # lines after an answering line shown with it: its sentence's end, its value
-
-
-def _line_body(lines: list[str], i: int) -> list[int]:
-    """The lines after line i that go on with it: up to _BODY_LINES, indented as deep or
-    deeper, before a blank line or a section ('This defaults to "git/2.0"', 'with:' 's keys)."""
-    out = []
-    for j in range(i + 1, min(i + 1 + _BODY_LINES, len(lines))):
-        if not lines[j].strip() or _indent(lines[j]) < _indent(lines[i]) or _SECTION.fullmatch(
-                lines[j]) or _CODE_COMMENT.match(lines[j]) and not _CODE_COMMENT.match(lines[i]):
-            break
-        out.append(j)
-    return out
 
 
 _SECTION = LazyPattern(r"\s*\[[^\]]+\]\s*")  # an ini file's section: '[Service]'
