@@ -8062,7 +8062,7 @@ def _folder_entries(folder: str, ident: tuple[int, int], linked: bool, seen: set
         fd = _open_folder(folder, ident, linked) if os.scandir in os.supports_fd else None
         try:
             with os.scandir(folder if fd is None else fd) as it:
-                entries = sorted(map(functools.partial(_listed_entry, folder), it), key=lambda e: e.name)
+                entries = sorted((_listed_entry(folder, e) for e in it), key=lambda e: e.name)
             for e in entries:  # a hidden file is counted; a hidden folder (.git) is not ours
                 if e.name.startswith(".") and e.regular and e.name != RAGIGNORE:
                     log.skipped(e.path, "hidden", "a hidden file, which is not indexed")
@@ -9223,7 +9223,6 @@ def fts_query(question: str) -> str | None:
     return " OR ".join(f'"{w}"' for w in words + list(dict.fromkeys(phrases))) or None
 
 
-_HYPHENED = LazyPattern(r"[^\W_]+(?:-[^\W_]+)+")  # 'SHA-256', 'User-Agent'
 _COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
 
 
@@ -10750,6 +10749,9 @@ def history_messages(history: tuple[Turn, ...], budget: int = HISTORY_CHARS) -> 
     return out[::-1]
 
 
+_HYPHENED = LazyPattern(r"[^\W_]+(?:-[^\W_]+)+")  # 'SHA-256', 'User-Agent'
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What an answer is written from, as records (never a prompt read back): the question,
@@ -11494,7 +11496,8 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         before = before if before.endswith(":") else ""
     # a heading that dates its section ('5.0.0 / 2024-09-10') says when what is under it was
     title = h.chunk.heading.rpartition(" > ")[2]
-    dated = [_Piece(n, len(out), title)] if title and (_dates(title) or _A_YEAR.search(title)) else []
+    when = _dates(title) or _A_YEAR.search(title)
+    dated = [_Piece(n, len(out), title)] if title and when else []
     return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out)) + dated
 
 
@@ -11748,6 +11751,7 @@ def _code_head(lines: list[str]) -> list[int]:
 # what the line is about ('url: .../solr_version/...' names no version).
 _KEY = LazyPattern(r"([\w.@/-]+)[ \t]*(?:=(?!=)|:(?![:/]))|^[ \t]*#[ \t]*define[ \t]+(\w+)")
 _CONTEXT_LINES = 3  # comment lines just above a line, at most, read with it
+_CONTEXT_SCAN = 100  # lines above a line looked at for its parents: a screen or so
 # What a word naming the kind of thing asked counts for in a line's value, not its name: a
 # value may name it ('uses: pypa/gh-action-pypi-publish' for 'which action'), a name says it.
 _VALUE_SHARE = 0.5
@@ -11771,7 +11775,8 @@ def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int
             words, named = words | (more - kind), named | names
         read = (words - kind) | (named & kind)
         valued = (words & kind) - read
-        score = (sum(wanted.get(s, 0.0) for s in read) + _VALUE_SHARE * sum(map(wanted.get, valued)),
+        held = sum(wanted.get(s, 0.0) for s in read) + _VALUE_SHARE * sum(map(wanted.get, valued))
+        score = (held,
                  sum(wanted.get(s, 0.0) for s in words), len(words & wanted.keys()))
         if line.strip() and score > best:
             best, found, focus, in_value = score, read, i, valued
@@ -11797,7 +11802,7 @@ def _line_context(lines: list[str], i: int) -> list[int]:
         above.append(j)
         j -= 1
     indent = _indent(lines[i])
-    for j in range(i - 1, -1, -1):
+    for j in range(i - 1, max(i - _CONTEXT_SCAN, 0) - 1, -1):  # bounded: work linear in lines
         if _SECTION.fullmatch(lines[j]) or lines[j].strip() and _indent(lines[j]) < indent:
             above.append(j)
             indent = _indent(lines[j])
