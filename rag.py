@@ -338,11 +338,12 @@ they this those through to too under until up very was we were what when where
 which while who whom why will with would you your yours yourself yourselves
 """.split())
 
-# Verbs a question asks with ('How long does a refund take?', 'What port does it use?'): what
-# it asks for is an answer of a kind, never these words in a passage.
+# Verbs a question asks with ('How long does a refund take?', 'How often does fstrim run?',
+# 'How does it work?'): what it asks for is an answer of a kind, never these words in a passage.
 ASKING_VERBS = frozenset("""
 take takes taking took taken use uses used using make makes made making get gets got getting
-need needs needed want wants wanted mean means meant happen happens happened
+need needs needed want wants wanted mean means meant happen happens happened run runs ran
+running work works worked
 """.split())
 
 
@@ -9984,12 +9985,15 @@ def floor_in_force(store, model: str, min_score: float | None = None, measured=N
 # Refusing without labels. What questions score depends on the model, the index and its
 # size, so the floor is measured on the index from PROBES, everyday questions it should not
 # answer, and questions made from its own passages (_pseudo_questions), which it should.
-# From the embedder kind's default it rises until PROBE_QUANTILE of the probes are refused;
-# if that refuses more than _PSEUDO_TOLERATED of its own questions (the default does not
+# From the embedder kind's default it rises until PROBE_QUANTILE of the probes are refused,
+# or comes down to where PROBE_LOWERED of them are when they all score far below it (unit
+# files, code: a real question scores low there too); if that refuses more than
+# _PSEUDO_TOLERATED of its own questions (the default does not
 # fit the model), it comes down until at most PSEUDO_QUANTILE are. An index run measures
 # and keeps it for the default mode (again when the chunks change by NULL_REFRESH); a read
 # command measures it in memory and never writes it.
 PROBE_QUANTILE = 0.75  # the share of unrelated questions the floor refuses at least (unless below)
+PROBE_LOWERED = 0.95  # the share refused where the default comes down to (all far below it)
 PSEUDO_QUANTILE = 0.05  # the share of the index's own questions it refuses at most, once lowered
 _PSEUDO_TOLERATED = 0.25  # refusing more of its own questions: the floor does not fit the model
 _PSEUDO_QUESTIONS = 100  # made from as many passages, sampled with a fixed seed
@@ -10072,7 +10076,10 @@ def _measure_question_floor(retriever, mode: str) -> dict:
     own = _question_relevance(retriever, _pseudo_questions(retriever.store), mode)
     kind = embedder_class(retriever.embedder.model)
     unrelated = _quantile(probes, PROBE_QUANTILE) if probes else 0.0
-    floor = max(kind.floor, unrelated)
+    # the default comes down to where nearly all unrelated questions are refused, when even
+    # those score below it (a folder of unit files: 'How often does fstrim run?' scores 0.19)
+    nearly_all = _quantile(probes, PROBE_LOWERED) if probes else kind.floor
+    floor = max(unrelated, min(kind.floor, nearly_all))
     refused = sum(refuses(x, floor) for x in own) / len(own) if own else 0.0
     answerable = _quantile(own, PSEUDO_QUANTILE) if own else 1.0
     floor = min(floor, answerable) if refused > _PSEUDO_TOLERATED else floor
@@ -10080,11 +10087,15 @@ def _measure_question_floor(retriever, mode: str) -> dict:
     source = (ALIKE if not separates else
               f"measured on this index: lowered until at most {PSEUDO_QUANTILE:.0%} of "
               f"{len(own)} questions made from its passages are refused ({refused:.0%} were)"
+              if floor < min(kind.floor, nearly_all) else
+              f"measured on this index: lowered to where {PROBE_LOWERED:.0%} of {len(probes)} "
+              "unrelated questions are refused (they all score far below the default)"
               if floor < kind.floor else
               f"measured on this index: raised until {PROBE_QUANTILE:.0%} of {len(probes)} "
               "unrelated questions are refused" if floor > kind.floor else
               f"{kind.floor_source}; questions measured on this index neither raise nor lower it")
     return {"floor": round(floor, 6), "source": source, "unrelated": round(unrelated, 6),
+            "nearly_all": round(nearly_all, 6),
             "answerable": round(answerable, 6), "own_refused": round(refused, 4),
             "probes": len(probes), "own": len(own), "separates": separates}
 
@@ -10119,7 +10130,7 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
         return retriever.floor_found(mode)
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
-    if keep and "separates" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
+    if keep and "nearly_all" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
         floors.pop(mode, None)
     # on the whole index, whatever a request or a key narrows it to
     if mode not in floors and count and _MEASURES_FLOOR:
@@ -11044,11 +11055,13 @@ def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece |
     return next((p for p in after if not p.code and _MEANS.search(p.text)), None)
 
 
-# A question asking for a time ('When was 5.0.0 released?') or a number ('How many workers?'):
+# A question asking for a time ('When was 5.0.0 released?', 'How often does it run?') or a number:
 # a piece holding none is no answer to it while another piece is.
-_ASKS_TIME = LazyPattern(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month)\b", re.I)
-_ASKS_NUMBER = LazyPattern(r"\bhow (?:many|much|long|old|often|far|big|large|wide|tall)\b", re.I)
-_A_YEAR = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b")
+_ASKS_TIME = LazyPattern(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month)\b|\bhow often\b",
+                         re.I)
+_ASKS_NUMBER = LazyPattern(r"\bhow (?:many|much|long|old|far|big|large|wide|tall)\b", re.I)
+_A_YEAR = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b|\b(?:hourly|daily|weekly|monthly|yearly|annually)\b",
+                      re.I)  # a year, or how often ('OnCalendar=weekly')
 _DIGIT = LazyPattern(r"\d")
 
 

@@ -6393,6 +6393,33 @@ class AskTests(RagTestCase):
         self.assertFalse(a["refused"], (a["relevance"], a["floor"]))
 
     @all_probes
+    def test_floor_comes_down_where_everyday_questions_all_score_far_below_it(self):
+        """A folder of unit files: no everyday question comes near it, nor do its own questions
+        worded as a person asks ('How often does fstrim run?'): the default comes down to where
+        nearly all everyday questions are still refused, and the verb asked with is not required."""
+        units = {f"{name}.service": f"[Unit]\nDescription={what}\nDocumentation=man:{name}(8)\n\n"
+                                    f"[Service]\nType=oneshot\nExecStart=/usr/sbin/{name} {flag}\n"
+                 for name, what, flag in (("fstrim", "Discard unused blocks on filesystems", "--listed-in /etc/fstab"),
+                                          ("e2scrub", "Online ext4 metadata check", "-A"),
+                                          ("logrotate", "Rotate log files", "/etc/logrotate.conf"),
+                                          ("man-db", "Daily man-db regeneration", "--quiet"),
+                                          ("apt-daily", "Daily apt download activities", "update"))}
+        units.update({f"{name}.timer": f"[Unit]\nDescription={what} timer\n\n[Timer]\nOnCalendar={when}\n"
+                                       f"Persistent=true\n\n[Install]\nWantedBy=timers.target\n"
+                      for name, what, when in (("fstrim", "Discard unused blocks once a week", "weekly"),
+                                               ("e2scrub", "Periodic ext4 metadata check", "Sun *-*-* 03:10:00"),
+                                               ("logrotate", "Daily rotation of log files", "daily"))})
+        self.write_docs(units)
+        self.ok("index", self.docs)
+        kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])["floors"]["hybrid"]
+        self.assertLess(kept["floor"], rag.BUILTIN_FLOOR)
+        self.assertEqual(kept["floor"], kept["nearly_all"])
+        self.assertTrue(kept["source"].startswith("measured on this index: lowered to where 95%"), kept["source"])
+        out = self.ok("ask", "How often does fstrim run?")
+        self.assertIn("OnCalendar=weekly", out)
+        self.assertIn("I could not find", self.ok("ask", "Who painted the Mona Lisa?"))
+
+    @all_probes
     def test_floor_comes_down_where_the_index_own_questions_score_low(self):
         """An embedder whose good answers score low on the index's scale: the
         floor comes down until the index's own questions are answered."""
