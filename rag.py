@@ -10130,7 +10130,8 @@ def question_floor(retriever, mode: str, keep: bool = False) -> dict | None:
         return retriever.floor_found(mode)
     store, count, model = retriever.store, retriever.chunks(), retriever.embedder.model
     floors = kept_question_floors(store, model, count)
-    if keep and "nearly_all" not in floors.get(mode, {}):  # kept before rag.py asked: measured again
+    # kept before rag.py asked for all it keeps: measured again
+    if keep and not {"separates", "nearly_all"} <= floors.get(mode, {}).keys():
         floors.pop(mode, None)
     # on the whole index, whatever a request or a key narrows it to
     if mode not in floors and count and _MEASURES_FLOOR:
@@ -15436,8 +15437,9 @@ def _cmd_stats(args, cfg: Config, closer) -> int:
     if info["convention"] != Convention().shown():
         print(f"convention      {info['convention']}")
     if "floor" in info:
-        print(f"floor           {info['floor']:g} ({info['floor_source']}; unrelated chunks score "
-              f"{info['null_level']:g} under this model)")
+        # the floor is on the relevance scale, where unrelated chunks' similarity is 0
+        print(f"floor           {info['floor']:g} ({info['floor_source']}; relevance 0 is the "
+              f"similarity of unrelated chunks under this model, {info['null_level']:g})")
     if "unrelated_questions" in info:
         probes, own = info["questions_measured"]
         made = (f"{1 - PSEUDO_QUANTILE:.0%} of {own} questions made from its passages above "

@@ -5924,7 +5924,7 @@ class AskTests(RagTestCase):
                 self.assertEqual(on["floor"], rag.DEFAULT_FLOOR)  # too few passages to lower it
                 self.assertTrue(on["floor_source"].startswith("default for embedding models; questions measured"))
                 self.assertGreater(on["relevance"], on["floor"])
-                self.assertIn("unrelated chunks score", self.ok("stats"))
+                self.assertIn("relevance 0 is the similarity of unrelated chunks", self.ok("stats"))
                 level = float(dict(self.rows("SELECT key, value FROM meta"))["null_level"])
                 self.assertGreater(level, 0.5) if name == "fake-tilted" else self.assertLess(level, 0.3)
 
@@ -6362,7 +6362,7 @@ class AskTests(RagTestCase):
         self.ok("index", self.docs)  # a fifth more chunks: measured again, for the default mode
         kept = json.loads(dict(self.rows("SELECT key, value FROM meta"))["question_floor"])
         self.assertEqual((kept["chunks"], set(kept["floors"])), (chunks + 1, {"hybrid"}))
-        self.assertIn("questions measured on this index", self.ok("stats"))
+        self.assertIn("measured on this index", self.ok("stats"))
 
     def test_floor_is_not_measured_in_a_test_about_something_else(self):
         """The test hook rag._MEASURES_FLOOR (off here: no @measures_floor): no
@@ -7260,7 +7260,8 @@ class AnswerTests(RagTestCase):
         # cost), and the next index run measures it again
         conn = sqlite3.connect(self.db)
         kept = json.loads(conn.execute("SELECT value FROM meta WHERE key = 'question_floor'").fetchone()[0])
-        del kept["floors"]["hybrid"]["separates"]
+        del kept["floors"]["hybrid"]["separates"]  # as an earlier rag.py kept it: at the default
+        kept["floors"]["hybrid"]["floor"] = rag.BUILTIN_FLOOR
         with conn:
             conn.execute("UPDATE meta SET value = ? WHERE key = 'question_floor'", (json.dumps(kept),))
         conn.close()
@@ -7784,8 +7785,10 @@ class EvalTests(RagTestCase):
                            {"question": "Who wrote the Odyssey?", "unanswerable": True}])
         report = json.loads(self.ok("eval", path, "--json"))
         answerable = sorted(r["relevance"] for r in report["cases_detail"] if not r.get("unanswerable"))
-        self.assertEqual(report["floor"], rag.BUILTIN_FLOOR)
-        self.assertTrue(report["floor_source"].startswith("default for the built-in embedder"), report["floor_source"])
+        # three small documents no everyday question comes near: the default comes down (measured)
+        self.assertLess(report["floor"], rag.BUILTIN_FLOOR)
+        self.assertTrue(report["floor_source"].startswith("measured on this index: lowered to where"),
+                        report["floor_source"])
         off = [r["relevance"] for r in report["cases_detail"] if r.get("unanswerable")]
         out = self.ok("eval", path, "--calibrate")
         self.assertRegex(out, r"calibration on 5 cases")
