@@ -10180,12 +10180,14 @@ def focus_words(question: str) -> list[str]:
 
 
 def required_words(question: str) -> list[str]:
-    """The focus_words a passage that answers holds: not the verbs a question asks with.
+    """The focus_words a passage that answers holds: not the verbs a question asks with,
+    unless it has no other ('How long does it take?', a follow-up: judged on 'take').
 
-    >>> required_words("How long do refunds take?")
-    ['refunds']
+    >>> required_words("How long do refunds take?"), required_words("How long does it take?")
+    (['refunds'], ['take'])
     """
-    return [w for w in focus_words(question) if w not in ASKING_VERBS]
+    words = focus_words(question)
+    return [w for w in words if w not in ASKING_VERBS] or words
 
 
 _HOW_WHAT = LazyPattern(r"\bhow\s+([^\W_]+)")
