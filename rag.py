@@ -11191,7 +11191,8 @@ def _from_definition(piece: _Piece, asked: list[re.Pattern]) -> _Piece:
     if not start:
         return piece
     end = _definition_end(lines, start + 1, _indent(lines[start]))
-    return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="")
+    return replace(piece, text=textwrap.dedent("\n".join(lines[start:end]).rstrip()), before="",
+                   focus=-1)
 
 
 # A constant a shown definition uses as a value ('limit=_DEFAULT_LIMIT', '> ZIP64_LIMIT'): its
@@ -11794,7 +11795,7 @@ def _best_line(p: _Piece, wanted: dict[str, float], kind: set[str]) -> tuple[int
         held = sum(wanted.get(s, 0.0) for s in read) + _VALUE_SHARE * sum(map(wanted.get, valued))
         score = (held,
                  sum(wanted.get(s, 0.0) for s in words), len(words & wanted.keys()))
-        if line.strip() and score > best:
+        if line.strip() and not _CONDITION.match(line) and score > best:
             best, found, focus, in_value = score, read, i, valued
     extra = p.before + "\n" + p.about
     return focus, found | set(map(stem, lexical_words(extra))), in_value
@@ -11828,6 +11829,9 @@ def _line_context(lines: list[str], i: int) -> list[int]:
 
 
 _SECTION = LazyPattern(r"\s*\[[^\]]+\]\s*")  # an ini file's section: '[Service]'
+# A condition around code ('#if defined(EACCES)', '#ifndef PATH_MAX'): scaffolding, never what
+# answers; the declaration inside or elsewhere does.
+_CONDITION = LazyPattern(r"\s*#\s*(?:if|ifdef|ifndef|elif|else|endif)\b")
 _CODE_COMMENT = LazyPattern(r"\s*(?:#(?!\s*(?:define|include|if|endif|else)\b)|//|/?\*|;|--\s)")
 
 

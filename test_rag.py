@@ -6928,6 +6928,12 @@ class AnswerTests(RagTestCase):
         lone = hit(1, "Run the server\n\n::\n\n    $ flask run --debug\n", "/docs/server.rst")
         self.assertEqual(extract("How do I run the server?", lone),
                          "Run the server: [1]\n```\n$ flask run --debug\n``` [1]")
+        # a heading that dates its release answers when it was released, not notes naming it
+        history = hit(1, "5.0.0 / 2024-09-10\n==================\n\n* remove: `path-is-absolute` dependency\n"
+                         "* deps: send@1.1.0\n", "/History.md", 1.0, heading="History > 5.0.0 / 2024-09-10")
+        alpha = hit(2, "This is the eighth Express 5.0 alpha release, based off 4.17.1. The 5.0.0 release "
+                       "will follow.\n", "/History.md", 0.9, heading="History > 5.0.0-alpha.8 / 2020-03-25")
+        self.assertTrue(extract("When was 5.0.0 released?", history, alpha).startswith("5.0.0 / 2024-09-10 [1]"))
         # a number written as a word is its digits
         guide = hit(1, "Run it with four worker processes::\n\n    $ gunicorn -w 4 'hello:app'\n\n"
                        "The output shows the workers::\n\n    Booting worker with pid: x\n",
