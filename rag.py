@@ -9205,6 +9205,10 @@ def forget_index(db: str, lock: str) -> None:
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
 
+# A name written as one ('8.3.0', 'zfs.target', 'max_content_width'): matched as a phrase too
+_COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
+
+
 def fts_query(question: str) -> str | None:
     """A MATCH expression that cannot be a syntax error: quoted words OR-ed, stopwords
     left out (they rank worse) unless the question has nothing else.
@@ -9222,9 +9226,6 @@ def fts_query(question: str) -> str | None:
     parts = [FTS_WORD.findall(c.lower()) for c in _COMPOUND.findall(question)]
     phrases = [" ".join(p) for p in parts if any(len(w) > 1 or w.isdigit() for w in p)]  # 'U.S.'
     return " OR ".join(f'"{w}"' for w in words + list(dict.fromkeys(phrases))) or None
-
-
-_COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
 
 
 def _rrf(rankings: list[list[int]], k: int = RRF_K) -> list[tuple[int, float]]:
@@ -10337,6 +10338,12 @@ def missing_word(question: str, hits: list[Hit], idf, stems=None) -> str:
     return "" if not name or any(held in (stems or chunk_stems)(h) for h in hits) else name
 
 
+def with_missing(answer: str, word: str) -> str:
+    """An answer said first to be no more than the nearest the passages come, when what the
+    question is about (word: missing_word) is in none of them."""
+    return f"{MISSING.format(word)}\n\n{answer}" if word else answer
+
+
 def _written_names(text: str) -> list[str]:
     """The words text writes as names: capitalised after its first word, a capital or a digit
     inside ('PostgreSQL', 'MiB', 'v8'); each as written, once."""
@@ -11063,8 +11070,8 @@ def _the_way(evidence: Evidence, best: _Piece, chosen: list[_Piece]) -> _Piece |
 _ASKS_TIME = LazyPattern(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month)\b|\bhow often\b",
                          re.I)
 _ASKS_NUMBER = LazyPattern(r"\bhow (?:many|much|long|old|far|big|large|wide|tall)\b", re.I)
-_A_YEAR = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b|\b(?:hourly|daily|weekly|monthly|yearly|annually)\b",
-                      re.I)  # a year, or how often ('OnCalendar=weekly')
+_A_TIME = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b|\b(?:hourly|daily|weekly|monthly|yearly|annually)\b",
+                      re.I)  # a year, or how often ('OnCalendar=weekly'); a date: _dates
 _DIGIT = LazyPattern(r"\d")
 
 
@@ -11072,7 +11079,7 @@ def _of_kind(question: str) -> Callable[[_Piece], bool]:
     """Whether a piece holds a value of the kind the question asks for (any, if it asks for
     none): a date or a year for a time, a number (in digits or a word) for a number."""
     if _ASKS_TIME.search(question):
-        return lambda p: bool(_dates(p.text) or _A_YEAR.search(p.text))
+        return lambda p: bool(_dates(p.text) or _A_TIME.search(p.text))
     if _ASKS_NUMBER.search(question):
         return lambda p: bool(_DIGIT.search(p.text)) or any(
             w in NUMBER_WORDS for w in lexical_words(p.text))
@@ -11513,7 +11520,7 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         before = before if before.endswith(":") else ""
     # a heading that dates its section ('5.0.0 / 2024-09-10') says when what is under it was
     title = h.chunk.heading.rpartition(" > ")[2]
-    when = _dates(title) or _A_YEAR.search(title)
+    when = _dates(title) or _A_TIME.search(title)
     dated = [_Piece(n, len(out), title)] if title and when else []
     return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out)) + dated
 
@@ -11529,20 +11536,17 @@ def _term(rows: list[str], first: str, at: int) -> tuple[int, str]:
                         if rows[j].strip() and _indent(rows[j]) < _indent(first)), "")
 
 
-_TABLE_RULE = LazyPattern(r"\s*\|?(?:\s*:?-{3,}:?\s*\|)+\s*:?-*:?\s*\|?\s*")  # '| --- | :-: |'
-
-
 def _drawn_rows(text: str, n: int, order: int) -> list[_Piece]:
     """Each row of a table drawn with '|' as a piece of its own, shown under the table's head
     (its first row): '| `adb logcat -c` | Clears the log buffers |' answers alone."""
     out, head = [], ""
     for line in text.splitlines():
         row = line.strip()
-        if not (row.startswith("|") and row.endswith("|") and len(row) > 1):
+        if not (_TABLE_ROW.match(line) and "|" in row):
             head = ""
         elif not head:
             head = row
-        elif not _TABLE_RULE.fullmatch(row):
+        elif FTS_WORD.search(row):  # not a rule ('| --- | :-: |')
             out.append(_Piece(n, order + len(out), head + "\n" + row, True))
     return out
 
@@ -12350,9 +12354,7 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     refusal = verdict.refusal or s.refusal
     cited = () if refusal else tuple(citations(s.text, len(s.hits)))
     ms = (time.perf_counter() - t0) * 1000
-    # what it is about is in no passage: the nearest they come is said to be no more than that
-    text = (REFUSAL if refusal else f"{MISSING.format(verdict.missing)}\n\n{s.text}"
-            if verdict.missing else s.text)
+    text = REFUSAL if refusal else with_missing(s.text, verdict.missing)
     result = Answer(text, bool(refusal), s.hits, cited, reply.usage, model, prompt, ms, fallback,
                     verdict.relevance, opts.floor, query, tuple(turns), claims=s.claims,
                     refusal=refusal, coverage=verdict.coverage,
@@ -12723,8 +12725,8 @@ def _score_answer(case: dict, row: dict, evidence: Evidence, gold: list[bool], g
         why = s.refusal
     text, given, refused = s.text, s.hits, is_refusal(s.text)
     row.update(answer=text, answer_refused=refused, statements=[c.json() for c in s.claims])
-    if row.get("missing_word") and not refused:
-        row["answer"] = f"{MISSING.format(row['missing_word'])}\n\n{text}"
+    if not refused:
+        row["answer"] = with_missing(text, row.get("missing_word", ""))
     if case.get("unanswerable"):  # refused, or said to be about what no passage holds
         ok = refused or "missing_word" in row
         row.update(answer_ok=ok,

@@ -109,6 +109,16 @@ def letters(text: str) -> list[float]:
 # Running rag.py
 # ---------------------------------------------------------------------------
 
+def stored_bytes(tmp):
+    """The index's files in tmp as text (every byte kept): where a secret must not be."""
+    out = {}
+    for name in ("rag.db", "rag.db-wal"):
+        if os.path.exists(os.path.join(tmp, name)):
+            with open(os.path.join(tmp, name), "rb") as f:
+                out[name] = f.read().decode("latin-1")
+    return out
+
+
 def clean_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not re.match(r"(LLM|OPENAI|EMBED|RERANK|RAG)_", k)}
@@ -546,10 +556,7 @@ def check_secret_forms(tmp):
         code, out, err = rag(["index", repo], tmp, env)
         seen = {"search": rag(["search", "heron settings"], tmp, env)[1], "export": rag(["export"], tmp, env)[1],
                 "embeddings server": rec.everything()}
-        for name in ("rag.db", "rag.db-wal"):
-            if os.path.exists(os.path.join(tmp, name)):
-                with open(os.path.join(tmp, name), "rb") as f:
-                    seen[name] = f.read().decode("latin-1")
+        seen.update(stored_bytes(tmp))
     finally:
         rec.close()
     markers = [f"Marker{n:02d}" for n in (1, 2, 4, 6, 7, 8, 9, 10, 11, 14, 15)]
@@ -1134,10 +1141,7 @@ def check_secret_layouts(tmp):
                 "export": rag(["export"], tmp, env)[1],
                 "ask": rag(["ask", "what is the redis password?"], tmp, env)[1]}
         seen["servers"] = rec.everything()
-        for name in ("rag.db", "rag.db-wal"):
-            if os.path.exists(os.path.join(tmp, name)):
-                with open(os.path.join(tmp, name), "rb") as f:
-                    seen[name] = f.read().decode("latin-1")
+        seen.update(stored_bytes(tmp))
     finally:
         rec.close()
     # each secret holds 'L42'; the HAR's is base64 ('L42har-basic:pw')
