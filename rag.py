@@ -7650,157 +7650,60 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 # Index: walk, parse, chunk, embed, store
 # ---------------------------------------------------------------------------
 
-_GLOB_SETS = 4096  # sets of states remembered: past it they start again, memory stays flat
+class _Glob:
+    """A gitignore-style pattern over a '/'-separated relative path. One without a '/' (but a
+    trailing one) matches at any depth; '*', '?' and '[...]' ('!' or '^' first: negated) stay
+    within a folder, as fnmatch reads them; a '**' folder is any number of folders (elsewhere
+    '**' is '*', as in gitignore). Linear in the path: fnmatch's regex never backtracks (a
+    backtracking one takes years on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name), and the
+    folders step a set of places.
 
-
-class _Globs:
-    """Gitignore-style patterns over '/'-separated relative paths, all matched in one pass,
-    in time O(len(patterns) * len(path)): sets of states stepped a character at a time (a
-    backtracking regex takes years on '*a*a*a*a*a*a*a*a*a*a*a*a*c' against a long name).
-
-    A pattern without a '/' (but a trailing one) matches at any depth; '*' and '?' stay
-    within a folder, '**' crosses folders; '[...]' is a set ('!' or '^' first: negated).
-
-    >>> g = _Globs()
-    >>> [g.add(p) for p in ("*.md", "/c.md", "a/**/*.md", "b/*.md")]
-    [0, 1, 2, 3]
-    >>> sorted(g.matches("a/b/c.md"))
-    [0, 2]
+    >>> _Glob("a/**/*.md").matches("a/b/c.md"), _Glob("/c.md").matches("a/c.md")
+    (True, False)
     """
 
-    def __init__(self):
-        self.tests: list = []  # per state: its character's test; None: a split; an int: a match
-        self.outs: list[tuple] = []  # per state: the states after it
-        self.starts: list[int] = []  # per pattern: its first state
-        self.rows: dict[frozenset, dict] = {}  # sets of states met: their rows (_row)
-        self.first: dict = self._row(frozenset())
+    def __init__(self, pattern: str):
+        """ValueError for a pattern that is none ('[z-a]', '[!]', a '[' without its ']')."""
+        import fnmatch
+        parts = _glob_sets(pattern).strip("/").split("/")
+        parts[:0] = ["**"] if "/" not in pattern.rstrip("/") else []  # at any depth
+        parts[-1:] = ["*", "**"] if parts[-1] == "**" else parts[-1:]  # 'a/**': inside a
+        self.parts = [None if p == "**" else re.compile(fnmatch.translate(p)).match for p in parts]
 
-    def add(self, pattern: str) -> int:
-        """Add a pattern; its number in matches(). ValueError, nothing added, for one
-        that is none ('[z-a]', '[!]', a '[' without its ']')."""
-        kept = len(self.tests)
-        try:
-            self.starts.append(kept)
-            if "/" not in pattern.rstrip("/"):  # at any depth
-                self._any_folders()
-            pattern, i = pattern.strip("/"), 0
-            while i < len(pattern):
-                i = self._element(pattern, i)
-        except ValueError:
-            del self.tests[kept:], self.outs[kept:], self.starts[-1]
-            raise
-        self._add(len(self.starts) - 1)
-        self.rows = {}
-        self.first = self._row(self._closure(self.starts))
-        return len(self.starts) - 1
+    def matches(self, rel: str) -> bool:
+        if self.parts[-1] and not self.parts[-1](rel[rel.rfind("/") + 1:]):
+            return False  # the last folder decides most often, and at once
+        at = self._on({0})
+        for name in rel.split("/"):
+            at = self._on({i + (m is not None) for i in at if i < len(self.parts)
+                           and ((m := self.parts[i]) is None or m(name))})
+        return len(self.parts) in at
 
-    def _add(self, test, outs=()) -> None:
-        self.tests.append(test)
-        self.outs.append(outs)
-
-    def _on(self, test) -> None:
-        self._add(test, (len(self.tests) + 1,))
-
-    def _element(self, pattern: str, i: int) -> int:
-        """Add the states of the element at i; the index after it."""
-        if pattern.startswith("**/", i):
-            self._any_folders()
-            return i + 3
-        if pattern[i] == "*":
-            deep = pattern.startswith("**", i)
-            loop = len(self.tests)  # a split: one more character, or on
-            self._add(None, (loop + 1, loop + 2))
-            self._add(_ANY if deep else _IN_FOLDER, (loop,))
-            return i + 1 + deep
-        if pattern[i] == "[":
-            if "]" not in pattern[i + 2:]:  # a typo more often than a name holding '[' ('[[]')
-                raise ValueError("a '[' without its ']'")
-            end = pattern.index("]", i + 2)
-            self._on(_char_set(pattern[i + 1:end]))
-            return end + 1
-        self._on(_IN_FOLDER if pattern[i] == "?" else pattern[i])
-        return i + 1
-
-    def _any_folders(self) -> None:
-        """'(?:.*/)?': nothing, or any characters ending in '/'."""
-        split = len(self.tests)
-        self._add(None, (split + 1, split + 4))
-        self._add(None, (split + 2, split + 3))  # a loop: one more character, or the '/'
-        self._add(_ANY, (split + 1,))
-        self._add("/", (split + 4,))
-
-    def _closure(self, states: Iterable[int]) -> frozenset:
-        into: set[int] = set()
-        stack = list(states)
-        while stack:
-            s = stack.pop()
-            if s not in into:
-                into.add(s)
-                if self.tests[s] is None:
-                    stack.extend(self.outs[s])
-        return frozenset(into)
-
-    def matches(self, text: str) -> frozenset:
-        """The numbers of the patterns matching the whole of text. Each set of states met
-        is a row remembering where each character leads: a lookup a character once met."""
-        row = self.first
-        for ch in text:
-            try:
-                row = row[ch]
-            except KeyError:
-                row = self._step(row, ch)
-        return row[""]
-
-    def _row(self, states: frozenset) -> dict:
-        """The row of a set of states: '' -> what it matches, None -> the states, each
-        character met -> the row it leads to."""
-        if len(self.rows) > _GLOB_SETS:  # a hostile name: start again (rows in use still end)
-            first = self.first
-            self.first = {"": first[""], None: first[None]}
-            self.rows = {first[None]: self.first}
-        row = self.rows.get(states)
-        if row is None:
-            done = frozenset(t for t in map(self.tests.__getitem__, states) if isinstance(t, int))
-            row = self.rows[states] = {"": done, None: states}
-        return row
-
-    def _step(self, row: dict, ch: str) -> dict:
-        moved: list[int] = []
-        for s in row[None]:
-            test = self.tests[s]
-            if isinstance(test, str) and test == ch or callable(test) and test(ch):
-                moved.extend(self.outs[s])
-        row[ch] = self._row(self._closure(moved))
-        return row[ch]
+    def _on(self, at: set[int]) -> set[int]:
+        """at and the places after each '**' in it (which may be no folder)."""
+        for i, m in enumerate(self.parts):
+            if m is None and i in at:
+                at.add(i + 1)
+        return at
 
 
-def _ANY(ch: str) -> bool:
-    return True
-
-
-def _IN_FOLDER(ch: str) -> bool:
-    return ch != "/"
-
-
-def _char_set(body: str) -> Callable[[str], bool]:
-    """'[body]' as a test: characters and ranges ('-' first or last is itself), negated by
-    a first '!' or '^'. ValueError when it is empty or a range runs backwards."""
-    negate = body[:1] in ("!", "^")
-    body = body[1:] if negate else body
-    if not body:
-        raise ValueError("an empty set")
-    chars, ranges, i = set(), [], 0
-    while i < len(body):
-        if i + 2 < len(body) and body[i + 1] == "-":
-            if body[i] > body[i + 2]:
-                raise ValueError(f"the range {body[i:i + 3]} runs backwards")
-            ranges.append((body[i], body[i + 2]))
-            i += 3
-        else:
-            chars.add(body[i])
-            i += 1
-    inside = lambda ch: ch in chars or any(lo <= ch <= hi for lo, hi in ranges)
-    return (lambda ch: not inside(ch)) if negate else inside
+def _glob_sets(pattern: str) -> str:
+    """pattern with each set's '[^' written '[!' (fnmatch's); ValueError for a set that is
+    none: empty, a range running backwards ('[z-a]'), a '[' without its ']'."""
+    i = pattern.find("[")
+    while i >= 0:
+        end = pattern.find("]", i + 2)
+        if end < 0:  # a typo more often than a name holding '[' ('[[]')
+            raise ValueError("a '[' without its ']'")
+        negate = pattern[i + 1] in "!^"
+        if end == i + 1 + negate:
+            raise ValueError("an empty set")
+        for lo, hi in re.findall(r"(?s)(.)-(.)", pattern[i + 1 + negate:end]):
+            if lo > hi:
+                raise ValueError(f"the range {lo}-{hi} runs backwards")
+        pattern = pattern[:i + 1] + "!" * negate + pattern[i + 1 + negate:]
+        i = pattern.find("[", end + 1)
+    return pattern
 
 
 # Rarely documents, often thousands of files: skipped unless --no-default-excludes (or an
@@ -7825,7 +7728,7 @@ _RAGIGNORE, _DEFAULT = ".ragignore line", "default"  # where a _PathFilter's lin
 class _Rule:
     """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
-    glob: int  # its number in the filter's _Globs
+    glob: _Glob
     negate: bool
     dir_only: bool
     origin: str  # _RAGIGNORE, _DEFAULT (one of DEFAULT_EXCLUDES) or "--exclude"
@@ -7849,9 +7752,8 @@ class _PathFilter:
 
     def __init__(self, include=(), exclude=(), ignore_lines=(), defaults=False):
         self.bad: list[str] = []  # notes for the lines that are no pattern (skipped)
-        self.globs, self.includes = _Globs(), _Globs()
         # an --include that is none matches nothing: it never widens what is read
-        self.include = [self._glob(self.includes, p, "--include") for p in include]
+        self.include = [self._glob(p, "--include") for p in include]
         self.rules: list[_Rule] = []
         lines = [(line, _RAGIGNORE) for line in ignore_lines]
         lines += [(line, _DEFAULT) for line in (DEFAULT_EXCLUDES if defaults else ())]
@@ -7865,14 +7767,14 @@ class _PathFilter:
                 continue
             negate = line.startswith("!")
             pattern = line[1:] if negate else line
-            n = self._glob(self.globs, pattern, origin, line) if pattern.strip("/") else None
-            if n is not None:
-                self.rules.append(_Rule(n, negate, pattern.endswith("/"), origin, line))
+            glob = self._glob(pattern, origin, line) if pattern.strip("/") else None
+            if glob:
+                self.rules.append(_Rule(glob, negate, pattern.endswith("/"), origin, line))
 
-    def _glob(self, globs: _Globs, pattern: str, origin: str, line: str = "") -> int | None:
-        """The pattern added to globs; None, said in bad, for one that is none."""
+    def _glob(self, pattern: str, origin: str, line: str = "") -> _Glob | None:
+        """The pattern's _Glob; None, said in bad, for one that is none."""
         try:
-            return globs.add(pattern)
+            return _Glob(pattern)
         except ValueError as e:
             self.bad.append(f"{origin} '{shown(line or pattern)}' is no pattern ({e})")
             return None
@@ -7891,14 +7793,13 @@ class _PathFilter:
         rule = next(iter(self.matching(rel, is_dir)), None)  # the last matching line decides
         out = bool(rule and not rule.negate)
         if not out and not is_dir and self.include:
-            out = not self.includes.matches(rel)
+            out = not any(g and g.matches(rel) for g in self.include)
         return out
 
     def matching(self, rel: str, is_dir: bool) -> list[_Rule]:
         """The rules matching rel, the last (which decides) first."""
-        matched = self.globs.matches(rel) if self.rules else ()
         return [r for r in reversed(self.rules) if (is_dir or not r.dir_only)
-                and r.glob in matched]
+                and r.glob.matches(rel)]
 
     def excludes_path(self, path: str, root: str) -> bool:
         """excluded() for a file's path or any folder above it."""
