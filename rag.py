@@ -5293,8 +5293,8 @@ _PAGE_SIZE = 16384
 
 def _check_schema(conn, path: str, create: bool) -> None:
     """Fail unless the file is an index of this schema, or a new one (create: its
-    schema is made, the page size first). An index of an older schema (an earlier version's:
-    schema 7 kept each file's SHA-256 and size) is rebuilt, not read: no migrations."""
+    schema is made, the page size first). An index of another schema (another version's) is
+    never read: no migrations."""
     version, tables = _schema_of(conn)
     if version == 0 and not tables:
         if not create:
@@ -5303,14 +5303,9 @@ def _check_schema(conn, path: str, create: bool) -> None:
     elif version == 0 or not _INDEX_TABLES <= tables:
         raise RagError(f"{path} is not a rag.py index (it is another program's database); "
                        "choose another --db")
-    elif version > _SCHEMA_VERSION:
-        raise RagError(f"{path} has schema version {version}, newer than this rag.py "
-                       f"({_SCHEMA_VERSION}); upgrade rag.py")
-    elif version < _SCHEMA_VERSION:
-        raise RagError(f"the index {path} was made by an earlier version of rag.py (schema "
-                       f"{version}; this one reads {_SCHEMA_VERSION}): move it aside and index "
-                       f"again ('mv {path} {path}.old', then '{program()} index FOLDER... "
-                       f"--db {path}')")
+    elif version != _SCHEMA_VERSION:
+        raise RagError(f"the index {path} was made by another version of rag.py: move it aside "
+                       "and index again")
     else:
         return
     try:
@@ -5323,9 +5318,7 @@ def _check_schema(conn, path: str, create: bool) -> None:
         why = cannot_write(e)
         if not why:
             raise
-        raise RagError(f"the index {path} needs upgrading (schema 0 to {_SCHEMA_VERSION}) but "
-                       f"cannot be written now: {why}; run '{program()} index' once where it "
-                       "can be written") from None
+        raise RagError(f"cannot make the index {path} now: {why}") from None
 
 
 def cannot_write(e: sqlite3.OperationalError) -> str:
