@@ -67,6 +67,11 @@ Words this file uses:
     gold             eval's expected sources of a case (gold passages), or its expected answer
                      strings (gold answers)
     scope            what a caller may read: globs on paths (--source, a key's globs)
+    glob             a pattern on paths, in three dialects: gitignore's (.ragignore, --include,
+                     --exclude: _Glob; '*' within a folder, '**/' any folders), SQLite's GLOB
+                     (--source, a key's globs: '*' across folders, '[!a]' read as '[^a]') and
+                     fnmatch's (forget: as GLOB, but '[^a]' is '^' or 'a' and a whole path is taken
+                     as written; the files a glob names on disk: glob's, '*' within a folder)
 
 Sections, in pipeline order (a name starting with _ is used only inside its
 section; the others are what later sections build on; __all__ is the public API):
