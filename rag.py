@@ -201,8 +201,8 @@ __all__ = [
     "Format", "FORMATS", "parse_document", "chunk_lines",
     "Embedder", "EMBEDDERS", "make_embedder",
     "Store", "STORES", "open_store", "index_paths", "Watcher",
-    "Retriever", "Reranker", "open_for_query", "judge_question",
-    "Generator", "GENERATORS", "answer_question", "evaluate",
+    "Retriever", "Reranker", "open_for_query", "ask_options", "judge_question",
+    "Generator", "GENERATORS", "answer_question", "evaluate", "load_cases",
     # serving
     "Service", "ROUTES",
 ]

@@ -935,6 +935,68 @@ class LayersTests(unittest.TestCase):
         self.assertEqual(layer_faults(swapped),
                          ["the map does not list the banners in order: ['First', 'Second']"])
 
+
+class ApiTests(unittest.TestCase):
+    """The public API is __all__, and bench/ and .ci/ reach rag.py through it alone."""
+
+    maxDiff = None  # a failure names every use outside __all__
+
+    @staticmethod
+    def rag_uses(source, first=1):
+        """(line, name) of each name of the rag module a script reads or sets, however it
+        imports it ('import rag as r', 'from rag import x', getattr(rag, 'x')), also in the
+        code of a child process that it holds in a string."""
+        tree = ast.parse(source)
+        modules = {"rag"} | {a.asname for node in ast.walk(tree) if isinstance(node, ast.Import)
+                             for a in node.names if a.name == "rag" and a.asname}
+        uses = []
+        for node in ast.walk(tree):
+            line = first + getattr(node, "lineno", 1) - 1
+            if isinstance(node, ast.ImportFrom) and node.module == "rag":
+                uses += [(line, a.name) for a in node.names]
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                uses += [(line, node.attr)] if node.value.id in modules else []
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+                  and isinstance(node.args[0], ast.Name) and node.args[0].id in modules):
+                name = node.args[1]
+                uses.append((line, name.value if isinstance(name, ast.Constant) else "(computed)"))
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  and "import rag" in node.value):
+                with contextlib.suppress(SyntaxError):
+                    uses += ApiTests.rag_uses(textwrap.dedent(node.value), line)
+        return uses
+
+    def outside_all(self, scripts):
+        """'path:line: rag.name' for each name outside __all__ that scripts {path: source} use."""
+        return [f"{path}:{line}: rag.{name}" for path, source in sorted(scripts.items())
+                for line, name in sorted(self.rag_uses(source)) if name not in rag.__all__]
+
+    def test_api_bench_uses_only_all(self):
+        self.assertLessEqual(len(rag.__all__), 50)
+        self.assertEqual([n for n in rag.__all__ if not hasattr(rag, n)], [])
+        self.assertEqual(len(set(rag.__all__)), len(rag.__all__))
+        planted = textwrap.dedent('''
+            import rag as r
+            from rag import walk, main
+            r.main([]); r._JOINT_SHARE; getattr(r, "connect"); r.__all__
+            CHILD = """
+            import rag
+            rag.walk = None
+            """
+            ''')
+        self.assertEqual(self.outside_all({"x.py": planted}), [
+            "x.py:3: rag.walk", "x.py:4: rag._JOINT_SHARE", "x.py:4: rag.__all__",
+            "x.py:4: rag.connect", "x.py:7: rag.walk"])
+        root, scripts = os.path.dirname(os.path.abspath(rag.__file__)), {}
+        for folder in ("bench", ".ci"):
+            for name in os.listdir(os.path.join(root, folder)):
+                if name.endswith(".py"):
+                    with open(os.path.join(root, folder, name), encoding="utf-8") as f:
+                        scripts[f"{folder}/{name}"] = f.read()
+        self.assertIn("bench/quality.py", scripts)
+        self.assertEqual(self.outside_all(scripts), [])
+
 class ParseTests(RagTestCase):
     def test_file_format_configuration_by_content(self):
         head = LOGIN_DEFS.encode()

@@ -483,12 +483,13 @@ import os, sys
 sys.path.insert(0, sys.argv[1])
 import rag
 repo, outside = sys.argv[2], sys.argv[3]
-real_walk = rag.walk
-def walk_then_swap(*a, **kw):  # the attacker's moment: every file listed, none read yet
-    yield from real_walk(*a, **kw)
-    os.remove(os.path.join(repo, "notes.md"))
-    os.symlink(outside, os.path.join(repo, "notes.md"))
-rag.walk = walk_then_swap
+notes, real_open = os.path.join(repo, "notes.md"), os.open
+def swap_then_open(path, *a, **kw):  # the attacker's moment: the file listed, about to be read
+    if path == notes and not os.path.islink(notes):
+        os.remove(notes)
+        os.symlink(outside, notes)
+    return real_open(path, *a, **kw)
+os.open = swap_then_open
 sys.exit(rag.main(["index", repo, "--db", os.path.join(os.path.dirname(repo), "rag.db")]))
 """
 

@@ -1,7 +1,9 @@
 """Search speed benchmark for rag.py: candidates by sketch (and signature) + exact rescoring vs --exact.
 
-Standard library only. Builds synthetic indexes through rag.py's own storage
-functions (clustered unit vectors, so near neighbours exist), then runs
+Standard library only. Builds synthetic indexes through rag.py's own index run
+(index_paths: one-line chunks, clustered unit vectors handed out by a replaying
+embedder, so near neighbours exist; the storing it times: from the vectors handed
+out to the rows written), then runs
 queries drawn near stored points and reports, per size: median and p95 search
 time of the default path and of the exact scan, their ratio, recall@10 of the
 default path against the exact ranking, peak memory of the searching process
@@ -22,61 +24,90 @@ import math
 import os
 import random
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import rag  # noqa: E402
 
 DEFAULT_SIZES = "10000:1536,100000:1536,1000000:384"
+PER_DOC = 100  # chunks a synthetic document
+BATCH = 2000   # chunks a request of the index run (each the chunks of PER_DOC-chunk documents)
+DOT = getattr(math, "sumprod", None) or (lambda a, b: sum(x * y for x, y in zip(a, b)))
+
+
+def unit(vec):
+    """vec scaled to unit length (as rag.py stores vectors)."""
+    norm = math.hypot(*vec)
+    return list(map((1.0 / norm).__mul__, vec)) if norm else list(vec)
 
 
 class Replay(rag.Embedder):
-    """An embedder handing out vectors made beforehand, so only storage is timed."""
+    """An embedder handing out vectors made beforehand (the documents'), so that only storing
+    is timed: returned is when it last handed some out, given counts them. A question (the
+    floor an index run measures at its end) gets a random unit vector."""
 
-    def __init__(self, model, vectors):
-        self.model, self.vectors = model, vectors
+    def __init__(self, model, vectors, dim, seed):
+        self.model, self.vectors, self.dim, self.rnd = model, vectors, dim, random.Random(seed)
+        self.returned, self.given = time.perf_counter(), 0
+
+    def embed_request(self, texts, patient=True):
+        out = [next(self.vectors) for _ in texts]
+        self.given += len(out)
+        self.returned = time.perf_counter()
+        return out
 
     def embed(self, texts, kind=None):
-        out, self.vectors = self.vectors[:len(texts)], self.vectors[len(texts):]
-        return out
+        return [unit([self.rnd.gauss(0, 1) for _ in range(self.dim)]) for _ in texts]
 
 
 def clustered(rnd, n, dim, centres=2000, spread=0.35):
     """Yield n unit vectors scattered around random centres."""
-    cs = [rag.normalize([rnd.gauss(0, 1) for _ in range(dim)]) for _ in range(min(centres, n))]
+    cs = [unit([rnd.gauss(0, 1) for _ in range(dim)]) for _ in range(min(centres, n))]
     pool = [[rnd.gauss(0, spread / math.sqrt(dim)) for _ in range(dim)] for _ in range(256)]
     for _ in range(n):
         c, a, b = rnd.choice(cs), rnd.choice(pool), rnd.choice(pool)
         shift = rnd.random()
-        yield rag.normalize([x + y + shift * z for x, y, z in zip(c, a, b)])
+        yield unit([x + y + shift * z for x, y, z in zip(c, a, b)])
 
 
-def build(path, n, dim, seed=1, per_doc=100, batch=2000):
-    """Write n synthetic chunks through rag's storage path; return chunks/s of storing."""
-    rnd = random.Random(seed)
-    store = rag.SqliteStore.open(path, create=True)
-    gen, stored_time, done = clustered(rnd, n, dim), 0.0, 0
-    while done < n:
-        docs, vectors = [], []
-        for d in range(done // per_doc, (min(n, done + batch) + per_doc - 1) // per_doc):
-            count = min(per_doc, n - d * per_doc)
-            chunks = tuple(rag.Chunk(i, f"synthetic chunk {d}.{i}", "", 1, 1) for i in range(count))
-            docs.append(rag.PendingDoc(f"doc{d:07d}.txt", f"doc{d:07d}.txt", f"{d:064x}", 0.0, chunks))
-            vectors.extend(next(gen) for _ in range(count))
-        t0 = time.perf_counter()
-        batcher = rag.Batcher(store, Replay(f"synthetic-{dim}", vectors), len(vectors), rag.IndexStats())
-        for doc in docs:
-            batcher.add(doc)
-        batcher.finish()
-        stored_time += time.perf_counter() - t0
-        done += len(vectors)
-        print(f"  built {done}/{n} ({done / stored_time:.0f} chunks/s stored)", file=sys.stderr, end="\r")
+def write_docs(folder, n):
+    """n chunks' text as Markdown files of PER_DOC one-line paragraphs, each one chunk."""
+    for d in range((n + PER_DOC - 1) // PER_DOC):
+        with open(os.path.join(folder, f"doc{d:07d}.md"), "w") as f:
+            f.write("\n\n".join(f"synthetic chunk {d}.{i}"
+                                 for i in range(min(PER_DOC, n - d * PER_DOC))) + "\n")
+
+
+def build(path, n, dim, seed=1):
+    """Index n synthetic chunks with rag's index run; return chunks/s of storing: the time
+    from each request's vectors handed out until the documents they complete are written
+    (normalise, JSON, signature, sketch, SQLite insert), the reading and chunking left out."""
+    store = rag.open_store(rag.config_from_env(env={}, db=path), create=True)
+    embedder = Replay(f"synthetic-{dim}", clustered(random.Random(seed), n, dim), dim, seed + 1)
+    write, stored = store.write, [0.0]
+
+    def timed_write(*args, **kwargs):
+        write(*args, **kwargs)
+        stored[0] += time.perf_counter() - embedder.returned
+        embedder.returned = time.perf_counter()  # a second write: from the first one's end
+        print(f"  built {embedder.given}/{n} ({embedder.given / stored[0]:.0f} chunks/s stored)",
+              file=sys.stderr, end="\r")
+    store.write = timed_write
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(path))) as docs:
+        write_docs(docs, n)
+        # chunks of 30 characters: each paragraph one chunk (two do not fit in one)
+        s = rag.index_paths(store, embedder, [docs], rag.IndexOptions(size=30, overlap=0,
+                                                                       batch=BATCH), rag.Log())
     print(file=sys.stderr)
     store.close()
-    return n / stored_time
+    if s.chunks != n:
+        raise SystemExit(f"the index run made {s.chunks} chunks of {n}")
+    return n / stored[0]
 
 
 def query_vectors(conn, count, seed=2):
@@ -85,7 +116,7 @@ def query_vectors(conn, count, seed=2):
     ids = rnd.sample([r[0] for r in conn.execute("SELECT id FROM chunks ORDER BY id")], count)
     vecs = [json.loads(conn.execute("SELECT vector FROM chunks WHERE id = ?", (i,)).fetchone()[0])
             for i in ids]
-    return [rag.normalize([x + rnd.gauss(0, 0.5 / math.sqrt(len(v))) for x in v]) for v in vecs]
+    return [unit([x + rnd.gauss(0, 0.5 / math.sqrt(len(v))) for x in v]) for v in vecs]
 
 
 def exact_top(conn, queries, k):
@@ -94,11 +125,18 @@ def exact_top(conn, queries, k):
     for cid, vec in conn.execute("SELECT id, vector FROM chunks"):
         v = json.loads(vec)
         for t, q in zip(tops, queries):
-            t.append((rag.dot(q, v), cid))
+            t.append((DOT(q, v), cid))
             if len(t) > 4 * k:
                 t.sort(reverse=True)
                 del t[k:]
     return [[cid for _, cid in sorted(t, reverse=True)[:k]] for t in tops]
+
+
+def connect(db):
+    """The index's database, read only (the bench reads its chunks' vectors)."""
+    if not os.path.exists(db):
+        raise SystemExit(f"no index at {db}")
+    return sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 
 
 def peak_memory_mb():
@@ -129,7 +167,7 @@ def cached_truth(conn, db, queries):
 
 def search_child(db, queries_file, exact_runs):
     """Run in a fresh process: time searches, report recall and peak memory as JSON."""
-    store = rag.SqliteStore.open(db)
+    store = rag.open_store(rag.config_from_env(env={}, db=db))
     with open(queries_file) as f:
         queries = json.load(f)
     fast_t, exact_t, found = [], [], []
@@ -150,7 +188,7 @@ def search_child(db, queries_file, exact_runs):
 
 def measure(db, queries, exact_runs, label, stored_rate=None):
     """Time default and exact search in a child process; one table row."""
-    conn = rag.connect(db)
+    conn = connect(db)
     truth = cached_truth(conn, db, queries)
     n, dim = conn.execute("SELECT count(*) FROM chunks").fetchone()[0], len(queries[0])
     conn.close()
@@ -179,7 +217,7 @@ def real_questions(db, cases_file, count):
     cfg = rag.config_from_env(db=db)
     cases = rag.load_cases(cases_file)[:count]
     embedder = rag.make_embedder(cfg)
-    return [rag.normalize(v) for v in embedder.embed([c["question"] for c in cases])]
+    return [unit(v) for v in embedder.embed([c["question"] for c in cases])]
 
 
 def main():
@@ -197,7 +235,7 @@ def main():
         return search_child(a.child[0], a.child[1], int(a.child[2]))
     print(f"Python {sys.version.split()[0]}, rag.py {rag.__version__}\n\n{HEADER}")
     if a.db:
-        conn = rag.connect(a.db)
+        conn = connect(a.db)
         queries = real_questions(a.db, a.cases, a.queries) if a.cases else query_vectors(conn, a.queries)
         conn.close()
         print(measure(a.db, queries, a.exact_runs, os.path.basename(a.db)), flush=True)
@@ -209,7 +247,7 @@ def main():
         rate = None
         if not os.path.exists(db):
             rate = build(db, n, dim)
-        conn = rag.connect(db)
+        conn = connect(db)
         queries = query_vectors(conn, a.queries)
         conn.close()
         print(measure(db, queries, a.exact_runs, "synthetic", rate), flush=True)

@@ -16,6 +16,9 @@ N questions made from the index's own chunks (every other word of a stretch of
 """
 
 import argparse
+import contextlib
+import inspect
+import math
 import os
 import random
 import sqlite3
@@ -65,9 +68,18 @@ def recall(db: str, n: int) -> str:
     """How much of the exact top 10 the default dense search finds, over n questions."""
     sys.path.insert(0, os.path.join(HERE, ".."))
     import rag
-    store = rag.SqliteStore.open(db)
-    cfg = rag.config_from_env(db=db)
-    embedder = rag.query_embedder(cfg, store)
+    with contextlib.ExitStack() as closer:
+        cfg = rag.config_from_env(db=db)
+        store, retriever = rag.open_for_query(cfg, rag.QueryOptions(), closer)
+        # the depth a search ranks to (Retriever.rank's), of which the top 10 are shown
+        depth = inspect.signature(rag.Retriever.rank).parameters["depth"].default
+        return _recall(store, retriever, n, depth)
+
+
+def _recall(store, retriever, n: int, depth: int) -> str:
+    """recall's figure: each question's exact top 10 from every stored vector, against the
+    top 10 of the retriever's dense search to depth."""
+    dot = getattr(math, "sumprod", None) or (lambda a, b: sum(x * y for x, y in zip(a, b)))
     rnd = random.Random(7)
     ids = [cid for cid, _ in store.chunk_docs()]
     questions = []
@@ -77,20 +89,19 @@ def recall(db: str, n: int) -> str:
             i = rnd.randrange(len(words) - 8)
             questions.append(" ".join(words[i:i + 8:2]))
     questions = questions[:n]
-    qvecs = [rag.normalize(v) for v in embedder.embed(questions, rag.QUERY)]
+    qvecs = [retriever.embed_question(q) for q in questions]  # unit vectors, as a search's
     exact = [[] for _ in qvecs]  # (score, id) of the best 10 so far, one pass over the vectors
-    for cid, text in store.vector_texts():
-        v = store.parse_vector(text)
-        for best, q in zip(exact, qvecs):
-            best.append((rag.dot(q, v), -cid))
-            if len(best) > 40:
-                best.sort(reverse=True)
-                del best[10:]
+    for i in range(0, len(ids), 1000):
+        for cid, v in store.vectors(ids[i:i + 1000]):
+            for best, q in zip(exact, qvecs):
+                best.append((dot(q, v), -cid))
+                if len(best) > 40:
+                    best.sort(reverse=True)
+                    del best[10:]
     found = 0
     for q, best in zip(qvecs, exact):
         truth = {-c for _, c in sorted(best, reverse=True)[:10]}
-        found += len(truth & {c for c, _ in store.index.top(q, rag.FUSION_DEPTH)[:10]})
-    store.close()
+        found += len(truth & {c for c, _ in retriever.dense(q, depth)[:10]})
     return f"default dense top 10 against exact, {len(qvecs)} questions: {found / (10 * len(qvecs)):.3f}"
 
 

@@ -9,8 +9,8 @@ its own passages (every other word of one sentence, as rag.py's floor does),
 half from the copyright files, half from the Node .md pages, and counts:
 
     dup slots   top-k slots holding a passage alike to a better-ranked one in
-                the same top k (rag.alike: Jaccard of word 3-grams >= 0.7),
-                and of those, identical ones (the same words)
+                the same top k (Jaccard of word 3-grams >= 0.7, rag.py's rule for a
+                copy), and of those, identical ones (the same words)
     loose dups  the same at Jaccard >= 0.5 (what a looser rule would also merge)
     recall@k    the question's own document among the top k's documents;
                 "copies": also when it is a copy of a passage shown (eval's rule)
@@ -23,9 +23,12 @@ top k); "after" is Retriever.retrieve's.
 """
 
 import argparse
+import contextlib
 import glob
+import inspect
 import os
 import random
+import re
 import shutil
 import statistics
 import sys
@@ -37,6 +40,18 @@ import rag  # noqa: E402
 
 NODE_API = "/usr/share/doc/nodejs/api"
 NODE_PAGES = 12  # Node modules whose .md and .html twins are copied (all.html holds every one)
+ALIKE = 0.7  # Jaccard of word 3-grams at which rag.py shows two passages as one
+GRAM = 3  # words a shingle spans
+QUESTION_WORDS = (8, 40)  # a sentence this long (words) becomes a question, as rag.py's floor does
+SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
+# Abbreviations whose period ends no sentence: group 1 those that never end one, group 2 those
+# that may ('... pears, etc. The next'), as rag.py reads sentences
+ABBREVIATION = re.compile(r"(?<![\w.])(?:(e\.g|i\.e|mr|mrs|ms|dr|prof|vs|cf|viz)"
+                          r"|(etc|figs?|al|approx|eqs?|nos?|resp|ca|vol|pp?|sec|ch))$", re.I)
+# Retriever.rank's depth, where retrieve starts ranking before copies are folded
+DEPTH = inspect.signature(rag.Retriever.rank).parameters["depth"].default
+# What a word is to a shingle: letters, digits and UTF-8 beyond ASCII, lowercased
+WORD_BYTES = bytes(b if chr(b).isalnum() or b > 127 else 32 for b in range(256))
 
 
 def build_folder(docs: str) -> None:
@@ -54,36 +69,65 @@ def build_folder(docs: str) -> None:
                 shutil.copyfile(page + ext, os.path.join(docs, "node", os.path.basename(page) + ext))
 
 
-def questions(conn, n: int, seed: int = 1) -> list[tuple[str, str]]:
+def sentences(text: str) -> list[list[str]]:
+    """The words of each sentence of text; an abbreviation's period ends none."""
+    out, start = [], 0
+    for m in SENTENCE_END.finditer(text):
+        short = ABBREVIATION.search(text, max(0, m.start() - 8), m.start())
+        if text[m.start()] == "." and short and (short.group(1)
+                                                 or not text[m.end():m.end() + 1].isupper()):
+            continue
+        out.append(text[start:m.end()].split())
+        start = m.end()
+    return [words for words in out + [text[start:].split()] if words]
+
+
+def questions(store, n: int, seed: int = 1) -> list[tuple[str, str]]:
     """(question, its document) from n passages: half copyright files, half Node .md pages."""
-    rows = conn.execute("SELECT c.text, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                        "ORDER BY c.id").fetchall()
+    ids = sorted(cid for cid, _ in store.chunk_docs())
+    chunks = {}
+    for i in range(0, len(ids), 500):
+        chunks.update(store.chunks(ids[i:i + 500]))
+    rows = [(chunks[c].chunk.text, chunks[c].path) for c in ids if c in chunks]
     groups = [g for g in ([r for r in rows if r[1].endswith("/copyright")],
                           [r for r in rows if r[1].endswith(".md")]) if g]
     rnd, out = random.Random(seed), []
     for group in groups:
         taken = 0
         for text, path in rnd.sample(group, min(len(group), 4 * n)):
-            sentences = [text[a:b].split() for a, b in rag.sentence_spans(text)]
-            sentences = [w for w in sentences if rag.PSEUDO_WORDS[0] <= len(w) <= rag.PSEUDO_WORDS[1]]
-            if sentences:
-                out.append((" ".join(rnd.choice(sentences)[::2]), path))
+            long = [w for w in sentences(text) if QUESTION_WORDS[0] <= len(w) <= QUESTION_WORDS[1]]
+            if long:
+                out.append((" ".join(rnd.choice(long)[::2]), path))
                 taken += 1
                 if taken == n // len(groups):
                     break
     return out
 
 
+def shingles(text: str) -> frozenset:
+    """A passage's runs of GRAM lowercased words (punctuation and markup aside); a shorter
+    passage, its words as one; one without words, its text."""
+    words = text.lower().encode("utf-8", "replace").translate(WORD_BYTES).split()
+    grams = frozenset(zip(*(words[i:] for i in range(GRAM))))
+    return grams or frozenset([tuple(words) if words else " ".join(text.split())])
+
+
+def alike(a: frozenset, b: frozenset, threshold: float) -> bool:
+    """Whether two passages' shingles have a Jaccard similarity of at least threshold."""
+    common = len(a & b)
+    return common >= threshold * (len(a) + len(b) - common)
+
+
 def dup_slots(texts: list[str], threshold: float) -> tuple[int, int]:
     """(slots alike to a better-ranked slot, of which identical) among texts in rank order."""
-    sets = [rag.shingles(t) for t in texts]
-    alike = [i for i in range(len(sets)) if any(rag.alike(sets[i], sets[j], threshold) for j in range(i))]
-    return len(alike), len([i for i in alike if any(sets[i] == sets[j] for j in range(i))])
+    sets = [shingles(t) for t in texts]
+    copied = [i for i in range(len(sets)) if any(alike(sets[i], sets[j], threshold) for j in range(i))]
+    return len(copied), len([i for i in copied if any(sets[i] == sets[j] for j in range(i))])
 
 
 def before(retriever, q: str, k: int) -> list:
     """The top k as rag.py ranked them before copies were shown once."""
-    ranked, qvec = retriever.rank(q, "hybrid", max(rag.FUSION_DEPTH, k))
+    ranked, qvec = retriever.rank(q, "hybrid", max(DEPTH, k))
     return retriever.hits(ranked[:k], qvec)
 
 
@@ -98,7 +142,7 @@ def measure(retriever, asked: list[tuple[str, str]], k: int) -> dict:
         for q, gold in asked:
             hits = way(retriever, q, k)
             texts = [h.chunk.text for h in hits]
-            dups, same = dup_slots(texts, rag.DUPLICATE_JACCARD)
+            dups, same = dup_slots(texts, ALIKE)
             for key, value in (("dups", dups), ("same", same), ("loose", dup_slots(texts, 0.5)[0]),
                                ("slots", len(hits)), ("recall", gold in {h.path for h in hits}),
                                ("copies", gold in {c.path for h in hits for c in (h, *h.copies)})):
@@ -137,21 +181,21 @@ def main() -> int:
     p.add_argument("-k", "--k", type=int, default=5)
     args = p.parse_args()
     docs, db = os.path.join(args.dir, "docs"), os.path.join(args.dir, "index.db")
+    cfg = rag.config_from_env(env={}, db=db)  # the built-in embedder
     if not os.path.exists(db):
         shutil.rmtree(docs, ignore_errors=True)
         build_folder(docs)
-        store = rag.SqliteStore.open(db, create=True)
-        t0 = time.perf_counter()
-        s = rag.index_paths(store, rag.HashEmbedder(), [docs], rag.IndexOptions(), rag.Log())
+        with contextlib.closing(rag.open_store(cfg, create=True)) as store:
+            t0 = time.perf_counter()
+            s = rag.index_paths(store, rag.make_embedder(cfg), [docs], rag.IndexOptions(), rag.Log())
         print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        store.close()
-    store = rag.SqliteStore.open(db)
-    retriever = rag.Retriever(store, rag.HashEmbedder())
-    asked = questions(store.conn, args.questions)
-    for name, part in (("copyright files", [a for a in asked if a[1].endswith("/copyright")]),
-                       ("Node .md pages", [a for a in asked if a[1].endswith(".md")])):
-        if part:
-            report(name, measure(retriever, part, args.k), len(part), args.k)
+    with contextlib.ExitStack() as closer:
+        store, retriever = rag.open_for_query(cfg, rag.QueryOptions(), closer)
+        asked = questions(store, args.questions)
+        for name, part in (("copyright files", [a for a in asked if a[1].endswith("/copyright")]),
+                           ("Node .md pages", [a for a in asked if a[1].endswith(".md")])):
+            if part:
+                report(name, measure(retriever, part, args.k), len(part), args.k)
     return 0
 
 

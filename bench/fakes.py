@@ -10,20 +10,14 @@ fake server, so bench figures are produced as they were when bench borrowed it.
 
 import contextlib
 import json
-import os
 import random
+import re
 import socket
 import sqlite3
 import struct
-import sys
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-if ROOT not in sys.path:  # importable on its own, not only after a bench script set the path
-    sys.path.insert(0, ROOT)
-import rag  # noqa: E402
 
 __all__ = ["WORDS", "FakeServer", "alpha_embed", "embeddings_body", "snapshot", "soundness"]
 
@@ -36,12 +30,26 @@ POLL = 0.02         # seconds between the serving loop's looks at shutdown(): cl
 RESET_CLAIM = "1000"   # the Content-Length a reset reply promises and never delivers
 RESET_PART = b'{"data": [{"index": 0, "embed'   # the half body sent before the reset
 
+# The words alpha_embed reads and those it leaves out: rag.py's word rule and stopwords when
+# bench borrowed the test suite's fake (the vectors stay the same)
+WORD = re.compile(r"\w+")
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been
+before being below between both but by can could did do does doing down during
+each few for from further had has have having he her here hers herself him
+himself his how i if in into is it its itself just me more most my myself no nor
+not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these
+they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves
+""".split())
+
 
 def alpha_embed(text, dim=DIM):
-    """Hashed alphabetic words only (digits are invisible), with rag's own word rule and stopwords."""
+    """Hashed alphabetic words only (digits are invisible), stopwords left out."""
     vec = [0.0] * dim
-    for word in rag.WORD.findall(text.lower()):
-        if word.isalpha() and word not in rag.STOPWORDS:
+    for word in WORD.findall(text.lower()):
+        if word.isalpha() and word not in STOPWORDS:
             vec[zlib.crc32(word.encode()) % dim] += 1.0
     vec[0] += 0.01  # never all zero
     return vec

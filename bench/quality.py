@@ -18,12 +18,11 @@ MODEL@BASE_URL of an OpenAI-compatible /embeddings endpoint (for example
 ../shared/tools/embed_server.py, whose --anisotropy S and --model-name imitate
 a model with another similarity scale); the built-in embedder always runs
 unless --no-builtin. --server URL --model NAME is the older spelling of one
---embedder. --heading-prefix compares what is embedded for each chunk: rag.py's
-rule (the default), always the whole heading path then the text, or never a
-prefix; each variant has its own databases (suffix -always, -nohead).
+--embedder.
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -39,20 +38,25 @@ CORPORA = {  # name: (folder, answerable cases, off-topic cases)
 }
 
 
-def config(db, server, model):
-    """The configuration for one embedder, whatever the environment says (env={}); an index run's patience."""
+def config(db, server, model, rerank=None):
+    """The configuration for one embedder, whatever the environment says (env={}); an index
+    run's patience. rerank: (model, url, depth), with no retries and patience for a slow
+    local reranker (for the question's embedding too)."""
+    if rerank:
+        return rag.config_from_env(env={}, db=db, embed_url=server, embed_model=model,
+                                   rerank_url=rerank[1], rerank_model=rerank[0],
+                                   rerank_depth=rerank[2], timeout=600, retries=0)
     return rag.config_from_env(env={}, indexing=True, db=db, embed_url=server, embed_model=model)
 
 
 def ensure_index(cfg, docs, log):
     """Index the corpus unless the database already holds it."""
-    store = rag.SqliteStore.open(cfg.db, create=True)
-    if not store.has_chunks():
-        t0 = time.perf_counter()
-        s = rag.index_paths(store, rag.make_embedder(cfg), [docs], rag.IndexOptions(), log)
-        print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s",
-              file=sys.stderr)
-    return store
+    with contextlib.closing(rag.open_store(cfg, create=True)) as store:
+        if not store.has_chunks():
+            t0 = time.perf_counter()
+            s = rag.index_paths(store, rag.make_embedder(cfg), [docs], rag.IndexOptions(), log)
+            print(f"indexed {s.read} files, {s.chunks} chunks in {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr)
 
 
 def load(data, corpus, limit):
@@ -63,21 +67,19 @@ def load(data, corpus, limit):
     return os.path.join(data, folder, "docs"), cases
 
 
-def row(corpus, cfg, store, cases, mode, exact=False, rerank=None):
-    """One eval run; the table row for it. rerank: (model, url, depth)."""
-    embedder = rag.make_embedder(cfg)
-    reranker = None
-    if rerank:  # no retries, and patience for a slow local reranker
-        given = rag.config_from_env(env={}, rerank_url=rerank[1], rerank_model=rerank[0], rerank_depth=rerank[2],
-                                    timeout=600, retries=0)
-        reranker = rag.make_rerank(given, rag.Log().note)
-    retriever = rag.make_retriever(store, embedder, rag.QueryOptions(exact=exact), reranker)
-    floor = rag.ask_options(rag.QueryOptions(mode=mode), retriever)[0].floor  # as ask: measured on the index
-    t0 = time.perf_counter()
-    r = rag.evaluate(store, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
-    secs = time.perf_counter() - t0
-    label = mode + (" --exact" if exact else "") + (f" rerank@{rerank[2]}" if rerank else "")
-    return (f"| {corpus} | {embedder.model} | {label} | {r['ndcg@10']:.3f} | {r['recall@5']:.3f} | "
+def row(corpus, cfg, cases, mode, exact=False):
+    """One eval run (reranked when cfg names a reranker); the table row for it."""
+    with contextlib.ExitStack() as closer:
+        store, retriever = rag.open_for_query(cfg, rag.QueryOptions(exact=exact), closer)
+        # the floor as ask finds it: measured on the index
+        floor = rag.ask_options(rag.QueryOptions(mode=mode), retriever)[0].floor
+        t0 = time.perf_counter()
+        r = rag.evaluate(store, retriever, cases, rag.AskOptions(mode, 5, floor), rag.Log())
+        secs = time.perf_counter() - t0
+    label = mode + (" --exact" if exact else "") + (f" rerank@{cfg.rerank_depth}"
+                                                     if cfg.rerank_model else "")
+    return (f"| {corpus} | {retriever.embedder.model} | {label} | {r['ndcg@10']:.3f} | "
+            f"{r['recall@5']:.3f} | "
             f"{r['recall@100']:.3f} | {r['mrr']:.3f} | {r['abstention']:.3f} | "
             f"{r['false_refusals']:.3f} | {secs:.0f} |")
 
@@ -111,15 +113,8 @@ def main():
     p.add_argument("--rerank", metavar="MODEL@URL", help="also run each mode reranked by this "
                    "/rerank endpoint (for example bench/rerank_server.py)")
     p.add_argument("--rerank-depths", default="10,20,30,50", help="comma-separated --rerank-depth values")
-    p.add_argument("--heading-prefix", choices=("rag", "always", "never"), default="rag",
-                   help="what is embedded: rag.py's rule (default), the whole heading path + "
-                        "text, or the text alone")
     a = p.parse_args()
-    suffix = {"rag": "", "always": "-always", "never": "-nohead"}[a.heading_prefix]
-    if a.heading_prefix == "always":
-        rag.embed_text = lambda chunk: f"{chunk.heading}\n{chunk.text}" if chunk.heading else chunk.text
-    elif a.heading_prefix == "never":
-        rag.embed_text = lambda chunk: chunk.text
+    builtin = rag.config_from_env(env={}).embed_model  # the built-in embedder's model
     os.makedirs(a.dir, exist_ok=True)
     print(f"k=5; rag.py {rag.__version__}, Python {sys.version.split()[0]}\n")
     print("| corpus | embedder | mode | nDCG@10 | recall@5 | recall@100 | MRR | off-topic refused | "
@@ -127,18 +122,18 @@ def main():
     for corpus in a.corpus.split(","):
         docs, cases = load(a.data, corpus, a.limit)
         for model, server in embedders(a):
-            name = (model or rag.BUILTIN_MODEL).replace("/", "_")
-            cfg = config(os.path.join(a.dir, f"{corpus}-{name}{suffix}.db"), server, model)
-            store = ensure_index(cfg, docs, rag.Log())
+            name = (model or builtin).replace("/", "_")
+            cfg = config(os.path.join(a.dir, f"{corpus}-{name}.db"), server, model)
+            ensure_index(cfg, docs, rag.Log())
             for mode in a.modes.split(","):
-                print(row(corpus, cfg, store, cases, mode), flush=True)
+                print(row(corpus, cfg, cases, mode), flush=True)
                 if a.rerank:
-                    model, _, url = a.rerank.partition("@")
+                    reranker, _, url = a.rerank.partition("@")
                     for depth in map(int, a.rerank_depths.split(",")):
-                        print(row(corpus, cfg, store, cases, mode, rerank=(model, url, depth)), flush=True)
+                        reranked = config(cfg.db, server, model, (reranker, url, depth))
+                        print(row(corpus, reranked, cases, mode), flush=True)
                 if a.exact and mode != "keyword":
-                    print(row(corpus, cfg, store, cases, mode, exact=True), flush=True)
-            store.close()
+                    print(row(corpus, cfg, cases, mode, exact=True), flush=True)
 
 
 if __name__ == "__main__":

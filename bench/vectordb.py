@@ -13,6 +13,7 @@ collection is made with the README recipe's settings (ef 1,000, 32 neighbours).
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -29,6 +30,12 @@ import rag  # noqa: E402
 EF = 1000  # HNSW candidates kept while building and searching: 500 still missed an exact neighbour
 BATCH = 500  # records a request (Chroma's limit on this machine: GET /api/v2/pre-flight-checks)
 COLLECTIONS = "/api/v2/tenants/default_tenant/databases/default_database/collections"
+
+
+def unit(vec):
+    """vec scaled to unit length, as rag.py scores questions."""
+    norm = math.hypot(*vec)
+    return list(map((1.0 / norm).__mul__, vec)) if norm else list(vec)
 
 
 def call(url, path, body=None):
@@ -99,7 +106,7 @@ def main():
     same_order = same_set = 0
     try:
         for q in questions:
-            vec = rag.normalize(embedder.embed([q])[0])
+            vec = unit(embedder.embed([q])[0])
             got = call(a.url, f"{COLLECTIONS}/{cid}/query", {"query_embeddings": [vec], "n_results": 10,
                                                               "include": ["distances"]})
             chroma = [int(i) for i in got["ids"][0]]
