@@ -4582,38 +4582,63 @@ def too_long(e: RagError) -> bool:
             and bool(TOO_LONG.search(str(e))))
 
 
+class _Pool:
+    """fn(job) on daemon worker threads, results as they finish (fn hands back its errors).
+    Not ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
+
+    def __init__(self, fn, workers: int):
+        import queue
+        import threading
+        self.todo, self.done, self.pending, self.workers = queue.Queue(), queue.Queue(), 0, workers
+        for _ in range(workers):
+            threading.Thread(target=self._work, args=(fn,), daemon=True).start()
+
+    def _work(self, fn) -> None:
+        while (job := self.todo.get()) is not None:
+            self.done.put(fn(job))
+
+    def submit(self, job) -> None:
+        self.pending += 1
+        self.todo.put(job)
+
+    def next(self):
+        job = self.done.get()
+        self.pending -= 1
+        return job
+
+    def close(self) -> None:
+        """Drop the jobs no worker has taken, then let the workers end."""
+        import queue
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.todo.get_nowait()
+                self.pending -= 1
+        for _ in range(self.workers):
+            self.todo.put(None)
+
+
 def _at_once(fn, items: list, most: int) -> list:
-    """[fn(item) for item in items], up to most at a time on daemon threads
-    (Ctrl-C never waits for a reply); the first error is raised."""
+    """[fn(item) for item in items], up to most at a time on a _Pool; the first error is raised
+    (and nothing more is sent)."""
     if most <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
-    import queue
-    import threading
-    todo, done = queue.Queue(), queue.Queue()
-    for i, item in enumerate(items):
-        todo.put((i, item))
 
-    def work() -> None:
-        while True:
-            try:
-                i, item = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((i, fn(item), None))
-            except BaseException as e:  # handed to the caller
-                done.put((i, None, e))
-    for _ in range(min(most, len(items))):
-        threading.Thread(target=work, daemon=True).start()
-    out: list = [None] * len(items)
-    for _ in items:
-        i, result, error = done.get()
-        if error is not None:
-            while not todo.empty():  # nothing more is sent
-                with contextlib.suppress(queue.Empty):
-                    todo.get_nowait()
-            raise error
-        out[i] = result
+    def one(job: tuple) -> tuple:
+        try:
+            return job[0], fn(job[1]), None
+        except BaseException as e:  # handed to the caller
+            return job[0], None, e
+    pool, out = _Pool(one, min(most, len(items))), [None] * len(items)
+    for job in enumerate(items):
+        pool.submit(job)
+    try:
+        for _ in items:
+            i, result, error = pool.next()
+            if error is not None:
+                raise error
+            out[i] = result
+    finally:
+        pool.close()
     return out
 
 
@@ -7370,9 +7395,7 @@ class EngineStore(Store, Admin):
             return
         if len(todo) < 2:
             return
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(_LOOKUPS_AT_ONCE, len(todo))) as pool:
-            list(pool.map(lambda pw: self.matching(*pw), todo))
+        _at_once(lambda pw: self.matching(*pw), todo, _LOOKUPS_AT_ONCE)
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
@@ -8429,41 +8452,6 @@ class _Pace:
         return f"{self.parallel} request(s) at a time of at most {self.batch} text(s)"
 
 
-class _EmbedPool:
-    """Embedding requests on worker threads, results as they finish. Daemon threads, not
-    ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
-
-    def __init__(self, embedder, workers: int):
-        import queue
-        import threading
-        self.todo, self.done, self.pending, self.workers = queue.Queue(), queue.Queue(), 0, workers
-        for _ in range(workers):
-            threading.Thread(target=self._work, args=(embedder,), daemon=True).start()
-
-    def _work(self, embedder) -> None:
-        while (job := self.todo.get()) is not None:
-            self.done.put(_run_job(embedder, job))
-
-    def submit(self, job: _Job) -> None:
-        self.pending += 1
-        self.todo.put(job)
-
-    def next(self) -> _Job:
-        job = self.done.get()
-        self.pending -= 1
-        return job
-
-    def close(self) -> None:
-        """Drop the requests no worker has taken, then let the workers end."""
-        import queue
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self.todo.get_nowait()
-                self.pending -= 1
-        for _ in range(self.workers):
-            self.todo.put(None)
-
-
 def _run_job(embedder: Embedder, job: _Job) -> _Job:
     """Send one request; its vectors or error, and its seconds, go into job."""
     start = time.monotonic()
@@ -8496,7 +8484,7 @@ class Batcher:
         self.held = 0                         # chunks of the documents waiting
         self.dim = 0
         self.limit = self.HOLD * batch * parallel
-        self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
+        self.pool = _Pool(functools.partial(_run_job, embedder), parallel) if parallel > 1 else None
 
     def add(self, doc: PendingDoc) -> None:
         """Embed and store doc, in parts of self.limit chunks: memory stays bounded."""

@@ -1959,6 +1959,40 @@ class EmbedTests(RagTestCase):
         self.assertEqual(emb.embed(texts), [alpha_embed(t) for t in texts])
         self.assertEqual([len(r[2]["input"]) for r in server.requests], [3, 3, 1])
 
+    def test_at_once_results_in_input_order_and_the_error_raised(self):
+        last_done = threading.Event()
+
+        def double(n):  # the first answers last
+            if n == 0:
+                self.assertTrue(last_done.wait(60))
+            if n == 5:
+                last_done.set()
+            return 2 * n
+        self.assertEqual(rag._at_once(double, list(range(6)), 3), [0, 2, 4, 6, 8, 10])
+        with self.assertRaisesRegex(ValueError, "refused 2"):
+            rag._at_once(lambda n: n if n != 2 else int("refused 2"), list(range(6)), 3)
+
+    def test_at_once_ctrl_c_and_the_exit_never_wait_on_a_hung_server(self):
+        """Daemon threads (ThreadPoolExecutor's are joined at exit, and at a Ctrl-C in its with)."""
+        child = ("import sys, threading\n"
+                 "sys.path.insert(0, sys.argv[1])\n"
+                 "import rag\n"
+                 "sent, never = threading.Barrier(3), threading.Event()\n"
+                 "def hung(item):  # a request that never gets a reply\n"
+                 "    sent.wait()\n"
+                 "    never.wait()\n"
+                 "threading.Thread(target=lambda: sent.wait() or print('sent', flush=True)).start()\n"
+                 "try:\n"
+                 "    rag._at_once(hung, [1, 2], 2)\n"
+                 "except KeyboardInterrupt:\n"
+                 "    print('stopped', flush=True)\n")
+        proc = subprocess.Popen([sys.executable, "-c", child, os.path.dirname(rag.__file__)],
+                                stdout=subprocess.PIPE, text=True)
+        self.addCleanup(proc.kill)
+        self.assertEqual(proc.stdout.readline(), "sent\n")  # both requests in flight
+        proc.send_signal(signal.SIGINT)
+        self.assertEqual((proc.communicate(timeout=120)[0], proc.returncode), ("stopped\n", 0))
+
     def test_embed_retries_429_honouring_retry_after(self):
         server = self.online()
         server.faults = [(429, {"Retry-After": "7"}, b'{"error": {"message": "slow down"}}'),
