@@ -4582,7 +4582,7 @@ def too_long(e: RagError) -> bool:
             and bool(TOO_LONG.search(str(e))))
 
 
-class _Pool:
+class DaemonPool:
     """fn(job) on daemon worker threads, results as they finish (fn hands back its errors).
     Not ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
 
@@ -4617,9 +4617,9 @@ class _Pool:
             self.todo.put(None)
 
 
-def _at_once(fn, items: list, most: int) -> list:
-    """[fn(item) for item in items], up to most at a time on a _Pool; the first error is raised
-    (and nothing more is sent)."""
+def at_once(fn, items: list, most: int) -> list:
+    """[fn(item) for item in items], up to most at a time on a DaemonPool; the first error
+    is raised (and nothing more is sent)."""
     if most <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
 
@@ -4628,7 +4628,7 @@ def _at_once(fn, items: list, most: int) -> list:
             return job[0], fn(job[1]), None
         except BaseException as e:  # handed to the caller
             return job[0], None, e
-    pool, out = _Pool(one, min(most, len(items))), [None] * len(items)
+    pool, out = DaemonPool(one, min(most, len(items))), [None] * len(items)
     for job in enumerate(items):
         pool.submit(job)
     try:
@@ -4673,7 +4673,7 @@ class HttpEmbedder(Embedder):
         texts = [prefix + t for t in texts] if prefix else texts
         batches = [[texts[i] for i in idx]
                    for idx in _embed_batches(texts, self.batch, EMBED_BATCH_CHARS)]
-        parts = _at_once(lambda b: self._embed_fitting(b, kind, patient), batches, self.parallel)
+        parts = at_once(lambda b: self._embed_fitting(b, kind, patient), batches, self.parallel)
         return [v for part in parts for v in part]
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
@@ -7395,7 +7395,7 @@ class EngineStore(Store, Admin):
             return
         if len(todo) < 2:
             return
-        _at_once(lambda pw: self.matching(*pw), todo, _LOOKUPS_AT_ONCE)
+        at_once(lambda pw: self.matching(*pw), todo, _LOOKUPS_AT_ONCE)
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
@@ -8484,7 +8484,8 @@ class Batcher:
         self.held = 0                         # chunks of the documents waiting
         self.dim = 0
         self.limit = self.HOLD * batch * parallel
-        self.pool = _Pool(functools.partial(_run_job, embedder), parallel) if parallel > 1 else None
+        self.pool = (DaemonPool(functools.partial(_run_job, embedder), parallel)
+                     if parallel > 1 else None)
 
     def add(self, doc: PendingDoc) -> None:
         """Embed and store doc, in parts of self.limit chunks: memory stays bounded."""

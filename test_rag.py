@@ -1968,9 +1968,9 @@ class EmbedTests(RagTestCase):
             if n == 5:
                 last_done.set()
             return 2 * n
-        self.assertEqual(rag._at_once(double, list(range(6)), 3), [0, 2, 4, 6, 8, 10])
+        self.assertEqual(rag.at_once(double, list(range(6)), 3), [0, 2, 4, 6, 8, 10])
         with self.assertRaisesRegex(ValueError, "refused 2"):
-            rag._at_once(lambda n: n if n != 2 else int("refused 2"), list(range(6)), 3)
+            rag.at_once(lambda n: n if n != 2 else int("refused 2"), list(range(6)), 3)
 
     def test_at_once_ctrl_c_and_the_exit_never_wait_on_a_hung_server(self):
         """Daemon threads (ThreadPoolExecutor's are joined at exit, and at a Ctrl-C in its with)."""
@@ -1983,7 +1983,7 @@ class EmbedTests(RagTestCase):
                  "    never.wait()\n"
                  "threading.Thread(target=lambda: sent.wait() or print('sent', flush=True)).start()\n"
                  "try:\n"
-                 "    rag._at_once(hung, [1, 2], 2)\n"
+                 "    rag.at_once(hung, [1, 2], 2)\n"
                  "except KeyboardInterrupt:\n"
                  "    print('stopped', flush=True)\n")
         proc = subprocess.Popen([sys.executable, "-c", child, os.path.dirname(rag.__file__)],
