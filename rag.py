@@ -160,7 +160,8 @@ import sys
 if __name__ == "__main__" or os.path.basename((sys.argv or [""])[0]) in ("rag", "rag.exe"):
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
-import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
+import abc  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
+import argparse
 import codecs
 import contextlib
 import errno
@@ -4275,7 +4276,7 @@ def config_convention(cfg: Config) -> Convention:
                    else cfg.document_prefix)
 
 
-class Embedder:
+class Embedder(abc.ABC):
     """What the pipeline needs of an embedding model: embed(texts, kind) -> one
     vector per text, in order (kind: QUERY or _DOCUMENT, see Convention). model
     is stored with the index (questions must use the same); dim (None: the
@@ -4301,8 +4302,9 @@ class Embedder:
     timeout: float | None = None
     parallel = 1
 
+    @abc.abstractmethod
     def embed(self, texts: list[str], kind: str = _DOCUMENT) -> list[list[float]]:
-        raise NotImplementedError
+        ...
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
         """One request of an index run: the documents' vectors. Unless patient, a
@@ -5887,23 +5889,24 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
                "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
-class Store:
+class Store(abc.ABC):
     """Storage for one index: what indexing and retrieval need of it."""
 
     writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
 
     # settings (the meta table's keys, Meta)
+    @abc.abstractmethod
     def meta(self, key: str) -> str | None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def set_meta(self, values: dict) -> None:
         """Write settings (None: remove that one), in one transaction."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def remember(self, values: dict) -> bool:
         """Write measured values when the index can be written now (False:
         read-only, or another process is writing; they are used unstored)."""
-        raise NotImplementedError
 
     def check_model(self, model: str, dim: int | None = None,
                     convention: Convention | None = None) -> None:
@@ -5922,28 +5925,28 @@ class Store:
         return self.meta(Meta.SIG_STAMP)
 
     # documents, for an index run
+    @abc.abstractmethod
     def documents(self) -> list[StoredDocument]:
         """Every stored document."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
         """Add or replace documents (PendingDoc, their chunks' text keys) with
         their vectors (key -> vector_codes) from model under convention, in one
         transaction (failing first when the index holds another model's vectors)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def delete(self, paths: list[str]) -> None:
         """Remove documents (and their chunks) in one transaction."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def rename(self, path: str, rel: str) -> None:
         """A document's path relative to the folder indexed, as this run names it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
         """Stored vector JSON by text key, for those of keys already embedded by model."""
-        raise NotImplementedError
 
     def keep_stats(self, stats: dict[str, str]) -> None:
         """path -> its file's stat (_stat_key), found unchanged: not read again while so."""
@@ -5959,55 +5962,55 @@ class Store:
         return set()
 
     # retrieval
+    @abc.abstractmethod
     def count(self) -> int:
         """Chunks in the index."""
-        raise NotImplementedError
 
     def has_chunks(self) -> bool:
         return self.count() > 0
 
+    @abc.abstractmethod
     def counts(self, scope: Scope) -> dict:
         """{"documents": n, "chunks": n} in scope."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def scope_ids(self, scope: Scope) -> set[int] | None:
         """Ids of the chunks in scope (None: every chunk)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         """The depth best (chunk id, keyword score) in scope for an FTS5 query (fts_query)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         """How many chunks in scope hold the word."""
-        raise NotImplementedError
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
         """Keyword queries and question vectors (depth each) about to be asked in
         scope (measuring the floor): a store over a network asks for them together."""
 
+    @abc.abstractmethod
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
         """The depth best (chunk id, dot product) among allowed (None: all)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, vector) of the chunks of ids that exist."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
         """The chunks of ids that exist, by id."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def chunk_docs(self) -> list[tuple[int, int]]:
         """(chunk id, document id) of every chunk: what measuring the null level samples."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         """Keep an ask (ASK_COLUMNS): None once kept, else why not (the index cannot be
         written now, or a forget since the ask began: Meta.FORGETS is no longer since)."""
-        raise NotImplementedError
 
     def forgets(self) -> str | None:
         """Meta.FORGETS as stored now: an ask reads it before it retrieves (log_ask)."""
@@ -6036,17 +6039,17 @@ class Store:
         return None
 
 
-class Admin:
+class Admin(abc.ABC):
     """What the commands around an index need of its store (stats, export, eval, forget)."""
 
+    @abc.abstractmethod
     def info(self) -> dict:
         """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def export_lines(self, source=None) -> Iterator[str]:
         """The index as JSON Lines, a chunk a line in id order (of source's documents
         when given): for moving it to a vector database."""
-        raise NotImplementedError
 
     @staticmethod
     def chunk_line(cid: int, path: str, rel: str, digest: str, c: Chunk, model, dim,
@@ -6060,17 +6063,17 @@ class Admin:
         line = json.dumps(record, ensure_ascii=False)[:-1] + f', "vector": {vector}}}'
         return json_safe(line) + "\n"
 
+    @abc.abstractmethod
     def chunk_paths(self) -> dict[int, str]:
         """Every chunk's document path, by chunk id (eval's gold by document)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def texts(self) -> Iterator[tuple[int, str]]:
         """(chunk id, text) of every chunk (eval's gold by quote)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
         """Remove these documents and every trace of their text (and of more); the receipt."""
-        raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
         """What source_warnings says of a --source on this index."""
@@ -6984,21 +6987,23 @@ class EngineStore(Store, Admin):
         self._pending: list[tuple] = []  # documents written, not yet handed to the writer
 
     # what a subclass gives: records in two collections
+    @abc.abstractmethod
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
                 offset=0, document=None) -> list[dict]:
         """Records ({id, metadata, document, embedding}: what include names) by ids or
         matching where ($eq, $in, $and) and holding document (a substring)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def put(self, side: bool, records: list[dict]) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def remove(self, side: bool, ids=None, where=None) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def nearest(self, qvecs: list[list[float]], n: int, where) -> list[list[tuple[int, float]]]:
         """The engine's n nearest (chunk id, dot product) in where, for each vector."""
-        raise NotImplementedError
 
     def close(self) -> None:
         if self._writer:
@@ -9577,14 +9582,15 @@ def _check_rerank(resp, n: int) -> list[float | None]:
     return scores
 
 
-class Reranker:
+class Reranker(abc.ABC):
     """What reranking needs of a model: rerank(query, texts) -> one relevance score per
     text (higher is better; None for one left out). A new kind is a subclass."""
 
     model = "?"
 
+    @abc.abstractmethod
     def rerank(self, query: str, texts: list[str]) -> list[float | None]:
-        raise NotImplementedError
+        ...
 
     @classmethod
     def from_config(cls, cfg: Config, warn=None) -> Reranker:
@@ -10796,7 +10802,7 @@ class Evidence:
         return out
 
 
-class Generator:
+class Generator(abc.ABC):
     """What answering needs of a model: generate(system, prompt) -> Reply. model names it in
     the ask log; out: a file the answer streams to; is_model: False for an answerer that
     extracts (its failure has no fallback). A new one is a subclass in GENERATORS."""
@@ -10805,11 +10811,11 @@ class Generator:
     out = None
     is_model = True
 
+    @abc.abstractmethod
     def generate(self, system: str, prompt: str, history: list[dict] = (),
                  evidence: Evidence | None = None) -> Reply:
         """The answer to prompt under the system rules, after history (the earlier turns);
         evidence: the same passages and question as records, for an answerer that extracts."""
-        raise NotImplementedError
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
         """A follow-up as a question that stands alone; None: the offline rewrite's turn."""

@@ -4,6 +4,7 @@ line), then robustness. Standard library only, no network (a fake
 OpenAI-compatible server on 127.0.0.1), nothing timed: the child processes
 stop themselves at named points and the fake server holds replies on events."""
 
+import abc
 import argparse
 import ast
 import codecs
@@ -2898,6 +2899,7 @@ class StoreTests(RagTestCase):
                 self.used.add(_name)
                 return getattr(self.inner, _name)(*args)
             setattr(Elsewhere, name, method)
+        abc.update_abstractmethods(Elsewhere)  # given after the class was made
         self.write_docs()
         self.ok("index", self.docs)
         other = os.path.join(self.dir, "other.db")
@@ -2924,6 +2926,20 @@ class StoreTests(RagTestCase):
         self.assertFalse(a.refused)
         self.assertEqual(conn2.execute("SELECT question FROM asks").fetchall(), [("How long do refunds take?",)])
         self.assertTrue({"write", "keyword", "dense", "chunks", "log_ask", "meta"} <= store.used, store.used)
+
+    def test_store_subclass_lacking_a_method_of_its_contract_is_refused_when_made(self):
+        """A store (an engine store), embedder, reranker or answerer lacking a method that
+        has no default fails at once, naming it; given them all, it is made."""
+        for base in (rag.Store, rag.Admin, rag.EngineStore, rag.Embedder, rag.Reranker,
+                     rag.Generator):
+            for name in sorted(base.__abstractmethods__):
+                with self.subTest(base=base.__name__, method=name):
+                    given = {m: lambda self: None for m in base.__abstractmethods__ - {name}}
+                    with self.assertRaisesRegex(TypeError, rf"abstract method '?{name}\b"):
+                        type("Lacking", (base,), given)()
+            whole = type("Whole", (base,), {"__init__": lambda self: None, **dict.fromkeys(
+                base.__abstractmethods__, lambda self: None)})
+            self.assertIsInstance(whole(), base)
 
     PLAN = ("# Merger plan\n\nAcme will buy Globex for 41 million dollars in the third quarter; "
             "the board votes on the ninth of March.\n\nOnly the two chief executives know the price.\n")
