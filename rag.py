@@ -14160,10 +14160,16 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
     whose Host names it (allow: more names) within deadline seconds each."""
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    reader = type("Reader", (_DeadlineReader, socket.SocketIO), {})
-    handler = type("Handler", (_HttpHandler, BaseHTTPRequestHandler), {"reader": reader})
-    server = type("Server", (_HttpServer, ThreadingHTTPServer), {})
-    return server((host, port), handler, api, allow, deadline)
+
+    class Reader(_DeadlineReader, socket.SocketIO):
+        pass
+
+    class Handler(_HttpHandler, BaseHTTPRequestHandler):
+        reader = Reader
+
+    class Server(_HttpServer, ThreadingHTTPServer):
+        pass
+    return Server((host, port), Handler, api, allow, deadline)
 
 
 # Server processes: one, or workers forked and supervised; how each stops.

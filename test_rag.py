@@ -8203,6 +8203,18 @@ class HttpTests(RagTestCase):
             out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
         return out
 
+    def test_serve_http_servers_classes_with_the_mixins_loaded_only_to_serve(self):
+        server = self.serve()
+        handler = server.RequestHandlerClass
+        self.assertEqual([(c.__name__, c.__bases__) for c in (type(server), handler, handler.reader)],
+                         [("Server", (rag._HttpServer, ThreadingHTTPServer)),
+                          ("Handler", (rag._HttpHandler, BaseHTTPRequestHandler)),
+                          ("Reader", (rag._DeadlineReader, socket.SocketIO))])
+        child = "import sys, rag; print(sorted({'socket', 'http.server'} & set(sys.modules)))"
+        p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                           timeout=120, cwd=os.path.dirname(rag.__file__))
+        self.assertEqual(p.stdout, "[]\n")  # every other command starts without them
+
     def test_serve_a_streamed_chat_in_flight_across_forget_is_not_logged(self):
         self.write("plans/merger.md", StoreTests.PLAN)
         self.ok("index", self.docs)
