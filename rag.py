@@ -12928,17 +12928,17 @@ def _chat_key(url: str, env) -> str | None:
 
 
 # What config_from_env(**given) takes: each None when not given, then the environment decides.
-_CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
-                          "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
-                           "batch_size", "query_prefix", "document_prefix", "input_type"})
+CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
+                         "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
+                         "batch_size", "query_prefix", "document_prefix", "input_type"})
 
 
 def config_from_env(env=None, indexing: bool = False, **given) -> Config:
-    """The configuration env (os.environ) sets, under the given values (_CONFIG_GIVEN; None:
+    """The configuration env (os.environ) sets, under the given values (CONFIG_GIVEN; None:
     not given); indexing: an index run's network defaults (timeouts, retries)."""
     env = os.environ if env is None else env
-    if set(given) - _CONFIG_GIVEN:
-        raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - _CONFIG_GIVEN))}")
+    if set(given) - CONFIG_GIVEN:
+        raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - CONFIG_GIVEN))}")
     g = lambda name: given.get(name)  # noqa: E731
     url = _base_url(g("chat_url") or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
                     "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
@@ -14380,19 +14380,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"rag: error: {shown(message)} (see '{self.prog} --help')\n")
 
 
-# config_from_env's overrides by the flag that gives each.
-_CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url",
-                 "embed_base_url": "embed_url", "rerank_base_url": "rerank_url",
-                 "embed_model": "embed_model", "model": "llm_model",
-                 "rerank_model": "rerank_model", "rerank_depth": "rerank_depth",
-                 "timeout": "timeout", "retries": "retries", "batch_size": "batch_size",
-                 "query_prefix": "query_prefix", "document_prefix": "document_prefix",
-                 "input_type": "input_type"}
-
-
 def _config_from_args(args) -> Config:
-    """The configuration the command line sets, over the environment's."""
-    given = {name: getattr(args, flag, None) for flag, name in _CONFIG_FLAGS.items()}
+    """The configuration the command line sets (each option's dest is its name in
+    CONFIG_GIVEN), over the environment's."""
+    given = {name: getattr(args, name, None) for name in CONFIG_GIVEN}
     return config_from_env(indexing=args.command == "index", **given)
 
 
@@ -14412,13 +14403,13 @@ def _db_arguments(p: argparse.ArgumentParser) -> None:
 
 def _server_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the commands that embed: the servers they talk to, their patience."""
-    p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. "
-                   "http://127.0.0.1:8080/v1 (default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: "
-                   "extractive answers); its key is $LLM_API_KEY ($OPENAI_API_KEY is sent only to "
-                   "OpenAI or $OPENAI_BASE_URL)")
-    p.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
-                   "chat server); its key is $EMBED_API_KEY, else the chat key if the "
-                   "host is the same")
+    p.add_argument("--base-url", dest="chat_url", metavar="BASE_URL", help="OpenAI-compatible "
+                   "chat server, e.g. http://127.0.0.1:8080/v1 (default: $LLM_BASE_URL or "
+                   "$OPENAI_BASE_URL; none: extractive answers); its key is $LLM_API_KEY "
+                   "($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
+    p.add_argument("--embed-base-url", dest="embed_url", metavar="EMBED_BASE_URL",
+                   help="embeddings server (default: $EMBED_BASE_URL, else the chat server); its "
+                   "key is $EMBED_API_KEY, else the chat key if the host is the same")
     p.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
                    f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
     p.add_argument("--query-prefix", metavar="TEXT", help="put before each question when it is "
@@ -14463,15 +14454,17 @@ def _retrieval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
                    "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: "
                    "no reranking)")
-    p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else "
-                   "the embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
+    p.add_argument("--rerank-base-url", dest="rerank_url", metavar="RERANK_BASE_URL",
+                   help="reranking server (default: $RERANK_BASE_URL, else the embeddings "
+                   "server); its key is $RERANK_API_KEY, else as for embeddings")
     p.add_argument("--rerank-depth", type=_positive_int, metavar="N",
                    help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
 
 
 def _answer_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the commands that answer: the chat model and what it is given."""
-    p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
+    p.add_argument("--model", dest="llm_model", metavar="MODEL",
+                   help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
     p.add_argument("--max-context", type=_positive_int, default=MAX_CONTEXT, metavar="CHARS",
                    help="characters of passages a chat model is given; the weakest passages are "
                         f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")

@@ -9271,6 +9271,20 @@ class CommandLineTests(RagTestCase):
             db="flag.db", embed_model="m", chat_url="http://127.0.0.1:8/v1", timeout=7.0))
         self.assertEqual(rag._query_from_args(args), rag.QueryOptions())
 
+    def test_config_options_carry_their_names_in_config_given_and_show_their_own(self):
+        urls = [f"http://127.0.0.1:{port}/v1" for port in (7, 8, 9)]
+        args = rag.build_parser().parse_args(["ask", "q", "--base-url", urls[0], "--embed-base-url", urls[1],
+                                              "--rerank-base-url", urls[2], "--model", "m"])
+        self.assertEqual(rag._config_from_args(args), rag.config_from_env(
+            chat_url=urls[0], embed_url=urls[1], rerank_url=urls[2], llm_model="m"))
+        sub = next(a for a in rag.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+        dests = {a.dest for p in sub.choices.values() for a in p._actions}
+        self.assertEqual(rag.CONFIG_GIVEN - dests, set())  # each is an option's
+        shown = sub.choices["ask"].format_help()
+        for usage in ("--base-url BASE_URL", "--embed-base-url EMBED_BASE_URL",
+                      "--rerank-base-url RERANK_BASE_URL", "--model MODEL"):
+            self.assertIn(usage, shown)
+
     def test_commands_table_makes_the_command_line(self):
         """A subcommand is a function, its arguments and one COMMANDS entry."""
         parser = rag.build_parser()
