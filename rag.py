@@ -14381,8 +14381,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _config_from_args(args) -> Config:
-    """The configuration the command line sets (each option's dest is its name in
-    CONFIG_GIVEN), over the environment's."""
+    """The configuration the command line sets (its dests: CONFIG_GIVEN), over the environment's."""
     given = {name: getattr(args, name, None) for name in CONFIG_GIVEN}
     return config_from_env(indexing=args.command == "index", **given)
 
