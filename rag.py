@@ -165,7 +165,8 @@ import sys
 if __name__ == "__main__" or os.path.basename((sys.argv or [""])[0]) in ("rag", "rag.exe"):
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
-import argparse  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
+import abc  # noqa: E402 (the lines above run first, so that no Ctrl-C shows a traceback)
+import argparse
 import codecs
 import contextlib
 import errno
@@ -4280,7 +4281,7 @@ def config_convention(cfg: Config) -> Convention:
                    else cfg.document_prefix)
 
 
-class Embedder:
+class Embedder(abc.ABC):
     """What the pipeline needs of an embedding model: embed(texts, kind) -> one
     vector per text, in order (kind: QUERY or _DOCUMENT, see Convention). model
     is stored with the index (questions must use the same); dim (None: the
@@ -4306,8 +4307,9 @@ class Embedder:
     timeout: float | None = None
     parallel = 1
 
+    @abc.abstractmethod
     def embed(self, texts: list[str], kind: str = _DOCUMENT) -> list[list[float]]:
-        raise NotImplementedError
+        ...
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
         """One request of an index run: the documents' vectors. Unless patient, a
@@ -4587,38 +4589,63 @@ def too_long(e: RagError) -> bool:
             and bool(TOO_LONG.search(str(e))))
 
 
-def _at_once(fn, items: list, most: int) -> list:
-    """[fn(item) for item in items], up to most at a time on daemon threads
-    (Ctrl-C never waits for a reply); the first error is raised."""
+class DaemonPool:
+    """fn(job) on daemon worker threads, results as they finish (fn hands back its errors).
+    Not ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
+
+    def __init__(self, fn, workers: int):
+        import queue
+        import threading
+        self.todo, self.done, self.pending, self.workers = queue.Queue(), queue.Queue(), 0, workers
+        for _ in range(workers):
+            threading.Thread(target=self._work, args=(fn,), daemon=True).start()
+
+    def _work(self, fn) -> None:
+        while (job := self.todo.get()) is not None:
+            self.done.put(fn(job))
+
+    def submit(self, job) -> None:
+        self.pending += 1
+        self.todo.put(job)
+
+    def next(self):
+        job = self.done.get()
+        self.pending -= 1
+        return job
+
+    def close(self) -> None:
+        """Drop the jobs no worker has taken, then let the workers end."""
+        import queue
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.todo.get_nowait()
+                self.pending -= 1
+        for _ in range(self.workers):
+            self.todo.put(None)
+
+
+def at_once(fn, items: list, most: int) -> list:
+    """[fn(item) for item in items], up to most at a time on a DaemonPool; the first error
+    is raised (and nothing more is sent)."""
     if most <= 1 or len(items) <= 1:
         return [fn(item) for item in items]
-    import queue
-    import threading
-    todo, done = queue.Queue(), queue.Queue()
-    for i, item in enumerate(items):
-        todo.put((i, item))
 
-    def work() -> None:
-        while True:
-            try:
-                i, item = todo.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                done.put((i, fn(item), None))
-            except BaseException as e:  # handed to the caller
-                done.put((i, None, e))
-    for _ in range(min(most, len(items))):
-        threading.Thread(target=work, daemon=True).start()
-    out: list = [None] * len(items)
-    for _ in items:
-        i, result, error = done.get()
-        if error is not None:
-            while not todo.empty():  # nothing more is sent
-                with contextlib.suppress(queue.Empty):
-                    todo.get_nowait()
-            raise error
-        out[i] = result
+    def one(job: tuple) -> tuple:
+        try:
+            return job[0], fn(job[1]), None
+        except BaseException as e:  # handed to the caller
+            return job[0], None, e
+    pool, out = DaemonPool(one, min(most, len(items))), [None] * len(items)
+    for job in enumerate(items):
+        pool.submit(job)
+    try:
+        for _ in items:
+            i, result, error = pool.next()
+            if error is not None:
+                raise error
+            out[i] = result
+    finally:
+        pool.close()
     return out
 
 
@@ -4653,7 +4680,7 @@ class HttpEmbedder(Embedder):
         texts = [prefix + t for t in texts] if prefix else texts
         batches = [[texts[i] for i in idx]
                    for idx in _embed_batches(texts, self.batch, EMBED_BATCH_CHARS)]
-        parts = _at_once(lambda b: self._embed_fitting(b, kind, patient), batches, self.parallel)
+        parts = at_once(lambda b: self._embed_fitting(b, kind, patient), batches, self.parallel)
         return [v for part in parts for v in part]
 
     def embed_request(self, texts: list[str], patient: bool = True) -> list[list[float]]:
@@ -5860,23 +5887,24 @@ ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "mo
                "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
 
-class Store:
+class Store(abc.ABC):
     """Storage for one index: what indexing and retrieval need of it."""
 
     writes_parts = False  # write takes a document in parts (PendingDoc.opens, closes)
 
     # settings (the meta table's keys, Meta)
+    @abc.abstractmethod
     def meta(self, key: str) -> str | None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def set_meta(self, values: dict) -> None:
         """Write settings (None: remove that one), in one transaction."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def remember(self, values: dict) -> bool:
         """Write measured values when the index can be written now (False:
         read-only, or another process is writing; they are used unstored)."""
-        raise NotImplementedError
 
     def check_model(self, model: str, dim: int | None = None,
                     convention: Convention | None = None) -> None:
@@ -5895,28 +5923,28 @@ class Store:
         return self.meta(Meta.SIG_STAMP)
 
     # documents, for an index run
+    @abc.abstractmethod
     def documents(self) -> list[StoredDocument]:
         """Every stored document."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
         """Add or replace documents (PendingDoc, their chunks' text keys) with
         their vectors (key -> vector_codes) from model under convention, in one
         transaction (failing first when the index holds another model's vectors)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def delete(self, paths: list[str]) -> None:
         """Remove documents (and their chunks) in one transaction."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def rename(self, path: str, rel: str) -> None:
         """A document's path relative to the folder indexed, as this run names it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def cached_vectors(self, model: str, keys: list[str]) -> dict[str, str]:
         """Stored vector JSON by text key, for those of keys already embedded by model."""
-        raise NotImplementedError
 
     def keep_stats(self, stats: dict[str, str]) -> None:
         """path -> its file's stat (_stat_key), found unchanged: not read again while so."""
@@ -5932,55 +5960,55 @@ class Store:
         return set()
 
     # retrieval
+    @abc.abstractmethod
     def count(self) -> int:
         """Chunks in the index."""
-        raise NotImplementedError
 
     def has_chunks(self) -> bool:
         return self.count() > 0
 
+    @abc.abstractmethod
     def counts(self, scope: Scope) -> dict:
         """{"documents": n, "chunks": n} in scope."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def scope_ids(self, scope: Scope) -> set[int] | None:
         """Ids of the chunks in scope (None: every chunk)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def keyword(self, query: str, depth: int, scope: Scope) -> list[tuple[int, float]]:
         """The depth best (chunk id, keyword score) in scope for an FTS5 query (fts_query)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def doc_freq(self, word: str, scope: Scope = Scope()) -> int:
         """How many chunks in scope hold the word."""
-        raise NotImplementedError
 
     def prefetch(self, queries: list[str], scope: Scope, vectors: list = (),
                  depth: int = 0) -> None:
         """Keyword queries and question vectors (depth each) about to be asked in
         scope (measuring the floor): a store over a network asks for them together."""
 
+    @abc.abstractmethod
     def dense(self, qvec: list[float], depth: int, allowed: set[int] | None,
               exact: bool) -> list[tuple[int, float]]:
         """The depth best (chunk id, dot product) among allowed (None: all)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def vectors(self, ids: list[int]) -> list[tuple[int, list[float]]]:
         """(id, vector) of the chunks of ids that exist."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def chunks(self, ids: list[int]) -> dict[int, StoredChunk]:
         """The chunks of ids that exist, by id."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def chunk_docs(self) -> list[tuple[int, int]]:
         """(chunk id, document id) of every chunk: what measuring the null level samples."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         """Keep an ask (ASK_COLUMNS): None once kept, else why not (the index cannot be
         written now, or a forget since the ask began: Meta.FORGETS is no longer since)."""
-        raise NotImplementedError
 
     def forgets(self) -> str | None:
         """Meta.FORGETS as stored now: an ask reads it before it retrieves (log_ask)."""
@@ -6009,17 +6037,17 @@ class Store:
         return None
 
 
-class Admin:
+class Admin(abc.ABC):
     """What the commands around an index need of its store (stats, export, eval, forget)."""
 
+    @abc.abstractmethod
     def info(self) -> dict:
         """{database, size_bytes (None: not known), documents, chunks, asks}: stats' counts."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def export_lines(self, source=None) -> Iterator[str]:
         """The index as JSON Lines, a chunk a line in id order (of source's documents
         when given): for moving it to a vector database."""
-        raise NotImplementedError
 
     @staticmethod
     def chunk_line(cid: int, path: str, rel: str, digest: str, c: Chunk, model, dim,
@@ -6033,17 +6061,17 @@ class Admin:
         line = json.dumps(record, ensure_ascii=False)[:-1] + f', "vector": {vector}}}'
         return json_safe(line) + "\n"
 
+    @abc.abstractmethod
     def chunk_paths(self) -> dict[int, str]:
         """Every chunk's document path, by chunk id (eval's gold by document)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def texts(self) -> Iterator[tuple[int, str]]:
         """(chunk id, text) of every chunk (eval's gold by quote)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def forget(self, paths: list[str], more: list[str] = ()) -> Forgotten:
         """Remove these documents and every trace of their text (and of more); the receipt."""
-        raise NotImplementedError
 
     def source_warnings(self, source) -> list[str]:
         """What source_warnings says of a --source on this index."""
@@ -6957,21 +6985,23 @@ class EngineStore(Store, Admin):
         self._pending: list[tuple] = []  # documents written, not yet handed to the writer
 
     # what a subclass gives: records in two collections
+    @abc.abstractmethod
     def records(self, side: bool, ids=None, where=None, include=(), limit=None,
                 offset=0, document=None) -> list[dict]:
         """Records ({id, metadata, document, embedding}: what include names) by ids or
         matching where ($eq, $in, $and) and holding document (a substring)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def put(self, side: bool, records: list[dict]) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def remove(self, side: bool, ids=None, where=None) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def nearest(self, qvecs: list[list[float]], n: int, where) -> list[list[tuple[int, float]]]:
         """The engine's n nearest (chunk id, dot product) in where, for each vector."""
-        raise NotImplementedError
 
     def close(self) -> None:
         if self._writer:
@@ -7368,9 +7398,7 @@ class EngineStore(Store, Admin):
             return
         if len(todo) < 2:
             return
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(_LOOKUPS_AT_ONCE, len(todo))) as pool:
-            list(pool.map(lambda pw: self.matching(*pw), todo))
+        at_once(lambda pw: self.matching(*pw), todo, _LOOKUPS_AT_ONCE)
 
     @_engine_reply
     def read(self, ids: list[int]) -> dict[int, tuple[dict, _Words]]:
@@ -8328,41 +8356,6 @@ class _Pace:
         return f"{self.parallel} request(s) at a time of at most {self.batch} text(s)"
 
 
-class _EmbedPool:
-    """Embedding requests on worker threads, results as they finish. Daemon threads, not
-    ThreadPoolExecutor (which joins at exit): Ctrl-C never waits on a hung server."""
-
-    def __init__(self, embedder, workers: int):
-        import queue
-        import threading
-        self.todo, self.done, self.pending, self.workers = queue.Queue(), queue.Queue(), 0, workers
-        for _ in range(workers):
-            threading.Thread(target=self._work, args=(embedder,), daemon=True).start()
-
-    def _work(self, embedder) -> None:
-        while (job := self.todo.get()) is not None:
-            self.done.put(_run_job(embedder, job))
-
-    def submit(self, job: _Job) -> None:
-        self.pending += 1
-        self.todo.put(job)
-
-    def next(self) -> _Job:
-        job = self.done.get()
-        self.pending -= 1
-        return job
-
-    def close(self) -> None:
-        """Drop the requests no worker has taken, then let the workers end."""
-        import queue
-        with contextlib.suppress(queue.Empty):
-            while True:
-                self.todo.get_nowait()
-                self.pending -= 1
-        for _ in range(self.workers):
-            self.todo.put(None)
-
-
 def _run_job(embedder: Embedder, job: _Job) -> _Job:
     """Send one request; its vectors or error, and its seconds, go into job."""
     start = time.monotonic()
@@ -8395,7 +8388,8 @@ class Batcher:
         self.held = 0                         # chunks of the documents waiting
         self.dim = 0
         self.limit = self.HOLD * batch * parallel
-        self.pool = _EmbedPool(embedder, parallel) if parallel > 1 else None
+        self.pool = (DaemonPool(functools.partial(_run_job, embedder), parallel)
+                     if parallel > 1 else None)
 
     def add(self, doc: PendingDoc) -> None:
         """Embed and store doc, in parts of self.limit chunks: memory stays bounded."""
@@ -9487,14 +9481,15 @@ def _check_rerank(resp, n: int) -> list[float | None]:
     return scores
 
 
-class Reranker:
+class Reranker(abc.ABC):
     """What reranking needs of a model: rerank(query, texts) -> one relevance score per
     text (higher is better; None for one left out). A new kind is a subclass."""
 
     model = "?"
 
+    @abc.abstractmethod
     def rerank(self, query: str, texts: list[str]) -> list[float | None]:
-        raise NotImplementedError
+        ...
 
     @classmethod
     def from_config(cls, cfg: Config, warn=None) -> Reranker:
@@ -10706,7 +10701,7 @@ class Evidence:
         return out
 
 
-class Generator:
+class Generator(abc.ABC):
     """What answering needs of a model: generate(system, prompt) -> Reply. model names it in
     the ask log; out: a file the answer streams to; is_model: False for an answerer that
     extracts (its failure has no fallback). A new one is a subclass in GENERATORS."""
@@ -10715,11 +10710,11 @@ class Generator:
     out = None
     is_model = True
 
+    @abc.abstractmethod
     def generate(self, system: str, prompt: str, history: list[dict] = (),
                  evidence: Evidence | None = None) -> Reply:
         """The answer to prompt under the system rules, after history (the earlier turns);
         evidence: the same passages and question as records, for an answerer that extracts."""
-        raise NotImplementedError
 
     def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
         """A follow-up as a question that stands alone; None: the offline rewrite's turn."""
@@ -12832,17 +12827,17 @@ def _chat_key(url: str, env) -> str | None:
 
 
 # What config_from_env(**given) takes: each None when not given, then the environment decides.
-_CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
-                          "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
-                           "batch_size", "query_prefix", "document_prefix", "input_type"})
+CONFIG_GIVEN = frozenset({"db", "store", "chat_url", "embed_url", "rerank_url", "embed_model",
+                         "llm_model", "rerank_model", "rerank_depth", "timeout", "retries",
+                         "batch_size", "query_prefix", "document_prefix", "input_type"})
 
 
 def config_from_env(env=None, indexing: bool = False, **given) -> Config:
-    """The configuration env (os.environ) sets, under the given values (_CONFIG_GIVEN; None:
+    """The configuration env (os.environ) sets, under the given values (CONFIG_GIVEN; None:
     not given); indexing: an index run's network defaults (timeouts, retries)."""
     env = os.environ if env is None else env
-    if set(given) - _CONFIG_GIVEN:
-        raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - _CONFIG_GIVEN))}")
+    if set(given) - CONFIG_GIVEN:
+        raise TypeError(f"unknown configuration: {', '.join(sorted(set(given) - CONFIG_GIVEN))}")
     g = lambda name: given.get(name)  # noqa: E731
     url = _base_url(g("chat_url") or env.get("LLM_BASE_URL") or env.get("OPENAI_BASE_URL"),
                     "chat server URL (--base-url, LLM_BASE_URL or OPENAI_BASE_URL)", "LLM_API_KEY")
@@ -14064,10 +14059,16 @@ def http_server(api: HttpApi, host: str, port: int, allow=(), deadline: float = 
     whose Host names it (allow: more names) within deadline seconds each."""
     import socket
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    reader = type("Reader", (_DeadlineReader, socket.SocketIO), {})
-    handler = type("Handler", (_HttpHandler, BaseHTTPRequestHandler), {"reader": reader})
-    server = type("Server", (_HttpServer, ThreadingHTTPServer), {})
-    return server((host, port), handler, api, allow, deadline)
+
+    class Reader(_DeadlineReader, socket.SocketIO):
+        pass
+
+    class Handler(_HttpHandler, BaseHTTPRequestHandler):
+        reader = Reader
+
+    class Server(_HttpServer, ThreadingHTTPServer):
+        pass
+    return Server((host, port), Handler, api, allow, deadline)
 
 
 # Server processes: one, or workers forked and supervised; how each stops.
@@ -14278,19 +14279,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"rag: error: {shown(message)} (see '{self.prog} --help')\n")
 
 
-# config_from_env's overrides by the flag that gives each.
-_CONFIG_FLAGS = {"db": "db", "store": "store", "base_url": "chat_url",
-                 "embed_base_url": "embed_url", "rerank_base_url": "rerank_url",
-                 "embed_model": "embed_model", "model": "llm_model",
-                 "rerank_model": "rerank_model", "rerank_depth": "rerank_depth",
-                 "timeout": "timeout", "retries": "retries", "batch_size": "batch_size",
-                 "query_prefix": "query_prefix", "document_prefix": "document_prefix",
-                 "input_type": "input_type"}
-
-
 def _config_from_args(args) -> Config:
-    """The configuration the command line sets, over the environment's."""
-    given = {name: getattr(args, flag, None) for flag, name in _CONFIG_FLAGS.items()}
+    """The configuration the command line sets (its dests: CONFIG_GIVEN), over the environment's."""
+    given = {name: getattr(args, name, None) for name in CONFIG_GIVEN}
     return config_from_env(indexing=args.command == "index", **given)
 
 
@@ -14310,13 +14301,13 @@ def _db_arguments(p: argparse.ArgumentParser) -> None:
 
 def _server_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the commands that embed: the servers they talk to, their patience."""
-    p.add_argument("--base-url", help="OpenAI-compatible chat server, e.g. "
-                   "http://127.0.0.1:8080/v1 (default: $LLM_BASE_URL or $OPENAI_BASE_URL; none: "
-                   "extractive answers); its key is $LLM_API_KEY ($OPENAI_API_KEY is sent only to "
-                   "OpenAI or $OPENAI_BASE_URL)")
-    p.add_argument("--embed-base-url", help="embeddings server (default: $EMBED_BASE_URL, else the "
-                   "chat server); its key is $EMBED_API_KEY, else the chat key if the "
-                   "host is the same")
+    p.add_argument("--base-url", dest="chat_url", metavar="BASE_URL", help="OpenAI-compatible "
+                   "chat server, e.g. http://127.0.0.1:8080/v1 (default: $LLM_BASE_URL or "
+                   "$OPENAI_BASE_URL; none: extractive answers); its key is $LLM_API_KEY "
+                   "($OPENAI_API_KEY is sent only to OpenAI or $OPENAI_BASE_URL)")
+    p.add_argument("--embed-base-url", dest="embed_url", metavar="EMBED_BASE_URL",
+                   help="embeddings server (default: $EMBED_BASE_URL, else the chat server); its "
+                   "key is $EMBED_API_KEY, else the chat key if the host is the same")
     p.add_argument("--embed-model", help=f"embedding model (default: $EMBED_MODEL, else "
                    f"{DEFAULT_EMBED_MODEL} online, {BUILTIN_MODEL} offline)")
     p.add_argument("--query-prefix", metavar="TEXT", help="put before each question when it is "
@@ -14361,15 +14352,17 @@ def _retrieval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rerank-model", metavar="NAME", help="reorder the best candidates with this "
                    "reranking model at POST {base}/rerank (default: $RERANK_MODEL; none: "
                    "no reranking)")
-    p.add_argument("--rerank-base-url", help="reranking server (default: $RERANK_BASE_URL, else "
-                   "the embeddings server); its key is $RERANK_API_KEY, else as for embeddings")
+    p.add_argument("--rerank-base-url", dest="rerank_url", metavar="RERANK_BASE_URL",
+                   help="reranking server (default: $RERANK_BASE_URL, else the embeddings "
+                   "server); its key is $RERANK_API_KEY, else as for embeddings")
     p.add_argument("--rerank-depth", type=_positive_int, metavar="N",
                    help=f"candidates sent to the reranker (default: {RERANK_DEPTH})")
 
 
 def _answer_arguments(p: argparse.ArgumentParser) -> None:
     """The options of the commands that answer: the chat model and what it is given."""
-    p.add_argument("--model", help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
+    p.add_argument("--model", dest="llm_model", metavar="MODEL",
+                   help=f"chat model (default: $LLM_MODEL or {DEFAULT_LLM_MODEL})")
     p.add_argument("--max-context", type=_positive_int, default=MAX_CONTEXT, metavar="CHARS",
                    help="characters of passages a chat model is given; the weakest passages are "
                         f"dropped to fit (default: {MAX_CONTEXT}, for a 2,048-token model)")

@@ -4,6 +4,7 @@ line), then robustness. Standard library only, no network (a fake
 OpenAI-compatible server on 127.0.0.1), nothing timed: the child processes
 stop themselves at named points and the fake server holds replies on events."""
 
+import abc
 import argparse
 import ast
 import codecs
@@ -2021,6 +2022,39 @@ class EmbedTests(RagTestCase):
         self.assertEqual(emb.embed(texts), [alpha_embed(t) for t in texts])
         self.assertEqual([len(r[2]["input"]) for r in server.requests], [3, 3, 1])
 
+    def test_at_once_results_in_input_order_and_the_error_raised(self):
+        last_done = threading.Event()
+
+        def double(n):  # the first answers last
+            if n == 0:
+                self.assertTrue(last_done.wait(60))
+            if n == 5:
+                last_done.set()
+            return 2 * n
+        self.assertEqual(rag.at_once(double, list(range(6)), 3), [0, 2, 4, 6, 8, 10])
+        with self.assertRaisesRegex(ValueError, "refused 2"):
+            rag.at_once(lambda n: n if n != 2 else int("refused 2"), list(range(6)), 3)
+
+    def test_at_once_an_interrupt_and_the_exit_never_wait_on_a_hung_server(self):
+        """Daemon threads: ThreadPoolExecutor's are joined as its with ends and at exit."""
+        child = ("import sys, threading\n"
+                 "sys.path.insert(0, sys.argv[1])\n"
+                 "import rag\n"
+                 "sent, never = threading.Event(), threading.Event()\n"
+                 "def request(item):\n"
+                 "    if item == 1:  # a server that never replies\n"
+                 "        sent.set()\n"
+                 "        never.wait()\n"
+                 "    sent.wait()\n"
+                 "    raise KeyboardInterrupt  # as a Ctrl-C meanwhile\n"
+                 "try:\n"
+                 "    rag.at_once(request, [0, 1], 2)\n"
+                 "except KeyboardInterrupt:\n"
+                 "    print('stopped', flush=True)\n")
+        p = subprocess.run([sys.executable, "-c", child, os.path.dirname(rag.__file__)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual((p.stdout, p.returncode), ("stopped\n", 0))
+
     def test_embed_retries_429_honouring_retry_after(self):
         server = self.online()
         server.faults = [(429, {"Retry-After": "7"}, b'{"error": {"message": "slow down"}}'),
@@ -2925,6 +2959,7 @@ class StoreTests(RagTestCase):
                 self.used.add(_name)
                 return getattr(self.inner, _name)(*args)
             setattr(Elsewhere, name, method)
+        abc.update_abstractmethods(Elsewhere)  # given after the class was made
         self.write_docs()
         self.ok("index", self.docs)
         other = os.path.join(self.dir, "other.db")
@@ -2951,6 +2986,20 @@ class StoreTests(RagTestCase):
         self.assertFalse(a.refused)
         self.assertEqual(conn2.execute("SELECT question FROM asks").fetchall(), [("How long do refunds take?",)])
         self.assertTrue({"write", "keyword", "dense", "chunks", "log_ask", "meta"} <= store.used, store.used)
+
+    def test_store_subclass_lacking_a_method_of_its_contract_is_refused_when_made(self):
+        """A store (an engine store), embedder, reranker or answerer lacking a method that
+        has no default fails at once, naming it; given them all, it is made."""
+        for base in (rag.Store, rag.Admin, rag.EngineStore, rag.Embedder, rag.Reranker,
+                     rag.Generator):
+            for name in sorted(base.__abstractmethods__):
+                with self.subTest(base=base.__name__, method=name):
+                    given = {m: lambda self: None for m in base.__abstractmethods__ - {name}}
+                    with self.assertRaisesRegex(TypeError, rf"abstract method '?{name}\b"):
+                        type("Lacking", (base,), given)()
+            whole = type("Whole", (base,), {"__init__": lambda self: None, **dict.fromkeys(
+                base.__abstractmethods__, lambda self: None)})
+            self.assertIsInstance(whole(), base)
 
     PLAN = ("# Merger plan\n\nAcme will buy Globex for 41 million dollars in the third quarter; "
             "the board votes on the ninth of March.\n\nOnly the two chief executives know the price.\n")
@@ -8212,6 +8261,18 @@ class HttpTests(RagTestCase):
             out.append(dict(h, path=rel, source=h["source"].replace(rag.display_path(h["path"]), rel)))
         return out
 
+    def test_serve_http_servers_classes_with_the_mixins_loaded_only_to_serve(self):
+        server = self.serve()
+        handler = server.RequestHandlerClass
+        self.assertEqual([(c.__name__, c.__bases__) for c in (type(server), handler, handler.reader)],
+                         [("Server", (rag._HttpServer, ThreadingHTTPServer)),
+                          ("Handler", (rag._HttpHandler, BaseHTTPRequestHandler)),
+                          ("Reader", (rag._DeadlineReader, socket.SocketIO))])
+        child = "import sys, rag; print(sorted({'socket', 'http.server'} & set(sys.modules)))"
+        p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                           timeout=120, cwd=os.path.dirname(rag.__file__))
+        self.assertEqual(p.stdout, "[]\n")  # every other command starts without them
+
     def test_serve_a_streamed_chat_in_flight_across_forget_is_not_logged(self):
         self.write("plans/merger.md", StoreTests.PLAN)
         self.ok("index", self.docs)
@@ -9267,6 +9328,20 @@ class CommandLineTests(RagTestCase):
         self.assertEqual(rag._config_from_args(args), rag.config_from_env(
             db="flag.db", embed_model="m", chat_url="http://127.0.0.1:8/v1", timeout=7.0))
         self.assertEqual(rag._query_from_args(args), rag.QueryOptions())
+
+    def test_config_options_carry_their_names_in_config_given_and_show_their_own(self):
+        urls = [f"http://127.0.0.1:{port}/v1" for port in (7, 8, 9)]
+        args = rag.build_parser().parse_args(["ask", "q", "--base-url", urls[0], "--embed-base-url", urls[1],
+                                              "--rerank-base-url", urls[2], "--model", "m"])
+        self.assertEqual(rag._config_from_args(args), rag.config_from_env(
+            chat_url=urls[0], embed_url=urls[1], rerank_url=urls[2], llm_model="m"))
+        sub = next(a for a in rag.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+        dests = {a.dest for p in sub.choices.values() for a in p._actions}
+        self.assertEqual(rag.CONFIG_GIVEN - dests, set())  # each is an option's
+        shown = sub.choices["ask"].format_help()
+        for usage in ("--base-url BASE_URL", "--embed-base-url EMBED_BASE_URL",
+                      "--rerank-base-url RERANK_BASE_URL", "--model MODEL"):
+            self.assertIn(usage, shown)
 
     def test_commands_table_makes_the_command_line(self):
         """A subcommand is a function, its arguments and one COMMANDS entry."""
