@@ -32,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 import rag
+from bench.fakes import (WORDS, FakeServer, QuietServer, alpha_embed, embeddings_body, snapshot,
+                         soundness)
 
 ENV_KEYS = ("LLM_BASE_URL", "OPENAI_BASE_URL", "LLM_API_KEY", "OPENAI_API_KEY", "EMBED_BASE_URL",
             "EMBED_API_KEY", "RERANK_BASE_URL", "RERANK_API_KEY", "RERANK_MODEL",
@@ -40,8 +42,19 @@ SECRET = "sk-test-SECRET-0123456789"
 
 
 # ---------------------------------------------------------------------------
-# A fake OpenAI-compatible server
+# Fake servers: the OpenAI-compatible one is bench's (bench/fakes.py), shared
 # ---------------------------------------------------------------------------
+
+# Every refusal probe, whatever share of them a test's index runs embed (see all_probes)
+PROBES = frozenset(rag.PROBES)
+
+
+def fake_server():
+    """bench's fake OpenAI-compatible server as the tests use it: the refusal probes that
+    every index run embeds answered apart (never counted in embed_count, never faulted), and
+    rag.py's requests to rewrite a question told apart (answered with rewrite_reply)."""
+    return FakeServer(PROBES, rag._REWRITE_PROMPT)
+
 
 # A prompt read back, as a test reads what a chat model was sent (rag.py's answerers never parse one).
 PASSAGE = re.compile(r'<passage n="(\d+)" source="[^"]*"(?: heading="[^"]*")?>\n(.*?)\n</passage>', re.S)
@@ -52,16 +65,6 @@ def parse_prompt(prompt):
     passages = sorted((int(n), re.sub("\u2039(?=\\s*/?\\s*passage)", "<", t, flags=re.I))
                       for n, t in PASSAGE.findall(prompt))
     return prompt.rsplit("\nQuestion: ", 1)[-1], passages
-
-
-def alpha_embed(text, dim=64):
-    """Fake-server embedding: hashed alphabetic words only (digits are invisible)."""
-    vec = [0.0] * dim
-    for word in rag.WORD.findall(text.lower()):
-        if word.isalpha() and word not in rag.STOPWORDS:
-            vec[rag.zlib.crc32(word.encode()) % dim] += 1.0
-    vec[0] += 0.01  # never all zero
-    return vec
 
 
 # A file with a redacted password (what the password file finding recovered by hashing guesses)
@@ -77,159 +80,6 @@ def file_oracles(data, text):
              if any(h in text for h in (hashlib.new(name, data).hexdigest(),
                                         hashlib.new(name, data).hexdigest().upper()))]
     return found + ["length"] * bool(re.search(rf"(?<![\w.]){len(data)}(?![\w.])", text))
-
-
-def word_overlap(query, documents):
-    """Fake-server rerank scores: the query's words found in each document."""
-    words = set(rag.WORD.findall(query.lower()))
-    return [len(words & set(rag.WORD.findall(d.lower()))) for d in documents]
-
-
-class QuietServer(ThreadingHTTPServer):
-    """A fake server that says nothing of a client gone mid-reply (a hang given up on, a
-    killed index run): the traceback would land in the stderr a test is reading."""
-
-    # rag.py sends up to 8 requests at once (the floor's questions): with socketserver's
-    # backlog of 5 a connection beyond it waits for the kernel's 1 s SYN retry
-    request_queue_size = 64
-
-    def handle_error(self, request, client_address):
-        pass
-
-
-class FakeServer:
-    """Scripted /v1/embeddings, /v1/chat/completions and /v1/rerank on a free loopback port.
-
-    A fault is (status, headers, body), "reset" (the connection is cut after
-    half a body), "hang" (no answer until the client gives up) or a function
-    of the request body returning (status, headers, body). faults are answered
-    first, in order; fault_at[n] answers the n-th embeddings request (from 1).
-    """
-
-    def __init__(self):
-        self.requests = []          # (path, headers dict, body dict)
-        self.faults = []            # answered before normal replies
-        self.chat_faults = []       # the same, for chat requests only
-        self.rerank_faults = []     # and for rerank requests only
-        self.fault_at = {}          # embeddings request number -> fault
-        self.fault_when = None      # (predicate of the request body, fault): by content, not order
-        self.max_input = None       # longer inputs get the OpenAI "too long" 400
-        self.after_reply = None     # called with the embeddings request number
-        self.embed_count = 0
-        self.probe_count = 0        # requests embedding rag.PROBES, answered apart
-        self.chat_reply = "Refunds take 5 to 7 business days [1]."
-        self.rewrite_reply = None   # what a rewriting request (rag._REWRITE_PROMPT) gets: None, the question as sent
-        self.embed = alpha_embed
-        self.rerank = word_overlap   # (query, documents) -> one score per document
-        self.shuffle = True
-        self.lock = threading.Lock()
-        self.released = threading.Event()  # ends every hang at close
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                n = None
-                if self.path.endswith("/embeddings") and is_probe(body):
-                    with server.lock:  # answered apart: not counted, never a fault (see is_probe)
-                        server.probe_count += 1
-                    return self.embeddings(body)
-                with server.lock:
-                    server.requests.append((self.path, dict(self.headers), body))
-                    fault = server.faults.pop(0) if server.faults else None
-                    if not fault and self.path.endswith("/chat/completions") and server.chat_faults:
-                        fault = server.chat_faults.pop(0)
-                    if not fault and self.path.endswith("/rerank") and server.rerank_faults:
-                        fault = server.rerank_faults.pop(0)
-                    if self.path.endswith("/embeddings"):
-                        server.embed_count += 1
-                        n = server.embed_count
-                        fault = fault or server.fault_at.get(n)
-                        if not fault and server.fault_when and server.fault_when[0](body):
-                            fault = server.fault_when[1]
-                if fault:
-                    self.fault(fault, body)
-                elif self.path.endswith("/embeddings"):
-                    self.embeddings(body)
-                elif self.path.endswith("/chat/completions"):
-                    self.chat(body)
-                elif self.path.endswith("/rerank"):
-                    scores = server.rerank(body["query"], body["documents"])
-                    results = sorted(({"index": i, "relevance_score": x} for i, x in enumerate(scores)),
-                                     key=lambda r: -r["relevance_score"])[:body.get("top_n")]
-                    self.reply(200, {}, json.dumps({"results": results}).encode())
-                else:
-                    self.reply(404, {}, b'{"error": {"message": "no such route"}}')
-                if n is not None and server.after_reply:
-                    server.after_reply(n)
-
-            def fault(self, fault, body):
-                if fault == "hang":
-                    server.released.wait(30)
-                    return
-                if fault == "reset":
-                    self.send_response(200)
-                    self.send_header("Content-Length", "1000")
-                    self.end_headers()
-                    self.wfile.write(b'{"data": [{"index": 0, "embed')
-                    self.wfile.flush()
-                    # SO_LINGER 0: closing sends a TCP reset, as a dropped proxy does.
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                               struct.pack("ii", 1, 0))
-                    self.close_connection = True
-                    return
-                self.reply(*(fault(body) if callable(fault) else fault))
-
-            def reply(self, status, headers, data):
-                self.send_response(status)
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def embeddings(self, body):
-                too_long = [t for t in body["input"] if server.max_input and len(t) > server.max_input]
-                if too_long:
-                    msg = (f"This model's maximum context length is {server.max_input} tokens, "
-                           f"however you requested {len(too_long[0])} tokens.")
-                    return self.reply(400, {}, json.dumps({"error": {"message": msg}}).encode())
-                self.reply(200, {"Content-Type": "application/json"}, embeddings_body(body, server.embed,
-                                                                                      server.shuffle))
-
-            def chat(self, body):
-                text = server.chat_reply
-                if body["messages"][0]["content"] == rag._REWRITE_PROMPT:
-                    asked = body["messages"][1]["content"].split("Last question: ")[1].split("\n")[0]
-                    text = server.rewrite_reply or asked
-                if not body.get("stream"):
-                    data = {"choices": [{"message": {"role": "assistant", "content": text}}],
-                            "usage": {"prompt_tokens": 50, "completion_tokens": 9}}
-                    return self.reply(200, {"Content-Type": "application/json"}, json.dumps(data).encode())
-                events = [": keep-alive"]
-                for i in range(0, len(text), 4):
-                    events.append("data: " + json.dumps({"choices": [{"delta": {"content": text[i:i + 4]}}]}))
-                events.append("data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": 50,
-                                                                               "completion_tokens": 9}}))
-                events.append("data: [DONE]")
-                self.reply(200, {"Content-Type": "text/event-stream"},
-                           ("\n\n".join(events) + "\n\n").encode())
-
-        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-        self.thread.start()
-
-    def paths(self, suffix):
-        return [r for r in self.requests if r[0].endswith(suffix)]
-
-    def close(self):
-        self.released.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 class FakeChroma:
@@ -369,28 +219,6 @@ class FakeChroma:
         self.httpd.server_close()
 
 
-PROBE_SET = frozenset(rag.PROBES)
-
-
-def is_probe(body) -> bool:
-    """A request embedding the refusal probes (rag.PROBES), which every index
-    run makes after its documents: the fake server answers it apart, so the
-    tests count and fault the requests for documents and questions only."""
-    texts = body.get("input") if isinstance(body, dict) else None
-    return isinstance(texts, list) and bool(texts) and all(
-        isinstance(t, str) and any(t[i:] in PROBE_SET for i in range(min(len(t), 200))) for t in texts)
-
-
-def embeddings_body(body, embed=alpha_embed, shuffle=True, **changes):
-    """An embeddings response for a request body, in shuffled order."""
-    items = [{"object": "embedding", "index": i, "embedding": embed(t)}
-             for i, t in enumerate(body["input"])]
-    if shuffle:
-        random.Random(len(items)).shuffle(items)
-    data = {"data": items, "model": body["model"], **changes}
-    return json.dumps(data).encode()
-
-
 # ---------------------------------------------------------------------------
 # Shared fixtures
 # ---------------------------------------------------------------------------
@@ -437,9 +265,6 @@ DOCS = {
     "garden.txt": "Tomatoes need full sun and regular watering in summer.\n",
 }
 
-
-WORDS = ("amber birch cedar delta ember fjord grove harbor island juniper kestrel lagoon "
-         "meadow nectar orchard prairie quartz river summit tundra").split()
 
 MIT = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
        "associated documentation files (the \"Software\"), to deal in the Software without restriction, including "
@@ -572,7 +397,7 @@ class RagTestCase(unittest.TestCase):
         return lines[0]
 
     def online(self, server=None):
-        server = server or FakeServer()
+        server = server or fake_server()
         self.addCleanup(server.close)
         os.environ["LLM_BASE_URL"] = server.url
         os.environ["LLM_API_KEY"] = SECRET
@@ -2127,7 +1952,7 @@ class EmbedTests(RagTestCase):
 
     def test_redirect_is_not_followed_and_key_not_sent(self):
         server = self.online()
-        other = FakeServer()
+        other = fake_server()
         self.addCleanup(other.close)
         server.faults = [(307, {"Location": other.url + "/embeddings"}, b"")]
         with self.assertRaises(rag.RagError) as cm:
@@ -2149,7 +1974,7 @@ class EmbedTests(RagTestCase):
         self.assertIsNone(rag._retry_after({}))
 
     def test_embed_base_url_separates_embeddings_from_chat(self):
-        chat, embed = self.online(), FakeServer()
+        chat, embed = self.online(), fake_server()
         self.addCleanup(embed.close)
         os.environ.update(EMBED_BASE_URL=embed.url, EMBED_API_KEY="sk-embed-key-42")
         self.write_docs()
@@ -2160,13 +1985,13 @@ class EmbedTests(RagTestCase):
         self.assertEqual({r[0] for r in embed.requests}, {"/v1/embeddings"})
         self.assertEqual({r[1]["Authorization"] for r in embed.requests}, {"Bearer sk-embed-key-42"})
         self.assertEqual({r[1]["Authorization"] for r in chat.requests}, {f"Bearer {SECRET}"})
-        other = FakeServer()  # --embed-base-url wins over the environment
+        other = fake_server()  # --embed-base-url wins over the environment
         self.addCleanup(other.close)
         self.ok("search", "refunds", "--embed-base-url", other.url)
         self.assertEqual(len(other.paths("/embeddings")), 1)
 
     def test_chat_key_goes_to_the_chat_host_only(self):
-        chat, embed = self.online(), FakeServer()
+        chat, embed = self.online(), fake_server()
         self.addCleanup(embed.close)
         self.write_docs()
         os.environ["EMBED_BASE_URL"] = embed.url  # another port: another server
@@ -2207,7 +2032,7 @@ class EmbedTests(RagTestCase):
                 self.assertNotIn(SECRET[10:], msg)
 
     def test_openai_key_goes_only_to_openai_or_openai_base_url(self):
-        third, openai = FakeServer(), FakeServer()
+        third, openai = fake_server(), fake_server()
         self.addCleanup(third.close)
         self.addCleanup(openai.close)
         self.write_docs()
@@ -5961,7 +5786,7 @@ class RerankTests(RagTestCase):
         self.assertIn("rerank model fake-rerank needs a server", line)
 
     def test_rerank_server_of_its_own(self):
-        other = FakeServer()
+        other = fake_server()
         self.addCleanup(other.close)
         os.environ.update(RERANK_BASE_URL=other.url, RERANK_API_KEY="sk-rerank-1")
         self.paths()
@@ -8276,7 +8101,7 @@ class HttpTests(RagTestCase):
     def test_serve_a_streamed_chat_in_flight_across_forget_is_not_logged(self):
         self.write("plans/merger.md", StoreTests.PLAN)
         self.ok("index", self.docs)
-        chat = FakeServer()
+        chat = fake_server()
         self.addCleanup(chat.close)
         os.environ.update(LLM_BASE_URL=chat.url, LLM_API_KEY=SECRET, EMBED_MODEL=rag.BUILTIN_MODEL)
         asked, release = threading.Event(), threading.Event()
@@ -9381,30 +9206,6 @@ class CommandLineTests(RagTestCase):
 # ---------------------------------------------------------------------------
 # Robustness: remote faults, crashes, concurrent use, hostile input
 # ---------------------------------------------------------------------------
-
-def snapshot(db):
-    """What an index run decides: documents and every chunk with its vector."""
-    conn = sqlite3.connect(db)
-    try:
-        return (conn.execute("SELECT path, digest FROM documents ORDER BY path").fetchall(),
-                conn.execute("SELECT d.path, c.ordinal, c.text, c.heading, c.start_line, c.end_line, "
-                             "c.vector FROM chunks c JOIN documents d ON d.id = c.doc_id "
-                             "ORDER BY d.path, c.ordinal").fetchall())
-    finally:
-        conn.close()
-
-
-def soundness(db):
-    """SQLite's and FTS5's own integrity checks, and one signature per chunk."""
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('integrity-check')")  # raises if not
-        return (conn.execute("PRAGMA integrity_check").fetchone()[0],
-                conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-                == conn.execute("SELECT count(*) FROM sigs").fetchone()[0])
-    finally:
-        conn.close()
-
 
 def mangled(change):
     """A fault that answers with a normal embeddings response passed through change."""
