@@ -40,6 +40,9 @@ ENV_KEYS = ("LLM_BASE_URL", "OPENAI_BASE_URL", "LLM_API_KEY", "OPENAI_API_KEY", 
             "EMBED_API_KEY", "RERANK_BASE_URL", "RERANK_API_KEY", "RERANK_MODEL",
             "EMBED_MODEL", "LLM_MODEL", "RAG_DB", "RAG_DEBUG")
 SECRET = "sk-test-SECRET-0123456789"
+# argparse's messages untranslated whatever the machine's locale (tests read them), and not
+# looked for: gettext would search for a catalogue for each of rag.py's options at every command
+TEST_ENV = {"LANGUAGE": "C"}
 
 
 # ---------------------------------------------------------------------------
@@ -55,6 +58,11 @@ def fake_server():
     every index run embeds answered apart (never counted in embed_count, never faulted), and
     rag.py's requests to rewrite a question told apart (answered with rewrite_reply)."""
     return FakeServer(PROBES, rag._REWRITE_PROMPT)
+
+
+def server_env(server):
+    """The environment that makes rag.py use server for chat and embeddings."""
+    return {"LLM_BASE_URL": server.url, "LLM_API_KEY": SECRET, "EMBED_MODEL": "fake-embed"}
 
 
 # A prompt read back, as a test reads what a chat model was sent (rag.py's answerers never parse one).
@@ -348,6 +356,7 @@ class RagTestCase(unittest.TestCase):
         self.addCleanup(env.stop)
         for key in ENV_KEYS:
             os.environ.pop(key, None)
+        os.environ.update(TEST_ENV)
         if not getattr(getattr(self, self._testMethodName), "all_probes", False):
             probes = mock.patch.object(rag, "PROBES", rag.PROBES[::8])
             probes.start()
@@ -358,9 +367,10 @@ class RagTestCase(unittest.TestCase):
             self.addCleanup(floor.stop)
 
     @classmethod
-    def class_index(cls, docs):
+    def class_index(cls, docs, *argv, server=None):
         """An index of docs made once for the class, as a test's index run makes it (the same
-        environment, probes and floor), for its tests to read; its path."""
+        environment, probes and floor; server: embeddings from it, as online() sets), for its
+        tests to read and none to write; (the folder indexed, the index's path)."""
         tmp = tempfile.TemporaryDirectory()
         cls.addClassCleanup(tmp.cleanup)
         folder, db = os.path.join(tmp.name, "docs"), os.path.join(tmp.name, "index.db")
@@ -368,16 +378,17 @@ class RagTestCase(unittest.TestCase):
             os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
             with open(os.path.join(folder, name), "w") as f:
                 f.write(text)
-        env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
+        env = dict({k: v for k, v in os.environ.items() if k not in ENV_KEYS}, **TEST_ENV,
+                   **(server_env(server) if server else {}))
         err = io.StringIO()
         with mock.patch.dict(os.environ, env, clear=True), \
                 mock.patch.object(rag, "PROBES", rag.PROBES[::8]), \
                 mock.patch.object(rag, "_MEASURES_FLOOR", False), \
                 contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            code = rag.main(["index", folder, "--db", db])
+            code = rag.main(["index", folder, "--db", db, *argv])
         if code != 0:
             raise RuntimeError(f"index of the class's documents failed: {err.getvalue()}")
-        return db
+        return folder, db
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -422,10 +433,17 @@ class RagTestCase(unittest.TestCase):
     def online(self, server=None):
         server = server or fake_server()
         self.addCleanup(server.close)
-        os.environ["LLM_BASE_URL"] = server.url
-        os.environ["LLM_API_KEY"] = SECRET
-        os.environ["EMBED_MODEL"] = "fake-embed"
+        os.environ.update(server_env(server))
         return server
+
+    def without_backoff(self):
+        """Retries are sent at once: the waits asked for (rag's HttpClient sleeps with time.sleep)
+        are kept in the list returned, for a test about what is retried, not how long it waits."""
+        waits = []
+        patcher = mock.patch.object(rag.time, "sleep", waits.append)
+        patcher.start()
+        self.addCleanup(patcher.stop)
+        return waits
 
     def rows(self, sql):
         conn = sqlite3.connect(self.db)
@@ -3448,6 +3466,7 @@ class EngineTests(RagTestCase):
         self.write_docs()
         store = ("--store", engine.url())
         engine.faults = [(500, {"error": "InternalError", "message": "busy"})]
+        self.without_backoff()
         code, out, err = self.run_cli("index", self.docs, *store, "--retries", "1", db=False)
         self.assertEqual(code, 0, err)
         self.assertIn("retry 1 of 1", err)
@@ -6063,8 +6082,9 @@ class AskTests(RagTestCase):
         self.db = os.path.join(self.dir, "online.db")
         self.ok("index", self.docs)
         server.chat_faults = [(500, {}, b"down")] * 2
+        waits = self.without_backoff()
         code, out, err = self.run_cli("ask", "How long do refunds take?", "--no-stream", "--retries", "1")
-        self.assertEqual(len(server.paths("/chat/completions")), 2)
+        self.assertEqual((len(server.paths("/chat/completions")), len(waits)), (2, 1))
         self.assertEqual(code, 0)
         retry, fallback = err.strip().splitlines()  # the retry is announced, then the fallback
         self.assertRegex(retry, r"chat/completions failed: HTTP 500: down; retry 1 of 1 in \d\.\d s$")
@@ -6220,6 +6240,7 @@ class AskTests(RagTestCase):
         data = json.loads(self.ok("ask", "How long do refunds take?", "--json"))
         self.assertEqual((data["fallback"], data["model"]), (False, "gpt-4o-mini"))
         server.chat_faults = [(500, {}, b"down")] * 3
+        self.without_backoff()
         code, out, err = self.run_cli("ask", "How long do refunds take?", "--json")
         data = json.loads(out)
         self.assertEqual((data["fallback"], data["model"]), (True, "extractive"))
@@ -6463,7 +6484,7 @@ def extract(question, *hits, query=""):
     return rag.ExtractiveGenerator().generate("", "", (), rag.Evidence(question, query or question, hits)).text
 
 
-def syslog(lines=1500, needles=()):
+def syslog(lines, needles=()):
     """A log whose lines look alike (the same few templates, numbers changing), needles among them."""
     rnd, out = random.Random(3), []
     for i in range(lines):
@@ -6811,7 +6832,7 @@ class AnswerTests(RagTestCase):
             for name, text in (row.files or {}).items():
                 if files.setdefault(name, text) != text:
                     raise ValueError(f"two rows of ANSWER_TABLE write {name} differently")
-        cls.table_db = cls.class_index(files)
+        cls.table_db = cls.class_index(files)[1]
 
     def test_prompt_defuses_template_tokens_by_shape_and_keeps_code_as_written(self):
         tokens = AskTests.TEMPLATE_TOKENS + ("<//passage>", "<pad>", "<MASK>", "<|tool▁sep|>", "[THINK]")
@@ -7246,8 +7267,9 @@ class AnswerTests(RagTestCase):
 
     @all_probes
     def test_log_like_index_answers_its_lines_and_refuses_the_rest(self):
-        self.write("syslog", syslog(needles=[(834, "kernel: Out of memory: Killed process 4242 (java)"),
-                                             (1345, "sudo[8812]: mallory : COMMAND=/usr/bin/rm -rf /var/backups")]))
+        # 600 lines, 55 chunks: alike enough to be told so, and more than enough to measure on
+        self.write("syslog", syslog(600, [(334, "kernel: Out of memory: Killed process 4242 (java)"),
+                                          (538, "sudo[8812]: mallory : COMMAND=/usr/bin/rm -rf /var/backups")]))
         out, err = self.run_cli("index", self.docs)[1:]
         self.assertIn("so alike", err)
         self.assertIn("so alike", self.ok("stats"))
@@ -7277,14 +7299,14 @@ class AnswerTests(RagTestCase):
         rnd = random.Random(7)  # a worker log: no line ends in a period, so no 'sentence' to ask from
         lines = [f"2026-03-02 {i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d},{rnd.randint(100, 999)} INFO  "
                  f"[worker-{rnd.randint(1, 12):02d}] batch {100000 + 7 * i} processed: "
-                 f"{rnd.choice((256, 512, 1024))} records in {rnd.uniform(0.4, 4):.2f} s" for i in range(1500)]
-        lines[717] = "2026-03-02 00:11:57,113 WARN  [worker-09] batch 731905 slow: 48.2 s for 512 records"
+                 f"{rnd.choice((256, 512, 1024))} records in {rnd.uniform(0.4, 4):.2f} s" for i in range(600)]
+        lines[287] = "2026-03-02 00:04:47,113 WARN  [worker-09] batch 731905 slow: 48.2 s for 512 records"
         self.write("app/worker.log", "\n".join(lines) + "\n")
         err = self.run_cli("index", self.docs)[2]
         self.assertIn("so alike", err)
         a = json.loads(self.ok("ask", "Which worker processed batch 731905?", "--json"))
         self.assertFalse(a["refused"], a["refusal_reason"])
-        self.assertIn("2026-03-02 00:11:57,113 WARN [worker-09] batch 731905 slow", a["answer"])
+        self.assertIn("2026-03-02 00:04:47,113 WARN [worker-09] batch 731905 slow", a["answer"])
         self.assertTrue(json.loads(self.ok("ask", "How do I bake sourdough bread?", "--json"))["refused"])
 
     def test_answerer_and_check_fuzz_never_raise_and_keep_their_promises(self):
@@ -9289,10 +9311,7 @@ class FaultTests(RagTestCase):
 
     def setUp(self):
         super().setUp()
-        self.sleeps = []
-        patcher = mock.patch.object(rag.time, "sleep", self.sleeps.append)  # backoff, not waited
-        patcher.start()
-        self.addCleanup(patcher.stop)
+        self.sleeps = self.without_backoff()
         for i, w in enumerate(WORDS[:8]):
             self.write(f"{i}-{w}.md", f"# {w.title()}\n\nNotes about {w} and the {w} project.\n")
         self.clean = self.clean_run()
@@ -9520,6 +9539,7 @@ def write(store, *args, **kw):
 
 
 rag.SqliteStore.write = write
+rag._MEASURES_FLOOR, rag.PROBES = False, rag.PROBES[::8]  # as the tests' own runs: see measures_floor
 sys.exit(rag.main(sys.argv[1:]))
 """
 
@@ -9529,32 +9549,27 @@ STOP_POINTS = ("before-begin", "before-commit", "in-commit", "after-commit")
 class CrashTests(RagTestCase):
     """rag.py index in a child process, killed, interrupted, or raced."""
 
-    FILES = 300
+    FILES = 120  # 12 batches: the Ctrl-C test commits 10, one write point after another
     BATCH = 10  # one-chunk files: one write transaction each ten documents
 
     @classmethod
-    def tearDownClass(cls):
-        if "shared" in cls.__dict__:
-            cls.shared.cleanup()
-        super().tearDownClass()
+    def setUpClass(cls):
+        """The documents and their clean index, made once: every test reads them, none writes."""
+        super().setUpClass()
+        server = fake_server()
+        cls.addClassCleanup(server.close)
+        docs = {}
+        for i in range(cls.FILES):
+            a, b, c = WORDS[i % 20], WORDS[i // 20 % 20], WORDS[(i * 7) % 20]
+            docs[f"d{i // 100}/{i:03d}.md"] = f"# {a.title()} {b}\n\n{a} {b} {c} notes, item {i}.\n"
+        cls.docs, db = cls.class_index(docs, "--batch-size", str(cls.BATCH), server=server)
+        cls.clean = snapshot(db)
+        cls.pycache = os.path.join(os.path.dirname(db), "pycache")
 
     def setUp(self):
         super().setUp()
         self.server = self.online()
-        cls = type(self)
-        if "shared" not in cls.__dict__:  # the documents and their clean index, made once a class
-            cls.shared = tempfile.TemporaryDirectory()
-            cls.docs = os.path.join(cls.shared.name, "docs")
-            for i in range(self.FILES):
-                a, b, c = WORDS[i % 20], WORDS[i // 20 % 20], WORDS[(i * 7) % 20]
-                os.makedirs(os.path.join(cls.docs, f"d{i // 100}"), exist_ok=True)
-                with open(os.path.join(cls.docs, f"d{i // 100}/{i:03d}.md"), "w") as f:
-                    f.write(f"# {a.title()} {b}\n\n{a} {b} {c} notes, item {i}.\n")
-            db = os.path.join(cls.shared.name, "clean.db")
-            code, out, err = self.run_cli("index", cls.docs, "--batch-size", str(self.BATCH), db=db)
-            self.assertEqual((code, err), (0, ""))
-            cls.clean = snapshot(db)
-        self.docs = cls.docs  # read by every test, written by none
+        self.docs = type(self).docs  # read by every test, written by none
         self.assertEqual(len(self.clean[0]), self.FILES)
 
     def spawn(self, point="none", at=0, how="kill", parallel=1):
@@ -9564,7 +9579,7 @@ class CrashTests(RagTestCase):
         a child's start."""
         self.server.embed_count = 0
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = os.path.join(self.shared.name, "pycache")
+        env["PYTHONPYCACHEPREFIX"] = self.pycache
         return subprocess.Popen([sys.executable, "-c", CHILD, rag.__file__, point, str(at), how,
                                  "index", self.docs, "--batch-size", str(self.BATCH), "--db", self.db,
                                  "--parallel", str(parallel)],
