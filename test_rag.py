@@ -33,8 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from unittest import mock
 
 import rag
-from bench.fakes import (WORDS, FakeServer, QuietServer, alpha_embed, embeddings_body, snapshot,
-                         soundness)
+from bench.fakes import (POLL, WORDS, FakeServer, QuietServer, alpha_embed, embeddings_body,
+                         snapshot, soundness)
 
 ENV_KEYS = ("LLM_BASE_URL", "OPENAI_BASE_URL", "LLM_API_KEY", "OPENAI_API_KEY", "EMBED_BASE_URL",
             "EMBED_API_KEY", "RERANK_BASE_URL", "RERANK_API_KEY", "RERANK_MODEL",
@@ -149,7 +149,7 @@ class FakeChroma:
 
         self.httpd = QuietServer(("127.0.0.1", 0), Handler)
         self.base = f"chroma://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, args=(POLL,), daemon=True).start()
 
     def url(self, name="docs"):
         return f"{self.base}/{name}"
@@ -8138,7 +8138,8 @@ class HttpTests(RagTestCase):
         service = rag.Service(rag._config_from_args(args), rag._query_from_args(args), rag.Log())
         api = rag.HttpApi(service, key, rag.load_keys(keys)) if keys else rag.HttpApi(service, key)
         server = rag.http_server(api, "127.0.0.1", 0, **options)
-        thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+        # looking at shutdown() as often as the fake servers do: each test's cleanup waits a look
+        thread = threading.Thread(target=server.serve_forever, args=(POLL,), daemon=True)
         thread.start()
         self.addCleanup(service.close)
         self.addCleanup(server.server_close)

@@ -19,15 +19,15 @@ import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-__all__ = ["WORDS", "FakeServer", "QuietServer", "alpha_embed", "embeddings_body", "is_probe",
-           "snapshot", "soundness", "word_overlap"]
+__all__ = ["POLL", "WORDS", "FakeServer", "QuietServer", "alpha_embed", "embeddings_body",
+           "is_probe", "snapshot", "soundness", "word_overlap"]
 
 WORDS = ("amber birch cedar delta ember fjord grove harbor island juniper kestrel lagoon "
          "meadow nectar orchard prairie quartz river summit tundra").split()
 
 DIM = 64            # small enough to be cheap, large enough that the fake words rarely collide
 HANG_LIMIT = 30     # seconds a hang lasts if close() never comes, so no thread is held for ever
-POLL = 0.02         # seconds between the serving loop's looks at shutdown(): close() is quick
+POLL = 0.005        # seconds between the serving loop's looks at shutdown(): close() waits one
 RESET_CLAIM = "1000"   # the Content-Length a reset reply promises and never delivers
 RESET_PART = b'{"data": [{"index": 0, "embed'   # the half body sent before the reset
 CHAT_REPLY = "Refunds take 5 to 7 business days [1]."
