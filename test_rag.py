@@ -9417,9 +9417,13 @@ class FaultTests(RagTestCase):
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.db + suffix)
+        # two requests at a time: a later batch is answered while this one hangs (and is not kept
+        # before it), and asking less comes down to one at once (from the default, 8, it would
+        # wait out two more timeouts)
         code, out, err = self.run_cli("index", self.docs, "--batch-size", "2", "--timeout", "0.5",
-                                      "--retries", "2")
+                                      "--retries", "2", "--parallel", "2")
         self.assertEqual(code, 1, err)
+        self.assertIn("asking less of it, 1 request(s) at a time of at most 1 text(s)", err)
         self.assertRegex(err.strip().splitlines()[-1], r"^rag: error: \S+/embeddings did not answer within 0.5 s, "
                                                        r"even for one text at a time; give it longer with --timeout$")
         self.assertGreaterEqual(len(self.sleeps), 2)  # at least its own two retries, once alone
