@@ -20,13 +20,16 @@ OpenAI-compatible endpoint when LLM_BASE_URL / LLM_API_KEY are set.
     python rag.py serve                   serve it over HTTP: OpenAI-compatible, JSON, a page
 
 Start here. Two functions are the spines; read them first, then follow their calls down:
-    index_paths      (Index) walk the folders, read each file (parse_document, Parse), cut it
-                     into chunks (chunk_lines, Chunk), embed them (Batcher, Embed), store them
-                     (Store), then measure what refusing needs (Refuse)
-    answer_question  (Generate) the search query (search_query, Converse), retrieve
-                     (Retriever.retrieve, Retrieve), judge (judge_question, Refuse), answer
-                     (Generator.generate), check each statement (settled, ground), log the ask
-Every subcommand is a _cmd_X function in Command line, reached from main through COMMANDS.
+    index_paths      (Index) walk the folders (walk, Walk), read each file (parse_document,
+                     Parse), cut it into chunks (chunk_lines, Chunk), embed them (Batcher, Embed),
+                     store them (Store), then measure what refusing needs (Refuse)
+    answer_question  (Answer) the search query (search_query, Converse), retrieve
+                     (Retriever.retrieve, Retrieve), judge (judged_hits, judge_question:
+                     Refuse), answer (generate: the chat model, Generate, or the offline
+                     answerer, Extract, which is also the fallback), check each statement
+                     (settled, ground: Check), log the ask
+Every subcommand is a _cmd_X function in Command line: build_parser makes each COMMANDS
+entry's run the parsed arguments' func, which main calls.
 The API is __all__ (below the imports); every other name is an implementation detail that
 tests and bench/ reach as such.
 
@@ -73,79 +76,97 @@ Words this file uses:
                      fnmatch's (forget: as GLOB, but '[^a]' is '^' or 'a' and a whole path is taken
                      as written; the files a glob names on disk: glob's, '*' within a folder)
 
-Sections, in pipeline order (a name starting with _ is used only inside its
-section; the others are what later sections build on; __all__ is the public API):
+Sections, in pipeline order (a name starting with _ is used only inside its section; the
+others, listed under each banner, are what later sections build on; __all__ is the public API):
     Constants        the defaults and limits one looks for first (sizes, timeouts, retries,
                      floors, the copy and conversation rules), each named with its reason; a
                      section's other numbers are named, with theirs, beside the code reading
                      them; LazyPattern (patterns compiled on first use)
     Helpers          what every stage uses: program, the Log (notes, files skipped by kind),
-                     words and citations as every stage reads them, file identity, globs,
-                     paths as shown, the question's limits
+                     file identity, globs, paths as shown, the question's limits, shortened
+    Words and citations  a word as the keyword index sees it (lexical_words, content_words),
+                     as questions and passages are compared (stem: accents, numbers as words),
+                     a version held whole (VERSION), the built-in embedder's terms; citations
     Errors and records RagError (one line for the user), Line, Chunk, Hit, Config,
                      QueryOptions, IndexOptions
-    Parse            files to numbered lines: text (its encoding: byte-order mark, declared, UTF-8,
-                     CJK, Windows-1252), HTML, Office/ODF/EPUB (headings through style inheritance;
-                     what one expands to bounded: _Parts), PDF, man pages, XML, RTF, any of them
-                     compressed (gzip, bzip2, xz, lzma); clean text (no control characters);
-                     secrets (credential files, redaction); the format table (any other text is
-                     text)
+    Read text        Format (how a kind of file is read); text (its encoding: byte-order mark,
+                     declared, UTF-8, CJK, Windows-1252), clean text (no control characters),
+                     compressed (gzip, bzip2, xz, lzma), HTML, markup headings, the Outline
+                     (sections and tables), CSV, JSON, notebooks
+    Read documents   Office/ODF/EPUB (headings through style inheritance; what one expands to
+                     bounded: _Parts), PDF, pictures (OCR)
+    Read markup      man pages (troff: man and mdoc), XML, RTF
+    Secrets          credential files (credential_name, credential_content); in what is read,
+                     every secret recognised becomes a marker (redact_lines, redacted_markup)
+    Parse            the format table (FORMATS, file_format: any other text is text),
+                     configuration told by its lines, parse_document (any file to numbered
+                     lines, compressed or not, its secrets redacted)
     Chunk            lines to blocks (Markdown or code) to units, packed to chunks; CHUNKER_VERSION
     Embed            Convention (query and document prefixes, input_type) and the _CONVENTIONS
                      table of model families; Embedder (what a model must offer); the built-in
                      HashEmbedder; HttpClient (retries, one Endpoint) and HttpEmbedder; EMBEDDERS
     Dense index      signatures as bit columns (Part), byte sketches, exact scores:
                      SignatureIndex (dense candidates, read through its store)
-    Store            Store (what indexing and retrieval need of storage) and Admin (stats, export,
-                     eval's gold, forget: Runs finds what is left of a text); SQLite: the schema
-                     (one creation script), connect (index or not; read-only, full or locked:
-                     opened read-only or immutable, never written by a read command), settings
-                     (Meta), damage (what check and index say), and SqliteStore, the one layer
-                     over the connection
+    SQLite           the schema (one creation script), connect (index or not; read-only, full or
+                     locked: opened read-only or immutable, never written by a read command),
+                     settings (Meta), forgetting (Runs: what is left of a text), damage (what
+                     check and index say)
+    Store            Store (what indexing and retrieval need of storage) and Admin (stats,
+                     export, eval's gold, forget); Scope (what a search may see); SqliteStore,
+                     the one layer over the connection
     Engine store     an index in a server engine over HTTP (EngineStore: markers, intents, the
                      writer thread, keyword ranking by bm25 of the chunks the engine's
                      full-text index finds, or of every chunk read once; ChromaStore); the
                      STORES table
-    Index            walk (filters, links only inside the folders given, virtual file systems),
-                     read, chunk, embed (Batcher, in parallel), store; what is gone; the Watcher
-                     (polls, settles, runs a pass); the index lock
+    Walk             the folders' files: filters (.ragignore, include globs), links only inside
+                     the folders given, virtual file systems
+    Index            read, chunk, embed (Batcher, in parallel), store; what is gone; the index
+                     lock
+    Watch            the Watcher (polls, settles, runs a pass)
     Retrieve         the null level; keyword (FTS5), fusion, Reranker, copies (a passage whose
                      text repeats a better-ranked one's is shown once, 'also in'), Retriever
+    Converse         a conversation's turns (parse_messages: limits, roles), when a question stands
+                     alone, the offline rewrite of a follow-up, search_query
     Refuse           relevance on the index's own scale, the floor in force,
                      the floor measured without labels (probe questions, questions made from
                      the index's passages; indexes whose passages look alike), the evidence
                      (the share of the question's words the passages hold), judge_question (the
-                     one rule), calibration and where it is kept
-    Converse         a conversation's turns (parse_messages: limits, roles), when a question stands
-                     alone, the offline rewrite of a follow-up, search_query
-    Generate         prompt (passage order, context budget, document brackets defused), Evidence
-                     (the passages as records), Generator, chat and extractive answerers (pieces:
-                     prose sentences with markup reduced, log lines, code blocks as written; the
-                     GENERATORS table), fallback, citations, the grounding check (ground: each
-                     statement against what it cites), citations numbered as shown, the ask log
+                     one rule) and the hits it judges (judged_hits), calibration and where it is
+                     kept
+    Generate         the prompt (passage order, context budget, document brackets defused),
+                     Evidence (the passages as records), Generator, plain (markup reduced), the
+                     chat model (ChatGenerator; a follow-up rewritten)
+    Check            the grounding check (ground: each statement against what it cites; numbers
+                     and dates compared whole), settled (citations numbered as shown), is_refusal
+    Extract          the offline answerer (ExtractiveGenerator): pieces (prose sentences, options
+                     with their descriptions, settings with their comments, table rows, log
+                     records, code blocks as written), each weighed at its answering line
+    Answer           the GENERATORS table, AskOptions (the floor, k, the mode), Answer,
+                     answer_question (the spine), generate (the fallback), the ask log
     Eval             cases, gold, metrics, answers and their citations
     Wiring           configuration from the environment and given values (config_from_env); the
                      builders every caller uses (open_store, query_embedder, make_retriever,
                      open_for_query, ask_options)
     Serve            JSON shapes; Service (warm retrievers, per-key restriction, what a failure
-                     says); MCP over stdio; HTTP (ROUTES, Host rule, keys, deadline, drain);
-                     server processes (one, or forked workers supervised; a watch's process)
+                     says); MCP over stdio
+    HTTP             ROUTES, the Host rule, keys, deadline, drain; server processes (one, or
+                     forked workers supervised; a watch's process)
     Command line     each subcommand's arguments beside it, the COMMANDS table, argparse, main
     Data             the refusal probes (PROBES) and the page at GET / (PAGE)
 
 Late references, the only names a section reads from one after it (at call time; a test
 holds this list): an index run measures the refusal floor (Index -> Retrieve: Retriever,
 null_level) (Index -> Refuse: question_floor, ALIKE), and the data comes last (Refuse -> Data:
-PROBES) (Serve -> Data: PAGE).
+PROBES) (HTTP -> Data: PAGE).
 
 Where a change goes (one section, and one table entry where there is a table):
-    a file format    a reader in Parse, one entry in _formats (FORMATS)
+    a file format    a reader in a Read section, one entry in _formats (FORMATS, Parse)
     an embedder      a subclass of Embedder in Embed (its similarity's floor, coverage and fusion
                      weight as attributes), one entry in EMBEDDERS; a model behind an
                      OpenAI-compatible server needs neither (its prefixes: one _CONVENTIONS entry)
     a store          a subclass of Store and Admin, one entry in STORES (a server engine: a
                      subclass of EngineStore in Engine store, its records, put, remove, nearest)
-    an HTTP route    a method of HttpApi in Serve, one entry in ROUTES (an MCP tool: a tool_
+    an HTTP route    a method of HttpApi in HTTP, one entry in ROUTES (an MCP tool: a tool_
                      method of _McpServer and one entry in _MCP_TOOLS)
     the refusal rule the Refuse section (judge_question, refuses, relevance, floor_in_force); the
                      default floors are Embedder attributes, their numbers in Constants
@@ -211,6 +232,16 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # Constants
 # ---------------------------------------------------------------------------
+# Public: REFUSAL, MISSING, LazyPattern, ZIP_MEMBER_LIMIT, PDF_TIMEOUT, OCR_TIMEOUT,
+#         OCR_FILE_TIMEOUT, OCR_DPI, OCR_LANG, OCR_MAX_PIXELS, DEFAULT_DB, DEFAULT_CHUNK_SIZE,
+#         DEFAULT_OVERLAP, DEFAULT_K, DEFAULT_EMBED_MODEL, DEFAULT_LLM_MODEL, OPENAI_BASE_URL,
+#         BUILTIN_MODEL, BUILTIN_DIM, DEFAULT_FLOOR, BUILTIN_FLOOR, NULL_PAIRS, NULL_REFRESH,
+#         CALIBRATION_MAX_FALSE, MAX_FILE_MB, MAX_QUESTION, EMBED_BATCH, EMBED_BATCH_CHARS,
+#         EMBED_PARALLEL, RETRYABLE_STATUS, NO_ROUTE, TOO_LONG, MAX_RETRY_SLEEP, RRF_K, MODES,
+#         DEFAULT_DENSE_WEIGHT, FUSION_DEPTH, HEADING_WEIGHT, EVAL_DEPTH, RERANK_DEPTH,
+#         DUPLICATE_WORDS, DUPLICATE_JACCARD, DUPLICATE_ANCHORS, DUPLICATE_SHARED, DUPLICATE_DEPTH,
+#         DUPLICATE_DEEPER, ALSO_SHOWN, MAX_CONTEXT, MAX_MESSAGES, HISTORY_TURNS, HISTORY_CHARS,
+#         MIN_TURN_CHARS, TOPIC_WORDS, BINARY_SNIFF, STOPWORDS, ASKING_VERBS
 
 REFUSAL = "I could not find the answer in the provided documents."
 # Said before an answer when no passage holds what the question is about (missing_word)
@@ -356,6 +387,9 @@ running work works worked
 # ---------------------------------------------------------------------------
 # Helpers: what every stage uses (messages, paths, the log)
 # ---------------------------------------------------------------------------
+# Public: program, now_iso, sha256_hex, SKIP_NAMES, Log, BIDI_CONTROLS, shown, json_safe,
+#         display_path, size_text, under, listed, skip_summary, also_in, EMPTY, question_problem,
+#         valid_text, file_identity, source_globs, shortened, first_line
 
 def program() -> str:
     """How the user runs us, for messages that say what to run next:
@@ -579,6 +613,25 @@ def _resolved_glob(glob: str) -> str:
     return real + glob[len(literal):] if real not in (literal, "/") else glob
 
 
+def shortened(sentence: str, limit: int) -> str:
+    """A sentence cut at a word before limit characters, with an ellipsis."""
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence.rfind(" ", 0, limit)
+    return sentence[:cut if cut > 0 else limit].rstrip(",;:") + " …"  # no space: cut in the word
+
+
+def first_line(text: str, width: int = 80) -> str:
+    line = next((l for l in text.splitlines() if l.strip()), "")
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
+# ---------------------------------------------------------------------------
+# Words and citations: a word, a stem and a citation, as every stage reads them
+# ---------------------------------------------------------------------------
+# Public: FTS_WORD, lexical_words, content_words, CITATION, CODE_BLOCK, citations, DEFUSED,
+#         WORD_JOINER, defuse_citations, WORD, stemmed_terms, fold, stem, NUMBER_WORDS, VERSION
+
 FTS_WORD = LazyPattern(r"[^\W_]+")  # what unicode61 calls a token: letters and digits
 
 
@@ -617,9 +670,106 @@ def citations(answer: str, n_passages: int) -> list[tuple[int, bool]]:
     return [(n, 1 <= n <= n_passages) for n in dict.fromkeys(found)]
 
 
+# A bracketed number in a document ('[2][3]', '[ 2 ]', '[2, 3]', '[2-3]', '［2］', '【2】')
+# could pass for a passage label: in the prompt its brackets become white square brackets,
+# which neither citations() nor NFKC (as some tokenizers apply) turns back into '[n]'. So a
+# document cannot cite a passage in an extractive answer, nor show a model a label to copy.
+# (a word joiner after the bracket: a number an extractive answer showed as written)
+_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016][\s\u2060]*"
+                             r"(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
+                             r"[\]\uff3d\u3011\u3015\u3017]")
+_MARKER_OPEN, _MARKER_CLOSE = "\u27e6", "\u27e7"
+DEFUSED = LazyPattern("\u27e6([^\u27e6\u27e7]*)\u27e7")  # a number defuse_citations marked
+WORD_JOINER = "\u2060"  # invisible: '[\u206023]' reads '[23]', yet is no citation
+
+
+def defuse_citations(text: str) -> str:
+    """Document text with bracketed numbers that look like passage labels in other brackets.
+
+    >>> defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]")
+    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7'
+    >>> defuse_citations("x[0] too, [a] not")
+    'x\u27e60\u27e7 too, [a] not'
+    """
+    return _CITATION_LIKE.sub(lambda m: _MARKER_OPEN + m.group(1) + _MARKER_CLOSE, text)
+
+
+# the built-in embedder's words: fixed by its model name, as its vectors are
+WORD = LazyPattern(r"\w+")
+
+
+def _stem(word: str) -> str:
+    """A light English suffix stripper, enough to join plural and verb forms.
+
+    >>> [_stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping",
+    ...                    "ships"]]
+    ['refund', 'policy', 'box', 'tak', 'tak', 'tak', 'ship', 'ship']
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+            word = word[:-len(suffix)]
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+                word = word[:-1]  # shipping -> shipp -> ship
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def stemmed_terms(text: str) -> list[str]:
+    """Lowercased, stemmed content words of a text."""
+    return [_stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
+
+
+_ACCENTS = LazyPattern("[\u0300-\u036f]")  # combining diacritical marks (Latin, Greek, Cyrillic)
+
+
+def fold(text: str) -> str:
+    """Accents left out, as the keyword index's tokenizer does (unicode61), so
+    that 'creme brulee' meets 'crème brûlée'; other scripts' marks stay.
+
+    >>> fold("Crème brûlée, Ångström, Đà Nẵng, 한국어")
+    'Creme brulee, Angstrom, Đa Nang, 한국어'
+    """
+    if text.isascii():
+        return text
+    import unicodedata  # only for text that has more than ASCII
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
+
+
+def stem(word: str) -> str:
+    """A word as questions and passages are compared (the words of a question
+    a passage holds): accents left out, then _stem.
+
+    >>> stem("Crèmes"), stem("cremes"), stem("four")
+    ('Crem', 'crem', '4')
+    """
+    word = fold(word)
+    return NUMBER_WORDS.get(word.lower()) or _stem(word)
+
+
+# A number written as a word is the same as in digits ('four worker processes', '-w 4'); not
+# 'one', a pronoun as often.
+NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "two three four five six seven eight nine ten eleven twelve".split(), 2)}
+
+
+# a version or section number: 1.12, 3.9
+VERSION = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d|-[A-Za-z])")
+
+
 # ---------------------------------------------------------------------------
 # Errors and records
 # ---------------------------------------------------------------------------
+# Public: RagError, UsageError, Interrupted, HttpStatusError, TimedOut, Line, Chunk,
+#         StoredDocument, StoredChunk, Turn, Conversation, Hit, Reply, IndexOptions, Endpoint,
+#         Config, QueryOptions
 
 class RagError(Exception):
     """A failure to report to the user as one line; the message is shown."""
@@ -824,11 +974,61 @@ class QueryOptions:
 
 
 # ---------------------------------------------------------------------------
-# Parse: files to lines of text
+# Read text: encodings, compressed files, HTML, headings, tables, JSON, notebooks
 # ---------------------------------------------------------------------------
+# Public: DEFINITIONS, Format, NO_END_TAG, html_lines, text_lines, decode, clean_text, is_binary,
+#         Unreadable, MissingTool, NotText, TooLarge, inner_name, unpacked, compression, unpack,
+#         title_as_heading, markup_heading_lines, Outline, table_rows, delimited_lines, json_lines,
+#         jsonl_lines, notebook_lines
+
+# Top-level definitions (at column 0) that start a chunk of source code, per language: a keyword
+# another language uses ('interface', 'type') starts prose lines in comments just as often.
+_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
+             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
+_IDENT = r"\s+[A-Za-z_$][\w$]*"
+DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
+    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
+    "go": r"func\b|type" + _IDENT,
+    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
+    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
+    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
+                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
+                            + r"(?=[^.!?]*$)",  # not a sentence
+    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
+         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
+    "sql": r"(?i:CREATE|ALTER)\b",
+    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
+    "ini": r"\[[^\]]+\]\s*$",
+    "none": r"(?!)",
+}
+
+
+# The format table: how each kind of file is read (a new format: one entry and one reader).
+
+@dataclass(frozen=True)
+class Format:
+    """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
+    from_bytes(path, data, max_bytes: what it may expand to) -> lines; definitions names the
+    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
+
+    text: Callable[[str], list[Line]] | None = None
+    from_bytes: Callable[[str, bytes, int], list[Line]] | None = None
+    definitions: str | None = None
+    # text(decoded, max_bytes): its text can outgrow the file (a CSV header on every row, JSON
+    # re-indented) and is bounded as an Office file's is
+    grows: bool = False
+    ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
+
+    @property
+    def binary(self) -> bool:
+        return self.from_bytes is not None
+
+    def pattern(self):
+        return re.compile(DEFINITIONS[self.definitions]) if self.definitions else None
+
 
 class _HTMLText(HTMLParser):
-    """Collect visible text as lines, headings as Markdown '#' lines; bound: an _Outline whose
+    """Collect visible text as lines, headings as Markdown '#' lines; bound: an Outline whose
     bound they are to fit (checked as each line is made: an EPUB's chapter is not made whole)."""
 
     # code, drawings, navigation and widgets ('Copy', 'hide/show'), not the page's text
@@ -840,10 +1040,10 @@ class _HTMLText(HTMLParser):
     HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
     CELLS = {"td", "th"}
 
-    def __init__(self, bound: _Outline | None = None):
+    def __init__(self, bound: Outline | None = None):
         super().__init__(convert_charrefs=True)
         self.lines: list[Line] = []
-        self.bound, self.size = bound, 0  # what the lines weigh, counted as _Outline counts
+        self.bound, self.size = bound, 0  # what the lines weigh, counted as Outline counts
         self.buf: list[str] = []  # the text of the line being built
         self.prefix = ""          # its Markdown marker: '## ' for an h2, '- ' for a list item
         self.buf_line = 0         # source line of its first visible character
@@ -875,7 +1075,7 @@ class _HTMLText(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if self.hidden:
             self.hidden[1] += tag == self.hidden[0]
-        elif _hidden(attrs) and tag not in _NO_END_TAG:
+        elif _hidden(attrs) and tag not in NO_END_TAG:
             self.hidden = [tag, 1]
         elif tag in self.SKIP:
             self.skip += 1
@@ -931,7 +1131,7 @@ class _HTMLText(HTMLParser):
 
 # Elements whose end tag may be missing (void ones, and those HTML lets a page leave open):
 # hidden by their attributes, one would hide the rest of the page; their text stays.
-_NO_END_TAG = frozenset("""area base br col embed hr img input link meta source track wbr p li dt dd
+NO_END_TAG = frozenset("""area base br col embed hr img input link meta source track wbr p li dt dd
 tr td th option optgroup thead tbody tfoot colgroup rp rt""".split())
 _HIDING_STYLE = LazyPattern(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
@@ -942,7 +1142,7 @@ def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
                or (name == "style" and _HIDING_STYLE.search(value or "")) for name, value in attrs)
 
 
-def _html_lines(text: str, bound: _Outline | None = None) -> list[Line]:
+def html_lines(text: str, bound: Outline | None = None) -> list[Line]:
     """Visible text of an HTML page, keeping headings and source line numbers (bound: _HTMLText)."""
     parser = _HTMLText(bound)
     parser.feed(text)
@@ -951,10 +1151,10 @@ def _html_lines(text: str, bound: _Outline | None = None) -> list[Line]:
     return parser.lines
 
 
-def _text_lines(text: str) -> list[Line]:
+def text_lines(text: str) -> list[Line]:
     """Number a text's lines from 1 as editors and grep do: only a newline ends one (not '\\f').
 
-    >>> [(l.no, l.text) for l in _text_lines("a\\r\\nb\\x0cc\\n")]
+    >>> [(l.no, l.text) for l in text_lines("a\\r\\nb\\x0cc\\n")]
     [(1, 'a'), (2, 'b\\x0cc')]
     """
     if text in ("", "\n"):
@@ -995,13 +1195,13 @@ _READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb
 _ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
-def _decode(data: bytes) -> tuple[str, str | None]:
+def decode(data: bytes) -> tuple[str, str | None]:
     """Text from bytes, and a note when it was not plain UTF-8. Tried in order: a byte-order
     mark; a declared encoding that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK encoding its
     text looks like; Windows-1252 when that reads as text ('café' stays findable); else UTF-8 with
     the bad bytes replaced.
 
-    >>> _decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
+    >>> decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
     ('# -*- coding: koi8-r -*-\\nпривет\\n', 'read as koi8-r (declared in its coding line)')
     """
     if data.isascii():
@@ -1259,32 +1459,1533 @@ def unpack(data: bytes, kind: _Compression) -> bytes:
     return b"".join(parts)
 
 
-def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: str = OCR_LANG,
-                   max_bytes: int = MAX_FILE_MB << 20) -> tuple[list[Line], str | None]:
-    """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
-    unpacked first. ocr_lang: tesseract's language for scanned pages and images; max_bytes: what
-    an Office or EPUB file may expand to (its parts read, and its text). Every format
-    passes here, so secrets in any of them are redacted (_redact_lines). Unreadable: a file
-    damaged, encrypted or needing a missing tool."""
-    kind = compression(path) if fmt is None else None
-    if kind and data.startswith(kind.magic):
-        data = unpack(data, kind)
-    fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
-    if fmt.binary:
-        lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
-                          else (fmt.from_bytes(path, data, max_bytes), None))
-    else:
-        text, warning = _decode(data)
-        data = None  # (a caller that let go of them too: _load_document) its bytes go now
-        text = _redacted_markup(text) if "</" in text else text  # before tags go
-        lines = fmt.text(text, max_bytes) if fmt.grows else fmt.text(text)
-    lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
-    return _redact_lines(lines), warning
+_MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
 
+
+def title_as_heading(lines: list[Line]) -> list[Line]:
+    """Mark a plain-text title (a short first line, then a blank line) as a heading.
+
+    >>> [l.text for l in title_as_heading(text_lines("Warranty\\n\\nTwo years."))]
+    ['# Warranty', '', 'Two years.']
+    """
+    if (len(lines) > 2 and 0 < len(lines[0].text.strip()) <= _MAX_TITLE
+            and not lines[1].text.strip() and not lines[0].text.startswith("#")
+            and any(l.text.strip() for l in lines[2:])):
+        return [Line(lines[0].no, "# " + lines[0].text.strip())] + lines[1:]
+    return lines
+
+
+# Other markups' headings, read as Markdown's (AsciiDoc's '== Title', Org's '** Title', LaTeX's
+# '\section{Title}'), and the delimiters of blocks where such a line is no heading.
+_MARKUP_HEADINGS = {
+    "asciidoc": (LazyPattern(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$"),
+                 LazyPattern(r"^(?:-{4,}|\.{4,}|\+{4,}|/{4,}|_{4,})[ \t]*$")),
+    "org": (LazyPattern(r"^(\*{1,6})[ \t]+(\S.*?)[ \t]*$"),
+            LazyPattern(r"^[ \t]*#\+(?:begin|end)_\w+", re.I)),
+    "latex": (LazyPattern(r"^[ \t]*\\(part|chapter|section|subsection|subsubsection|paragraph)"
+                          r"\*?(?:\[[^\]]*\])?\{(.+)\}[ \t]*(?:%.*)?$"), None)}
+_LATEX_LEVELS = {"part": 1, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4,
+                 "paragraph": 5}
+
+
+def markup_heading_lines(text: str, markup: str) -> list[Line]:
+    """A document's lines with its markup's headings as Markdown ones.
+
+    >>> [l.text for l in markup_heading_lines("= Guide\\n\\n== Setup\\nRun it.", "asciidoc")]
+    ['# Guide', '', '## Setup', 'Run it.']
+    >>> [l.text for l in markup_heading_lines("\\\\section{Kelp}\\nKelp forests.", "latex")]
+    ['## Kelp', 'Kelp forests.']
+    """
+    heading, block = _MARKUP_HEADINGS[markup]
+    out, inside = [], False
+    for line in text_lines(text):
+        if block and block.match(line.text):  # AsciiDoc's delimiters open and close; Org's say
+            inside = not inside if markup == "asciidoc" else "begin" in line.text.lower()
+        m = None if inside else heading.match(line.text)
+        if m:
+            level = _LATEX_LEVELS[m.group(1)] if markup == "latex" else len(m.group(1))
+            line = Line(line.no, "#" * level + " " + m.group(2))
+        out.append(line)
+    return out
+
+
+# What an extracted document's lines may hold is counted in characters, a line (a blank one
+# too) as this many at least: a line's record (~100 bytes) weighs more than a short line's text,
+# so a file of a million one-letter paragraphs is bounded too; a real paragraph, hundreds of
+# characters long, counts as it is, and its blank line as 32 more.
+_SHORTEST_LINE = 32
+# A heading counts as this many more: it starts a chunk, and a chunk's own work (its row, vector,
+# keyword entry, sketch) costs what about 200 characters of its text do (bench/README, "Safe to
+# share, round 4"), so a file of a hundred thousand one-word sections is bounded by its cost.
+_SECTION_COST = 256
+
+
+class Outline:
+    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs;
+    limit: the characters they may hold at most (TooLarge past it; None: no bound)."""
+
+    def __init__(self, limit: int | None = None):
+        self.lines: list[Line] = []
+        self.limit = self.left = limit
+
+    def fits(self, n: int) -> None:
+        """TooLarge unless n more characters fit: checked before a long text is built."""
+        if self.left is not None and n > self.left:
+            raise TooLarge(self.limit)
+
+    def heading(self, level: int, text: str, loc: str = "") -> None:
+        text = " ".join(text.split())
+        if text:
+            self.para("#" * min(max(level, 1), 6) + " " + text, loc, _SECTION_COST)
+
+    def para(self, text: str, loc: str = "", cost: int = _SHORTEST_LINE) -> None:
+        """A paragraph (its lines), and the blank line before it; cost: what it counts as more."""
+        rows = [r.rstrip() for r in text.strip("\n").split("\n")]
+        if not any(rows):
+            return
+        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + cost)
+        self.left = None if self.left is None else self.left - n
+        if self.lines:
+            self.lines.append(Line(len(self.lines) + 1, "", loc))
+        for row in rows:
+            self.lines.append(Line(len(self.lines) + 1, row, loc))
+
+    def paras(self, text: str, loc: str = "") -> None:
+        """A text's paragraphs (apart at blank lines), as pdftotext and OCR give them."""
+        for para in re.split(r"\n\s*\n", text):
+            self.para(para, loc)
+
+    def slide(self, n: int, title: str) -> str:
+        """A slide's heading (pptx and odp alike); returns its location."""
+        loc = f"slide {n}"
+        self.heading(1, f"Slide {n}: {title}" if title.strip() else f"Slide {n}", loc)
+        return loc
+
+    def notes(self, texts: list[str], loc: str) -> None:
+        """Speaker notes, after the slide's own text."""
+        texts = [t for t in texts if t.strip()]
+        if texts:
+            self.para("Notes: " + "\n".join(texts), loc)
+
+
+def table_rows(outline: Outline, rows: Iterable[tuple[int, dict[int, str]]], where: str,
+                title: str = "") -> None:
+    """Rows (number, {column: cell text, spaces collapsed}) as paragraphs of 'header: value'
+    pairs (the first row with text is the header), so a chunk of a spreadsheet's or CSV file's
+    rows reads on its own; title: a heading before them (a sheet's name), none when no row has
+    text. A row's length is checked before its text is made: a cell thousands of cells share
+    (a spreadsheet's shared string) meets the outline's bound, not memory. (A table inside a
+    document is read with the text around it, as rows of 'cell | cell'.)
+
+    >>> o = Outline(); table_rows(o, [(1, {0: "name", 1: "qty"}), (2, {0: "pen", 1: "3"})], "r")
+    >>> [(l.text, l.loc) for l in o.lines]
+    [('name: pen; qty: 3', 'r2')]
+    """
+    def text(pairs):  # 'name: value; ...' once its length is known to fit
+        outline.fits(sum(len(h) + len(v) + 4 for h, v in pairs))
+        return "; ".join(f"{h}: {v}" if v else h for h, v in pairs)
+
+    header, first, body = None, 0, False
+    for no, cells in rows:
+        if not any(cells.values()):
+            continue
+        if header is None:
+            header, first = cells, no
+            if title:
+                outline.heading(1, title, f"{where}{no}")
+            continue
+        outline.para(text([(header.get(c) or f"column {c + 1}", v)
+                           for c, v in sorted(cells.items()) if v]), f"{where}{no}")
+        body = True
+    if header is not None and not body:  # a header row and nothing else
+        outline.para(text([(h or f"column {c + 1}", "") for c, h in sorted(header.items())]),
+                     f"{where}{first}")
+
+
+def delimited_lines(text: str, delimiter: str, limit: int | None = None) -> list[Line]:
+    """A CSV or TSV file as header-aware row paragraphs, cited by row number; limit: the
+    characters they may hold (the header is repeated on every row)."""
+    import csv
+    try:
+        rows = [(no, {i: " ".join(c.split()) for i, c in enumerate(row)})
+                for no, row in enumerate(csv.reader(text.splitlines(keepends=True),
+                                                    delimiter=delimiter), 1)]
+    except csv.Error as e:
+        raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
+    out = Outline(limit)
+    table_rows(out, rows, "row ")
+    return out.lines
+
+
+def _pretty_json(text: str, where: str = "", limit: int | None = None) -> str:
+    """JSON text re-indented, or Unreadable naming where it failed; TooLarge past limit
+    characters (indentation grows with depth: checked as it is written)."""
+    try:
+        out, size = [], 0
+        for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(json.loads(text)):
+            out.append(piece)
+            if limit is not None and (size := size + len(piece)) > limit:
+                raise TooLarge(limit)
+        return "".join(out)
+    except ValueError as e:
+        raise Unreadable(f"{where}not valid JSON: {e}") from None
+    except RecursionError:
+        raise Unreadable(f"{where}JSON nested too deeply") from None
+
+
+def json_lines(text: str, limit: int | None = None) -> list[Line]:
+    """JSON as written when it spans lines; a one-line file pretty-printed (all on line 1)."""
+    if "\n" in text.strip():
+        return text_lines(text)
+    return [Line(1, row) for row in _pretty_json(text, "", limit).splitlines()]
+
+
+def jsonl_lines(text: str, limit: int | None = None) -> list[Line]:
+    """JSON Lines: each record pretty-printed, cited by its line in the file; limit: the
+    characters all of them may take."""
+    out: list[Line] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            pretty = _pretty_json(raw, f"line {no}: ", limit)
+            limit = None if limit is None else limit - len(pretty)
+            out += [Line(no, "")] if out else []
+            out += [Line(no, row) for row in pretty.splitlines()]
+    return out
+
+
+def notebook_lines(text: str) -> list[Line]:
+    """A Jupyter notebook's markdown and code cells (not outputs), cited by cell."""
+    try:
+        nb = json.loads(text)
+        cells = nb["cells"] if isinstance(nb, dict) else None
+    except (ValueError, KeyError, RecursionError):
+        cells = None
+    if not isinstance(cells, list):
+        raise Unreadable("not a Jupyter notebook (no cells)")
+    meta = nb.get("metadata") or {}
+    lang = ((meta.get("language_info") or {}).get("name")
+            or (meta.get("kernelspec") or {}).get("language") or "")
+    out = Outline()
+    for n, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict):
+            continue
+        src = cell.get("source", "")
+        src = "".join(src) if isinstance(src, list) else str(src)
+        if cell.get("cell_type") == "code" and src.strip():
+            src = f"```{lang}\n{src.rstrip()}\n```"
+        out.paras(src, f"cell {n}")
+    return out.lines
+
+
+# ---------------------------------------------------------------------------
+# Read documents: Office, OpenDocument, EPUB, PDF, pictures (OCR)
+# ---------------------------------------------------------------------------
+# Public: local, attr, docx_lines, pptx_lines, xlsx_lines, odf_lines, epub_lines, OCR_LANG_NAME,
+#         ocr_text, pdf_lines, image_lines
+
+# Office files, OpenDocument and EPUB are ZIP archives of XML (or XHTML).
+
+def local(tag) -> str:
+    """An XML tag or attribute name without its {namespace}."""
+    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
+
+
+def attr(el, name: str, default=None):
+    """An attribute by local name, whatever its namespace."""
+    return next((value for key, value in el.attrib.items() if local(key) == name), default)
+
+
+def _open_zip(data: bytes, kind: str):
+    import io
+    import zipfile
+    if data[:4] == b"\xd0\xcf\x11\xe0":
+        raise Unreadable(f"encrypted (password-protected) or an old binary {kind} file; "
+                         "save it unprotected in the current format to index it")
+    try:
+        return zipfile.ZipFile(io.BytesIO(data))
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise Unreadable(f"not a valid {kind} file ({e})") from None
+
+
+def _zip_path(folder: str, href: str) -> str:
+    """A ZIP member name from a reference relative to folder ('/x' is from the top)."""
+    import posixpath
+    return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
+
+
+# A parsed XML element takes ~100 bytes: a file's members may hold one per this many bytes of
+# the limit, on average. Real markup takes 11 or more an element (a spreadsheet's cell,
+# <c r="A1"><v>7</v></c>), a bomb of empty ones 4 (20 MB: 5 million elements, 540 MB parsed).
+_MARKUP_BYTES = 8
+
+
+class _Parts:
+    """A ZIP-based file as its reader sees it, with what it may expand to bounded by limit (its
+    max_bytes): each member is read (decompressed, parsed) once; a part the file refers to again
+    adds nothing (once: a spine or slide list naming one part a thousand times is read as naming
+    it once); the members read, together, and the text written to out each stop at limit."""
+
+    def __init__(self, zf, limit: int):
+        self.zf, self.limit, self.left = zf, limit, limit
+        self.elements = limit // _MARKUP_BYTES  # the XML elements its members may hold
+        self.read: set[str] = set()
+        self.out = Outline(limit)
+
+    def once(self, names: Iterable[str]) -> Iterator[str]:
+        """The names of members not read yet, in order (each is to be read before the next is
+        asked for: a name given again, or a part the file has read already, is left out)."""
+        return (name for name in names if name not in self.read)
+
+    def bytes(self, name: str, required: bool = True) -> bytes | None:
+        """A member's bytes (None when absent and not required); Unreadable if read before."""
+        if name in self.read:
+            raise Unreadable(f"damaged: {name} is referred to twice")
+        self.read.add(name)
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            if not required:
+                return None
+            raise Unreadable(f"damaged: {name} is missing") from None
+        if info.file_size > self.left:  # what it says it holds, then what it does
+            raise TooLarge(self.limit)
+        with self.zf.open(info) as f:
+            data = f.read(self.left + 1)
+        self.left -= len(data)
+        if self.left < 0:
+            raise TooLarge(self.limit)
+        return data
+
+    def xml(self, name: str, required: bool = True):
+        """A member parsed as XML (None when absent and not required)."""
+        import xml.etree.ElementTree as ET
+        data = self.bytes(name, required)
+        if data is None:
+            return None
+        self.elements -= data.count(b"</") + data.count(b"/>")  # (counted before it is parsed)
+        if self.elements < 0:
+            raise TooLarge(self.limit)
+        try:
+            return ET.fromstring(data)
+        except ET.ParseError as e:
+            raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
+
+
+def _rel_id(el) -> str | None:
+    """The r:id attribute (a relationship id), not a plain id beside it."""
+    return next((v for k, v in el.attrib.items() if k.endswith("}id")), None)
+
+
+def _zip_rels(parts: _Parts, part: str) -> dict[str, tuple[str, str]]:
+    """Relationship id -> (type, target member) for an OOXML part."""
+    folder, name = part.rpartition("/")[::2]
+    root = parts.xml(f"{folder}/_rels/{name}.rels", required=False)
+    out = {}
+    for rel in [] if root is None else root:
+        target = rel.get("Target", "")
+        if rel.get("TargetMode") != "External":
+            target = _zip_path(folder, target)
+        out[rel.get("Id")] = (rel.get("Type", "").rpartition("/")[2], target)
+    return out
+
+
+def _container_reader(kind: str):
+    """Wrap a reader of ZIP-based files: it reads the members through _Parts and writes its
+    text to parts.out (both bounded by max_bytes); any damage becomes Unreadable."""
+    def wrap(read):
+        def reader(path: str, data: bytes, max_bytes: int = MAX_FILE_MB << 20) -> list[Line]:
+            import zipfile
+            zf = _open_zip(data, kind)
+            try:
+                with zf:
+                    read(parts := _Parts(zf, max_bytes))
+                    return parts.out.lines
+            except Unreadable:
+                raise
+            except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
+                raise Unreadable(f"encrypted or unreadable {kind} file ({e})") from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError,
+                    IndexError, NotImplementedError, RecursionError) as e:
+                raise Unreadable(f"damaged {kind} file ({type(e).__name__}: {e})") from None
+        return reader
+    return wrap
+
+
+_OOXML_NOT_TEXT = ("pPr", "rPr", "del", "instrText")  # tab stops, fields, deletions
+_NESTED_ROWS = ("tbl", "tr", "table", "table-row")  # a table in a cell: read as rows of its own
+
+
+def _tops(el, tags: set[str]) -> Iterator:
+    """el's descendants with a local tag in tags inside no other such one, in document order:
+    each element is visited once (one walk per match would be quadratic in its nesting)."""
+    stack = list(el)[::-1]
+    while stack:
+        node = stack.pop()
+        if local(node.tag) in tags:
+            yield node
+        else:
+            stack += list(node)[::-1]
+
+
+def _ooxml_text(el, skip: tuple = _OOXML_NOT_TEXT) -> str:
+    """A Word or DrawingML element's text, tabs and breaks, without the elements skip names."""
+    parts: list[str] = []
+
+    def visit(node, in_run):
+        for child in node:
+            tag = local(child.tag)
+            if tag == "t":
+                parts.append(child.text or "")
+            elif tag == "tab" and in_run:
+                parts.append("\t")
+            elif tag in ("br", "cr"):
+                parts.append("\n")
+            elif tag not in skip:
+                visit(child, tag == "r")
+
+    visit(el, False)
+    return "".join(parts)
+
+
+# styles followed up a basedOn (parent) chain: real ones are 2-4 deep; a cycle ends
+_STYLE_CHAIN = 32
+
+
+def _inherited_level(style: str | None, own: dict, parents: dict) -> int:
+    """A style's heading level: its own (own[style]; 0: body text), else its parent's, and so on.
+
+    >>> _inherited_level("HeadA", {"Heading1": 1, "HeadA": None}, {"HeadA": "Heading1"})
+    1
+    """
+    for _ in range(_STYLE_CHAIN):
+        if style is None:
+            return 0
+        if own.get(style) is not None:
+            return own[style]
+        style = parents.get(style)
+    return 0
+
+
+def _inherited_levels(own: dict, parents: dict) -> dict[str, int]:
+    """The heading level of every style that has one, through its chain (_inherited_level)."""
+    return {style: level for style in own if (level := _inherited_level(style, own, parents))}
+
+
+def _outline_level(name: str, outline: str | None) -> int | None:
+    """A style's own heading level by its name ('heading 2', 'Title') or outline level
+    (0-based; 9 is body text); None when it says neither."""
+    m = re.fullmatch(r"heading ?(\d)", name.lower())
+    if m or name.lower() == "title":
+        return min(int(m.group(1)) if m else 1, 6)
+    if outline is not None and outline.strip().isdecimal():
+        return min(int(outline) + 1, 6) if int(outline) < 9 else 0
+    return None
+
+
+def _docx_heading_levels(parts: _Parts) -> dict[str, int]:
+    """Paragraph style id -> heading level, by name or outline level, inherited through
+    w:basedOn as Word reads them."""
+    root = parts.xml("word/styles.xml", required=False)
+    own, parents = {}, {}
+    for style in [] if root is None else root:
+        if local(style.tag) != "style":
+            continue
+        name, outline, sid = "", None, attr(style, "styleId")
+        for child in style.iter():
+            tag = local(child.tag)
+            if tag == "name":
+                name = attr(child, "val") or ""
+            elif tag == "outlineLvl":
+                outline = attr(child, "val")
+            elif tag == "basedOn":
+                parents[sid] = attr(child, "val")
+        own[sid] = _outline_level(name, outline)
+    return _inherited_levels(own, parents)
+
+
+@_container_reader("Word (.docx)")
+def docx_lines(parts: _Parts) -> None:
+    """Paragraphs (headings by style), and tables as rows of cells."""
+    levels = _docx_heading_levels(parts)
+    body = next(iter(parts.xml("word/document.xml")), None)
+    out = parts.out
+
+    def visit(parent):
+        for el in parent:
+            tag = local(el.tag)
+            if tag == "p":
+                style = next((attr(s, "val") for s in el.iter() if local(s.tag) == "pStyle"), None)
+                outline = next((attr(s, "val") for s in el.iter() if local(s.tag) == "outlineLvl"),
+                               None)
+                level = _outline_level("", outline)  # the paragraph's own outline level comes first
+                level = levels.get(style, 0) if level is None else level
+                text = _ooxml_text(el)
+                if level and text.strip():
+                    out.heading(level, text)
+                else:
+                    out.para(text)
+            elif tag == "tbl":
+                for row in el.iter():
+                    if local(row.tag) == "tr":
+                        cells = [_ooxml_text(c, _OOXML_NOT_TEXT + _NESTED_ROWS).strip()
+                                 for c in row if local(c.tag) == "tc"]
+                        out.para(" | ".join(cells))
+            elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
+                visit(el)  # content controls and tracked insertions hold paragraphs too
+
+    visit(body if body is not None else [])
+
+
+def _drawing_paragraphs(el) -> list[str]:
+    """Texts of DrawingML paragraphs in order, then of its table rows ('cell | cell')."""
+    tops = list(_tops(el, {"p", "tr"}))
+    out = [_ooxml_text(p) for p in tops if local(p.tag) == "p"]
+    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc")
+            for tr in tops if local(tr.tag) == "tr"]
+    return [t for t in out if t.strip(" |\n\t")]
+
+
+@_container_reader("PowerPoint (.pptx)")
+def pptx_lines(parts: _Parts) -> None:
+    """Each slide in presentation order: its title as a heading, its text, its notes."""
+    pres = "ppt/presentation.xml"
+    rels = _zip_rels(parts, pres)
+    ids = [_rel_id(el) for el in parts.xml(pres).iter() if local(el.tag) == "sldId"]
+    out = parts.out
+    for n, slide in enumerate(parts.once(rels.get(rid, ("", ""))[1] for rid in ids), 1):
+        root = parts.xml(slide)
+        title, body = "", []
+        for shape in _tops(root, {"sp", "graphicFrame"}):
+            ph = next((x for x in shape.iter() if local(x.tag) == "ph"), None)
+            texts = _drawing_paragraphs(shape)
+            if ph is not None and ph.get("type") in ("title", "ctrTitle") and not title:
+                title = " ".join(texts)
+            else:
+                body += texts
+        loc = out.slide(n, title)
+        for text in body:
+            out.para(text, loc)
+        notes = [t for k, t in _zip_rels(parts, slide).values() if k == "notesSlide"]
+        for target in parts.once(notes):
+            out.notes([t for shape in _tops(parts.xml(target), {"sp"})
+                       if all(x.get("type") in (None, "body") for x in shape.iter()
+                               if local(x.tag) == "ph")
+                       for t in _drawing_paragraphs(shape)], loc)
+
+
+_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
+
+
+def _cell_column(ref: str) -> int:
+    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27 (its first letters only:
+    Excel's last column is XFD, and a million letters would make a number a million digits long)."""
+    n = 0
+    for ch in ref[:_COLUMN_LETTERS]:
+        if not ch.isalpha():
+            break
+        n = n * 26 + ord(ch.upper()) - 64
+    return n - 1
+
+
+
+@_container_reader("Excel (.xlsx)")
+def xlsx_lines(parts: _Parts) -> None:
+    """Each sheet as a heading and its rows as header-aware paragraphs (an empty sheet adds
+    nothing, not even its name)."""
+    shared = parts.xml("xl/sharedStrings.xml", required=False)
+    strings = [" ".join("".join(t.text or "" for t in si.iter() if local(t.tag) == "t").split())
+               for si in ([] if shared is None else shared)]  # each made once, however shared
+    shared = None
+    rels = _zip_rels(parts, "xl/workbook.xml")
+    sheets: dict[str, str] = {}  # part -> the name of the first sheet it is
+    for sheet in parts.xml("xl/workbook.xml").iter():
+        if local(sheet.tag) == "sheet":
+            sheets.setdefault(rels.get(_rel_id(sheet), ("", ""))[1], sheet.get("name") or "sheet")
+    for target in parts.once(sheets):
+        name = sheets[target]
+        table_rows(parts.out, _xlsx_rows(parts.xml(target), strings), f"{name} row ", name)
+
+
+def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]:
+    """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
+    n = 0
+    for row in _tops(root, {"row"}):
+        r = row.get("r") or ""
+        n = int(r) if r.isdecimal() and len(r) < 10 else n + 1  # Excel's last row: 1048576
+        yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
+                  for i, c in enumerate(x for x in row if local(x.tag) == "c")}
+
+
+def _xlsx_value(c, strings: list[str]) -> str:
+    """A cell's text, spaces collapsed (a shared string's already are: it is not copied)."""
+    kind = c.get("t")
+    if kind == "inlineStr":
+        return " ".join("".join(t.text or "" for t in c.iter() if local(t.tag) == "t").split())
+    v = next((x.text for x in c if local(x.tag) == "v"), None) or ""
+    if kind == "s":
+        return strings[int(v)] if v.isdigit() and int(v) < len(strings) else ""
+    if kind == "b":
+        return "TRUE" if v == "1" else "FALSE"
+    return " ".join(v.split())
+
+
+_ODF_NOT_TEXT = ("note", "annotation")
+
+
+def _odf_text(el, skip: tuple = _ODF_NOT_TEXT) -> str:
+    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks; not notes,
+    annotations or what else skip names."""
+    parts: list[str] = []
+
+    def visit(node):
+        parts.append(node.text or "")
+        for child in node:
+            tag = local(child.tag)
+            if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
+                parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
+            elif tag == "tab":
+                parts.append("\t")
+            elif tag == "line-break":
+                parts.append("\n")
+            elif tag not in skip:
+                visit(child)
+            parts.append(child.tail or "")
+
+    visit(el)
+    return "".join(parts)
+
+
+def _odf_heading_levels(*roots) -> dict[str, int]:
+    """Paragraph style name -> heading level, by outline level or name, inherited through
+    style:parent-style-name; roots: styles.xml and content.xml."""
+    own, parents = {}, {}
+    for root in roots:
+        for style in [] if root is None else root.iter():
+            if local(style.tag) != "style" or attr(style, "family", "paragraph") != "paragraph":
+                continue
+            name = attr(style, "name")
+            label = (attr(style, "display-name") or name or "").replace("_20_", " ")
+            depth = (attr(style, "default-outline-level") or "").strip()  # 1-based
+            own[name] = _outline_level(label, str(int(depth) - 1)
+                                       if depth.isdecimal() and int(depth) else None)
+            parents[name] = attr(style, "parent-style-name")
+    return _inherited_levels(own, parents)
+
+
+def _odf_blocks(parent, out: Outline, loc: str = "", levels: dict | None = None) -> None:
+    """Headings (text:h, or text:p of a heading's style), paragraphs, lists, sections, tables."""
+    levels = levels or {}
+    for el in parent:
+        tag = local(el.tag)
+        if attr(el, "class") in _ODF_FURNITURE:
+            continue
+        level = levels.get(attr(el, "style-name"), 0)
+        text = _odf_text(el) if tag in ("h", "p") else ""
+        if tag == "h":
+            out.heading(int(attr(el, "outline-level", "") or level or 1), text, loc)
+        elif tag == "p" and level and text.strip():
+            out.heading(level, text, loc)
+        elif tag == "p":
+            out.para(text, loc)
+        elif tag == "table":
+            for row in el.iter():
+                if local(row.tag) == "table-row":
+                    cells = [" ".join(_odf_text(p, _ODF_NOT_TEXT + _NESTED_ROWS)
+                                      for p in c if local(p.tag) == "p").strip()
+                             for c in row if local(c.tag) == "table-cell"]
+                    out.para(" | ".join(cells), loc)
+        elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
+                     "index-body", "table-of-content", "notes"):
+            _odf_blocks(el, out, loc, levels)
+
+
+_ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
+_ODF_SPACES = 80  # text:s c="N": N spaces, kept up to a line's width; more is layout
+
+
+@_container_reader("OpenDocument")
+def odf_lines(parts: _Parts) -> None:
+    """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
+    content = parts.xml("content.xml")
+    body = next((el for el in content.iter() if local(el.tag) == "body"), None)
+    levels = _odf_heading_levels(parts.xml("styles.xml", required=False), content)
+    out = parts.out
+    for doc in [] if body is None else body:
+        if local(doc.tag) != "presentation":
+            _odf_blocks(doc, out, "", levels)
+            continue
+        for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
+            title = next((" ".join(_odf_text(p) for p in _tops(f, {"p"}))
+                          for f in page if attr(f, "class") == "title"), "")
+            loc = out.slide(n, title)
+            for frame in page:
+                if attr(frame, "class") == "title":
+                    continue
+                if local(frame.tag) == "notes":
+                    notes = Outline()
+                    _odf_blocks(frame, notes)
+                    out.notes([l.text for l in notes.lines], loc)
+                else:
+                    _odf_blocks([frame], out, loc)
+
+
+@_container_reader("EPUB")
+def epub_lines(parts: _Parts) -> None:
+    """Chapters in spine order through the HTML reader, cited as 'ch. N'."""
+    from urllib.parse import unquote
+    container = parts.xml("META-INF/container.xml")
+    opf = next((attr(r, "full-path") for r in container.iter() if local(r.tag) == "rootfile"), None)
+    if not opf:
+        raise Unreadable("damaged: no rootfile in META-INF/container.xml")
+    root = parts.xml(opf)
+    folder = opf.rpartition("/")[0]
+    items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
+    hrefs = (items.get(el.get("idref")) for el in root.iter() if local(el.tag) == "itemref")
+    chapter = 0
+    for name in parts.once(_zip_path(folder, unquote(h.split("#")[0])) for h in hrefs if h):
+        page = parts.bytes(name)
+        text = "\n".join(l.text for l in html_lines(page.decode("utf-8", "replace"), parts.out))
+        if text.strip():
+            chapter += 1
+            parts.out.para(text, f"ch. {chapter}")
+
+
+def _shutil_which(name: str) -> str | None:
+    import shutil
+    return shutil.which(name)
+
+
+_POPPLER = "('apt install poppler-utils', 'brew install poppler')"
+_TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
+# a page whose text layer has fewer letters and digits is a scan (a page number, a stamp)
+_SCANNED_BELOW = 20
+OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
+
+
+def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
+              env: dict | None = None) -> bytes:
+    """What a program prints for data on stdin; Unreadable if it fails or runs past timeout s."""
+    import subprocess
+    name = os.path.basename(exe)
+    try:
+        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise Unreadable(f"{name} took longer than {timeout:g} s") from None
+    except OSError as e:
+        raise Unreadable(f"cannot run {name}: {e.strerror}") from None
+    if r.returncode:
+        said = [l.strip() for l in r.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
+        e = Unreadable(f"{name} failed ({said[-1][:160] if said else r.returncode})")
+        e.said = said  # all it said, for a caller that knows what to look for
+        raise e
+    return r.stdout
+
+
+def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
+             dpi: int | None = None) -> str:
+    """The text tesseract reads in an image (PNG, JPEG, TIFF, GIF, WebP, PNM);
+    MissingTool without tesseract or its data for lang."""
+    exe = _shutil_which("tesseract")
+    if not exe:
+        raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
+    if not OCR_LANG_NAME.fullmatch(lang):
+        raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
+    _ocr_budget(_image_size(image))  # before tesseract decodes it
+    # one thread unless told: OpenMP threads make tesseract slower (bench/README.md, "OCR")
+    env = {"OMP_THREAD_LIMIT": "1", **os.environ}
+    try:
+        out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
+                        image, timeout, env)
+    except Unreadable as e:
+        if any("Failed loading language" in line for line in getattr(e, "said", ())):
+            raise MissingTool(f"OCR in {lang!r} needs tesseract's data for it "
+                              f"('apt install tesseract-ocr-{lang.split('+')[0]}')") from None
+        raise
+    return out.decode("utf-8", "replace").replace("\f", "")
+
+
+def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
+    """Unreadable unless a picture's size (width, height; None: unknown) is within
+    OCR_MAX_PIXELS: checked before anything decodes or renders it."""
+    if size is None:
+        raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
+    if size[0] * size[1] > OCR_MAX_PIXELS:
+        raise Unreadable(f"not read: the {what} is {size[0]:,} x {size[1]:,} pixels, over OCR's "
+                         f"budget of {OCR_MAX_PIXELS:,}")
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """A picture's width and height from its header (a TIFF's largest page); None: not known."""
+    import struct
+    try:
+        for magic, reader in _IMAGE_HEADERS:
+            if data.startswith(magic):
+                return reader(data, struct)
+    except (struct.error, IndexError):  # cut short
+        return None
+    return None
+
+
+def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The first frame header's size, found segment by segment."""
+    i = 2
+    while i + 4 <= len(data) and data[i] == 0xFF:
+        marker = data[i + 1]
+        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:  # fill, no length
+            i += 1 if marker == 0xFF else 2
+            continue
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame
+            h, w = struct.unpack_from(">HH", data, i + 5)
+            return w, h
+        i += 2 + struct.unpack_from(">H", data, i + 2)[0]
+    return None
+
+
+def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest of the screen and each frame (giflib sizes a frame by its own header)."""
+    sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
+    at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
+    while at < len(data) and data[at] != 0x3B:  # the trailer
+        if data[at] == 0x2C:  # a frame: its size, its colour table, its data's first byte
+            sizes.append(struct.unpack_from("<HH", data, at + 5))
+            local = data[at + 9]
+            at += 11 + (3 << (local & 7) + 1 if local & 0x80 else 0)
+        elif data[at] == 0x21:  # an extension: its label
+            at += 2
+        else:
+            return None
+        while at < len(data) and data[at]:  # the sub-blocks, each its length then its bytes
+            at += 1 + data[at]
+        at += 1
+    return max(sizes, key=lambda wh: wh[0] * wh[1])
+
+
+_TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is not read
+
+
+def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
+    """The largest page's size: width (tag 256) and height (257) in each page's directory."""
+    order = "<" if data[:2] == b"II" else ">"
+    if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
+        return None
+    at, pages, seen = struct.unpack_from(order + "I", data, 4)[0], [], set()
+    while at and at not in seen and len(seen) < _TIFF_PAGES:
+        seen.add(at)
+        n, tags = struct.unpack_from(order + "H", data, at)[0], {}
+        for e in range(at + 2, at + 2 + 12 * n, 12):
+            tag, kind = struct.unpack_from(order + "HH", data, e)
+            if tag in (256, 257) and kind in (3, 4):
+                tags[tag] = struct.unpack_from(order + ("H" if kind == 3 else "I"), data, e + 8)[0]
+        if len(tags) < 2:
+            return None
+        pages.append((tags[256], tags[257]))
+        at = struct.unpack_from(order + "I", data, at + 2 + 12 * n)[0]
+    return None if at else max(pages, key=lambda p: p[0] * p[1])
+
+
+def _webp_size(data: bytes, struct) -> tuple[int, int] | None:
+    """From the first chunk: lossy (VP8), lossless (VP8L) or extended (VP8X)."""
+    kind = data[12:16]
+    if data[8:12] != b"WEBP" or kind not in (b"VP8 ", b"VP8L", b"VP8X"):
+        return None
+    if kind == b"VP8 ":
+        w, h = struct.unpack_from("<HH", data, 26)
+        return w & 0x3FFF, h & 0x3FFF
+    if kind == b"VP8L":
+        bits = struct.unpack_from("<I", data, 21)[0]
+        return (bits & 0x3FFF) + 1, (bits >> 14 & 0x3FFF) + 1
+    w, h = (int.from_bytes(struct.unpack_from("3s", data, at)[0], "little") + 1
+            for at in (24, 27))
+    return w, h
+
+
+_PNM_SIZE = LazyPattern(rb"P[1-6](?:\s+|#[^\n]*\n)+(\d{1,9})(?:\s+|#[^\n]*\n)+(\d{1,9})")
+
+
+def _pnm_size(data: bytes, struct) -> tuple[int, int] | None:
+    m = _PNM_SIZE.match(data[:512])
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+_IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
+    (b"\x89PNG\r\n\x1a\n", lambda d, st: st.unpack_from(">II", d, 16) if d[12:16] == b"IHDR"
+     else None),
+    (b"GIF8", _gif_size), (b"\xff\xd8", _jpeg_size),
+    (b"II*\0", _tiff_size), (b"MM\0*", _tiff_size), (b"RIFF", _webp_size), (b"P", _pnm_size))
+
+
+def pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
+               ) -> tuple[list[Line], str | None]:
+    """A PDF's text by poppler's pdftotext, cited by page; a page with (almost) no text layer is
+    read by OCR when tesseract is here (the warning names the pages over its budget)."""
+    exe = _shutil_which("pdftotext")
+    if not exe:
+        raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
+    try:
+        text = _run_tool(exe, ["-enc", "UTF-8", "-eol", "unix", "-", "-"], data, PDF_TIMEOUT)
+    except Unreadable as e:
+        raise Unreadable(f"{e}; encrypted or damaged PDF?") from None
+    pages = text.decode("utf-8", "replace").split("\f")
+    if pages[-1].strip() == "":
+        pages.pop()  # pdftotext ends each page with a form feed
+    scanned = [n for n, page in enumerate(pages, 1)
+               if sum(c.isalnum() for c in page) < _SCANNED_BELOW]
+    refused: list[str] = []
+    try:
+        read = _ocr_pages(data, scanned, lang, refused)
+    except MissingTool:
+        if len(scanned) == len(pages):
+            raise  # nothing else to read: the file is skipped, and the tool named once a run
+        read = {}
+    out = Outline()
+    for n, page in enumerate(pages, 1):
+        out.paras(read.get(n, page), f"p.{n}")
+    return out.lines, "; ".join(refused) or None
+
+
+def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
+               ) -> dict[int, str]:
+    """The text OCR reads on these pages of a PDF (rendered by pdftoppm) until OCR_FILE_TIMEOUT
+    has gone; a page over OCR's budget is not rendered (refused: why, for the note)."""
+    exe = _shutil_which("pdftoppm")
+    if numbers and not exe:
+        raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
+    deadline = time.monotonic() + OCR_FILE_TIMEOUT
+    sizes = _pdf_page_pixels(data, numbers) if numbers else {}
+    read = {}
+    for n in numbers:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            _ocr_budget(sizes.get(n), "page")
+        except Unreadable as e:
+            refused.append(f"p.{n} {e}")
+            continue
+        w, h = sizes[n]  # also the most pdftoppm draws, whatever else the page says
+        image = _run_tool(exe, ["-f", str(n), "-l", str(n), "-r", str(OCR_DPI), "-gray",
+                                "-x", "0", "-y", "0", "-W", str(w), "-H", str(h),
+                                "-singlefile", "-"], data, min(PDF_TIMEOUT, left))
+        read[n] = ocr_text(image, lang, min(OCR_TIMEOUT, left), OCR_DPI)
+    return read
+
+
+# pdfinfo's lines 'Page    3 size:  612 x 792 pts (letter)' and 'Page    3 rot:   90'
+_PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.]+))?", re.M)
+
+
+def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
+    """These pages' sizes in pixels at OCR_DPI, turned by their rotation, from pdfinfo: known
+    before any is rendered."""
+    exe = _shutil_which("pdfinfo")
+    if not exe:
+        raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
+    said = _run_tool(exe, ["-f", str(min(numbers)), "-l", str(max(numbers)), "-"], data,
+                     PDF_TIMEOUT).decode("utf-8", "replace")
+    sizes, turned = {}, {}
+    for m in _PDF_PAGE_SIZE.finditer(said):  # the page lines come last: a title cannot fake them
+        n = int(m.group(1))
+        if m.group(2) == "rot":
+            turned[n] = float(m.group(3)) % 180 == 90
+        elif m.group(4):
+            sizes[n] = tuple(math.ceil(float(pts) * OCR_DPI / 72) for pts in m.group(3, 4))
+    return {n: (h, w) if turned.get(n) else (w, h) for n, (w, h) in sizes.items()}
+
+
+def image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Line], None]:
+    """The text OCR reads in an image, cited as the image."""
+    out = Outline()
+    out.paras(ocr_text(data, lang), "image")
+    return out.lines, None
+
+
+# ---------------------------------------------------------------------------
+# Read markup: man pages (troff), XML, RTF
+# ---------------------------------------------------------------------------
+# Public: MD_HEADING, UNDERLINE, man_alias, man_lines, XML_TAG_NAME, xml_markup_end, xml_lines,
+#         rtf_lines
+
+# Man pages: troff with man(7) or mdoc(7) macros, each line kept cited by its source line.
+# Conditionals, macro definitions, equations and pictures are left out: what nroff prints without
+# them is the text.
+
+_TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
+    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®",
+    "tm": "™", "aq": "'", "dq": '"', "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
+    "ga": "`", "aa": "´", "ha": "^", "ti": "~", "at": "@", "sh": "#", "rs": "\\", "sl": "/",
+    "pl": "+", "eq": "=", "mu": "×", "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠",
+    "->": "→", "<-": "←", "==": "≡", "de": "°", "sc": "§", "ps": "¶", "dg": "†",
+    "ct": "¢", "Fo": "«", "Fc": "»", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨",
+    "ra": "⟩", "ba": "|", "or": "|", "br": "│", "ul": "_", "ru": "_", "ci": "○", "Eu": "€",
+    "eu": "€", "Po": "£", "Ye": "¥", "ss": "ß", "mc": "µ", "12": "½", "14": "¼",
+    "34": "¾", "*W": "-"}
+_TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
+                  ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
+_TROFF_UNICODE = LazyPattern(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
+# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man).
+_TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
+                  'L"': '"', 'R"': '"', "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
+_TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
+                "'": "'", "`": "`", ".": ".", **dict.fromkeys("&|^%:/,)cdurpaz{}!?", "")}
+# \fB, \f(CW, \f[BI], \n(xx, \*: a name of one, two or any characters
+_TROFF_NAMED = "fFgkmMnVY$O"
+# \h'3n', \w'text', \C'em': an argument between two delimiters
+_TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"
+_TROFF_NAME = LazyPattern(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
+_TROFF_REQUEST = LazyPattern(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
+_TBL_TAB = LazyPattern(r"tab\s*\((.)\)")
+_MAN_PARAGRAPH = {"PP", "LP", "P", "TP", "HP", "sp", "Sp", "YS", "Pp", "Lp", "Bl", "El", "Rs", "Re"}
+_MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..",
+                "ig": "..", "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line ending each
+_MDOC_MACROS = frozenset("""Ac Ad An Ao Ap Aq Ar At Bc Bo Bq Brc Bro Brq Bsx Bx Cd Cm Dc Do Dq Dv Dx
+Ec Em Eo Er Ev Fa Fc Fl Fn Fo Ft Fx Ic In Li Lk Ms Mt Nm No Ns Nx Oc Oo Op Ox Pa Pc Pf Po Pq Qc Ql
+Qo Qq Sc So Sq St Sx Sy Ta Tn Ux Va Vt Xc Xo Xr
+""".split())  # mdoc's macros that may stand among a line's words
+_MDOC_ENCLOSE = {"Op": "[]", "Bq": "[]", "Pq": "()", "Dq": "“”", "Qq": '""', "Sq": "‘’",
+                 "Aq": "⟨⟩", "Brq": "{}", "Ql": "‘’", "Oo": "[", "Bo": "[", "Po": "(",
+                 "Do": "“", "Qo": '"', "So": "‘", "Ao": "⟨", "Bro": "{", "Oc": "]", "Bc": "]",
+                 "Pc": ")", "Dc": "”", "Qc": '"', "Sc": "’",
+                 "Ac": "⟩", "Brc": "}"}  # two characters: around the rest of the line; one: it
+_MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "Ox": "OpenBSD",
+               "Dx": "DragonFly", "Ux": "UNIX", "At": "AT&T UNIX", "Ta": "|", "Ap": "'"}
+_MDOC_PUNCT = frozenset(".,:;)]?!")  # stand after the word before, without a space
+
+
+def _troff_char(name: str) -> str:
+    """A special character by its troff name ('em', "'e", 'u00E9'); an unknown one is left out.
+
+    >>> _troff_char("em"), _troff_char("'e"), _troff_char("u2192"), _troff_char("xx")
+    ('—', 'é', '→', '')
+    """
+    if name in _TROFF_CHARS:
+        return _TROFF_CHARS[name]
+    if len(name) == 2 and name[0] in _TROFF_ACCENTS and name[1].isalpha():
+        import unicodedata
+        return unicodedata.normalize("NFC", name[1] + _TROFF_ACCENTS[name[0]])
+    if _TROFF_UNICODE.fullmatch(name):
+        points = [int(p, 16) for p in name[1:].split("_")]
+        if all(p < 0x110000 and not 0xD800 <= p < 0xE000 for p in points):
+            return "".join(map(chr, points))
+    return name if len(name) == 1 else ""
+
+
+def _troff_name(s: str, i: int) -> tuple[str, int]:
+    """The name an escape takes at s[i] ('x', '(xx' or '[name]'), and where the text goes on."""
+    m = _TROFF_NAME.match(s, i)
+    return (next(g for g in m.groups() if g is not None), m.end()) if m else ("", i)
+
+
+def _troff_size_end(s: str, i: int) -> int:
+    """Where the text goes on after \\s at s[i]: '-1', '+2', '10', '(12', '[12]', "'12'"."""
+    sign = s[i:i + 1] in ("+", "-")
+    i += sign
+    c = s[i:i + 1]
+    if c == "(":
+        return i + 3
+    if c in ("[", "'"):
+        end = s.find("]" if c == "[" else "'", i + 1)
+        return len(s) if end < 0 else end + 1
+    if c.isdigit():  # one digit, or two when the first is 1-3 (sizes 10-39), as troff reads them
+        return i + 2 if not sign and c in "123" and s[i + 1:i + 2].isdigit() else i + 1
+    return i
+
+
+def _troff_uncomment(s: str) -> str:
+    """A line without its comment (\\" or \\# to the end)."""
+    i = s.find("\\")
+    while i >= 0:
+        if s[i + 1:i + 2] in ('"', "#"):
+            return s[:i]
+        i = s.find("\\", i + 2)
+    return s
+
+
+def _troff_args(s: str) -> list[str]:
+    """A request's arguments: words, or "quoted words" ('""' in them is a quote); escapes kept.
+
+    >>> _troff_args('B "two words" \\\\fIx\\\\ y\\\\fR "a ""b"" c"')
+    ['B', 'two words', '\\\\fIx\\\\ y\\\\fR', 'a "b" c']
+    """
+    args, i, n = [], 0, len(s)
+    while i < n:
+        if s[i] in " \t":
+            i += 1
+            continue
+        quoted, buf = s[i] == '"', []
+        i += quoted
+        while i < n and (quoted or s[i] not in " \t"):
+            if quoted and s[i] == '"':
+                if s[i + 1:i + 2] != '"':
+                    i += 1
+                    break
+                i += 1  # '""' is one quote
+            step = 2 if s[i] == "\\" else 1  # an escaped space does not end a word
+            buf.append(s[i:i + step])
+            i += step
+        args.append("".join(buf))
+    return args
+
+
+# Markdown's headings, '# Title' or underlined (Chunk splits at them; a man page indents a line
+# that looks like one)
+MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
+
+
+class _ManPage:
+    """Reads a man page line by line into the lines of its text (see man_lines)."""
+
+    def __init__(self, size: int):
+        self.lines: list[Line] = []
+        self.strings = dict(_TROFF_STRINGS)
+        self.budget = size     # characters strings (\*x) may add: the text stays linear
+        self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
+        self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
+        self.prefix = ""       # .IP's tag, put before the next text line
+        self.prefix_line = 0   # the tag's source line, where that text line is then cited from
+        self.until = ""        # the line that ends a block left out ('..' after .de)
+        self.depth = 0         # braces (\{) open in a conditional left out
+        self.table = ""        # inside .TS: 'format' (its column specs), then 'data'
+        self.tab = "\t"
+        self.mdoc = False
+        self.name = ""         # mdoc's .Nm: the page's command, which a bare .Nm repeats
+        self.alias = ""        # the page .so points to, before any text
+
+    def line(self, no: int, raw: str) -> None:
+        if self.depth:
+            self.depth = max(0, self.depth + raw.count("\\{") - raw.count("\\}"))
+        elif self.until:
+            self.until = "" if raw.split()[:1] == [self.until] else self.until
+        elif raw[:1] in (".", "'"):
+            self.request(no, _troff_uncomment(raw[1:]))
+        elif self.table:
+            self.row(no, raw)
+        elif not raw.strip():
+            self.blank(no)
+        else:
+            self.text(no, self.troff(raw))
+
+    def request(self, no: int, body: str) -> None:
+        m = _TROFF_REQUEST.match(body)
+        if not m:
+            return
+        name, rest = m.groups()
+        if self.table and name not in ("TE", "T&"):
+            return
+        # '.de xx yy' ends at '.yy', '.ig yy' too; else at '..', '.EN', '.PE'
+        if name in _MAN_SKIPPED:
+            args = rest.split()
+            end = args[1:2] if name.startswith(("de", "am")) else args[:1] if name == "ig" else []
+            self.until = "." + end[0] if end else _MAN_SKIPPED[name]
+        elif name in ("if", "ie", "el", "while"):
+            self.depth = max(0, rest.count("\\{") - rest.count("\\}"))
+        elif name in ("TS", "TE", "T&"):
+            self.table = "" if name == "TE" else "format"
+            self.tab = self.tab if name == "T&" else "\t"
+            self.blank(no)
+        elif name in ("ds", "ds1"):
+            key, _, value = rest.partition(" ")
+            self.strings[key] = self.troff(value[1:] if value.startswith('"') else value)
+        elif name == "so":
+            self.alias = self.alias or ("" if self.lines else rest.strip())
+        elif self.mdoc or name in ("Dd", "Dt"):
+            self.mdoc_request(no, name, _troff_args(rest))
+        else:
+            self.man_request(no, name, [self.troff(a) for a in _troff_args(rest)])
+
+    def man_request(self, no: int, name: str, words: list[str]) -> None:
+        if name in ("TH", "Dt"):
+            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
+        elif name in ("SH", "SS", "Sh", "Ss"):
+            level = 2 if name == "SH" else 3  # (mdoc_request reads mdoc's .Sh)
+            if words:
+                self.head(no, level, " ".join(words))
+            else:
+                self.heading = level
+        elif name in ("B", "I", "SM", "SB", "UR", "MT", "UE", "ME", "SY", "D1", "Dl") and words:
+            self.text(no, " ".join(words))
+        elif name in ("BR", "BI", "IB", "IR", "RB", "RI"):
+            self.text(no, "".join(words))  # alternating fonts: the words run together
+        elif name == "OP":
+            self.text(no, "[" + " ".join(words) + "]")
+        elif name in _MAN_PARAGRAPH or name in ("IP", "Ip"):
+            self.blank(no)
+            self.prefix = (words[0] + " " if name in ("IP", "Ip") and words and words[0].strip()
+                           else "")
+            self.prefix_line = no
+        elif name in ("nf", "EX", "Vb", "fi", "EE", "Ve"):
+            self.nofill(no, name in ("nf", "EX", "Vb"))
+
+    def mdoc_request(self, no: int, name: str, args: list[str]) -> None:
+        self.mdoc = True
+        if name in ("Sh", "Ss"):
+            self.head(no, 2 if name == "Sh" else 3, self.mdoc_words(args))
+        elif name == "Nm" and args and not self.name:
+            self.name = self.troff(args[0])
+            self.text(no, self.mdoc_words([name] + args))
+        elif name == "Nd":
+            self.text(no, "— " + self.mdoc_words(args))
+        elif name in ("Bd", "Ed"):
+            self.nofill(no, name == "Bd" and bool({"-literal", "-unfilled"} & set(args)))
+            self.blank(no)
+        elif name == "It":
+            self.blank(no)
+            self.text(no, self.mdoc_words(args))
+        elif name in _MDOC_MACROS or name.startswith("%"):  # %A, %T: a reference's author, title
+            self.text(no, self.mdoc_words([name] + args if name in _MDOC_MACROS else args))
+        else:
+            self.man_request(no, name, [self.troff(a) for a in args])
+
+    def mdoc_words(self, args: list[str]) -> str:
+        """An mdoc line's words, its macros read: 'Fl v Ar file' is '-v file',
+        'Xr ls 1' 'ls(1)', 'Op ...' '[...]', Ns joins, punctuation attaches."""
+        parts: list[tuple[str, bool]] = []  # a word, and whether it joins the one before it
+        closers, macro, join = [], "", False
+        for i, arg in enumerate(args + [""]):  # the "" ends a macro that took no word
+            if (macro in ("Fl", "Nm") and i and args[i - 1] == macro
+                    and (not arg or arg in _MDOC_MACROS)):
+                parts.append(("-" if macro == "Fl" else self.name, join))  # a bare Fl is a dash
+                join = macro == arg == "Fl"  # 'Fl Fl all' is '--all'
+            if not arg:
+                break
+            if arg in _MDOC_MACROS:
+                macro, join = arg, join or arg in ("Ns", "Ap")
+                mark = _MDOC_ENCLOSE.get(arg) or _MDOC_WORDS.get(arg, "")
+                if mark:
+                    parts.append((mark[0],
+                                  join or arg == "Ap" or len(mark) == 1 and arg.endswith("c")))
+                    join = arg == "Ap" or len(mark) == 2 or arg.endswith("o")
+                    closers += mark[1:]
+                continue
+            word = self.troff(arg)
+            if macro == "Fl":
+                word = "-" + word
+            elif macro == "Xr" and i > 1 and args[i - 2] == "Xr":
+                word, join = f"({word})", True
+            parts.append((word, join or word in _MDOC_PUNCT))
+            join = False
+        end = len(parts)
+        while end and parts[end - 1][0] in _MDOC_PUNCT:  # '.Dq a b .' is '“a b”.'
+            end -= 1
+        parts[end:end] = [(c, True) for c in reversed(closers)]
+        return "".join(("" if joined or not k else " ") + word
+                       for k, (word, joined) in enumerate(parts))
+
+    def row(self, no: int, raw: str) -> None:
+        """A table's line (.TS) as its cells; format lines (to one ending in '.') are not text."""
+        if self.table == "format":
+            tab = _TBL_TAB.search(raw)
+            self.tab = tab.group(1) if tab else self.tab
+            self.table = "data" if raw.rstrip().endswith(".") else "format"
+            return
+        cells = [" ".join(self.troff(c).replace("T{", "").replace("T}", "").split())
+                 for c in raw.split(self.tab)]
+        self.text(no, " | ".join(c for c in cells if c and c not in ("_", "=")))
+
+    def troff(self, s: str) -> str:
+        """Text with its escapes read (\\fB, \\(em, \\*(lq, \\s-1, \\-); a comment (\\") ends it."""
+        if "\\" not in s:
+            return s
+        out, i = [], 0
+        while (j := s.find("\\", i)) >= 0:
+            out.append(s[i:j])
+            piece, i = self.escape(s, j + 1)
+            out.append(piece)
+        out.append(s[i:])
+        return "".join(out)
+
+    def escape(self, s: str, i: int) -> tuple[str, int]:
+        """The text of the escape whose character is s[i], and where the text goes on."""
+        c = s[i:i + 1]
+        if c in ("", '"', "#"):
+            return "", len(s)
+        if c in _TROFF_PLAIN:
+            return _TROFF_PLAIN[c], i + 1
+        if c in ("(", "["):
+            name, j = _troff_name(s, i)
+            return _troff_char(name), j
+        if c == "*":
+            name, j = _troff_name(s, i + 1)
+            value = self.strings.get(name, "")
+            if len(value) > self.budget:
+                return "", j
+            self.budget -= len(value)
+            return value, j
+        if c in _TROFF_NAMED:
+            return "", _troff_name(s, i + 1 + (c == "n" and s[i + 1:i + 2] in ("+", "-")))[1]
+        if c == "s":
+            return "", _troff_size_end(s, i + 1)
+        if c in _TROFF_DELIMITED:
+            d = s[i + 1:i + 2]
+            end = s.find(d, i + 2) if d else -1
+            end = len(s) - 1 if end < 0 else end
+            return (_troff_char(s[i + 2:end]) if c == "C" else ""), end + 1
+        return c, i + 1  # an unknown escape prints its character, as troff does
+
+    def emit(self, no: int, text: str, start: int = 0) -> None:
+        self.lines.append(Line(start or no, text, end=no if start and start < no else 0))
+
+    def blank(self, no: int) -> None:
+        if not self.fill or self.lines and self.lines[-1].text:
+            self.emit(no, "")
+
+    def text(self, no: int, text: str) -> None:
+        if not self.fill:
+            self.emit(no, text.rstrip())
+            return
+        text = " ".join(text.split())
+        if not text:
+            return
+        if self.heading:
+            self.head(no, self.heading, text)
+            return
+        start = self.prefix_line if self.prefix else 0
+        text, self.prefix = self.prefix + text, ""
+        # '# make install' is a prompt, not a heading
+        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text)
+                  else text, start)
+
+    def head(self, no: int, level: int, text: str) -> None:
+        text = " ".join(text.split())
+        self.heading = 0
+        if text:
+            self.nofill(no, False)
+            self.blank(no)
+            self.emit(no, "#" * level + " " + text)
+
+    def nofill(self, no: int, on: bool) -> None:
+        if on == self.fill:  # a change: open or close the fenced block
+            if on:
+                self.blank(no)
+            self.emit(no, "```")
+            self.fill = not on
+
+    def finish(self) -> list[Line]:
+        if self.lines:
+            self.nofill(self.lines[-1].no, False)
+        while self.lines and not self.lines[-1].text:
+            self.lines.pop()
+        if self.alias and not any(l.text.strip("`") for l in self.lines):
+            raise Unreadable(f"only points to another page ({self.alias}, by .so): "
+                             "that page holds the text")
+        return self.lines
+
+
+_MAN_ALIAS_MOST = 4096  # bytes: a page that only points to another is a line or two
+
+
+def man_alias(data: bytes) -> str | None:
+    """The page a man page only points to (its '.so man1/gzip.1'), else None.
+
+    >>> man_alias(b'.\\\\" comment\\n.so man1/gzip.1\\n'), man_alias(b'.so a.1\\n.SH NAME\\n')
+    ('man1/gzip.1', None)
+    """
+    if len(data) > _MAN_ALIAS_MOST:
+        return None
+    target = None
+    for line in data.decode("utf-8", "replace").split("\n"):
+        line = line.strip()
+        if not line or line == "." or line.startswith(('.\\"', "'\\\"", '.\\#')):  # comments
+            continue
+        m = _MAN_SO.fullmatch(line)
+        if not m or target:
+            return None
+        target = m.group(1)
+    return target
+
+
+_MAN_SO = LazyPattern(r"[.'][ \t]*so[ \t]+(\S+)")
+
+
+def man_lines(text: str) -> list[Line]:
+    """A man page's text, each line cited by its source line: the title (.TH, .Dt) and sections
+    (.SH, .SS) as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
+
+    >>> [l.text for l in man_lines('.TH LS 1\\n.SH _NAME\\nls \\\\- list\\n.B \\\\-a\\nall')]
+    ['# LS(1)', '', '## _NAME', 'ls - list', '-a', 'all']
+    """
+    page = _ManPage(len(text))
+    for no, raw in enumerate(text.split("\n"), 1):
+        page.line(no, raw)
+    return page.finish()
+
+
+# XML (SVG, RSS, plists, DocBook...) is read as its text: tags go, each newline in them stays (a
+# line is cited where it is). Found with str.find, so the work is linear whatever the markup; only
+# the standard entities are expanded (&amp;, &#233;): no entity bomb.
+
+_XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
+_XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
+_XML_SUBSET_END = LazyPattern(r"\]\s*>")  # the end of a DOCTYPE's internal subset
+XML_TAG_NAME = LazyPattern(r"</?([\w.:-]+)")
+
+
+def xml_markup_end(text: str, i: int) -> int:
+    """Where the markup at text[i] ('<') ends: a tag, comment, CDATA, PI or DOCTYPE (subset too)."""
+    opener = next((o for o in _XML_CLOSE if text.startswith(o, i)), "<")
+    if opener == "<" and text[i:i + 9].upper() == "<!DOCTYPE":
+        gt = text.find(">", i)
+        subset = text.find("[", i, gt)
+        if gt >= 0 and subset >= 0:
+            m = _XML_SUBSET_END.search(text, subset)
+            return m.end() if m else len(text)
+    close = _XML_CLOSE.get(opener, ">")
+    end = text.find(close, i + len(opener))
+    return len(text) if end < 0 else end + len(close)
+
+
+def xml_lines(text: str) -> list[Line]:
+    """An XML document's text, line for line: markup removed (its newlines kept), CDATA kept,
+    <script> and <style> left out, whitespace collapsed.
+
+    >>> [l.text for l in xml_lines('<?xml version="1.0"?>\\n'
+    ...                            '<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
+    ['', '', 'Tom &', 'Jerry']
+    """
+    import html
+    out, i, n = [], 0, len(text)
+    while i < n:
+        j = text.find("<", i)
+        if j < 0:
+            out.append(text[i:])
+            break
+        out.append(text[i:j])
+        end = xml_markup_end(text, j)
+        markup = text[j:end]
+        if markup.startswith("<![CDATA["):
+            out.append(html.escape(markup[9:-3], quote=False))  # read as written, not as entities
+        else:
+            name = XML_TAG_NAME.match(markup)
+            if name and local(name.group(1)).lower() in _XML_SKIPPED \
+                    and not markup.startswith("</") and not markup.endswith("/>"):
+                close = text.find("</", end)
+                while close >= 0 and not text.startswith("</" + name.group(1), close):
+                    close = text.find("</", close + 2)
+                end = n if close < 0 else xml_markup_end(text, close)
+                markup = text[j:end]
+            out.append("\n" * markup.count("\n"))
+        i = end
+    return [Line(l.no, " ".join(html.unescape(l.text).split())) for l in text_lines("".join(out))]
+
+
+# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are characters), groups that
+# are not text (font tables, pictures, \* destinations) left out.
+
+_RTF_TOKEN = LazyPattern(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
+                         r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
+_RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata
+colorschememapping datastore latentstyles listtable listoverridetable rsidtbl generator xmlnstbl
+mmathPr header headerl headerr headerf footer footerl footerr footerf fldinst filetbl revtbl
+pgdsctbl nonshppict
+""".split())
+_RTF_CHARS = {"tab": "\t", "cell": " | ", "emdash": "—", "endash": "–", "bullet": "•",
+              "lquote": "‘", "rquote": "’", "ldblquote": "“", "rdblquote": "”",
+              "emspace": " ", "enspace": " ", "~": " ", "_": "-", "-": "", "\\": "\\",
+              "{": "{", "}": "}"}
+# 2: a new paragraph
+_RTF_BREAKS = {"par": 2, "sect": 2, "page": 2, "\n": 2, "\r": 2, "line": 1, "row": 1}
+
+
+class _RtfText:
+    """The paragraphs of an RTF document as lines (see rtf_lines)."""
+
+    def __init__(self):
+        self.lines: list[Line] = []
+        self.buf: list[str] = []
+        self.first = self.last = 0   # the source lines of the paragraph being built
+        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte one takes two)
+        self.codec = "cp1252"
+        self.skip_chars = 0          # of a \u character's stand-in, which follows it
+        self.uc = 1
+
+    def add(self, text: str, no: int) -> None:
+        if self.skip_chars:
+            cut = min(self.skip_chars, len(text))
+            text, self.skip_chars = text[cut:], self.skip_chars - cut
+        if text:
+            self.bytes_done()
+            self.first, self.last = self.first or no, no
+            self.buf.append(text)
+
+    def bytes_done(self) -> None:
+        if self.raw:
+            text, self.raw = self.raw.decode(self.codec, "replace"), bytearray()
+            self.buf.append(text)
+
+    def brk(self, kind: int, no: int) -> None:
+        self.bytes_done()
+        text = " ".join("".join(self.buf).encode("utf-16", "surrogatepass")
+                        .decode("utf-16", "replace").split())
+        if text:
+            self.lines.append(Line(self.first, text, end=self.last))
+            if kind == 2:
+                self.lines.append(Line(self.last, ""))
+        self.buf, self.first = [], 0
+
+    def word(self, word: str, arg: str | None, no: int) -> None:
+        if word in _RTF_BREAKS:
+            self.brk(_RTF_BREAKS[word], no)
+        elif word in _RTF_CHARS:
+            self.add(_RTF_CHARS[word], no)
+        elif word == "u" and arg:
+            self.add(chr(int(arg) % 65536), no)
+            self.skip_chars = self.uc
+        elif word == "uc" and arg:
+            self.uc = int(arg)
+        elif word == "ansicpg" and arg:
+            with contextlib.suppress(LookupError):
+                self.codec = codecs.lookup(f"cp{int(arg)}").name
+
+
+def rtf_lines(text: str) -> list[Line]:
+    """An RTF document's text, a paragraph a line (cited by the lines it spans).
+
+    >>> [l.text for l in rtf_lines(r"{\\rtf1{\\fonttbl{\\f0 Arial;}}"
+    ...                            r"\\b caf\\'e9\\b0\\par\\u8364? 5}")]
+    ['café', '', '€ 5']
+    """
+    out, skipping, stack, no, pos = _RtfText(), False, [], 1, 0
+    while pos < len(text):
+        m = _RTF_TOKEN.match(text, pos)
+        if not m:  # a backslash at the very end
+            break
+        pos = m.end()
+        word, arg, hexa, symbol, brace, newline, plain = m.groups()
+        if newline:
+            no += 1
+        elif brace:
+            if brace == "{":
+                stack.append(skipping)
+            else:
+                skipping = stack.pop() if stack else False
+            out.skip_chars = 0
+        elif word == "bin" and arg:
+            pos += max(0, int(arg))  # raw bytes, which may hold braces
+        elif skipping or word in _RTF_SKIPPED or symbol == "*":
+            skipping = True
+        elif hexa:
+            if out.skip_chars:
+                out.skip_chars -= 1
+            else:
+                out.raw.append(int(hexa, 16))
+        elif word or symbol:
+            out.word(word or symbol, arg, no)
+        elif plain:
+            out.add(plain, no)
+        # a backslash, then a line end
+        no += symbol == "\n" or symbol == "\r" and text[pos:pos + 1] != "\n"
+    out.brk(1, no)
+    return out.lines
+
+
+# ---------------------------------------------------------------------------
+# Secrets: credential files, and every secret redacted
+# ---------------------------------------------------------------------------
+# Public: redacted_markup, redact_lines, credential_name, credential_content
 
 # Secrets. Credential files are not read (credential_name, credential_content); in the documents
 # read, every secret recognised becomes a marker before anything is chunked, stored, embedded or
-# sent (_redact_lines). Linear by construction: each pattern starts with a literal, after a
+# sent (redact_lines). Linear by construction: each pattern starts with a literal, after a
 # lookbehind that lets it start only where a run of token characters does, and each repeat is one
 # character class that cannot also match what follows it; assignments are matched in two steps.
 
@@ -1644,7 +3345,7 @@ def _redact_credentials(text: str) -> str:
                                             (_ARGUMENTS, 4, 2, (",",))):
             if any(s in text for s in signs):
                 text = _marked(pattern, text, value, quoted, name)
-        text = _redacted_markup(text) if "</" in text else text
+        text = redacted_markup(text) if "</" in text else text
     return text
 
 
@@ -1655,7 +3356,7 @@ def _assigns_secret(name: str, value: str) -> bool:
     return _redact_credentials(line) != line
 
 
-def _redacted_markup(text: str) -> str:
+def redacted_markup(text: str) -> str:
     """XML or HTML with the text of its secret elements as markers, found before the reader drops
     the tags that say so: an element named as a secret ('<password>') or by its name= or key=
     ('<entry key="password">'); the element after one whose text is a secret's name (a plist's
@@ -1664,7 +3365,7 @@ def _redacted_markup(text: str) -> str:
     out, done, i, name, whole = [], 0, 0, None, False  # whole: the element is the secret, all of it
     while (j := text.find("<", i)) >= 0:
         tag = text[j + 1:j + 2].isalpha() or text.startswith("</", j)  # not <!--, <?, CDATA
-        end = (text.find(">", j) + 1 or len(text)) if tag else _xml_markup_end(text, j)
+        end = (text.find(">", j) + 1 or len(text)) if tag else xml_markup_end(text, j)
         leaf = text.startswith("</", j)  # the text before it is an element's own
         if value := text[i:j].strip():
             if name and leaf and (whole or not any(c.isspace() for c in value)):
@@ -1678,8 +3379,8 @@ def _redacted_markup(text: str) -> str:
             done = end - 3
         elif leaf:
             name = None
-        elif tag and text[end - 2] != "/" and (m := _XML_TAG_NAME.match(text, j)) \
-                and m.group(1).lower() not in _NO_END_TAG:
+        elif tag and text[end - 2] != "/" and (m := XML_TAG_NAME.match(text, j)) \
+                and m.group(1).lower() not in NO_END_TAG:
             pair = _redact_pairs(text[j:end], None)[1] if "=" in text[j:end] else None
             named = [n for n in (local(m.group(1)), pair) if n and _secret_name(n)]
             name, whole = (named[0], True) if named else (name, whole)
@@ -1752,7 +3453,7 @@ def _text_between(m: re.Match, group: int, middle: str) -> str:
     return m.group()[:m.start(group) - m.start()] + middle + m.group()[m.end(group) - m.start():]
 
 
-def _redact_lines(lines: list[Line]) -> list[Line]:
+def redact_lines(lines: list[Line]) -> list[Line]:
     """The lines with every secret recognised as a marker ('[redacted: github-token]'). A private
     key's lines, and those of a value continued below its name, become empty but keep their
     numbers, so citations of the text after them stay right."""
@@ -1870,1585 +3571,38 @@ def _password_file(head: str) -> str | None:
     return "password file" if most(_NETRC_LINE) or most(_PGPASS_LINE) else None
 
 
-_MAX_TITLE = 200  # characters: a longer first line is a paragraph, not a plain-text title
-
-
-def _title_as_heading(lines: list[Line]) -> list[Line]:
-    """Mark a plain-text title (a short first line, then a blank line) as a heading.
-
-    >>> [l.text for l in _title_as_heading(_text_lines("Warranty\\n\\nTwo years."))]
-    ['# Warranty', '', 'Two years.']
-    """
-    if (len(lines) > 2 and 0 < len(lines[0].text.strip()) <= _MAX_TITLE
-            and not lines[1].text.strip() and not lines[0].text.startswith("#")
-            and any(l.text.strip() for l in lines[2:])):
-        return [Line(lines[0].no, "# " + lines[0].text.strip())] + lines[1:]
-    return lines
-
-
-# Other markups' headings, read as Markdown's (AsciiDoc's '== Title', Org's '** Title', LaTeX's
-# '\section{Title}'), and the delimiters of blocks where such a line is no heading.
-_MARKUP_HEADINGS = {
-    "asciidoc": (LazyPattern(r"^(={1,6})[ \t]+(\S.*?)[ \t]*$"),
-                 LazyPattern(r"^(?:-{4,}|\.{4,}|\+{4,}|/{4,}|_{4,})[ \t]*$")),
-    "org": (LazyPattern(r"^(\*{1,6})[ \t]+(\S.*?)[ \t]*$"),
-            LazyPattern(r"^[ \t]*#\+(?:begin|end)_\w+", re.I)),
-    "latex": (LazyPattern(r"^[ \t]*\\(part|chapter|section|subsection|subsubsection|paragraph)"
-                          r"\*?(?:\[[^\]]*\])?\{(.+)\}[ \t]*(?:%.*)?$"), None)}
-_LATEX_LEVELS = {"part": 1, "chapter": 1, "section": 2, "subsection": 3, "subsubsection": 4,
-                 "paragraph": 5}
-
-
-def _markup_heading_lines(text: str, markup: str) -> list[Line]:
-    """A document's lines with its markup's headings as Markdown ones.
-
-    >>> [l.text for l in _markup_heading_lines("= Guide\\n\\n== Setup\\nRun it.", "asciidoc")]
-    ['# Guide', '', '## Setup', 'Run it.']
-    >>> [l.text for l in _markup_heading_lines("\\\\section{Kelp}\\nKelp forests.", "latex")]
-    ['## Kelp', 'Kelp forests.']
-    """
-    heading, block = _MARKUP_HEADINGS[markup]
-    out, inside = [], False
-    for line in _text_lines(text):
-        if block and block.match(line.text):  # AsciiDoc's delimiters open and close; Org's say
-            inside = not inside if markup == "asciidoc" else "begin" in line.text.lower()
-        m = None if inside else heading.match(line.text)
-        if m:
-            level = _LATEX_LEVELS[m.group(1)] if markup == "latex" else len(m.group(1))
-            line = Line(line.no, "#" * level + " " + m.group(2))
-        out.append(line)
-    return out
-
-
-# What an extracted document's lines may hold is counted in characters, a line (a blank one
-# too) as this many at least: a line's record (~100 bytes) weighs more than a short line's text,
-# so a file of a million one-letter paragraphs is bounded too; a real paragraph, hundreds of
-# characters long, counts as it is, and its blank line as 32 more.
-_SHORTEST_LINE = 32
-# A heading counts as this many more: it starts a chunk, and a chunk's own work (its row, vector,
-# keyword entry, sketch) costs what about 200 characters of its text do (bench/README, "Safe to
-# share, round 4"), so a file of a hundred thousand one-word sections is bounded by its cost.
-_SECTION_COST = 256
-
-
-class _Outline:
-    """Builds an extracted document's lines: '#' headings, blank lines between paragraphs, locs;
-    limit: the characters they may hold at most (TooLarge past it; None: no bound)."""
-
-    def __init__(self, limit: int | None = None):
-        self.lines: list[Line] = []
-        self.limit = self.left = limit
-
-    def fits(self, n: int) -> None:
-        """TooLarge unless n more characters fit: checked before a long text is built."""
-        if self.left is not None and n > self.left:
-            raise TooLarge(self.limit)
-
-    def heading(self, level: int, text: str, loc: str = "") -> None:
-        text = " ".join(text.split())
-        if text:
-            self.para("#" * min(max(level, 1), 6) + " " + text, loc, _SECTION_COST)
-
-    def para(self, text: str, loc: str = "", cost: int = _SHORTEST_LINE) -> None:
-        """A paragraph (its lines), and the blank line before it; cost: what it counts as more."""
-        rows = [r.rstrip() for r in text.strip("\n").split("\n")]
-        if not any(rows):
-            return
-        self.fits(n := sum(max(len(r), _SHORTEST_LINE) for r in rows) + cost)
-        self.left = None if self.left is None else self.left - n
-        if self.lines:
-            self.lines.append(Line(len(self.lines) + 1, "", loc))
-        for row in rows:
-            self.lines.append(Line(len(self.lines) + 1, row, loc))
-
-    def paras(self, text: str, loc: str = "") -> None:
-        """A text's paragraphs (apart at blank lines), as pdftotext and OCR give them."""
-        for para in re.split(r"\n\s*\n", text):
-            self.para(para, loc)
-
-    def slide(self, n: int, title: str) -> str:
-        """A slide's heading (pptx and odp alike); returns its location."""
-        loc = f"slide {n}"
-        self.heading(1, f"Slide {n}: {title}" if title.strip() else f"Slide {n}", loc)
-        return loc
-
-    def notes(self, texts: list[str], loc: str) -> None:
-        """Speaker notes, after the slide's own text."""
-        texts = [t for t in texts if t.strip()]
-        if texts:
-            self.para("Notes: " + "\n".join(texts), loc)
-
-
-def _table_rows(outline: _Outline, rows: Iterable[tuple[int, dict[int, str]]], where: str,
-                title: str = "") -> None:
-    """Rows (number, {column: cell text, spaces collapsed}) as paragraphs of 'header: value'
-    pairs (the first row with text is the header), so a chunk of a spreadsheet's or CSV file's
-    rows reads on its own; title: a heading before them (a sheet's name), none when no row has
-    text. A row's length is checked before its text is made: a cell thousands of cells share
-    (a spreadsheet's shared string) meets the outline's bound, not memory. (A table inside a
-    document is read with the text around it, as rows of 'cell | cell'.)
-
-    >>> o = _Outline(); _table_rows(o, [(1, {0: "name", 1: "qty"}), (2, {0: "pen", 1: "3"})], "r")
-    >>> [(l.text, l.loc) for l in o.lines]
-    [('name: pen; qty: 3', 'r2')]
-    """
-    def text(pairs):  # 'name: value; ...' once its length is known to fit
-        outline.fits(sum(len(h) + len(v) + 4 for h, v in pairs))
-        return "; ".join(f"{h}: {v}" if v else h for h, v in pairs)
-
-    header, first, body = None, 0, False
-    for no, cells in rows:
-        if not any(cells.values()):
-            continue
-        if header is None:
-            header, first = cells, no
-            if title:
-                outline.heading(1, title, f"{where}{no}")
-            continue
-        outline.para(text([(header.get(c) or f"column {c + 1}", v)
-                           for c, v in sorted(cells.items()) if v]), f"{where}{no}")
-        body = True
-    if header is not None and not body:  # a header row and nothing else
-        outline.para(text([(h or f"column {c + 1}", "") for c, h in sorted(header.items())]),
-                     f"{where}{first}")
-
-
-def _delimited_lines(text: str, delimiter: str, limit: int | None = None) -> list[Line]:
-    """A CSV or TSV file as header-aware row paragraphs, cited by row number; limit: the
-    characters they may hold (the header is repeated on every row)."""
-    import csv
-    try:
-        rows = [(no, {i: " ".join(c.split()) for i, c in enumerate(row)})
-                for no, row in enumerate(csv.reader(text.splitlines(keepends=True),
-                                                    delimiter=delimiter), 1)]
-    except csv.Error as e:
-        raise Unreadable(f"not valid {'CSV' if delimiter == ',' else 'TSV'}: {e}") from None
-    out = _Outline(limit)
-    _table_rows(out, rows, "row ")
-    return out.lines
-
-
-def _pretty_json(text: str, where: str = "", limit: int | None = None) -> str:
-    """JSON text re-indented, or Unreadable naming where it failed; TooLarge past limit
-    characters (indentation grows with depth: checked as it is written)."""
-    try:
-        out, size = [], 0
-        for piece in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(json.loads(text)):
-            out.append(piece)
-            if limit is not None and (size := size + len(piece)) > limit:
-                raise TooLarge(limit)
-        return "".join(out)
-    except ValueError as e:
-        raise Unreadable(f"{where}not valid JSON: {e}") from None
-    except RecursionError:
-        raise Unreadable(f"{where}JSON nested too deeply") from None
-
-
-def _json_lines(text: str, limit: int | None = None) -> list[Line]:
-    """JSON as written when it spans lines; a one-line file pretty-printed (all on line 1)."""
-    if "\n" in text.strip():
-        return _text_lines(text)
-    return [Line(1, row) for row in _pretty_json(text, "", limit).splitlines()]
-
-
-def _jsonl_lines(text: str, limit: int | None = None) -> list[Line]:
-    """JSON Lines: each record pretty-printed, cited by its line in the file; limit: the
-    characters all of them may take."""
-    out: list[Line] = []
-    for no, raw in enumerate(text.splitlines(), 1):
-        if raw.strip():
-            pretty = _pretty_json(raw, f"line {no}: ", limit)
-            limit = None if limit is None else limit - len(pretty)
-            out += [Line(no, "")] if out else []
-            out += [Line(no, row) for row in pretty.splitlines()]
-    return out
-
-
-def _notebook_lines(text: str) -> list[Line]:
-    """A Jupyter notebook's markdown and code cells (not outputs), cited by cell."""
-    try:
-        nb = json.loads(text)
-        cells = nb["cells"] if isinstance(nb, dict) else None
-    except (ValueError, KeyError, RecursionError):
-        cells = None
-    if not isinstance(cells, list):
-        raise Unreadable("not a Jupyter notebook (no cells)")
-    meta = nb.get("metadata") or {}
-    lang = ((meta.get("language_info") or {}).get("name")
-            or (meta.get("kernelspec") or {}).get("language") or "")
-    out = _Outline()
-    for n, cell in enumerate(cells, 1):
-        if not isinstance(cell, dict):
-            continue
-        src = cell.get("source", "")
-        src = "".join(src) if isinstance(src, list) else str(src)
-        if cell.get("cell_type") == "code" and src.strip():
-            src = f"```{lang}\n{src.rstrip()}\n```"
-        out.paras(src, f"cell {n}")
-    return out.lines
-
-
-# Office files, OpenDocument and EPUB are ZIP archives of XML (or XHTML).
-
-def local(tag) -> str:
-    """An XML tag or attribute name without its {namespace}."""
-    return tag.rpartition("}")[2] if isinstance(tag, str) else ""
-
-
-def attr(el, name: str, default=None):
-    """An attribute by local name, whatever its namespace."""
-    return next((value for key, value in el.attrib.items() if local(key) == name), default)
-
-
-def _open_zip(data: bytes, kind: str):
-    import io
-    import zipfile
-    if data[:4] == b"\xd0\xcf\x11\xe0":
-        raise Unreadable(f"encrypted (password-protected) or an old binary {kind} file; "
-                         "save it unprotected in the current format to index it")
-    try:
-        return zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
-        raise Unreadable(f"not a valid {kind} file ({e})") from None
-
-
-def _zip_path(folder: str, href: str) -> str:
-    """A ZIP member name from a reference relative to folder ('/x' is from the top)."""
-    import posixpath
-    return posixpath.normpath(posixpath.join(folder, href)).lstrip("/")
-
-
-# A parsed XML element takes ~100 bytes: a file's members may hold one per this many bytes of
-# the limit, on average. Real markup takes 11 or more an element (a spreadsheet's cell,
-# <c r="A1"><v>7</v></c>), a bomb of empty ones 4 (20 MB: 5 million elements, 540 MB parsed).
-_MARKUP_BYTES = 8
-
-
-class _Parts:
-    """A ZIP-based file as its reader sees it, with what it may expand to bounded by limit (its
-    max_bytes): each member is read (decompressed, parsed) once; a part the file refers to again
-    adds nothing (once: a spine or slide list naming one part a thousand times is read as naming
-    it once); the members read, together, and the text written to out each stop at limit."""
-
-    def __init__(self, zf, limit: int):
-        self.zf, self.limit, self.left = zf, limit, limit
-        self.elements = limit // _MARKUP_BYTES  # the XML elements its members may hold
-        self.read: set[str] = set()
-        self.out = _Outline(limit)
-
-    def once(self, names: Iterable[str]) -> Iterator[str]:
-        """The names of members not read yet, in order (each is to be read before the next is
-        asked for: a name given again, or a part the file has read already, is left out)."""
-        return (name for name in names if name not in self.read)
-
-    def bytes(self, name: str, required: bool = True) -> bytes | None:
-        """A member's bytes (None when absent and not required); Unreadable if read before."""
-        if name in self.read:
-            raise Unreadable(f"damaged: {name} is referred to twice")
-        self.read.add(name)
-        try:
-            info = self.zf.getinfo(name)
-        except KeyError:
-            if not required:
-                return None
-            raise Unreadable(f"damaged: {name} is missing") from None
-        if info.file_size > self.left:  # what it says it holds, then what it does
-            raise TooLarge(self.limit)
-        with self.zf.open(info) as f:
-            data = f.read(self.left + 1)
-        self.left -= len(data)
-        if self.left < 0:
-            raise TooLarge(self.limit)
-        return data
-
-    def xml(self, name: str, required: bool = True):
-        """A member parsed as XML (None when absent and not required)."""
-        import xml.etree.ElementTree as ET
-        data = self.bytes(name, required)
-        if data is None:
-            return None
-        self.elements -= data.count(b"</") + data.count(b"/>")  # (counted before it is parsed)
-        if self.elements < 0:
-            raise TooLarge(self.limit)
-        try:
-            return ET.fromstring(data)
-        except ET.ParseError as e:
-            raise Unreadable(f"damaged: {name} is not well-formed XML ({e})") from None
-
-
-def _rel_id(el) -> str | None:
-    """The r:id attribute (a relationship id), not a plain id beside it."""
-    return next((v for k, v in el.attrib.items() if k.endswith("}id")), None)
-
-
-def _zip_rels(parts: _Parts, part: str) -> dict[str, tuple[str, str]]:
-    """Relationship id -> (type, target member) for an OOXML part."""
-    folder, name = part.rpartition("/")[::2]
-    root = parts.xml(f"{folder}/_rels/{name}.rels", required=False)
-    out = {}
-    for rel in [] if root is None else root:
-        target = rel.get("Target", "")
-        if rel.get("TargetMode") != "External":
-            target = _zip_path(folder, target)
-        out[rel.get("Id")] = (rel.get("Type", "").rpartition("/")[2], target)
-    return out
-
-
-def _container_reader(kind: str):
-    """Wrap a reader of ZIP-based files: it reads the members through _Parts and writes its
-    text to parts.out (both bounded by max_bytes); any damage becomes Unreadable."""
-    def wrap(read):
-        def reader(path: str, data: bytes, max_bytes: int = MAX_FILE_MB << 20) -> list[Line]:
-            import zipfile
-            zf = _open_zip(data, kind)
-            try:
-                with zf:
-                    read(parts := _Parts(zf, max_bytes))
-                    return parts.out.lines
-            except Unreadable:
-                raise
-            except RuntimeError as e:  # zipfile: "File ... is encrypted, password required"
-                raise Unreadable(f"encrypted or unreadable {kind} file ({e})") from None
-            except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError,
-                    IndexError, NotImplementedError, RecursionError) as e:
-                raise Unreadable(f"damaged {kind} file ({type(e).__name__}: {e})") from None
-        return reader
-    return wrap
-
-
-_OOXML_NOT_TEXT = ("pPr", "rPr", "del", "instrText")  # tab stops, fields, deletions
-_NESTED_ROWS = ("tbl", "tr", "table", "table-row")  # a table in a cell: read as rows of its own
-
-
-def _tops(el, tags: set[str]) -> Iterator:
-    """el's descendants with a local tag in tags inside no other such one, in document order:
-    each element is visited once (one walk per match would be quadratic in its nesting)."""
-    stack = list(el)[::-1]
-    while stack:
-        node = stack.pop()
-        if local(node.tag) in tags:
-            yield node
-        else:
-            stack += list(node)[::-1]
-
-
-def _ooxml_text(el, skip: tuple = _OOXML_NOT_TEXT) -> str:
-    """A Word or DrawingML element's text, tabs and breaks, without the elements skip names."""
-    parts: list[str] = []
-
-    def visit(node, in_run):
-        for child in node:
-            tag = local(child.tag)
-            if tag == "t":
-                parts.append(child.text or "")
-            elif tag == "tab" and in_run:
-                parts.append("\t")
-            elif tag in ("br", "cr"):
-                parts.append("\n")
-            elif tag not in skip:
-                visit(child, tag == "r")
-
-    visit(el, False)
-    return "".join(parts)
-
-
-# styles followed up a basedOn (parent) chain: real ones are 2-4 deep; a cycle ends
-_STYLE_CHAIN = 32
-
-
-def _inherited_level(style: str | None, own: dict, parents: dict) -> int:
-    """A style's heading level: its own (own[style]; 0: body text), else its parent's, and so on.
-
-    >>> _inherited_level("HeadA", {"Heading1": 1, "HeadA": None}, {"HeadA": "Heading1"})
-    1
-    """
-    for _ in range(_STYLE_CHAIN):
-        if style is None:
-            return 0
-        if own.get(style) is not None:
-            return own[style]
-        style = parents.get(style)
-    return 0
-
-
-def _inherited_levels(own: dict, parents: dict) -> dict[str, int]:
-    """The heading level of every style that has one, through its chain (_inherited_level)."""
-    return {style: level for style in own if (level := _inherited_level(style, own, parents))}
-
-
-def _outline_level(name: str, outline: str | None) -> int | None:
-    """A style's own heading level by its name ('heading 2', 'Title') or outline level
-    (0-based; 9 is body text); None when it says neither."""
-    m = re.fullmatch(r"heading ?(\d)", name.lower())
-    if m or name.lower() == "title":
-        return min(int(m.group(1)) if m else 1, 6)
-    if outline is not None and outline.strip().isdecimal():
-        return min(int(outline) + 1, 6) if int(outline) < 9 else 0
-    return None
-
-
-def _docx_heading_levels(parts: _Parts) -> dict[str, int]:
-    """Paragraph style id -> heading level, by name or outline level, inherited through
-    w:basedOn as Word reads them."""
-    root = parts.xml("word/styles.xml", required=False)
-    own, parents = {}, {}
-    for style in [] if root is None else root:
-        if local(style.tag) != "style":
-            continue
-        name, outline, sid = "", None, attr(style, "styleId")
-        for child in style.iter():
-            tag = local(child.tag)
-            if tag == "name":
-                name = attr(child, "val") or ""
-            elif tag == "outlineLvl":
-                outline = attr(child, "val")
-            elif tag == "basedOn":
-                parents[sid] = attr(child, "val")
-        own[sid] = _outline_level(name, outline)
-    return _inherited_levels(own, parents)
-
-
-@_container_reader("Word (.docx)")
-def _docx_lines(parts: _Parts) -> None:
-    """Paragraphs (headings by style), and tables as rows of cells."""
-    levels = _docx_heading_levels(parts)
-    body = next(iter(parts.xml("word/document.xml")), None)
-    out = parts.out
-
-    def visit(parent):
-        for el in parent:
-            tag = local(el.tag)
-            if tag == "p":
-                style = next((attr(s, "val") for s in el.iter() if local(s.tag) == "pStyle"), None)
-                outline = next((attr(s, "val") for s in el.iter() if local(s.tag) == "outlineLvl"),
-                               None)
-                level = _outline_level("", outline)  # the paragraph's own outline level comes first
-                level = levels.get(style, 0) if level is None else level
-                text = _ooxml_text(el)
-                if level and text.strip():
-                    out.heading(level, text)
-                else:
-                    out.para(text)
-            elif tag == "tbl":
-                for row in el.iter():
-                    if local(row.tag) == "tr":
-                        cells = [_ooxml_text(c, _OOXML_NOT_TEXT + _NESTED_ROWS).strip()
-                                 for c in row if local(c.tag) == "tc"]
-                        out.para(" | ".join(cells))
-            elif tag in ("sdt", "sdtContent", "customXml", "ins", "smartTag"):
-                visit(el)  # content controls and tracked insertions hold paragraphs too
-
-    visit(body if body is not None else [])
-
-
-def _drawing_paragraphs(el) -> list[str]:
-    """Texts of DrawingML paragraphs in order, then of its table rows ('cell | cell')."""
-    tops = list(_tops(el, {"p", "tr"}))
-    out = [_ooxml_text(p) for p in tops if local(p.tag) == "p"]
-    out += [" | ".join(_ooxml_text(c).strip() for c in tr if local(c.tag) == "tc")
-            for tr in tops if local(tr.tag) == "tr"]
-    return [t for t in out if t.strip(" |\n\t")]
-
-
-@_container_reader("PowerPoint (.pptx)")
-def _pptx_lines(parts: _Parts) -> None:
-    """Each slide in presentation order: its title as a heading, its text, its notes."""
-    pres = "ppt/presentation.xml"
-    rels = _zip_rels(parts, pres)
-    ids = [_rel_id(el) for el in parts.xml(pres).iter() if local(el.tag) == "sldId"]
-    out = parts.out
-    for n, slide in enumerate(parts.once(rels.get(rid, ("", ""))[1] for rid in ids), 1):
-        root = parts.xml(slide)
-        title, body = "", []
-        for shape in _tops(root, {"sp", "graphicFrame"}):
-            ph = next((x for x in shape.iter() if local(x.tag) == "ph"), None)
-            texts = _drawing_paragraphs(shape)
-            if ph is not None and ph.get("type") in ("title", "ctrTitle") and not title:
-                title = " ".join(texts)
-            else:
-                body += texts
-        loc = out.slide(n, title)
-        for text in body:
-            out.para(text, loc)
-        notes = [t for k, t in _zip_rels(parts, slide).values() if k == "notesSlide"]
-        for target in parts.once(notes):
-            out.notes([t for shape in _tops(parts.xml(target), {"sp"})
-                       if all(x.get("type") in (None, "body") for x in shape.iter()
-                               if local(x.tag) == "ph")
-                       for t in _drawing_paragraphs(shape)], loc)
-
-
-_COLUMN_LETTERS = 4  # letters of a cell reference read: Excel's last column is XFD
-
-
-def _cell_column(ref: str) -> int:
-    """Zero-based column of a cell reference: 'A1' -> 0, 'AB7' -> 27 (its first letters only:
-    Excel's last column is XFD, and a million letters would make a number a million digits long)."""
-    n = 0
-    for ch in ref[:_COLUMN_LETTERS]:
-        if not ch.isalpha():
-            break
-        n = n * 26 + ord(ch.upper()) - 64
-    return n - 1
-
-
-
-@_container_reader("Excel (.xlsx)")
-def _xlsx_lines(parts: _Parts) -> None:
-    """Each sheet as a heading and its rows as header-aware paragraphs (an empty sheet adds
-    nothing, not even its name)."""
-    shared = parts.xml("xl/sharedStrings.xml", required=False)
-    strings = [" ".join("".join(t.text or "" for t in si.iter() if local(t.tag) == "t").split())
-               for si in ([] if shared is None else shared)]  # each made once, however shared
-    shared = None
-    rels = _zip_rels(parts, "xl/workbook.xml")
-    sheets: dict[str, str] = {}  # part -> the name of the first sheet it is
-    for sheet in parts.xml("xl/workbook.xml").iter():
-        if local(sheet.tag) == "sheet":
-            sheets.setdefault(rels.get(_rel_id(sheet), ("", ""))[1], sheet.get("name") or "sheet")
-    for target in parts.once(sheets):
-        name = sheets[target]
-        _table_rows(parts.out, _xlsx_rows(parts.xml(target), strings), f"{name} row ", name)
-
-
-def _xlsx_rows(root, strings: list[str]) -> Iterator[tuple[int, dict[int, str]]]:
-    """A sheet's rows as (number, {column: text}): only the cells it holds, wherever they are."""
-    n = 0
-    for row in _tops(root, {"row"}):
-        r = row.get("r") or ""
-        n = int(r) if r.isdecimal() and len(r) < 10 else n + 1  # Excel's last row: 1048576
-        yield n, {_cell_column(c.get("r", "")) if c.get("r") else i: _xlsx_value(c, strings)
-                  for i, c in enumerate(x for x in row if local(x.tag) == "c")}
-
-
-def _xlsx_value(c, strings: list[str]) -> str:
-    """A cell's text, spaces collapsed (a shared string's already are: it is not copied)."""
-    kind = c.get("t")
-    if kind == "inlineStr":
-        return " ".join("".join(t.text or "" for t in c.iter() if local(t.tag) == "t").split())
-    v = next((x.text for x in c if local(x.tag) == "v"), None) or ""
-    if kind == "s":
-        return strings[int(v)] if v.isdigit() and int(v) < len(strings) else ""
-    if kind == "b":
-        return "TRUE" if v == "1" else "FALSE"
-    return " ".join(v.split())
-
-
-_ODF_NOT_TEXT = ("note", "annotation")
-
-
-def _odf_text(el, skip: tuple = _ODF_NOT_TEXT) -> str:
-    """Text of an OpenDocument element: spans, spaces (text:s), tabs, line breaks; not notes,
-    annotations or what else skip names."""
-    parts: list[str] = []
-
-    def visit(node):
-        parts.append(node.text or "")
-        for child in node:
-            tag = local(child.tag)
-            if tag == "s":  # a run of spaces: one as wide as a line at most (a billion is a bomb)
-                parts.append(" " * min(int(attr(child, "c", "1") or 1), _ODF_SPACES))
-            elif tag == "tab":
-                parts.append("\t")
-            elif tag == "line-break":
-                parts.append("\n")
-            elif tag not in skip:
-                visit(child)
-            parts.append(child.tail or "")
-
-    visit(el)
-    return "".join(parts)
-
-
-def _odf_heading_levels(*roots) -> dict[str, int]:
-    """Paragraph style name -> heading level, by outline level or name, inherited through
-    style:parent-style-name; roots: styles.xml and content.xml."""
-    own, parents = {}, {}
-    for root in roots:
-        for style in [] if root is None else root.iter():
-            if local(style.tag) != "style" or attr(style, "family", "paragraph") != "paragraph":
-                continue
-            name = attr(style, "name")
-            label = (attr(style, "display-name") or name or "").replace("_20_", " ")
-            depth = (attr(style, "default-outline-level") or "").strip()  # 1-based
-            own[name] = _outline_level(label, str(int(depth) - 1)
-                                       if depth.isdecimal() and int(depth) else None)
-            parents[name] = attr(style, "parent-style-name")
-    return _inherited_levels(own, parents)
-
-
-def _odf_blocks(parent, out: _Outline, loc: str = "", levels: dict | None = None) -> None:
-    """Headings (text:h, or text:p of a heading's style), paragraphs, lists, sections, tables."""
-    levels = levels or {}
-    for el in parent:
-        tag = local(el.tag)
-        if attr(el, "class") in _ODF_FURNITURE:
-            continue
-        level = levels.get(attr(el, "style-name"), 0)
-        text = _odf_text(el) if tag in ("h", "p") else ""
-        if tag == "h":
-            out.heading(int(attr(el, "outline-level", "") or level or 1), text, loc)
-        elif tag == "p" and level and text.strip():
-            out.heading(level, text, loc)
-        elif tag == "p":
-            out.para(text, loc)
-        elif tag == "table":
-            for row in el.iter():
-                if local(row.tag) == "table-row":
-                    cells = [" ".join(_odf_text(p, _ODF_NOT_TEXT + _NESTED_ROWS)
-                                      for p in c if local(p.tag) == "p").strip()
-                             for c in row if local(c.tag) == "table-cell"]
-                    out.para(" | ".join(cells), loc)
-        elif tag in ("list", "list-item", "section", "frame", "text-box", "list-header",
-                     "index-body", "table-of-content", "notes"):
-            _odf_blocks(el, out, loc, levels)
-
-
-_ODF_FURNITURE = {"page-number", "date-time", "footer", "header", "page"}  # not content
-_ODF_SPACES = 80  # text:s c="N": N spaces, kept up to a line's width; more is layout
-
-
-@_container_reader("OpenDocument")
-def _odf_lines(parts: _Parts) -> None:
-    """OpenDocument text (.odt) or presentation (.odp, one heading a page)."""
-    content = parts.xml("content.xml")
-    body = next((el for el in content.iter() if local(el.tag) == "body"), None)
-    levels = _odf_heading_levels(parts.xml("styles.xml", required=False), content)
-    out = parts.out
-    for doc in [] if body is None else body:
-        if local(doc.tag) != "presentation":
-            _odf_blocks(doc, out, "", levels)
-            continue
-        for n, page in enumerate((p for p in doc if local(p.tag) == "page"), 1):
-            title = next((" ".join(_odf_text(p) for p in _tops(f, {"p"}))
-                          for f in page if attr(f, "class") == "title"), "")
-            loc = out.slide(n, title)
-            for frame in page:
-                if attr(frame, "class") == "title":
-                    continue
-                if local(frame.tag) == "notes":
-                    notes = _Outline()
-                    _odf_blocks(frame, notes)
-                    out.notes([l.text for l in notes.lines], loc)
-                else:
-                    _odf_blocks([frame], out, loc)
-
-
-@_container_reader("EPUB")
-def _epub_lines(parts: _Parts) -> None:
-    """Chapters in spine order through the HTML reader, cited as 'ch. N'."""
-    from urllib.parse import unquote
-    container = parts.xml("META-INF/container.xml")
-    opf = next((attr(r, "full-path") for r in container.iter() if local(r.tag) == "rootfile"), None)
-    if not opf:
-        raise Unreadable("damaged: no rootfile in META-INF/container.xml")
-    root = parts.xml(opf)
-    folder = opf.rpartition("/")[0]
-    items = {el.get("id"): el.get("href", "") for el in root.iter() if local(el.tag) == "item"}
-    hrefs = (items.get(el.get("idref")) for el in root.iter() if local(el.tag) == "itemref")
-    chapter = 0
-    for name in parts.once(_zip_path(folder, unquote(h.split("#")[0])) for h in hrefs if h):
-        page = parts.bytes(name)
-        text = "\n".join(l.text for l in _html_lines(page.decode("utf-8", "replace"), parts.out))
-        if text.strip():
-            chapter += 1
-            parts.out.para(text, f"ch. {chapter}")
-
-
-def _shutil_which(name: str) -> str | None:
-    import shutil
-    return shutil.which(name)
-
-
-_POPPLER = "('apt install poppler-utils', 'brew install poppler')"
-_TESSERACT = "('apt install tesseract-ocr', 'brew install tesseract')"
-# a page whose text layer has fewer letters and digits is a scan (a page number, a stamp)
-_SCANNED_BELOW = 20
-OCR_LANG_NAME = LazyPattern(r"[A-Za-z_]+(?:\+[A-Za-z_]+)*")  # 'eng', 'deu+fra', 'chi_sim'
-
-
-def _run_tool(exe: str, args: list[str], data: bytes, timeout: float,
-              env: dict | None = None) -> bytes:
-    """What a program prints for data on stdin; Unreadable if it fails or runs past timeout s."""
-    import subprocess
-    name = os.path.basename(exe)
-    try:
-        r = subprocess.run([exe, *args], input=data, capture_output=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise Unreadable(f"{name} took longer than {timeout:g} s") from None
-    except OSError as e:
-        raise Unreadable(f"cannot run {name}: {e.strerror}") from None
-    if r.returncode:
-        said = [l.strip() for l in r.stderr.decode("utf-8", "replace").splitlines() if l.strip()]
-        e = Unreadable(f"{name} failed ({said[-1][:160] if said else r.returncode})")
-        e.said = said  # all it said, for a caller that knows what to look for
-        raise e
-    return r.stdout
-
-
-def ocr_text(image: bytes, lang: str = OCR_LANG, timeout: float = OCR_TIMEOUT,
-             dpi: int | None = None) -> str:
-    """The text tesseract reads in an image (PNG, JPEG, TIFF, GIF, WebP, PNM);
-    MissingTool without tesseract or its data for lang."""
-    exe = _shutil_which("tesseract")
-    if not exe:
-        raise MissingTool(f"reading scanned pages and images needs tesseract {_TESSERACT}")
-    if not OCR_LANG_NAME.fullmatch(lang):
-        raise MissingTool(f"OCR language {lang!r} is not a tesseract language name ('eng')")
-    _ocr_budget(_image_size(image))  # before tesseract decodes it
-    # one thread unless told: OpenMP threads make tesseract slower (bench/README.md, "OCR")
-    env = {"OMP_THREAD_LIMIT": "1", **os.environ}
-    try:
-        out = _run_tool(exe, ["-", "-", "-l", lang, *(["--dpi", str(dpi)] if dpi else [])],
-                        image, timeout, env)
-    except Unreadable as e:
-        if any("Failed loading language" in line for line in getattr(e, "said", ())):
-            raise MissingTool(f"OCR in {lang!r} needs tesseract's data for it "
-                              f"('apt install tesseract-ocr-{lang.split('+')[0]}')") from None
-        raise
-    return out.decode("utf-8", "replace").replace("\f", "")
-
-
-def _ocr_budget(size: tuple[int, int] | None, what: str = "picture") -> None:
-    """Unreadable unless a picture's size (width, height; None: unknown) is within
-    OCR_MAX_PIXELS: checked before anything decodes or renders it."""
-    if size is None:
-        raise Unreadable(f"not read: the {what}'s size is not in a header OCR knows")
-    if size[0] * size[1] > OCR_MAX_PIXELS:
-        raise Unreadable(f"not read: the {what} is {size[0]:,} x {size[1]:,} pixels, over OCR's "
-                         f"budget of {OCR_MAX_PIXELS:,}")
-
-
-def _image_size(data: bytes) -> tuple[int, int] | None:
-    """A picture's width and height from its header (a TIFF's largest page); None: not known."""
-    import struct
-    try:
-        for magic, reader in _IMAGE_HEADERS:
-            if data.startswith(magic):
-                return reader(data, struct)
-    except (struct.error, IndexError):  # cut short
-        return None
-    return None
-
-
-def _jpeg_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The first frame header's size, found segment by segment."""
-    i = 2
-    while i + 4 <= len(data) and data[i] == 0xFF:
-        marker = data[i + 1]
-        if marker == 0xFF or marker == 0x01 or 0xD0 <= marker <= 0xD8:  # fill, no length
-            i += 1 if marker == 0xFF else 2
-            continue
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):  # a start of frame
-            h, w = struct.unpack_from(">HH", data, i + 5)
-            return w, h
-        i += 2 + struct.unpack_from(">H", data, i + 2)[0]
-    return None
-
-
-def _gif_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest of the screen and each frame (giflib sizes a frame by its own header)."""
-    sizes, flags = [struct.unpack_from("<HH", data, 6)], data[10]
-    at = 13 + (3 << (flags & 7) + 1 if flags & 0x80 else 0)  # past the global colour table
-    while at < len(data) and data[at] != 0x3B:  # the trailer
-        if data[at] == 0x2C:  # a frame: its size, its colour table, its data's first byte
-            sizes.append(struct.unpack_from("<HH", data, at + 5))
-            local = data[at + 9]
-            at += 11 + (3 << (local & 7) + 1 if local & 0x80 else 0)
-        elif data[at] == 0x21:  # an extension: its label
-            at += 2
-        else:
-            return None
-        while at < len(data) and data[at]:  # the sub-blocks, each its length then its bytes
-            at += 1 + data[at]
-        at += 1
-    return max(sizes, key=lambda wh: wh[0] * wh[1])
-
-
-_TIFF_PAGES = 1024  # pages of a TIFF whose sizes are read; a file with more is not read
-
-
-def _tiff_size(data: bytes, struct) -> tuple[int, int] | None:
-    """The largest page's size: width (tag 256) and height (257) in each page's directory."""
-    order = "<" if data[:2] == b"II" else ">"
-    if struct.unpack_from(order + "H", data, 2)[0] != 42:  # 43: BigTIFF, not read here
-        return None
-    at, pages, seen = struct.unpack_from(order + "I", data, 4)[0], [], set()
-    while at and at not in seen and len(seen) < _TIFF_PAGES:
-        seen.add(at)
-        n, tags = struct.unpack_from(order + "H", data, at)[0], {}
-        for e in range(at + 2, at + 2 + 12 * n, 12):
-            tag, kind = struct.unpack_from(order + "HH", data, e)
-            if tag in (256, 257) and kind in (3, 4):
-                tags[tag] = struct.unpack_from(order + ("H" if kind == 3 else "I"), data, e + 8)[0]
-        if len(tags) < 2:
-            return None
-        pages.append((tags[256], tags[257]))
-        at = struct.unpack_from(order + "I", data, at + 2 + 12 * n)[0]
-    return None if at else max(pages, key=lambda p: p[0] * p[1])
-
-
-def _webp_size(data: bytes, struct) -> tuple[int, int] | None:
-    """From the first chunk: lossy (VP8), lossless (VP8L) or extended (VP8X)."""
-    kind = data[12:16]
-    if data[8:12] != b"WEBP" or kind not in (b"VP8 ", b"VP8L", b"VP8X"):
-        return None
-    if kind == b"VP8 ":
-        w, h = struct.unpack_from("<HH", data, 26)
-        return w & 0x3FFF, h & 0x3FFF
-    if kind == b"VP8L":
-        bits = struct.unpack_from("<I", data, 21)[0]
-        return (bits & 0x3FFF) + 1, (bits >> 14 & 0x3FFF) + 1
-    w, h = (int.from_bytes(struct.unpack_from("3s", data, at)[0], "little") + 1
-            for at in (24, 27))
-    return w, h
-
-
-_PNM_SIZE = LazyPattern(rb"P[1-6](?:\s+|#[^\n]*\n)+(\d{1,9})(?:\s+|#[^\n]*\n)+(\d{1,9})")
-
-
-def _pnm_size(data: bytes, struct) -> tuple[int, int] | None:
-    m = _PNM_SIZE.match(data[:512])
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-_IMAGE_HEADERS = (  # how a picture starts -> what reads its size there
-    (b"\x89PNG\r\n\x1a\n", lambda d, st: st.unpack_from(">II", d, 16) if d[12:16] == b"IHDR"
-     else None),
-    (b"GIF8", _gif_size), (b"\xff\xd8", _jpeg_size),
-    (b"II*\0", _tiff_size), (b"MM\0*", _tiff_size), (b"RIFF", _webp_size), (b"P", _pnm_size))
-
-
-def _pdf_lines(path: str, data: bytes, lang: str = OCR_LANG
-               ) -> tuple[list[Line], str | None]:
-    """A PDF's text by poppler's pdftotext, cited by page; a page with (almost) no text layer is
-    read by OCR when tesseract is here (the warning names the pages over its budget)."""
-    exe = _shutil_which("pdftotext")
-    if not exe:
-        raise MissingTool(f"reading PDF needs the pdftotext program from poppler {_POPPLER}")
-    try:
-        text = _run_tool(exe, ["-enc", "UTF-8", "-eol", "unix", "-", "-"], data, PDF_TIMEOUT)
-    except Unreadable as e:
-        raise Unreadable(f"{e}; encrypted or damaged PDF?") from None
-    pages = text.decode("utf-8", "replace").split("\f")
-    if pages[-1].strip() == "":
-        pages.pop()  # pdftotext ends each page with a form feed
-    scanned = [n for n, page in enumerate(pages, 1)
-               if sum(c.isalnum() for c in page) < _SCANNED_BELOW]
-    refused: list[str] = []
-    try:
-        read = _ocr_pages(data, scanned, lang, refused)
-    except MissingTool:
-        if len(scanned) == len(pages):
-            raise  # nothing else to read: the file is skipped, and the tool named once a run
-        read = {}
-    out = _Outline()
-    for n, page in enumerate(pages, 1):
-        out.paras(read.get(n, page), f"p.{n}")
-    return out.lines, "; ".join(refused) or None
-
-
-def _ocr_pages(data: bytes, numbers: list[int], lang: str, refused: list[str]
-               ) -> dict[int, str]:
-    """The text OCR reads on these pages of a PDF (rendered by pdftoppm) until OCR_FILE_TIMEOUT
-    has gone; a page over OCR's budget is not rendered (refused: why, for the note)."""
-    exe = _shutil_which("pdftoppm")
-    if numbers and not exe:
-        raise MissingTool(f"reading scanned PDF pages needs pdftoppm from poppler {_POPPLER}")
-    deadline = time.monotonic() + OCR_FILE_TIMEOUT
-    sizes = _pdf_page_pixels(data, numbers) if numbers else {}
-    read = {}
-    for n in numbers:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        try:
-            _ocr_budget(sizes.get(n), "page")
-        except Unreadable as e:
-            refused.append(f"p.{n} {e}")
-            continue
-        w, h = sizes[n]  # also the most pdftoppm draws, whatever else the page says
-        image = _run_tool(exe, ["-f", str(n), "-l", str(n), "-r", str(OCR_DPI), "-gray",
-                                "-x", "0", "-y", "0", "-W", str(w), "-H", str(h),
-                                "-singlefile", "-"], data, min(PDF_TIMEOUT, left))
-        read[n] = ocr_text(image, lang, min(OCR_TIMEOUT, left), OCR_DPI)
-    return read
-
-
-# pdfinfo's lines 'Page    3 size:  612 x 792 pts (letter)' and 'Page    3 rot:   90'
-_PDF_PAGE_SIZE = LazyPattern(r"^Page\s+(\d+) (size|rot):\s+(-?[\d.]+)(?: x ([\d.]+))?", re.M)
-
-
-def _pdf_page_pixels(data: bytes, numbers: list[int]) -> dict[int, tuple[int, int]]:
-    """These pages' sizes in pixels at OCR_DPI, turned by their rotation, from pdfinfo: known
-    before any is rendered."""
-    exe = _shutil_which("pdfinfo")
-    if not exe:
-        raise MissingTool(f"reading scanned PDF pages needs pdfinfo from poppler {_POPPLER}")
-    said = _run_tool(exe, ["-f", str(min(numbers)), "-l", str(max(numbers)), "-"], data,
-                     PDF_TIMEOUT).decode("utf-8", "replace")
-    sizes, turned = {}, {}
-    for m in _PDF_PAGE_SIZE.finditer(said):  # the page lines come last: a title cannot fake them
-        n = int(m.group(1))
-        if m.group(2) == "rot":
-            turned[n] = float(m.group(3)) % 180 == 90
-        elif m.group(4):
-            sizes[n] = tuple(math.ceil(float(pts) * OCR_DPI / 72) for pts in m.group(3, 4))
-    return {n: (h, w) if turned.get(n) else (w, h) for n, (w, h) in sizes.items()}
-
-
-def _image_lines(path: str, data: bytes, lang: str = OCR_LANG) -> tuple[list[Line], None]:
-    """The text OCR reads in an image, cited as the image."""
-    out = _Outline()
-    out.paras(ocr_text(data, lang), "image")
-    return out.lines, None
-
-
-# Man pages: troff with man(7) or mdoc(7) macros, each line kept cited by its source line.
-# Conditionals, macro definitions, equations and pictures are left out: what nroff prints without
-# them is the text.
-
-_TROFF_CHARS = {  # \(xx and \[xx]: the common ones of groff_char(7); any other is left out
-    "em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®",
-    "tm": "™", "aq": "'", "dq": '"', "lq": "“", "rq": "”", "oq": "‘", "cq": "’",
-    "ga": "`", "aa": "´", "ha": "^", "ti": "~", "at": "@", "sh": "#", "rs": "\\", "sl": "/",
-    "pl": "+", "eq": "=", "mu": "×", "di": "÷", "+-": "±", "<=": "≤", ">=": "≥", "!=": "≠",
-    "->": "→", "<-": "←", "==": "≡", "de": "°", "sc": "§", "ps": "¶", "dg": "†",
-    "ct": "¢", "Fo": "«", "Fc": "»", "lB": "[", "rB": "]", "lC": "{", "rC": "}", "la": "⟨",
-    "ra": "⟩", "ba": "|", "or": "|", "br": "│", "ul": "_", "ru": "_", "ci": "○", "Eu": "€",
-    "eu": "€", "Po": "£", "Ye": "¥", "ss": "ß", "mc": "µ", "12": "½", "14": "¼",
-    "34": "¾", "*W": "-"}
-_TROFF_ACCENTS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
-                  ",": "\u0327", "o": "\u030a"}  # \(:u is ü, \('e é: an accent and a letter
-_TROFF_UNICODE = LazyPattern(r"u[0-9A-Fa-f]{4,6}(?:_[0-9A-Fa-f]{4,6})*")  # \[u00E9]
-# Strings (\*x) pages use after defining them in branches left out (.ie n .ds ...; pod2man).
-_TROFF_STRINGS = {"R": "®", "Tm": "™", "lq": "“", "rq": "”", "Aq": "'", "C+": "C++",
-                  'L"': '"', 'R"': '"', "C`": '"', "C'": '"', "--": "--", "PI": "pi"}
-_TROFF_PLAIN = {"\\": "\\", "e": "\\", "E": "\\", "-": "-", "t": "\t", " ": " ", "~": " ", "0": " ",
-                "'": "'", "`": "`", ".": ".", **dict.fromkeys("&|^%:/,)cdurpaz{}!?", "")}
-# \fB, \f(CW, \f[BI], \n(xx, \*: a name of one, two or any characters
-_TROFF_NAMED = "fFgkmMnVY$O"
-# \h'3n', \w'text', \C'em': an argument between two delimiters
-_TROFF_DELIMITED = "hvwlLDXobxRZHNABCS"
-_TROFF_NAME = LazyPattern(r"\((..)|\[([^\]\n]{0,64})\]|(.)", re.S)
-_TROFF_REQUEST = LazyPattern(r"[ \t]*([^\s\\]+)[ \t]*(.*)")
-_TBL_TAB = LazyPattern(r"tab\s*\((.)\)")
-_MAN_PARAGRAPH = {"PP", "LP", "P", "TP", "HP", "sp", "Sp", "YS", "Pp", "Lp", "Bl", "El", "Rs", "Re"}
-_MAN_SKIPPED = {"de": "..", "de1": "..", "dei": "..", "am": "..", "am1": "..", "ami": "..",
-                "ig": "..", "EQ": ".EN", "PS": ".PE"}  # blocks left out, and the line ending each
-_MDOC_MACROS = frozenset("""Ac Ad An Ao Ap Aq Ar At Bc Bo Bq Brc Bro Brq Bsx Bx Cd Cm Dc Do Dq Dv Dx
-Ec Em Eo Er Ev Fa Fc Fl Fn Fo Ft Fx Ic In Li Lk Ms Mt Nm No Ns Nx Oc Oo Op Ox Pa Pc Pf Po Pq Qc Ql
-Qo Qq Sc So Sq St Sx Sy Ta Tn Ux Va Vt Xc Xo Xr
-""".split())  # mdoc's macros that may stand among a line's words
-_MDOC_ENCLOSE = {"Op": "[]", "Bq": "[]", "Pq": "()", "Dq": "“”", "Qq": '""', "Sq": "‘’",
-                 "Aq": "⟨⟩", "Brq": "{}", "Ql": "‘’", "Oo": "[", "Bo": "[", "Po": "(",
-                 "Do": "“", "Qo": '"', "So": "‘", "Ao": "⟨", "Bro": "{", "Oc": "]", "Bc": "]",
-                 "Pc": ")", "Dc": "”", "Qc": '"', "Sc": "’",
-                 "Ac": "⟩", "Brc": "}"}  # two characters: around the rest of the line; one: it
-_MDOC_WORDS = {"Bx": "BSD", "Bsx": "BSD/OS", "Fx": "FreeBSD", "Nx": "NetBSD", "Ox": "OpenBSD",
-               "Dx": "DragonFly", "Ux": "UNIX", "At": "AT&T UNIX", "Ta": "|", "Ap": "'"}
-_MDOC_PUNCT = frozenset(".,:;)]?!")  # stand after the word before, without a space
-
-
-def _troff_char(name: str) -> str:
-    """A special character by its troff name ('em', "'e", 'u00E9'); an unknown one is left out.
-
-    >>> _troff_char("em"), _troff_char("'e"), _troff_char("u2192"), _troff_char("xx")
-    ('—', 'é', '→', '')
-    """
-    if name in _TROFF_CHARS:
-        return _TROFF_CHARS[name]
-    if len(name) == 2 and name[0] in _TROFF_ACCENTS and name[1].isalpha():
-        import unicodedata
-        return unicodedata.normalize("NFC", name[1] + _TROFF_ACCENTS[name[0]])
-    if _TROFF_UNICODE.fullmatch(name):
-        points = [int(p, 16) for p in name[1:].split("_")]
-        if all(p < 0x110000 and not 0xD800 <= p < 0xE000 for p in points):
-            return "".join(map(chr, points))
-    return name if len(name) == 1 else ""
-
-
-def _troff_name(s: str, i: int) -> tuple[str, int]:
-    """The name an escape takes at s[i] ('x', '(xx' or '[name]'), and where the text goes on."""
-    m = _TROFF_NAME.match(s, i)
-    return (next(g for g in m.groups() if g is not None), m.end()) if m else ("", i)
-
-
-def _troff_size_end(s: str, i: int) -> int:
-    """Where the text goes on after \\s at s[i]: '-1', '+2', '10', '(12', '[12]', "'12'"."""
-    sign = s[i:i + 1] in ("+", "-")
-    i += sign
-    c = s[i:i + 1]
-    if c == "(":
-        return i + 3
-    if c in ("[", "'"):
-        end = s.find("]" if c == "[" else "'", i + 1)
-        return len(s) if end < 0 else end + 1
-    if c.isdigit():  # one digit, or two when the first is 1-3 (sizes 10-39), as troff reads them
-        return i + 2 if not sign and c in "123" and s[i + 1:i + 2].isdigit() else i + 1
-    return i
-
-
-def _troff_uncomment(s: str) -> str:
-    """A line without its comment (\\" or \\# to the end)."""
-    i = s.find("\\")
-    while i >= 0:
-        if s[i + 1:i + 2] in ('"', "#"):
-            return s[:i]
-        i = s.find("\\", i + 2)
-    return s
-
-
-def _troff_args(s: str) -> list[str]:
-    """A request's arguments: words, or "quoted words" ('""' in them is a quote); escapes kept.
-
-    >>> _troff_args('B "two words" \\\\fIx\\\\ y\\\\fR "a ""b"" c"')
-    ['B', 'two words', '\\\\fIx\\\\ y\\\\fR', 'a "b" c']
-    """
-    args, i, n = [], 0, len(s)
-    while i < n:
-        if s[i] in " \t":
-            i += 1
-            continue
-        quoted, buf = s[i] == '"', []
-        i += quoted
-        while i < n and (quoted or s[i] not in " \t"):
-            if quoted and s[i] == '"':
-                if s[i + 1:i + 2] != '"':
-                    i += 1
-                    break
-                i += 1  # '""' is one quote
-            step = 2 if s[i] == "\\" else 1  # an escaped space does not end a word
-            buf.append(s[i:i + step])
-            i += step
-        args.append("".join(buf))
-    return args
-
-
-# Markdown's headings, '# Title' or underlined (Chunk splits at them; a man page indents a line
-# that looks like one)
-MD_HEADING = LazyPattern(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
-UNDERLINE = LazyPattern(r"^([=\-~^\"'`*+#])\1{2,}[ \t]*$")
-
-
-class _ManPage:
-    """Reads a man page line by line into the lines of its text (see _man_lines)."""
-
-    def __init__(self, size: int):
-        self.lines: list[Line] = []
-        self.strings = dict(_TROFF_STRINGS)
-        self.budget = size     # characters strings (\*x) may add: the text stays linear
-        self.fill = True       # False inside .nf/.EX: lines kept as they are, in a fenced block
-        self.heading = 0       # the level of heading the next text line is (.SH alone on its line)
-        self.prefix = ""       # .IP's tag, put before the next text line
-        self.prefix_line = 0   # the tag's source line, where that text line is then cited from
-        self.until = ""        # the line that ends a block left out ('..' after .de)
-        self.depth = 0         # braces (\{) open in a conditional left out
-        self.table = ""        # inside .TS: 'format' (its column specs), then 'data'
-        self.tab = "\t"
-        self.mdoc = False
-        self.name = ""         # mdoc's .Nm: the page's command, which a bare .Nm repeats
-        self.alias = ""        # the page .so points to, before any text
-
-    def line(self, no: int, raw: str) -> None:
-        if self.depth:
-            self.depth = max(0, self.depth + raw.count("\\{") - raw.count("\\}"))
-        elif self.until:
-            self.until = "" if raw.split()[:1] == [self.until] else self.until
-        elif raw[:1] in (".", "'"):
-            self.request(no, _troff_uncomment(raw[1:]))
-        elif self.table:
-            self.row(no, raw)
-        elif not raw.strip():
-            self.blank(no)
-        else:
-            self.text(no, self.troff(raw))
-
-    def request(self, no: int, body: str) -> None:
-        m = _TROFF_REQUEST.match(body)
-        if not m:
-            return
-        name, rest = m.groups()
-        if self.table and name not in ("TE", "T&"):
-            return
-        # '.de xx yy' ends at '.yy', '.ig yy' too; else at '..', '.EN', '.PE'
-        if name in _MAN_SKIPPED:
-            args = rest.split()
-            end = args[1:2] if name.startswith(("de", "am")) else args[:1] if name == "ig" else []
-            self.until = "." + end[0] if end else _MAN_SKIPPED[name]
-        elif name in ("if", "ie", "el", "while"):
-            self.depth = max(0, rest.count("\\{") - rest.count("\\}"))
-        elif name in ("TS", "TE", "T&"):
-            self.table = "" if name == "TE" else "format"
-            self.tab = self.tab if name == "T&" else "\t"
-            self.blank(no)
-        elif name in ("ds", "ds1"):
-            key, _, value = rest.partition(" ")
-            self.strings[key] = self.troff(value[1:] if value.startswith('"') else value)
-        elif name == "so":
-            self.alias = self.alias or ("" if self.lines else rest.strip())
-        elif self.mdoc or name in ("Dd", "Dt"):
-            self.mdoc_request(no, name, _troff_args(rest))
-        else:
-            self.man_request(no, name, [self.troff(a) for a in _troff_args(rest)])
-
-    def man_request(self, no: int, name: str, words: list[str]) -> None:
-        if name in ("TH", "Dt"):
-            self.head(no, 1, f"{words[0]}({words[1]})" if len(words) > 1 else " ".join(words))
-        elif name in ("SH", "SS", "Sh", "Ss"):
-            level = 2 if name == "SH" else 3  # (mdoc_request reads mdoc's .Sh)
-            if words:
-                self.head(no, level, " ".join(words))
-            else:
-                self.heading = level
-        elif name in ("B", "I", "SM", "SB", "UR", "MT", "UE", "ME", "SY", "D1", "Dl") and words:
-            self.text(no, " ".join(words))
-        elif name in ("BR", "BI", "IB", "IR", "RB", "RI"):
-            self.text(no, "".join(words))  # alternating fonts: the words run together
-        elif name == "OP":
-            self.text(no, "[" + " ".join(words) + "]")
-        elif name in _MAN_PARAGRAPH or name in ("IP", "Ip"):
-            self.blank(no)
-            self.prefix = (words[0] + " " if name in ("IP", "Ip") and words and words[0].strip()
-                           else "")
-            self.prefix_line = no
-        elif name in ("nf", "EX", "Vb", "fi", "EE", "Ve"):
-            self.nofill(no, name in ("nf", "EX", "Vb"))
-
-    def mdoc_request(self, no: int, name: str, args: list[str]) -> None:
-        self.mdoc = True
-        if name in ("Sh", "Ss"):
-            self.head(no, 2 if name == "Sh" else 3, self.mdoc_words(args))
-        elif name == "Nm" and args and not self.name:
-            self.name = self.troff(args[0])
-            self.text(no, self.mdoc_words([name] + args))
-        elif name == "Nd":
-            self.text(no, "— " + self.mdoc_words(args))
-        elif name in ("Bd", "Ed"):
-            self.nofill(no, name == "Bd" and bool({"-literal", "-unfilled"} & set(args)))
-            self.blank(no)
-        elif name == "It":
-            self.blank(no)
-            self.text(no, self.mdoc_words(args))
-        elif name in _MDOC_MACROS or name.startswith("%"):  # %A, %T: a reference's author, title
-            self.text(no, self.mdoc_words([name] + args if name in _MDOC_MACROS else args))
-        else:
-            self.man_request(no, name, [self.troff(a) for a in args])
-
-    def mdoc_words(self, args: list[str]) -> str:
-        """An mdoc line's words, its macros read: 'Fl v Ar file' is '-v file',
-        'Xr ls 1' 'ls(1)', 'Op ...' '[...]', Ns joins, punctuation attaches."""
-        parts: list[tuple[str, bool]] = []  # a word, and whether it joins the one before it
-        closers, macro, join = [], "", False
-        for i, arg in enumerate(args + [""]):  # the "" ends a macro that took no word
-            if (macro in ("Fl", "Nm") and i and args[i - 1] == macro
-                    and (not arg or arg in _MDOC_MACROS)):
-                parts.append(("-" if macro == "Fl" else self.name, join))  # a bare Fl is a dash
-                join = macro == arg == "Fl"  # 'Fl Fl all' is '--all'
-            if not arg:
-                break
-            if arg in _MDOC_MACROS:
-                macro, join = arg, join or arg in ("Ns", "Ap")
-                mark = _MDOC_ENCLOSE.get(arg) or _MDOC_WORDS.get(arg, "")
-                if mark:
-                    parts.append((mark[0],
-                                  join or arg == "Ap" or len(mark) == 1 and arg.endswith("c")))
-                    join = arg == "Ap" or len(mark) == 2 or arg.endswith("o")
-                    closers += mark[1:]
-                continue
-            word = self.troff(arg)
-            if macro == "Fl":
-                word = "-" + word
-            elif macro == "Xr" and i > 1 and args[i - 2] == "Xr":
-                word, join = f"({word})", True
-            parts.append((word, join or word in _MDOC_PUNCT))
-            join = False
-        end = len(parts)
-        while end and parts[end - 1][0] in _MDOC_PUNCT:  # '.Dq a b .' is '“a b”.'
-            end -= 1
-        parts[end:end] = [(c, True) for c in reversed(closers)]
-        return "".join(("" if joined or not k else " ") + word
-                       for k, (word, joined) in enumerate(parts))
-
-    def row(self, no: int, raw: str) -> None:
-        """A table's line (.TS) as its cells; format lines (to one ending in '.') are not text."""
-        if self.table == "format":
-            tab = _TBL_TAB.search(raw)
-            self.tab = tab.group(1) if tab else self.tab
-            self.table = "data" if raw.rstrip().endswith(".") else "format"
-            return
-        cells = [" ".join(self.troff(c).replace("T{", "").replace("T}", "").split())
-                 for c in raw.split(self.tab)]
-        self.text(no, " | ".join(c for c in cells if c and c not in ("_", "=")))
-
-    def troff(self, s: str) -> str:
-        """Text with its escapes read (\\fB, \\(em, \\*(lq, \\s-1, \\-); a comment (\\") ends it."""
-        if "\\" not in s:
-            return s
-        out, i = [], 0
-        while (j := s.find("\\", i)) >= 0:
-            out.append(s[i:j])
-            piece, i = self.escape(s, j + 1)
-            out.append(piece)
-        out.append(s[i:])
-        return "".join(out)
-
-    def escape(self, s: str, i: int) -> tuple[str, int]:
-        """The text of the escape whose character is s[i], and where the text goes on."""
-        c = s[i:i + 1]
-        if c in ("", '"', "#"):
-            return "", len(s)
-        if c in _TROFF_PLAIN:
-            return _TROFF_PLAIN[c], i + 1
-        if c in ("(", "["):
-            name, j = _troff_name(s, i)
-            return _troff_char(name), j
-        if c == "*":
-            name, j = _troff_name(s, i + 1)
-            value = self.strings.get(name, "")
-            if len(value) > self.budget:
-                return "", j
-            self.budget -= len(value)
-            return value, j
-        if c in _TROFF_NAMED:
-            return "", _troff_name(s, i + 1 + (c == "n" and s[i + 1:i + 2] in ("+", "-")))[1]
-        if c == "s":
-            return "", _troff_size_end(s, i + 1)
-        if c in _TROFF_DELIMITED:
-            d = s[i + 1:i + 2]
-            end = s.find(d, i + 2) if d else -1
-            end = len(s) - 1 if end < 0 else end
-            return (_troff_char(s[i + 2:end]) if c == "C" else ""), end + 1
-        return c, i + 1  # an unknown escape prints its character, as troff does
-
-    def emit(self, no: int, text: str, start: int = 0) -> None:
-        self.lines.append(Line(start or no, text, end=no if start and start < no else 0))
-
-    def blank(self, no: int) -> None:
-        if not self.fill or self.lines and self.lines[-1].text:
-            self.emit(no, "")
-
-    def text(self, no: int, text: str) -> None:
-        if not self.fill:
-            self.emit(no, text.rstrip())
-            return
-        text = " ".join(text.split())
-        if not text:
-            return
-        if self.heading:
-            self.head(no, self.heading, text)
-            return
-        start = self.prefix_line if self.prefix else 0
-        text, self.prefix = self.prefix + text, ""
-        # '# make install' is a prompt, not a heading
-        self.emit(no, " " + text if MD_HEADING.match(text) or UNDERLINE.match(text)
-                  else text, start)
-
-    def head(self, no: int, level: int, text: str) -> None:
-        text = " ".join(text.split())
-        self.heading = 0
-        if text:
-            self.nofill(no, False)
-            self.blank(no)
-            self.emit(no, "#" * level + " " + text)
-
-    def nofill(self, no: int, on: bool) -> None:
-        if on == self.fill:  # a change: open or close the fenced block
-            if on:
-                self.blank(no)
-            self.emit(no, "```")
-            self.fill = not on
-
-    def finish(self) -> list[Line]:
-        if self.lines:
-            self.nofill(self.lines[-1].no, False)
-        while self.lines and not self.lines[-1].text:
-            self.lines.pop()
-        if self.alias and not any(l.text.strip("`") for l in self.lines):
-            raise Unreadable(f"only points to another page ({self.alias}, by .so): "
-                             "that page holds the text")
-        return self.lines
-
-
-_MAN_ALIAS_MOST = 4096  # bytes: a page that only points to another is a line or two
-
-
-def man_alias(data: bytes) -> str | None:
-    """The page a man page only points to (its '.so man1/gzip.1'), else None.
-
-    >>> man_alias(b'.\\\\" comment\\n.so man1/gzip.1\\n'), man_alias(b'.so a.1\\n.SH NAME\\n')
-    ('man1/gzip.1', None)
-    """
-    if len(data) > _MAN_ALIAS_MOST:
-        return None
-    target = None
-    for line in data.decode("utf-8", "replace").split("\n"):
-        line = line.strip()
-        if not line or line == "." or line.startswith(('.\\"', "'\\\"", '.\\#')):  # comments
-            continue
-        m = _MAN_SO.fullmatch(line)
-        if not m or target:
-            return None
-        target = m.group(1)
-    return target
-
-
-_MAN_SO = LazyPattern(r"[.'][ \t]*so[ \t]+(\S+)")
-
-
-def _man_lines(text: str) -> list[Line]:
-    """A man page's text, each line cited by its source line: the title (.TH, .Dt) and sections
-    (.SH, .SS) as headings, .nf/.EX blocks fenced, a table's cells as 'a | b', markup gone.
-
-    >>> [l.text for l in _man_lines('.TH LS 1\\n.SH _NAME\\nls \\\\- list\\n.B \\\\-a\\nall')]
-    ['# LS(1)', '', '## _NAME', 'ls - list', '-a', 'all']
-    """
-    page = _ManPage(len(text))
-    for no, raw in enumerate(text.split("\n"), 1):
-        page.line(no, raw)
-    return page.finish()
-
-
-# XML (SVG, RSS, plists, DocBook...) is read as its text: tags go, each newline in them stays (a
-# line is cited where it is). Found with str.find, so the work is linear whatever the markup; only
-# the standard entities are expanded (&amp;, &#233;): no entity bomb.
-
-_XML_SKIPPED = ("script", "style")  # elements whose text is code, not the document's
-_XML_CLOSE = {"<!--": "-->", "<?": "?>", "<![CDATA[": "]]>"}
-_XML_SUBSET_END = LazyPattern(r"\]\s*>")  # the end of a DOCTYPE's internal subset
-_XML_TAG_NAME = LazyPattern(r"</?([\w.:-]+)")
-
-
-def _xml_markup_end(text: str, i: int) -> int:
-    """Where the markup at text[i] ('<') ends: a tag, comment, CDATA, PI or DOCTYPE (subset too)."""
-    opener = next((o for o in _XML_CLOSE if text.startswith(o, i)), "<")
-    if opener == "<" and text[i:i + 9].upper() == "<!DOCTYPE":
-        gt = text.find(">", i)
-        subset = text.find("[", i, gt)
-        if gt >= 0 and subset >= 0:
-            m = _XML_SUBSET_END.search(text, subset)
-            return m.end() if m else len(text)
-    close = _XML_CLOSE.get(opener, ">")
-    end = text.find(close, i + len(opener))
-    return len(text) if end < 0 else end + len(close)
-
-
-def _xml_lines(text: str) -> list[Line]:
-    """An XML document's text, line for line: markup removed (its newlines kept), CDATA kept,
-    <script> and <style> left out, whitespace collapsed.
-
-    >>> [l.text for l in _xml_lines('<?xml version="1.0"?>\\n'
-    ...                            '<a x="1\\n2">Tom &amp;\\n<b>Jerry</b></a>')]
-    ['', '', 'Tom &', 'Jerry']
-    """
-    import html
-    out, i, n = [], 0, len(text)
-    while i < n:
-        j = text.find("<", i)
-        if j < 0:
-            out.append(text[i:])
-            break
-        out.append(text[i:j])
-        end = _xml_markup_end(text, j)
-        markup = text[j:end]
-        if markup.startswith("<![CDATA["):
-            out.append(html.escape(markup[9:-3], quote=False))  # read as written, not as entities
-        else:
-            name = _XML_TAG_NAME.match(markup)
-            if name and local(name.group(1)).lower() in _XML_SKIPPED \
-                    and not markup.startswith("</") and not markup.endswith("/>"):
-                close = text.find("</", end)
-                while close >= 0 and not text.startswith("</" + name.group(1), close):
-                    close = text.find("</", close + 2)
-                end = n if close < 0 else _xml_markup_end(text, close)
-                markup = text[j:end]
-            out.append("\n" * markup.count("\n"))
-        i = end
-    return [Line(l.no, " ".join(html.unescape(l.text).split())) for l in _text_lines("".join(out))]
-
-
-# RTF: control words read (\par ends a paragraph, \'e9 and \u233? are characters), groups that
-# are not text (font tables, pictures, \* destinations) left out.
-
-_RTF_TOKEN = LazyPattern(r"\\([a-zA-Z]{1,32})(-?\d{1,10})? ?|\\'([0-9a-fA-F]{2})|\\(.)|([{}])|"
-                         r"(\r\n?|\n)|([^\\{}\r\n]+)", re.S)
-_RTF_SKIPPED = frozenset("""fonttbl colortbl stylesheet info pict object themedata
-colorschememapping datastore latentstyles listtable listoverridetable rsidtbl generator xmlnstbl
-mmathPr header headerl headerr headerf footer footerl footerr footerf fldinst filetbl revtbl
-pgdsctbl nonshppict
-""".split())
-_RTF_CHARS = {"tab": "\t", "cell": " | ", "emdash": "—", "endash": "–", "bullet": "•",
-              "lquote": "‘", "rquote": "’", "ldblquote": "“", "rdblquote": "”",
-              "emspace": " ", "enspace": " ", "~": " ", "_": "-", "-": "", "\\": "\\",
-              "{": "{", "}": "}"}
-# 2: a new paragraph
-_RTF_BREAKS = {"par": 2, "sect": 2, "page": 2, "\n": 2, "\r": 2, "line": 1, "row": 1}
-
-
-class _RtfText:
-    """The paragraphs of an RTF document as lines (see _rtf_lines)."""
-
-    def __init__(self):
-        self.lines: list[Line] = []
-        self.buf: list[str] = []
-        self.first = self.last = 0   # the source lines of the paragraph being built
-        self.raw = bytearray()       # \'hh bytes, decoded together (a double-byte one takes two)
-        self.codec = "cp1252"
-        self.skip_chars = 0          # of a \u character's stand-in, which follows it
-        self.uc = 1
-
-    def add(self, text: str, no: int) -> None:
-        if self.skip_chars:
-            cut = min(self.skip_chars, len(text))
-            text, self.skip_chars = text[cut:], self.skip_chars - cut
-        if text:
-            self.bytes_done()
-            self.first, self.last = self.first or no, no
-            self.buf.append(text)
-
-    def bytes_done(self) -> None:
-        if self.raw:
-            text, self.raw = self.raw.decode(self.codec, "replace"), bytearray()
-            self.buf.append(text)
-
-    def brk(self, kind: int, no: int) -> None:
-        self.bytes_done()
-        text = " ".join("".join(self.buf).encode("utf-16", "surrogatepass")
-                        .decode("utf-16", "replace").split())
-        if text:
-            self.lines.append(Line(self.first, text, end=self.last))
-            if kind == 2:
-                self.lines.append(Line(self.last, ""))
-        self.buf, self.first = [], 0
-
-    def word(self, word: str, arg: str | None, no: int) -> None:
-        if word in _RTF_BREAKS:
-            self.brk(_RTF_BREAKS[word], no)
-        elif word in _RTF_CHARS:
-            self.add(_RTF_CHARS[word], no)
-        elif word == "u" and arg:
-            self.add(chr(int(arg) % 65536), no)
-            self.skip_chars = self.uc
-        elif word == "uc" and arg:
-            self.uc = int(arg)
-        elif word == "ansicpg" and arg:
-            with contextlib.suppress(LookupError):
-                self.codec = codecs.lookup(f"cp{int(arg)}").name
-
-
-def _rtf_lines(text: str) -> list[Line]:
-    """An RTF document's text, a paragraph a line (cited by the lines it spans).
-
-    >>> [l.text for l in _rtf_lines(r"{\\rtf1{\\fonttbl{\\f0 Arial;}}"
-    ...                            r"\\b caf\\'e9\\b0\\par\\u8364? 5}")]
-    ['café', '', '€ 5']
-    """
-    out, skipping, stack, no, pos = _RtfText(), False, [], 1, 0
-    while pos < len(text):
-        m = _RTF_TOKEN.match(text, pos)
-        if not m:  # a backslash at the very end
-            break
-        pos = m.end()
-        word, arg, hexa, symbol, brace, newline, plain = m.groups()
-        if newline:
-            no += 1
-        elif brace:
-            if brace == "{":
-                stack.append(skipping)
-            else:
-                skipping = stack.pop() if stack else False
-            out.skip_chars = 0
-        elif word == "bin" and arg:
-            pos += max(0, int(arg))  # raw bytes, which may hold braces
-        elif skipping or word in _RTF_SKIPPED or symbol == "*":
-            skipping = True
-        elif hexa:
-            if out.skip_chars:
-                out.skip_chars -= 1
-            else:
-                out.raw.append(int(hexa, 16))
-        elif word or symbol:
-            out.word(word or symbol, arg, no)
-        elif plain:
-            out.add(plain, no)
-        # a backslash, then a line end
-        no += symbol == "\n" or symbol == "\r" and text[pos:pos + 1] != "\n"
-    out.brk(1, no)
-    return out.lines
-
-
-# Top-level definitions (at column 0) that start a chunk of source code, per language: a keyword
-# another language uses ('interface', 'type') starts prose lines in comments just as often.
-_MODIFIERS = r"(?:(?:export|default|pub(?:\([\w:]+\))?|public|private|protected|internal|static|" \
-             r"async|abstract|final|sealed|data|inline|extern|unsafe|override|open)\s+)*"
-_IDENT = r"\s+[A-Za-z_$][\w$]*"
-DEFINITIONS = {  # compiled on first use (re caches them): searches never need them
-    "python": r"(?:async\s+)?def\s+\w+\s*\(|class\s+\w+\s*[(:]",
-    "go": r"func\b|type" + _IDENT,
-    "rust": _MODIFIERS + r"(?:fn|struct|enum|trait|impl|mod|macro_rules!)\b",
-    "js": _MODIFIERS + r"(?:function\*?|class|interface|type|enum|namespace)" + _IDENT,
-    "generic": _MODIFIERS + r"(?:def|class|function|func|fn|struct|enum|trait|interface|type|"
-                            r"module|namespace|object|record|fun|sub|defmodule|defp?)" + _IDENT
-                            + r"(?=[^.!?]*$)",  # not a sentence
-    "c": _MODIFIERS + r"(?:class|struct|enum|interface|namespace)" + _IDENT
-         + r"|[A-Za-z_][\w\s\*&:<>,]*\b\w+\s*\([^;]*$",
-    "sql": r"(?i:CREATE|ALTER)\b",
-    "sh": r"(?:function\s+)?[\w-]+\s*\(\)\s*\{?\s*$|function\s+[\w-]+",
-    "ini": r"\[[^\]]+\]\s*$",
-    "none": r"(?!)",
-}
-
-
-# The format table: how each kind of file is read (a new format: one entry and one reader).
-
-@dataclass(frozen=True)
-class Format:
-    """How one kind of file is read: text(decoded text) -> lines, or, for a binary format,
-    from_bytes(path, data, max_bytes: what it may expand to) -> lines; definitions names the
-    DEFINITIONS pattern of source code ('#' is then a comment, not a heading)."""
-
-    text: Callable[[str], list[Line]] | None = None
-    from_bytes: Callable[[str, bytes, int], list[Line]] | None = None
-    definitions: str | None = None
-    # text(decoded, max_bytes): its text can outgrow the file (a CSV header on every row, JSON
-    # re-indented) and is bounded as an Office file's is
-    grows: bool = False
-    ocr: bool = False  # from_bytes may read images: it takes OCR's language, returns a warning
-
-    @property
-    def binary(self) -> bool:
-        return self.from_bytes is not None
-
-    def pattern(self):
-        return re.compile(DEFINITIONS[self.definitions]) if self.definitions else None
-
+# ---------------------------------------------------------------------------
+# Parse: the format table, and any file to lines of text
+# ---------------------------------------------------------------------------
+# Public: FORMATS, file_format, read_as, CONFIG_COMMENT, CONFIG_SETTING, looks_like_config,
+#         parse_document
 
 def _formats() -> dict[str, Format]:
-    table = {".md": Format(_text_lines), ".markdown": Format(_text_lines),
-             ".rst": Format(_text_lines),
-             ".txt": Format(lambda t: _title_as_heading(_text_lines(t))),
-             ".html": Format(_html_lines), ".htm": Format(_html_lines),
-             ".xhtml": Format(_html_lines),
-             ".csv": Format(lambda t, n: _delimited_lines(t, ",", n), grows=True),
-             ".tsv": Format(lambda t, n: _delimited_lines(t, "\t", n), grows=True),
+    table = {".md": Format(text_lines), ".markdown": Format(text_lines),
+             ".rst": Format(text_lines),
+             ".txt": Format(lambda t: title_as_heading(text_lines(t))),
+             ".html": Format(html_lines), ".htm": Format(html_lines),
+             ".xhtml": Format(html_lines),
+             ".csv": Format(lambda t, n: delimited_lines(t, ",", n), grows=True),
+             ".tsv": Format(lambda t, n: delimited_lines(t, "\t", n), grows=True),
              # lines kept as written: a record is shown with its braces
-             ".json": Format(_json_lines, definitions="none", grows=True),
-             ".jsonl": Format(_jsonl_lines, definitions="none", grows=True),
-             ".ndjson": Format(_jsonl_lines, definitions="none", grows=True),
-             ".ipynb": Format(_notebook_lines), ".man": Format(_man_lines),
-             ".rtf": Format(_rtf_lines)}
+             ".json": Format(json_lines, definitions="none", grows=True),
+             ".jsonl": Format(jsonl_lines, definitions="none", grows=True),
+             ".ndjson": Format(jsonl_lines, definitions="none", grows=True),
+             ".ipynb": Format(notebook_lines), ".man": Format(man_lines),
+             ".rtf": Format(rtf_lines)}
     for markup, exts in (("asciidoc", ".adoc .asciidoc"), ("org", ".org"),
                          ("latex", ".tex .latex .ltx")):
-        table.update((ext, Format(lambda t, m=markup: _markup_heading_lines(t, m)))
+        table.update((ext, Format(lambda t, m=markup: markup_heading_lines(t, m)))
                      for ext in exts.split())
-    table.update((ext, Format(_xml_lines)) for ext in _XML_EXTS.split())
-    for ext, reader in ((".docx", _docx_lines), (".pptx", _pptx_lines), (".xlsx", _xlsx_lines),
-                        (".odt", _odf_lines), (".odp", _odf_lines), (".epub", _epub_lines)):
+    table.update((ext, Format(xml_lines)) for ext in _XML_EXTS.split())
+    for ext, reader in ((".docx", docx_lines), (".pptx", pptx_lines), (".xlsx", xlsx_lines),
+                        (".odt", odf_lines), (".odp", odf_lines), (".epub", epub_lines)):
         table[ext] = Format(from_bytes=reader)
-    table[".pdf"] = Format(from_bytes=_pdf_lines, ocr=True)
-    table.update((ext, Format(from_bytes=_image_lines, ocr=True)) for ext in _IMAGES.split())
+    table[".pdf"] = Format(from_bytes=pdf_lines, ocr=True)
+    table.update((ext, Format(from_bytes=image_lines, ocr=True)) for ext in _IMAGES.split())
     for kind, exts in _CODE.items():
-        table.update((ext, Format(_text_lines, definitions=kind)) for ext in exts.split())
+        table.update((ext, Format(text_lines, definitions=kind)) for ext in exts.split())
     return table
 
 
@@ -3560,9 +3714,34 @@ def looks_like_config(lines: list[str], passage: bool = False) -> bool:
             and (settings > 0 or passage))
 
 
+def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: str = OCR_LANG,
+                   max_bytes: int = MAX_FILE_MB << 20) -> tuple[list[Line], str | None]:
+    """A file's bytes as numbered lines, and a warning. Without fmt, compressed data is
+    unpacked first. ocr_lang: tesseract's language for scanned pages and images; max_bytes: what
+    an Office or EPUB file may expand to (its parts read, and its text). Every format
+    passes here, so secrets in any of them are redacted (redact_lines). Unreadable: a file
+    damaged, encrypted or needing a missing tool."""
+    kind = compression(path) if fmt is None else None
+    if kind and data.startswith(kind.magic):
+        data = unpack(data, kind)
+    fmt = fmt or file_format(path, data[:BINARY_SNIFF]) or FORMATS[".txt"]
+    if fmt.binary:
+        lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
+                          else (fmt.from_bytes(path, data, max_bytes), None))
+    else:
+        text, warning = decode(data)
+        data = None  # (a caller that let go of them too: _load_document) its bytes go now
+        text = redacted_markup(text) if "</" in text else text  # before tags go
+        lines = fmt.text(text, max_bytes) if fmt.grows else fmt.text(text)
+    lines = [l if (text := clean_text(l.text)) is l.text else replace(l, text=text) for l in lines]
+    return redact_lines(lines), warning
+
+
 # ---------------------------------------------------------------------------
 # Chunk: lines to paragraph-aware chunks with heading paths
 # ---------------------------------------------------------------------------
+# Public: FENCE, sentence_spans, RECORD_START, line_ends, document_name, header_title, chunk_lines,
+#         CHUNKER_VERSION, chunking_key
 
 FENCE = LazyPattern(r"^\s*(```|~~~)")
 _SENTENCE_END = LazyPattern(r"[.!?]+[\"')\]]*\s+")
@@ -3601,9 +3780,9 @@ def _markdown_blocks(lines: list[Line]) -> list[_Block]:
     in a reST document (_rest_titles), its adornment's rank in order of first use, as reST's.
 
     >>> [(b.level, [l.text for l in b.lines])
-    ...  for b in _markdown_blocks(_text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
+    ...  for b in _markdown_blocks(text_lines("# A\\nx\\ny\\n\\nB\\n===\\nz"))]
     [(1, ['# A']), (0, ['x', 'y']), (1, ['B', '===']), (0, ['z'])]
-    >>> [(b.level, b.title) for b in _markdown_blocks(_text_lines(
+    >>> [(b.level, b.title) for b in _markdown_blocks(text_lines(
     ...     "=====\\nGuide\\n=====\\n\\nSetup\\n=====\\n\\nDisks\\n-----"))]
     [(1, 'Guide'), (2, 'Setup'), (3, 'Disks')]
     """
@@ -4107,77 +4286,15 @@ def chunking_key(size: int, overlap: int) -> str:
 # ---------------------------------------------------------------------------
 # Embed: the built-in hashing embedder and the HTTP client
 # ---------------------------------------------------------------------------
-
-# the built-in embedder's words: fixed by its model name, as its vectors are
-WORD = LazyPattern(r"\w+")
+# Public: normalize, embed_text, QUERY, Convention, model_convention, config_convention, Embedder,
+#         HashEmbedder, http_modules, MAX_PROVIDER_MESSAGE, provider_message, HttpClient, too_long,
+#         DaemonPool, at_once, HttpEmbedder, EMBEDDERS, embedder_class, make_embedder
 
 
 def normalize(vec: list[float]) -> list[float]:
     """Scale to unit length (a zero vector stays zero)."""
     norm = math.hypot(*vec)
     return list(map((1.0 / norm).__mul__, vec)) if norm else list(vec)
-
-
-def _stem(word: str) -> str:
-    """A light English suffix stripper, enough to join plural and verb forms.
-
-    >>> [_stem(w) for w in ["refunds", "policies", "boxes", "take", "takes", "taking", "shipping",
-    ...                    "ships"]]
-    ['refund', 'policy', 'box', 'tak', 'tak', 'tak', 'ship', 'ship']
-    """
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith(("sses", "xes", "zes", "ches", "shes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        if word.endswith(suffix) and len(word) > len(suffix) + 2:
-            word = word[:-len(suffix)]
-            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-                word = word[:-1]  # shipping -> shipp -> ship
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
-
-
-def _terms(text: str) -> list[str]:
-    """Lowercased, stemmed content words of a text."""
-    return [_stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS]
-
-
-_ACCENTS = LazyPattern("[\u0300-\u036f]")  # combining diacritical marks (Latin, Greek, Cyrillic)
-
-
-def fold(text: str) -> str:
-    """Accents left out, as the keyword index's tokenizer does (unicode61), so
-    that 'creme brulee' meets 'crème brûlée'; other scripts' marks stay.
-
-    >>> fold("Crème brûlée, Ångström, Đà Nẵng, 한국어")
-    'Creme brulee, Angstrom, Đa Nang, 한국어'
-    """
-    if text.isascii():
-        return text
-    import unicodedata  # only for text that has more than ASCII
-    return unicodedata.normalize("NFC", _ACCENTS.sub("", unicodedata.normalize("NFD", text)))
-
-
-def stem(word: str) -> str:
-    """A word as questions and passages are compared (the words of a question
-    a passage holds): accents left out, then _stem.
-
-    >>> stem("Crèmes"), stem("cremes"), stem("four")
-    ('Crem', 'crem', '4')
-    """
-    word = fold(word)
-    return NUMBER_WORDS.get(word.lower()) or _stem(word)
-
-
-# A number written as a word is the same as in digits ('four worker processes', '-w 4'); not
-# 'one', a pronoun as often.
-NUMBER_WORDS = {w: str(n) for n, w in enumerate(
-    "two three four five six seven eight nine ten eleven twelve".split(), 2)}
 
 
 def embed_text(chunk: Chunk) -> str:
@@ -4350,7 +4467,7 @@ class HashEmbedder(Embedder):
         """Stemmed words and their 4-grams, weighted; accents left out (fold), so
         a question without them meets the text with them."""
         feats: dict[str, float] = {}
-        for t in _terms(fold(text)):
+        for t in stemmed_terms(fold(text)):
             feats[t] = feats.get(t, 0.0) + 1.0
             padded = f"<{t}>"
             for i in range(len(padded) - 3):
@@ -4748,6 +4865,7 @@ def make_embedder(cfg: Config, warn=None) -> Embedder:
 # ---------------------------------------------------------------------------
 # Dense index: signatures, sketches and exact scores (SignatureIndex)
 # ---------------------------------------------------------------------------
+# Public: signature, sketch, dot, transpose_signatures, Part, Sketches, SignatureIndex
 
 def signature(vec: list[float]) -> bytes:
     """Sign bits of a vector, bit i set when vec[i] > 0, little-endian bytes.
@@ -4882,7 +5000,7 @@ def transpose_signatures(sigs: bytes, width: int) -> bytes:
 
 
 class Part:
-    """Up to _SIG_PACK_ROWS chunks' signatures as bit columns (transpose_signatures)
+    """Up to SIG_PACK_ROWS chunks' signatures as bit columns (transpose_signatures)
     and their ids by position; a column a question needs becomes an integer once."""
 
     def __init__(self, ids: array, columns: bytes):
@@ -5103,15 +5221,24 @@ class SignatureIndex:
         score = _dot_with(qvec)
         scored = sorted(((score(v), cid) for cid, v in pairs), key=lambda p: (-p[0], p[1]))
         return [(cid, s) for s, cid in scored[:depth]]
+
+
 # ---------------------------------------------------------------------------
-# Store: SQLite with vectors as JSON text
+# SQLite: the schema, connections, settings, forgetting, damage
 # ---------------------------------------------------------------------------
+# Public: SIG_PACK_ROWS, FTS_TIDY_SHARE, vector_json, vector_codes, BUSY_TIMEOUT, ASK_LOG_WAIT,
+#         connect, cannot_write, rows_in, transaction, Meta, stored_convention,
+#         convention_mismatch, model_mismatch, text_key, content_digest, PendingDoc, stored_chunk,
+#         source_filter, source_warnings, DAMAGE_SHOWN, BAD_VECTOR, FORGOT_MEANWHILE, FORGET_RUN,
+#         FORGET_PATIENCE, Forgotten, Runs, runs_batches, runs_left, quoting, Sought, only_theirs,
+#         needles_left, next_forget, Damage, decoded, vector_problem, EDGE_TABLES, NO_ROWID,
+#         ROWS_FAILED, index_damaged, database_error
 
 # The schema of a new index. Each vector is stored once: in its chunk row while some chunk
 # has that text, in embed_cache only after the last such chunk goes (an edited file then finds
 # its unchanged passages' vectors); the triggers move it between the two. sigs keeps each
 # chunk's sign-bit signature and byte sketch apart from its text, so that scanning them reads
-# a few bytes a chunk; sig_pack, the signatures packed _SIG_PACK_ROWS to a row as bit columns.
+# a few bytes a chunk; sig_pack, the signatures packed SIG_PACK_ROWS to a row as bit columns.
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE documents (
@@ -5161,10 +5288,10 @@ CREATE TABLE sig_pack (part INTEGER PRIMARY KEY, ids BLOB NOT NULL, columns BLOB
 """
 # PRAGMA user_version of an index. 8: no hash or size of a file's bytes (content_digest).
 _SCHEMA_VERSION = 8
-_SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
+SIG_PACK_ROWS = 8192  # signatures per row of the packed copy
 # Merging the keyword index costs about as much as building it: done once a quarter of the
 # chunks changed, its cost stays a share of the runs' own.
-_FTS_TIDY_SHARE = 4
+FTS_TIDY_SHARE = 4
 # The tables rag.py writes: another program's write sets 'outside' (rag.py's own
 # transactions put it back), and the next index run checks every row. Never FTS5's
 # own tables: a trigger there fires inside FTS5's writes (SQLite 3.40 crashes).
@@ -5230,10 +5357,10 @@ def vector_codes(vec: list[float], text: str | None = None) -> _VectorCodes:
 
 
 _INDEX_TABLES = {"meta", "documents", "chunks"}
-_BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
+BUSY_TIMEOUT = 30  # seconds a write waits for another writer (a search never waits: WAL)
 # Seconds an ask waits to be logged while another process writes, then goes unlogged: far
 # longer than an index run holds the write lock at a time.
-_ASK_LOG_WAIT = 1.0
+ASK_LOG_WAIT = 1.0
 
 
 def connect(path: str, create: bool = False, shared: bool = False) -> sqlite3.Connection:
@@ -5296,7 +5423,7 @@ def _first_read(path: str, writable: bool, create: bool,
                            f"and its write-ahead log {path}-wal holds changes the file alone "
                            "lacks; open it once where its folder can be written")
         try:
-            conn = sqlite3.connect(target, timeout=_BUSY_TIMEOUT, isolation_level=None,
+            conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT, isolation_level=None,
                                    uri=not can_write, check_same_thread=not shared)
         except sqlite3.Error as e:
             raise RagError(f"cannot open {path}: {e}") from None
@@ -5343,7 +5470,7 @@ def _check_schema(conn, path: str, create: bool) -> None:
     try:
         conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")
         conn.execute("PRAGMA journal_mode = WAL")
-        with _transaction(conn):
+        with transaction(conn):
             if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # not raced
                 _create_tables(conn)
     except sqlite3.OperationalError as e:
@@ -5396,7 +5523,7 @@ def rows_in(conn, sql: str, ids: list, params: tuple = ()) -> list[tuple]:
 
 
 @contextlib.contextmanager
-def _transaction(conn, begun: bool = False):
+def transaction(conn, begun: bool = False):
     """BEGIN IMMEDIATE (unless begun) ... COMMIT, rolled back on any exception,
     Ctrl-C included (unless it lands after COMMIT: nothing is left to roll back)."""
     if not begun:
@@ -5462,7 +5589,7 @@ def stored_convention(stored: str | None) -> Convention:
         return Convention()
 
 
-def _convention_mismatch(built: str | None, stored: str | None,
+def convention_mismatch(built: str | None, stored: str | None,
                          convention: Convention | None) -> None:
     """The error when the index's vectors were made with another convention than configured."""
     if not built or convention is None or (stored or "") == convention.stored():
@@ -5474,7 +5601,7 @@ def _convention_mismatch(built: str | None, stored: str | None,
                    "or index into another --db")
 
 
-def _model_mismatch(built: str | None, built_dim: str | None, model: str, dim: int | None) -> None:
+def model_mismatch(built: str | None, built_dim: str | None, model: str, dim: int | None) -> None:
     """The error when an index built with model built (built_dim) is asked with model (dim)."""
     if built and built != model:
         raise RagError(f"this index was built with embedding model {built} ({built_dim} "
@@ -5556,7 +5683,7 @@ def source_warnings(conn, source) -> list[str]:
 # Damage: a page SQLite cannot read (quick_check: the file must be rebuilt), or a row that
 # does not decode (not UTF-8, not a vector): its document is removed and its file read again.
 DAMAGE_SHOWN = 20  # structural problems quick_check lists; one is enough to say the file is damaged
-_BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
+BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
                "OR json_array_length(vector) != ?")
 
 
@@ -5565,7 +5692,7 @@ _BAD_VECTOR = ("NOT json_valid(vector) OR json_type(vector) != 'array' "
 FORGOT_MEANWHILE = ("a forget ran while it was answered, so it is not logged (it may quote what "
                     "was forgotten)")
 FORGET_RUN = 40  # bytes: no run this long of a forgotten text may be left (40 characters or more)
-_FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
+FORGET_PATIENCE = 2  # seconds forget waits for readers to finish before it says they are there
 _READ_BLOCK = 1 << 23  # bytes of the index's file searched at a time
 _FORGET_BATCH = 1 << 17  # bytes of forgotten text looked for at a time: memory stays flat
 _HAS_WORD = LazyPattern(rb"[A-Za-z0-9\x80-\xff]")  # a run of spaces or dashes tells nothing
@@ -5629,7 +5756,7 @@ def runs_batches(texts: list[str]) -> Iterator[Runs]:
         yield Runs(batch)
 
 
-def _runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
+def runs_left(path: str, runs: Runs, kept: set[bytes]) -> list[str]:
     """The places ('FILE at byte N') in the file at path holding runs, but those
     kept (kept documents hold them too); read _READ_BLOCK at a time."""
     left, offset, tail = [], 0, b""
@@ -5710,7 +5837,7 @@ def only_theirs(asks: list[dict], texts: list[str], unheld: Callable[[str], bool
             if any(theirs(w) for w in content_words(str(ask.get("question", ""))))]
 
 
-def _needles_left(path: str, needles: list[str]) -> list[str]:
+def needles_left(path: str, needles: list[str]) -> list[str]:
     """The places ('FILE at byte N') in the file at path holding a short text as written."""
     wanted = [n.encode("utf-8") for n in needles]
     left, offset, tail = [], 0, b""
@@ -5737,7 +5864,7 @@ def next_forget(value: str | None) -> str:
 
 
 @dataclass
-class _Damage:
+class Damage:
     """What SqliteStore.damage found in the index db: problems of the file, of rows."""
 
     db: str
@@ -5777,7 +5904,7 @@ class _Damage:
                 "and reads those files again")
 
 
-def _decoded(value, what: str, problems: list) -> str:
+def decoded(value, what: str, problems: list) -> str:
     """A text column read as bytes, decoded; a problem noted when it is not UTF-8."""
     if not isinstance(value, bytes):
         return "" if value is None else str(value)
@@ -5788,7 +5915,7 @@ def _decoded(value, what: str, problems: list) -> str:
         return value.decode("utf-8", "replace")
 
 
-def _vector_problem(text: bytes, dim: int) -> str | None:
+def vector_problem(text: bytes, dim: int) -> str | None:
     """Why a stored vector (its JSON text) is not dim finite numbers, or None."""
     try:
         vec = json.loads(text)
@@ -5803,9 +5930,9 @@ def _vector_problem(text: bytes, dim: int) -> str | None:
 
 # What an index run reads when no other program wrote since the last check
 # (SqliteStore.damage, every_row=False): each table's first and last rows.
-_EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
+EDGE_TABLES = ("meta", "documents", "chunks", "sigs", "sig_pack", "embed_cache", "asks",
                 "chunks_fts_data", "chunks_fts_idx", "chunks_fts_docsize")
-_NO_ROWID = ("embed_cache", "chunks_fts_idx")
+NO_ROWID = ("embed_cache", "chunks_fts_idx")
 ROWS_FAILED = "reading the rows failed"  # damage()'s word for a page that stopped the scan
 
 
@@ -5822,10 +5949,10 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
         return index_damaged(db, f"a stored {column.group(1)} is not readable text")
     if not isinstance(e, sqlite3.OperationalError) or "malformed" in msg:
         return index_damaged(db, msg.split(":")[0][:100])
-    # another program's write held past _BUSY_TIMEOUT (an index run would hold DB.lock)
+    # another program's write held past BUSY_TIMEOUT (an index run would hold DB.lock)
     if "locked" in msg:
         return RagError(f"another process kept {display_path(db)} locked for writing for over "
-                        f"{_BUSY_TIMEOUT} s (a program other than rag.py index, which would have "
+                        f"{BUSY_TIMEOUT} s (a program other than rag.py index, which would have "
                         "said so at once); try again when it is done")
     if "full" in msg:
         return RagError(f"the disk holding {display_path(db)} is full: what was written before "
@@ -5833,6 +5960,12 @@ def database_error(e: sqlite3.DatabaseError, db: str) -> RagError:
                         "space, then run the command again (an index run goes on from there)")
     return RagError(f"the index database failed: {msg[:200]}")  # I/O: not damage
 
+
+# ---------------------------------------------------------------------------
+# Store: what indexing and retrieval need of storage (Store, Admin); SqliteStore
+# ---------------------------------------------------------------------------
+# Public: Scope, scope_where, bm25_idf, bm25_part, ASK_COLUMNS, Store, Admin, SQLITE_FILES,
+#         SqliteStore
 
 # The store interface: what indexing and retrieval need (Store), and the commands around
 # them (Admin). Chunks are known by int ids, documents by their real path. Another store is
@@ -5909,8 +6042,8 @@ class Store(abc.ABC):
     def check_model(self, model: str, dim: int | None = None,
                     convention: Convention | None = None) -> None:
         """Fail when the index was made with another model, dim or convention (None: unchecked)."""
-        _model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
-        _convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
+        model_mismatch(self.meta(Meta.MODEL), self.meta(Meta.DIM), model, dim)
+        convention_mismatch(self.meta(Meta.MODEL), self.meta(Meta.CONVENTION), convention)
 
     def chunking(self) -> tuple[int, int] | None:
         """(size, overlap) the index was built with, so a run without flags keeps them."""
@@ -6122,7 +6255,7 @@ class SqliteStore(Store, Admin):
         return clean_text(row[0]) if isinstance(row[0], str) else row[0]
 
     def set_meta(self, values: dict) -> None:
-        with _transaction(self.conn):
+        with transaction(self.conn):
             self._put(values)
 
     def _put(self, values: dict) -> None:
@@ -6144,7 +6277,7 @@ class SqliteStore(Store, Admin):
         try:
             if not self._begin_at_once():
                 return False
-            with _transaction(self.conn, begun=True):
+            with transaction(self.conn, begun=True):
                 self._put(values)
             return True
         # an immutable (read-only media) connection refuses the write
@@ -6153,12 +6286,12 @@ class SqliteStore(Store, Admin):
 
     @contextlib.contextmanager
     def _patience(self, seconds: float):
-        """Within: a write waits at most seconds for another's; after: _BUSY_TIMEOUT."""
+        """Within: a write waits at most seconds for another's; after: BUSY_TIMEOUT."""
         self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
         try:
             yield self.conn
         finally:
-            self.conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT * 1000}")
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT * 1000}")
 
     def _begin_at_once(self) -> bool:
         """BEGIN IMMEDIATE without waiting: False when another process writes or it is read-only."""
@@ -6176,7 +6309,7 @@ class SqliteStore(Store, Admin):
 
     def write(self, docs: list, vectors: dict, model: str, dim: int,
               convention: Convention) -> None:
-        with _transaction(self.conn):
+        with transaction(self.conn):
             self.check_model(model, dim, convention)
             stamp = now_iso()
             self._put({Meta.MODEL: model, Meta.DIM: dim, Meta.CONVENTION: convention.stored()})
@@ -6217,7 +6350,7 @@ class SqliteStore(Store, Admin):
             (doc.path, doc.rel, done[0], doc.mtime, stamp, done[1])).lastrowid
 
     def delete(self, paths: list[str]) -> None:
-        with _transaction(self.conn):
+        with transaction(self.conn):
             gone = self._chunks_of(paths)
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
             self._put({Meta.LAST_INDEXED: now_iso()})
@@ -6231,12 +6364,12 @@ class SqliteStore(Store, Admin):
                                          "({marks})", paths))
 
     def rename(self, path: str, rel: str) -> None:
-        with _transaction(self.conn):
+        with transaction(self.conn):
             self.conn.execute("UPDATE documents SET rel = ? WHERE path = ?", (rel, path))
 
     def keep_stats(self, stats: dict[str, str]) -> None:
         if stats:
-            with _transaction(self.conn):
+            with transaction(self.conn):
                 self.conn.executemany("UPDATE documents SET stat = ? WHERE path = ?",
                                       [(v, k) for k, v in stats.items()])
 
@@ -6273,7 +6406,7 @@ class SqliteStore(Store, Admin):
             kept |= names
         kept |= {rel for t in sought.short for rel in self._holding(t, set(paths))}
         self.conn.execute("PRAGMA secure_delete = ON")  # what is deleted is overwritten
-        with _transaction(self.conn):
+        with transaction(self.conn):
             ids = {i for (i,) in rows_in(self.conn, "SELECT c.id FROM chunks c JOIN documents d "
                                          "ON d.id = c.doc_id WHERE d.path IN ({marks})", paths)}
             self.conn.executemany("DELETE FROM documents WHERE path = ?", [(p,) for p in paths])
@@ -6295,12 +6428,12 @@ class SqliteStore(Store, Admin):
     def _alone(self) -> None:
         """Fail, before anything is removed, when another process reads the index:
         the log could not be emptied, and their text would stay in it."""
-        with self._patience(_FORGET_PATIENCE):
-            with _transaction(self.conn):  # a write a reader's older snapshot keeps in the log
+        with self._patience(FORGET_PATIENCE):
+            with transaction(self.conn):  # a write a reader's older snapshot keeps in the log
                 self._put({Meta.FORGETTING: now_iso()})
             busy = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if busy:
-            with _transaction(self.conn):
+            with transaction(self.conn):
                 self._put({Meta.FORGETTING: None})
             raise RagError("another process is reading the index (a server, a search under way), "
                            "so forget could not empty its write-ahead log; stop it and run this "
@@ -6316,9 +6449,9 @@ class SqliteStore(Store, Admin):
         files, left = (name, name + "-wal"), []
         for r in runs_batches(sought.long):
             for path in files:
-                left += _runs_left(path, r, held)
+                left += runs_left(path, r, held)
         short = [t for t in sought.short if not self._holding(t)]
-        left += [place for path in files for place in _needles_left(path, short)]
+        left += [place for path in files for place in needles_left(path, short)]
         size = sum(os.path.getsize(p) for p in files if os.path.exists(p))
         checked = (f"no {FORGET_RUN}-byte run of their text" + sought.also(short)
                    + f" in {os.path.basename(name)} or its write-ahead log ({size_text(size)} "
@@ -6353,12 +6486,12 @@ class SqliteStore(Store, Admin):
 
     def _tidy_keywords(self) -> None:
         """Merge the keyword index (FTS5 'optimize': removed rows' entries go) once
-        the chunks changed since it last was reach 1/_FTS_TIDY_SHARE of the index."""
+        the chunks changed since it last was reach 1/FTS_TIDY_SHARE of the index."""
         if not self._changed:
             return
         changed, self._changed = int(self.meta(Meta.FTS_CHANGED) or 0) + self._changed, 0
-        with _transaction(self.conn):
-            if changed * _FTS_TIDY_SHARE >= self.count():
+        with transaction(self.conn):
+            if changed * FTS_TIDY_SHARE >= self.count():
                 self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize')")
                 changed = 0
             self._put({Meta.FTS_CHANGED: changed})
@@ -6370,10 +6503,10 @@ class SqliteStore(Store, Admin):
 
     # what SignatureIndex reads: signatures and sketches (packed, else row by row), vectors
     def _pack_signatures(self) -> None:
-        """Rewrite the packed signatures, _SIG_PACK_ROWS chunks a row as bit columns: a
+        """Rewrite the packed signatures, SIG_PACK_ROWS chunks a row as bit columns: a
         few large rows load far faster than a row a chunk. An index run does, at its
         end; a search that finds the copy stale reads the rows (it never writes)."""
-        with _transaction(self.conn):
+        with transaction(self.conn):
             self.conn.execute("DELETE FROM sig_pack")
             for part, p in enumerate(self._signature_rows_in_parts()):
                 self.conn.execute("INSERT INTO sig_pack(part, ids, columns) VALUES (?, ?, ?)",
@@ -6383,7 +6516,7 @@ class SqliteStore(Store, Admin):
     def _signature_rows_in_parts(self) -> Iterator[Part]:
         width = (int(self.meta(Meta.DIM) or 0) + 7) // 8
         rows = self.conn.execute("SELECT chunk_id, sig FROM sigs ORDER BY chunk_id")
-        while block := rows.fetchmany(_SIG_PACK_ROWS):
+        while block := rows.fetchmany(SIG_PACK_ROWS):
             ids, sigs = zip(*block)
             yield Part(array("q", ids), transpose_signatures(b"".join(sigs), width))
 
@@ -6538,7 +6671,7 @@ class SqliteStore(Store, Admin):
 
     def log_ask(self, row: tuple, since: str | None = None) -> str | None:
         try:
-            with self._patience(_ASK_LOG_WAIT), _transaction(self.conn):
+            with self._patience(ASK_LOG_WAIT), transaction(self.conn):
                 # in the write lock, as forget moves it in its own: one of the two comes first
                 if self.meta(Meta.FORGETS) != since:
                     return FORGOT_MEANWHILE
@@ -6610,12 +6743,12 @@ class SqliteStore(Store, Admin):
             return 0
 
     # damage: check, and an index run's repair
-    def damage(self, db: str, full: bool = False, every_row: bool = True) -> _Damage:
+    def damage(self, db: str, full: bool = False, every_row: bool = True) -> Damage:
         """Check the index (the file db) without changing it: quick_check (full:
         integrity_check), every text decoded, every vector's JSON and length checked
         by SQLite (full: also parsed, each number finite). Not every_row: only the
         settings and each table's first and last rows (SQLite checks their pages)."""
-        d = _Damage(db)
+        d = Damage(db)
         if not every_row:
             self._read_rows(d, self._scan_settings, self._scan_edges)
             return d
@@ -6631,7 +6764,7 @@ class SqliteStore(Store, Admin):
             d.keyword, d.keyword_unchecked = self._keyword_damage(full)
         return d
 
-    def _read_rows(self, d: _Damage, *scans) -> None:
+    def _read_rows(self, d: Damage, *scans) -> None:
         """Run each scan(d) with text read as bytes (a value not UTF-8 is found, not
         raised); a page that does not read damages the file."""
         factory = self.conn.text_factory
@@ -6644,17 +6777,17 @@ class SqliteStore(Store, Admin):
         finally:
             self.conn.text_factory = factory
 
-    def _scan_edges(self, d: _Damage) -> None:
-        for table in _EDGE_TABLES:
+    def _scan_edges(self, d: Damage) -> None:
+        for table in EDGE_TABLES:
             self.conn.execute(f"SELECT * FROM {table} LIMIT 1").fetchall()
-            if table not in _NO_ROWID:
+            if table not in NO_ROWID:
                 self.conn.execute(f"SELECT * FROM {table} ORDER BY rowid DESC LIMIT 1").fetchall()
 
     def mark_for_checking(self) -> None:
         """Make the next index run check every row (check found damage, or could not
         finish): at once or not at all (read-only, or another process writes)."""
         try:
-            if self._begin_at_once():  # not _transaction: that would put the flag back
+            if self._begin_at_once():  # not transaction: that would put the flag back
                 self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')",
                                   (Meta.OUTSIDE,))
                 self.conn.execute("COMMIT")
@@ -6679,11 +6812,11 @@ class SqliteStore(Store, Admin):
             return f"the keyword index: {e}", ""
         return "", ""
 
-    def _scan_settings(self, d: _Damage) -> None:
+    def _scan_settings(self, d: Damage) -> None:
         for key, value in self.conn.execute("SELECT key, value FROM meta"):
             problems: list[str] = []
-            name = _decoded(key, "name", problems)
-            value = _decoded(value, "value", problems)
+            name = decoded(key, "name", problems)
+            value = decoded(value, "value", problems)
             d.settings += [f"the setting {name!r}: {p}" for p in problems]
             if name == "dim":
                 try:
@@ -6691,12 +6824,12 @@ class SqliteStore(Store, Admin):
                 except ValueError:
                     d.settings.append("the setting 'dim' is not a number")
 
-    def _scan_documents(self, d: _Damage) -> None:
+    def _scan_documents(self, d: Damage) -> None:
         for doc_id, path, rel, digest in self.conn.execute("SELECT id, path, rel, digest "
                                                            "FROM documents"):
             problems: list[str] = []
-            path, rel = _decoded(path, "path", problems), _decoded(rel, "relative path", problems)
-            _decoded(digest, "digest", problems)
+            path, rel = decoded(path, "path", problems), decoded(rel, "relative path", problems)
+            decoded(digest, "digest", problems)
             d.paths[doc_id] = path
             if rel and path.endswith(os.sep + rel):
                 d.roots.add(path[:-len(rel) - 1] or os.sep)
@@ -6706,40 +6839,40 @@ class SqliteStore(Store, Admin):
                                                   "answer, model FROM asks"):
             problems = []
             for value in texts:
-                _decoded(value, "text", problems)
+                decoded(value, "text", problems)
             d.asks += [ask_id] if problems else []
 
-    def _scan_chunks(self, d: _Damage, full: bool) -> None:
+    def _scan_chunks(self, d: Damage, full: bool) -> None:
         chunks = 0
         columns = "id, doc_id, text, heading, loc, key" + (", vector" if full and d.dim else "")
         for cid, doc_id, text, heading, loc, key, *vector in self.conn.execute(
                 f"SELECT {columns} FROM chunks"):
             chunks += 1
             problems: list[str] = []
-            _decoded(text, "text", problems), _decoded(heading, "heading", problems)
+            decoded(text, "text", problems), decoded(heading, "heading", problems)
             d.texts = d.texts or bool(problems)
-            _decoded(loc, "location", problems), _decoded(key, "key", problems)
-            problems += [p for p in [vector and _vector_problem(vector[0], d.dim)] if p]
+            decoded(loc, "location", problems), decoded(key, "key", problems)
+            problems += [p for p in [vector and vector_problem(vector[0], d.dim)] if p]
             if problems:
                 d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
         if d.dim:
             for cid, doc_id in self.conn.execute(f"SELECT id, doc_id FROM chunks "
-                                                 f"WHERE {_BAD_VECTOR}", (d.dim,)):
+                                                 f"WHERE {BAD_VECTOR}", (d.dim,)):
                 reasons = d.docs.setdefault(doc_id, [])
                 if not any(r.startswith(f"chunk {cid}: its vector") for r in reasons):
                     reasons.append(f"chunk {cid}: its vector is not {d.dim} numbers in JSON")
-            d.cache = self.conn.execute(f"SELECT count(*) FROM embed_cache WHERE {_BAD_VECTOR}",
+            d.cache = self.conn.execute(f"SELECT count(*) FROM embed_cache WHERE {BAD_VECTOR}",
                                         (d.dim,)).fetchone()[0]
         d.counts = (len(d.paths), chunks)
 
-    def repair(self, d: _Damage) -> None:
+    def repair(self, d: Damage) -> None:
         """Remove the rows damage() found, in one transaction (their files are read again)."""
-        with _transaction(self.conn):
+        with transaction(self.conn):
             for doc_id in d.docs:
                 self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
                 self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
             if d.dim:
-                self.conn.execute(f"DELETE FROM embed_cache WHERE {_BAD_VECTOR}", (d.dim,))
+                self.conn.execute(f"DELETE FROM embed_cache WHERE {BAD_VECTOR}", (d.dim,))
             self.conn.executemany("DELETE FROM asks WHERE id = ?", [(i,) for i in d.asks])
             if d.texts or d.keyword:  # told to forget text it never held, or damaged: rebuilt
                 self.conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
@@ -6749,6 +6882,7 @@ class SqliteStore(Store, Admin):
 # ---------------------------------------------------------------------------
 # Engine store: an index in a server engine over HTTP (EngineStore, ChromaStore)
 # ---------------------------------------------------------------------------
+# Public: EngineStore, ChromaStore, STORES
 
 # When one machine is not enough, the index lives in a server engine reached with urllib
 # alone: --store URL (RAG_STORE) names it, its kind is the URL's scheme (STORES).
@@ -7673,8 +7807,9 @@ STORES: dict[str, type[Store]] = {"sqlite": SqliteStore, "chroma": ChromaStore,
 
 
 # ---------------------------------------------------------------------------
-# Index: walk, parse, chunk, embed, store
+# Walk: the folders' files (filters, globs, links, virtual file systems)
 # ---------------------------------------------------------------------------
+# Public: DEFAULT_EXCLUDES, FOLLOW_LINKS, RAGIGNORE, PathFilter, Walked, walk, led_away
 
 class _Glob:
     """A gitignore-style pattern over a '/'-separated relative path. One without a '/' (but a
@@ -7747,12 +7882,12 @@ selinuxfs
 # read, never widens it, so the line is noted and has no effect (_widening).
 FOLLOW_LINKS = "!follow-links"
 RAGIGNORE = ".ragignore"  # a folder's own exclusion rules (gitignore's syntax)
-_RAGIGNORE, _DEFAULT = ".ragignore line", "default"  # where a _PathFilter's line comes from
+_RAGIGNORE, _DEFAULT = ".ragignore line", "default"  # where a PathFilter's line comes from
 
 
 @dataclass(frozen=True)
 class _Rule:
-    """One line of a _PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
+    """One line of a PathFilter: a pattern, '!' (negate), a trailing '/' (dir_only)."""
 
     glob: _Glob
     negate: bool
@@ -7769,7 +7904,7 @@ def _widening(line: str) -> str:
     return "hidden files and folders are never read" if line[:1] == "!" and hidden else ""
 
 
-class _PathFilter:
+class PathFilter:
     """Which paths under a folder to index: .ragignore, the default excludes and --exclude
     (gitignore style: '#' comments, '!' re-includes, a trailing '/' for folders only, the
     last matching line wins), and --include. Whoever runs the command decides what may be
@@ -7806,7 +7941,7 @@ class _PathFilter:
             return None
 
     @classmethod
-    def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> _PathFilter:
+    def for_root(cls, root: str, include=(), exclude=(), defaults=True) -> PathFilter:
         lines: list[str] = []
         if os.path.isdir(root):
             with contextlib.suppress(OSError), open(os.path.join(root, RAGIGNORE),
@@ -7846,7 +7981,7 @@ def _virtual_mounts() -> set[str]:
 
 
 @dataclass(frozen=True)
-class _Walked:
+class Walked:
     """A file the walk listed: path, root given, real path (key: its identity), the (device,
     inode) reading must find again, and linked: reached through a followed link."""
 
@@ -7872,7 +8007,7 @@ class _Listed:
 
 def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: bool = False,
          refused: list | None = None, folders: list | None = None, kept: dict | None = None):
-    """Yield a _Walked for each file under paths, depth first in name order.
+    """Yield a Walked for each file under paths, depth first in name order.
 
     Hidden, filtered and virtual entries are skipped; each real folder is entered once,
     and only while still what its parent listed (_open_folder); a stack, not recursion,
@@ -7891,10 +8026,10 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
             os.stat(root))
         if ident is None:
             continue
-        keep = (filters or {}).get(root) or _PathFilter()
+        keep = (filters or {}).get(root) or PathFilter()
         if not os.path.isdir(root):  # named on the command line: read even when it is a link
             if not keep.excluded(os.path.basename(root)):
-                yield _Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
+                yield Walked(os.path.normpath(root), os.path.dirname(os.path.normpath(root)),
                               real_root, ident, linked=True,
                               regular=stat.S_ISREG(os.stat(root).st_mode))
             continue
@@ -7923,7 +8058,7 @@ def walk(paths: list[str], log: Log, filters: dict | None = None, follow_links: 
                 else:
                     key = os.path.realpath(e.path) if via else os.path.normpath(
                         os.path.join(real_root, rel + e.name))  # no link on the way
-                    yield _Walked(e.path, root, key, target, via,
+                    yield Walked(e.path, root, key, target, via,
                                   stat.S_ISREG(st.st_mode) if st else e.regular)
             stack.extend(reversed(subdirs))
 
@@ -7946,7 +8081,7 @@ def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
     and a note (a link put in its place would bring in what is outside the folders)."""
     now = os.path.realpath(root)
     if now != real:
-        log.note(_led_away(root, now, real))
+        log.note(led_away(root, now, real))
         return None
     try:
         return file_identity(os.lstat(real))
@@ -7955,7 +8090,7 @@ def _kept_root(root: str, real: str, log: Log) -> tuple[int, int] | None:
         return None
 
 
-def _led_away(root: str, now: str, real: str) -> str:
+def led_away(root: str, now: str, real: str) -> str:
     return (f"skipped {shown(root)}: it now leads to {shown(now)}, not to the folder watched "
             f"({shown(real)}); not followed (watched until it is back; 'index' of it reads where "
             "it leads)")
@@ -8049,6 +8184,12 @@ def _link_refusal(path: str, bounds: list[str]) -> str:
     return _LINK_INSIDE
 
 
+# ---------------------------------------------------------------------------
+# Index: read, chunk, embed, store; what is gone; the index lock
+# ---------------------------------------------------------------------------
+# Public: IndexStats, root_bases, Batcher, index_paths, read_rules, indexed_roots,
+#         outside_documents, index_lock, forget_index
+
 @dataclass
 class IndexStats:
     """Counters for the summary line of an index run."""
@@ -8072,7 +8213,7 @@ class _FileRead(NamedTuple):
     fmt: Format
 
 
-def _open_walked(w: _Walked) -> tuple:
+def _open_walked(w: Walked) -> tuple:
     """The file the walk listed, opened (never blocking), and its stat; OSError when it is
     another file or (unless w.linked) a link: no swap brings in a file from outside."""
     nofollow = 0 if w.linked else getattr(os, "O_NOFOLLOW", 0)
@@ -8090,7 +8231,7 @@ class _Swapped(OSError):
     """A file that is no longer what the walk listed."""
 
 
-def _read_file(w: _Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
+def _read_file(w: Walked, log: Log, max_bytes: int = MAX_FILE_MB << 20, named: bool = False
               ) -> _FileRead | None:
     """Bytes (a compressed file's: what it holds), stat and format of a file the walk
     listed, or None with a note saying why not. named: --include named it (file_format)."""
@@ -8151,7 +8292,7 @@ def _read_open(path: str, f, st: os.stat_result, log: Log, max_bytes: int, named
     return _FileRead(data, st, fmt)
 
 
-def _load_document(w: _Walked, rel: str, known: str | None, opts: IndexOptions,
+def _load_document(w: Walked, rel: str, known: str | None, opts: IndexOptions,
                    log: Log) -> tuple[str, PendingDoc | None]:
     """Read, parse and chunk one file the walk listed: ('read', document), ('unchanged',
     the document without chunks), or ('empty' | 'skipped' | 'secret', None), with a note
@@ -8229,7 +8370,7 @@ def _stat_key(st: os.stat_result, now: float) -> str:
     return f"{st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}"
 
 
-def _unchanged_on_disk(w: _Walked, stored_stat: str) -> bool:
+def _unchanged_on_disk(w: Walked, stored_stat: str) -> bool:
     """The file the walk listed is as it was when its stored text was read."""
     try:
         st = os.stat(w.path, follow_symlinks=w.linked)
@@ -8529,7 +8670,7 @@ def index_paths(store, embedder: Embedder, paths: list[str], opts: IndexOptions,
     chunking = run.know_stored()
     # until the end: a run stopped midway leaves it, and stats says the index is unfinished
     store.set_meta({Meta.RUNNING: json.dumps({"started": now_iso(), "chunking": chunking})})
-    filters = {root: _PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
+    filters = {root: PathFilter.for_root(root, opts.include, opts.exclude, opts.default_excludes)
                for root in paths}
     for root, keep in filters.items():
         for bad in keep.bad:
@@ -8581,7 +8722,7 @@ class _IndexRun:
     bases: dict = field(default_factory=dict)  # root -> its documents' paths are relative to
     reals: dict = field(default_factory=dict)  # a walk's root as given -> its real path
 
-    def rel_of(self, w: _Walked) -> str:
+    def rel_of(self, w: Walked) -> str:
         """A document's path relative to its root's base (root_bases)."""
         real = self.reals.get(w.root) or self.reals.setdefault(w.root, os.path.realpath(w.root))
         if w.key in self.bases:  # a file given alone
@@ -8617,7 +8758,7 @@ class _IndexRun:
             self.stored = dict.fromkeys(self.stored, "")  # known paths, but no hash matches
         return chunking
 
-    def take(self, w: _Walked) -> None:
+    def take(self, w: Walked) -> None:
         """Read one file the walk listed and do what its status says."""
         key, store, stats = w.key, self.store, self.stats
         self.seen.add(key)
@@ -8840,6 +8981,82 @@ def _prune_or_report(store: Store, paths: list[str], why: str, prune: bool, log:
     return 0
 
 
+@contextlib.contextmanager
+def index_lock(db: str):
+    """Hold an exclusive lock on DB.lock (beside the real file: every name of one index
+    shares it) for one index run, or fail at once: two runs would embed, and pay for, the
+    same files twice. Readers take none (WAL). The system drops it if the process dies."""
+    path = os.path.realpath(db) + ".lock"
+    for _ in range(_LOCK_TRIES):
+        try:
+            f = open(path, "a+b")
+        except OSError as e:
+            raise _cannot_lock(db, path, e) from None
+        with f:
+            _take_lock(f, db)
+            if not _names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
+                continue
+            yield path
+            return
+    raise RagError(f"the lock file {path} keeps being removed; run this again")
+
+
+def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
+    """Why DB.lock cannot be made (its folder missing or read-only), and what to do."""
+    folder = shown(display_path(os.path.dirname(path)))
+    if e.errno == errno.ENOENT:
+        return RagError(f"cannot create the index in {folder}: no such folder; make it, or "
+                        "give --db PATH in a folder that exists")
+    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return RagError(f"cannot create the lock file {shown(path)}: {e.strerror}")
+    if os.path.isfile(db):
+        return RagError(f"cannot write the index {shown(display_path(db))}: its folder {folder} is "
+                        "read-only here; run this as a user who can write that folder, or "
+                        "make it writable")
+    return RagError(f"cannot create the index in {folder} (read-only here): give --db PATH "
+                    "in a folder you can write")
+
+
+_LOCK_TRIES = 3  # opening again after a failed first run removed the lock file
+
+
+def _take_lock(f, db: str) -> None:
+    """Lock f, or fail at once when another run holds it."""
+    try:
+        if os.name == "nt":
+            import msvcrt
+            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise RagError(f"another '{program()} index' is writing {db} (a run, or a --watch); wait "
+                       "for it to finish and run this again") from None
+
+
+def _names_file(path: str, f) -> bool:
+    """Whether path still names the open file f."""
+    try:
+        st, held = os.stat(path), os.fstat(f.fileno())
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+def forget_index(db: str, lock: str) -> None:
+    """Remove the index a first run made and could not fill, and its (held) lock file."""
+    real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
+    for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+# ---------------------------------------------------------------------------
+# Watch: folders kept current by polling
+# ---------------------------------------------------------------------------
+# Public: WATCH_CPU_SHARE, WATCH_MIN_POLL, WATCH_QUIET, WATCH_MAX_SETTLE, WATCH_MAX_BACKOFF,
+#         Snapshot, Watcher
+
 # Watch: folders kept current by polling the stat of what the last walk listed (no notifier
 # reaches every file system, network shares included). A change waits until two walks
 # WATCH_QUIET apart agree (a checkout is one pass, a file being written is not read half
@@ -8917,7 +9134,7 @@ class Watcher:
                 folders[root] = None
                 continue
             listed: list[str] = []
-            keep = {root: _PathFilter.for_root(root, self.opts.include, self.opts.exclude,
+            keep = {root: PathFilter.for_root(root, self.opts.include, self.opts.exclude,
                                                self.opts.default_excludes)}
             for w in walk([root], _Silent(), keep, self.opts.follow_links, folders=listed):
                 files[w.path] = (w.linked, _stamp(w.path, w.linked))
@@ -8999,7 +9216,7 @@ class Watcher:
                 self.led_away.discard(root)
             elif root not in self.led_away:
                 self.led_away.add(root)
-                self.note(_led_away(root, now, self.real[root]))
+                self.note(led_away(root, now, self.real[root]))
 
     def once(self, settled: Snapshot, before: Snapshot | None = None) -> bool:
         """One pass over the folders present; True unless it failed."""
@@ -9024,79 +9241,12 @@ class Watcher:
         return True
 
 
-@contextlib.contextmanager
-def index_lock(db: str):
-    """Hold an exclusive lock on DB.lock (beside the real file: every name of one index
-    shares it) for one index run, or fail at once: two runs would embed, and pay for, the
-    same files twice. Readers take none (WAL). The system drops it if the process dies."""
-    path = os.path.realpath(db) + ".lock"
-    for _ in range(_LOCK_TRIES):
-        try:
-            f = open(path, "a+b")
-        except OSError as e:
-            raise _cannot_lock(db, path, e) from None
-        with f:
-            _take_lock(f, db)
-            if not _names_file(path, f):  # removed meanwhile by a failed first run (forget_index)
-                continue
-            yield path
-            return
-    raise RagError(f"the lock file {path} keeps being removed; run this again")
-
-
-def _cannot_lock(db: str, path: str, e: OSError) -> RagError:
-    """Why DB.lock cannot be made (its folder missing or read-only), and what to do."""
-    folder = shown(display_path(os.path.dirname(path)))
-    if e.errno == errno.ENOENT:
-        return RagError(f"cannot create the index in {folder}: no such folder; make it, or "
-                        "give --db PATH in a folder that exists")
-    if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return RagError(f"cannot create the lock file {shown(path)}: {e.strerror}")
-    if os.path.isfile(db):
-        return RagError(f"cannot write the index {shown(display_path(db))}: its folder {folder} is "
-                        "read-only here; run this as a user who can write that folder, or "
-                        "make it writable")
-    return RagError(f"cannot create the index in {folder} (read-only here): give --db PATH "
-                    "in a folder you can write")
-
-
-_LOCK_TRIES = 3  # opening again after a failed first run removed the lock file
-
-
-def _take_lock(f, db: str) -> None:
-    """Lock f, or fail at once when another run holds it."""
-    try:
-        if os.name == "nt":
-            import msvcrt
-            msvcrt.locking(f.fileno(), msvcrt.LK_NBLCK, 1)
-        else:
-            import fcntl
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        raise RagError(f"another '{program()} index' is writing {db} (a run, or a --watch); wait "
-                       "for it to finish and run this again") from None
-
-
-def _names_file(path: str, f) -> bool:
-    """Whether path still names the open file f."""
-    try:
-        st, held = os.stat(path), os.fstat(f.fileno())
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
-
-
-def forget_index(db: str, lock: str) -> None:
-    """Remove the index a first run made and could not fill, and its (held) lock file."""
-    real = os.path.realpath(db)  # SQLite names its -wal and -shm after the real file
-    for path in [real + suffix for suffix in SQLITE_FILES] + [lock]:
-        with contextlib.suppress(OSError):
-            os.remove(path)
-
-
 # ---------------------------------------------------------------------------
 # Retrieve: dense, keyword (FTS5 bm25) and hybrid (reciprocal rank fusion)
 # ---------------------------------------------------------------------------
+# Public: fts_query, DEFINES, dotted_names, named_tier, aliases, SIGNATURE_LINES, assignment_lines,
+#         shingles, alike, Reranker, HttpReranker, Rerank, make_rerank, RankedPassage, Retrieved,
+#         still_fresh, null_level, ASKED_WEIGHT, Retriever
 
 # A name written as one ('8.3.0', 'zfs.target', 'max_content_width'): matched as a phrase too
 _COMPOUND = LazyPattern(r"[^\W_]+(?:[._:]+[^\W_]+)+")
@@ -9838,8 +9988,164 @@ class Retriever:
 
 
 # ---------------------------------------------------------------------------
+# Converse: a conversation's question, and what it is searched as
+# ---------------------------------------------------------------------------
+# Public: USER, ASSISTANT, INSTRUCTION_ROLES, SKIPPED_ROLES, BORROWS_AT, message_text,
+#         parse_messages, last_question, recent, points_back, search_query
+# A follow-up ("Are those the only steps?") resembles no passage, so it is searched with
+# the telling words of the turns before it: rewritten by the chat model, else offline by
+# _follow_up_query. The refusal still judges the passages against the question as asked
+# (or as the model rewrote it): an on-topic conversation lets no unanswered question pass.
+
+USER, ASSISTANT = "user", "assistant"
+INSTRUCTION_ROLES = ("system", "developer")  # seen by a chat model, never by the search
+SKIPPED_ROLES = ("tool", "function")  # neither what the user said nor what they were told
+_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: topics drift
+# Words by which a question points back at the conversation ("What about for children?"):
+# a question with one, opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of
+# its own, is a follow-up.
+_REFERRING = frozenset("""it its they them their theirs this that these those there here he him his
+she her hers one ones such same former latter above else also other another""".split())
+_FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ",
+                       "also ")
+_MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone
+BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold to be judged in context
+
+
+def message_text(content, n: int) -> str:
+    """The text of message n's content: a string, or a list's text parts."""
+    if content is None:  # an assistant message that only called a tool
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise RagError(f"message {n}: 'content' must be a string or a list of content parts")
+    texts = []
+    for i, part in enumerate(content, 1):
+        if not isinstance(part, dict):
+            raise RagError(f"message {n}: content part {i} is not an object")
+        if part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise RagError(f"message {n}: content part {i}: 'text' must be a string")
+            texts.append(part["text"])
+    return "\n".join(texts)
+
+
+def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
+    """OpenAI-style chat messages as (the user's and assistant's turns, the client's
+    instructions), MAX_MESSAGES at most; a RagError names the message at fault."""
+    if not isinstance(messages, list):
+        raise RagError("a conversation must be a list of messages, each {\"role\": ..., "
+                       "\"content\": ...}")
+    if len(messages) > MAX_MESSAGES:
+        raise RagError(f"the conversation has {len(messages)} messages; the limit is "
+                       f"{MAX_MESSAGES}")
+    turns, told = [], []
+    for n, m in enumerate(messages, 1):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise RagError(f"message {n} must be an object with a 'role'")
+        role = m["role"]
+        if role not in (USER, ASSISTANT) + INSTRUCTION_ROLES + SKIPPED_ROLES:
+            raise RagError(f"message {n}: unknown role {clean_text(role[:40])!r} "
+                           "(user, assistant, system, developer or tool)")
+        text = message_text(m.get("content"), n)
+        if len(text) > MAX_QUESTION:
+            raise RagError(f"message {n} is {len(text)} characters long; the limit is "
+                           f"{MAX_QUESTION}")
+        text = valid_text(text)
+        if role in INSTRUCTION_ROLES and text.strip():
+            told.append(text.strip())
+        elif role == USER or (role == ASSISTANT and text.strip()):
+            # a user turn without text is kept: it may be the question
+            turns.append(Turn(role, text))
+    return tuple(turns), "\n".join(told)
+
+
+def last_question(turns: tuple[Turn, ...]) -> tuple[str, tuple[Turn, ...]]:
+    """(the question: the last user turn; the HISTORY_TURNS turns before it)."""
+    asked = [i for i, t in enumerate(turns) if t.role == USER]
+    if not asked:
+        raise RagError("the conversation has no user message")
+    if not turns[asked[-1]].text.strip():
+        raise RagError("the last user message has no text")
+    return turns[asked[-1]].text, recent(turns[:asked[-1]])
+
+
+def recent(history) -> tuple[Turn, ...]:
+    """The last HISTORY_TURNS turns with text, without an answer's Sources: lines."""
+    said = [t for t in history if t.text.strip()]
+    return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in said[-HISTORY_TURNS:])
+
+
+def _follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
+    """What a follow-up is searched as offline: the question and the TOPIC_WORDS rarest
+    words it lacks of the user's earlier turns, the latest weighing most (_RECENCY).
+
+    >>> idf = {"passport": 5.0, "renew": 4.0, "online": 2.0, "fee": 4.5}.get
+    >>> h = (Turn(USER, "How do I renew my passport online?"),
+    ...      Turn(ASSISTANT, "Use form DS-82 [1]."))
+    >>> _follow_up_query("What is the fee?", h, idf)
+    'What is the fee? passport renew online'
+    """
+    earlier = [t.text for t in history if t.role == USER]
+    own = set(content_words(question))
+    weight: dict[str, float] = {}
+    for age, text in enumerate(reversed(earlier)):
+        for w in content_words(text):
+            if w not in own and len(w) > 2 and not w.isdigit():
+                weight[w] = max(weight.get(w, 0.0), (idf(w) or 0.0) * _RECENCY ** age)
+    words = sorted(weight, key=lambda w: -weight[w])[:TOPIC_WORDS]
+    return " ".join([question] + words)
+
+
+def points_back(question: str) -> bool:
+    """Whether a question refers to the conversation (see _REFERRING).
+
+    >>> (points_back("Are those the only steps?"), points_back("What about PayPal?"),
+    ...  points_back("Which form?"))
+    (True, True, False)
+    """
+    opening = " ".join(question.lower().split()) + " "
+    return (bool(_REFERRING & set(lexical_words(question)))
+            or opening.startswith(_FOLLOW_UP_OPENINGS))
+
+
+def _stands_alone(question: str) -> bool:
+    """Whether a question does not point back and has _MIN_OWN_WORDS words besides stopwords.
+
+    >>> (_stands_alone("Can I renew a passport from abroad by registered mail?"),
+    ...  _stands_alone("Which form?"))
+    (True, False)
+    """
+    own = sum(w not in STOPWORDS for w in lexical_words(question))
+    return not points_back(question) and own >= _MIN_OWN_WORDS
+
+
+def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
+                 warn) -> tuple[str, str]:
+    """(what the question is searched as, what the refusal judges): the question alone, the
+    chat model's rewrite (both), or _follow_up_query and the question."""
+    if not history or _stands_alone(question):
+        return question, question
+    try:
+        rewritten = generator.rewrite(question, history)
+    except RagError as e:
+        warn(f"warning: the model could not rewrite the follow-up ({e}); searching with words of "
+             "the conversation instead")
+        rewritten = None
+    if rewritten:
+        return rewritten, rewritten
+    return _follow_up_query(question, history, retriever.idf), question
+
+
+# ---------------------------------------------------------------------------
 # Refuse: relevance on the index's scale, the floor, calibration
 # ---------------------------------------------------------------------------
+# Public: Floor, floor_in_force, PROBE_QUANTILE, PROBE_LOWERED, PSEUDO_QUANTILE, PSEUDO_WORDS,
+#         PSEUDO_MIN, ALIKE, kept_question_floors, question_floor, word_coverage, focus_words,
+#         required_words, asked_for, joint_coverage, chunk_stems, relevance, refuses, Verdict,
+#         judge_question, missing_word, with_missing, refused_shares, calibrate, FLOOR_KEYS,
+#         keep_floor, judged_hits
 
 def _on_scale(score: float, level: float) -> float:
     """A similarity rescaled so that the level of unrelated text is 0 and 1 stays 1.
@@ -10316,145 +10622,13 @@ def keep_floor(store, model: str, value: float, source: str) -> None:
     store.set_meta(dict(zip(FLOOR_KEYS, (value, model, source))))
 
 
-# ---------------------------------------------------------------------------
-# Converse: a conversation's question, and what it is searched as
-# ---------------------------------------------------------------------------
-# A follow-up ("Are those the only steps?") resembles no passage, so it is searched with
-# the telling words of the turns before it: rewritten by the chat model, else offline by
-# _follow_up_query. The refusal still judges the passages against the question as asked
-# (or as the model rewrote it): an on-topic conversation lets no unanswered question pass.
-
-USER, ASSISTANT = "user", "assistant"
-INSTRUCTION_ROLES = ("system", "developer")  # seen by a chat model, never by the search
-SKIPPED_ROLES = ("tool", "function")  # neither what the user said nor what they were told
-_RECENCY = 0.5  # a turn's words weigh half as much as those of the turn after it: topics drift
-# Words by which a question points back at the conversation ("What about for children?"):
-# a question with one, opening like a follow-up, or with fewer than _MIN_OWN_WORDS words of
-# its own, is a follow-up.
-_REFERRING = frozenset("""it its they them their theirs this that these those there here he him his
-she her hers one ones such same former latter above else also other another""".split())
-_FOLLOW_UP_OPENINGS = ("what about", "how about", "and ", "what if", "but ", "so ", "then ",
-                       "also ")
-_MIN_OWN_WORDS = 5  # words a question needs of its own to stand alone
-_BORROWS_AT = 0.5  # share of a follow-up's own words its passages hold to be judged in context
-
-
-def message_text(content, n: int) -> str:
-    """The text of message n's content: a string, or a list's text parts."""
-    if content is None:  # an assistant message that only called a tool
-        return ""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise RagError(f"message {n}: 'content' must be a string or a list of content parts")
-    texts = []
-    for i, part in enumerate(content, 1):
-        if not isinstance(part, dict):
-            raise RagError(f"message {n}: content part {i} is not an object")
-        if part.get("type") == "text":
-            if not isinstance(part.get("text"), str):
-                raise RagError(f"message {n}: content part {i}: 'text' must be a string")
-            texts.append(part["text"])
-    return "\n".join(texts)
-
-
-def parse_messages(messages) -> tuple[tuple[Turn, ...], str]:
-    """OpenAI-style chat messages as (the user's and assistant's turns, the client's
-    instructions), MAX_MESSAGES at most; a RagError names the message at fault."""
-    if not isinstance(messages, list):
-        raise RagError("a conversation must be a list of messages, each {\"role\": ..., "
-                       "\"content\": ...}")
-    if len(messages) > MAX_MESSAGES:
-        raise RagError(f"the conversation has {len(messages)} messages; the limit is "
-                       f"{MAX_MESSAGES}")
-    turns, told = [], []
-    for n, m in enumerate(messages, 1):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise RagError(f"message {n} must be an object with a 'role'")
-        role = m["role"]
-        if role not in (USER, ASSISTANT) + INSTRUCTION_ROLES + SKIPPED_ROLES:
-            raise RagError(f"message {n}: unknown role {clean_text(role[:40])!r} "
-                           "(user, assistant, system, developer or tool)")
-        text = message_text(m.get("content"), n)
-        if len(text) > MAX_QUESTION:
-            raise RagError(f"message {n} is {len(text)} characters long; the limit is "
-                           f"{MAX_QUESTION}")
-        text = valid_text(text)
-        if role in INSTRUCTION_ROLES and text.strip():
-            told.append(text.strip())
-        elif role == USER or (role == ASSISTANT and text.strip()):
-            # a user turn without text is kept: it may be the question
-            turns.append(Turn(role, text))
-    return tuple(turns), "\n".join(told)
-
-
-def last_question(turns: tuple[Turn, ...]) -> tuple[str, tuple[Turn, ...]]:
-    """(the question: the last user turn; the HISTORY_TURNS turns before it)."""
-    asked = [i for i, t in enumerate(turns) if t.role == USER]
-    if not asked:
-        raise RagError("the conversation has no user message")
-    if not turns[asked[-1]].text.strip():
-        raise RagError("the last user message has no text")
-    return turns[asked[-1]].text, recent(turns[:asked[-1]])
-
-
-def recent(history) -> tuple[Turn, ...]:
-    """The last HISTORY_TURNS turns with text, without an answer's Sources: lines."""
-    said = [t for t in history if t.text.strip()]
-    return tuple(Turn(t.role, t.text.split("\n\nSources:", 1)[0]) for t in said[-HISTORY_TURNS:])
-
-
-def _follow_up_query(question: str, history: tuple[Turn, ...], idf) -> str:
-    """What a follow-up is searched as offline: the question and the TOPIC_WORDS rarest
-    words it lacks of the user's earlier turns, the latest weighing most (_RECENCY).
-
-    >>> idf = {"passport": 5.0, "renew": 4.0, "online": 2.0, "fee": 4.5}.get
-    >>> h = (Turn(USER, "How do I renew my passport online?"),
-    ...      Turn(ASSISTANT, "Use form DS-82 [1]."))
-    >>> _follow_up_query("What is the fee?", h, idf)
-    'What is the fee? passport renew online'
-    """
-    earlier = [t.text for t in history if t.role == USER]
-    own = set(content_words(question))
-    weight: dict[str, float] = {}
-    for age, text in enumerate(reversed(earlier)):
-        for w in content_words(text):
-            if w not in own and len(w) > 2 and not w.isdigit():
-                weight[w] = max(weight.get(w, 0.0), (idf(w) or 0.0) * _RECENCY ** age)
-    words = sorted(weight, key=lambda w: -weight[w])[:TOPIC_WORDS]
-    return " ".join([question] + words)
-
-
-def _points_back(question: str) -> bool:
-    """Whether a question refers to the conversation (see _REFERRING).
-
-    >>> (_points_back("Are those the only steps?"), _points_back("What about PayPal?"),
-    ...  _points_back("Which form?"))
-    (True, True, False)
-    """
-    opening = " ".join(question.lower().split()) + " "
-    return (bool(_REFERRING & set(lexical_words(question)))
-            or opening.startswith(_FOLLOW_UP_OPENINGS))
-
-
-def _stands_alone(question: str) -> bool:
-    """Whether a question does not point back and has _MIN_OWN_WORDS words besides stopwords.
-
-    >>> (_stands_alone("Can I renew a passport from abroad by registered mail?"),
-    ...  _stands_alone("Which form?"))
-    (True, False)
-    """
-    own = sum(w not in STOPWORDS for w in lexical_words(question))
-    return not _points_back(question) and own >= _MIN_OWN_WORDS
-
-
 def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit]) -> list[Hit]:
     """The hits the refusal judges; when an offline rewrite added the conversation's words
-    to a question that neither points back nor finds _BORROWS_AT of its words in them, with
+    to a question that neither points back nor finds BORROWS_AT of its words in them, with
     its own similarity: an unrelated question never borrows the topic to pass the floor."""
-    if query == question or judge != question or _points_back(question) or not hits:
+    if query == question or judge != question or points_back(question) or not hits:
         return hits
-    if word_coverage(question, hits, retriever.idf) >= _BORROWS_AT:
+    if word_coverage(question, hits, retriever.idf) >= BORROWS_AT:
         return hits
     qvec = retriever.embed_question(question)
     vectors = dict(retriever.store.vectors([h.chunk_id for h in hits]))
@@ -10462,26 +10636,11 @@ def judged_hits(retriever, question: str, query: str, judge: str, hits: list[Hit
             for h in hits]
 
 
-def search_query(question: str, history: tuple[Turn, ...], retriever, generator,
-                 warn) -> tuple[str, str]:
-    """(what the question is searched as, what the refusal judges): the question alone, the
-    chat model's rewrite (both), or _follow_up_query and the question."""
-    if not history or _stands_alone(question):
-        return question, question
-    try:
-        rewritten = generator.rewrite(question, history)
-    except RagError as e:
-        warn(f"warning: the model could not rewrite the follow-up ({e}); searching with words of "
-             "the conversation instead")
-        rewritten = None
-    if rewritten:
-        return rewritten, rewritten
-    return _follow_up_query(question, history, retriever.idf), question
-
-
 # ---------------------------------------------------------------------------
-# Generate: prompt, chat client, extractive answerer, citations
+# Generate: the prompt, Evidence, Generator, the chat model
 # ---------------------------------------------------------------------------
+# Public: SYSTEM_PROMPT, fenced, fit_context, build_prompt, one_line, history_messages, Evidence,
+#         Generator, plain, ChatGenerator
 
 SYSTEM_PROMPT = f"""You answer questions using only the numbered passages you are given.
 Rules:
@@ -10508,17 +10667,6 @@ _FENCE_START = LazyPattern("[<\u226e\ufe64\uff1c\\[\ufe47\uff3b]")
 _CONFUSABLE = str.maketrans("\u0430\u0435\u043e\u0440\u0441\u0455\u0456\u0458\u0445\u0443"
                             "\u0410\u0415\u041e\u0420\u0421\u0405\u03b1\u03bf\u03c1\u0261",
                             "aeopcsijxyAEOPCSaopg", "\u115f\u1160\u3164\uffa0")
-# A bracketed number in a document ('[2][3]', '[ 2 ]', '[2, 3]', '[2-3]', '［2］', '【2】')
-# could pass for a passage label: in the prompt its brackets become white square brackets,
-# which neither citations() nor NFKC (as some tokenizers apply) turns back into '[n]'. So a
-# document cannot cite a passage in an extractive answer, nor show a model a label to copy.
-# (a word joiner after the bracket: a number an extractive answer showed as written)
-_CITATION_LIKE = LazyPattern(r"[\[\uff3b\u3010\u3014\u3016][\s\u2060]*"
-                             r"(\d+(?:\s*[,;\-\u2013]\s*\d+)*)\s*"
-                             r"[\]\uff3d\u3011\u3015\u3017]")
-_MARKER_OPEN, _MARKER_CLOSE = "\u27e6", "\u27e7"
-_DEFUSED = LazyPattern("\u27e6([^\u27e6\u27e7]*)\u27e7")  # a number _defuse_citations marked
-_WORD_JOINER = "\u2060"  # invisible: '[\u206023]' reads '[23]', yet is no citation
 # The control tokens of chat templates, as a document (or a file name, or an earlier turn)
 # could write them: a server (vLLM, llama.cpp, Ollama) may read one in a message as the token,
 # letting a document end its turn and open a system one. Models add tokens, so their shapes
@@ -10534,17 +10682,6 @@ _TEMPLATE_TOKEN = LazyPattern(
     rf"[{_LT}][{_BAR}][^{_BAR}{_LT}{_GT}\s]{{1,40}}[{_BAR}][{_GT}]"
     rf"|[{_LT}]{{1,2}}[/\\]{{0,3}}{_TOKEN_NAME}[{_GT}]{{1,2}}"
     r"|[\[\uff3b][/\\]{0,3}[A-Z][A-Z0-9_]{1,40}[\]\uff3d]")
-
-
-def _defuse_citations(text: str) -> str:
-    """Document text with bracketed numbers that look like passage labels in other brackets.
-
-    >>> _defuse_citations("costs 10 dollars [2][3], see [ 4 ] and [5-6]")
-    'costs 10 dollars \u27e62\u27e7\u27e63\u27e7, see \u27e64\u27e7 and \u27e65-6\u27e7'
-    >>> _defuse_citations("x[0] too, [a] not")
-    'x\u27e60\u27e7 too, [a] not'
-    """
-    return _CITATION_LIKE.sub(lambda m: _MARKER_OPEN + m.group(1) + _MARKER_CLOSE, text)
 
 
 @functools.lru_cache(maxsize=4096)  # each character worked out once; a text has few kinds
@@ -10577,7 +10714,7 @@ def fenced(text: str) -> str:
     >>> fenced("a < b </passage> [2]"), fenced("\uff1c/pas\u200bsage\uff1e")
     ('a < b \u2039/passage> \u27e62\u27e7', '\u2039/pas\u200bsage\uff1e')
     """
-    text = _defuse_citations(text)
+    text = defuse_citations(text)
     # again while it changes: a token defused inside another can complete the outer one
     # ('<|<k>x|>' is '<|‹k›x|>'); nesting deeper needs a bar inside a bar, which no
     # token shape holds, so it takes two passes at most
@@ -10695,7 +10832,7 @@ class Evidence:
         for parts in {tuple(FTS_WORD.findall(c.lower())) for c in _HYPHENED.findall(text)}:
             out[stem("".join(parts))] = max(map(weight, parts))  # no heavier than it written apart
         # '1.12' is one thing: held whole, not as '1' and '12' apart, as rare as it is whole
-        for v in _VERSION.findall(text):
+        for v in VERSION.findall(text):
             parts = lexical_words(v)
             out["#" + v] = max(map(weight, parts if self.idf is None else [" ".join(parts)]))
         return out
@@ -10725,6 +10862,444 @@ class Generator(abc.ABC):
         """The generator cfg asks for, streaming to stream_to when given."""
         return cls()
 
+
+# Inline markup reduced to its text: reST and Markdown links, roles, literals, bold, HTML tags.
+_INLINE_MARKUP = (
+    (LazyPattern(r":[\w.+-]+(?::[\w.+-]+)*:`~?!?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"), r"`\1`"),
+    (LazyPattern(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
+    (LazyPattern(r"(?<!`)`([^`\n]+)`__?(?![\w`])"), r"\1"),
+    (LazyPattern(r"``([^`\n]+)``"), r"`\1`"),
+    (LazyPattern(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*"
+                 r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
+    (LazyPattern(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),
+    (LazyPattern(r"(\*\*|__)(?=\S)([^\n]+?)(?<=\S)\1"), r"\2"),
+    (LazyPattern(r"\|([\w][\w -]*)\|(?!\w)"), r"\1"),
+    (LazyPattern(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
+                 r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
+)
+
+
+def plain(text: str) -> str:
+    """Prose with its inline markup reduced to the text a reader sees.
+
+    >>> plain("Use :meth:`Flask.run`, see `the guide <https://x.org>`_ and [docs](http://d 'x').")
+    'Use `Flask.run`, see the guide and docs.'
+    """
+    # a document's '[2]' never passes for a citation, nor for a link's brackets
+    text = defuse_citations(text)
+    for pattern, repl in _INLINE_MARKUP:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def _message_content(resp) -> str:
+    """The text of a chat completion (a non-streamed reply, or a rewrite's)."""
+    try:
+        return resp["choices"][0]["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        raise RagError("chat response has no choices[0].message.content") from None
+
+
+class ChatGenerator(Generator):
+    """Answers from POST {base}/chat/completions, streamed to out when given."""
+
+    def __init__(self, client: HttpClient, model: str, out, rewriter: HttpClient):
+        self.client, self.model, self.out, self.rewriter = client, model, out, rewriter
+
+    @classmethod
+    def from_config(cls, cfg: Config, stream_to=None, warn=None) -> ChatGenerator:
+        # a rewrite is not worth a wait
+        quick = replace(cfg, timeout=min(cfg.timeout, _REWRITE_TIMEOUT), retries=0)
+        return cls(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to,
+                   HttpClient(cfg.chat, quick))
+
+    def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
+        """The follow-up as one standalone question: one short call, no retry."""
+        lines = [f"{m['role'].title()}: {m['content']}" for m in history_messages(history)]
+        payload = {"model": self.model, "temperature": 0, "max_tokens": _REWRITE_TOKENS,
+                   "messages": [{"role": "system", "content": _REWRITE_PROMPT},
+                                {"role": "user", "content": "\n".join(
+                                    ["Conversation:", *lines, "",
+                                     "Last question: " + fenced(one_line(question)),
+                                     "", "Standalone question:"])}]}
+        return _standalone_reply(_message_content(self.rewriter.post("/chat/completions", payload)),
+                                 question)
+
+    def generate(self, system: str, prompt: str, history: list[dict] = (), evidence=None) -> Reply:
+        """Send the system rules, the conversation's turns and the prompt at temperature 0."""
+        payload = {"model": self.model, "temperature": 0,
+                   "messages": [{"role": "system", "content": system}, *history,
+                                {"role": "user", "content": prompt}]}
+        if self.out is None:
+            resp = self.client.post("/chat/completions", payload)
+            reply = Reply(_message_content(resp), resp.get("usage"))
+        else:
+            payload.update(stream=True, stream_options={"include_usage": True})
+            parts: list[str] = []
+            try:
+                reply = self._stream(self.client.post("/chat/completions", payload, stream=True),
+                                     parts)
+            except RagError:
+                if "".join(parts):  # end the half-written line: the fallback's note comes next
+                    self.out.write(" [broken off]\n")
+                    self.out.flush()
+                raise
+        if not reply.text.strip():
+            raise RagError("the model returned an empty answer")
+        return reply
+
+    def _stream(self, resp, parts: list[str]) -> Reply:
+        usage, finished = None, False
+        try:
+            with resp:
+                for event in _sse_events(resp):
+                    if event is None:  # data: [DONE]
+                        finished = True
+                        break
+                    if isinstance(event.get("error"), (dict, str)):
+                        raise RagError("chat stream error: "
+                                       f"{provider_message(json.dumps(event).encode())}")
+                    for choice in event.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content") or ""
+                        parts.append(piece)
+                        self.out.write(clean_text(piece))
+                        self.out.flush()
+                        finished = finished or bool(choice.get("finish_reason"))
+                    usage = event.get("usage") or usage
+        except (OSError, http_modules()[0].HTTPException, ValueError) as e:
+            raise RagError(f"chat stream broke off: {e}") from None
+        if not finished:  # the connection closed early: what arrived may be half an answer
+            raise RagError("chat stream broke off before the answer was complete")
+        self.out.write("\n")
+        return Reply("".join(parts), usage)
+
+
+# A follow-up rewritten by the chat model: a short call, or the offline rewrite instead.
+_REWRITE_TIMEOUT = 15.0  # seconds: a small CPU model's 60 tokens, yet less than a person waits
+_REWRITE_TOKENS = 60     # a standalone question is one sentence
+_REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps (fewer: another question)
+_REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the "
+                   "conversation: replace words like 'it', 'those' or 'there' by what they stand "
+                   "for. Reply with the rewritten question only, on one line: no answer, no "
+                   "explanation. If it already stands alone, repeat it.")
+
+
+def _standalone_reply(text: str, question: str) -> str:
+    """The question in a rewriting model's reply: its first line, without a
+    label or quotes; a RagError when there is none, it is too long to be one,
+    or it dropped the question's own words (a small model may answer, or echo
+    an earlier turn: _REWRITE_KEEPS).
+
+    >>> _standalone_reply('Standalone question: "How long does a refund take?"',
+    ...                  "How long does it take?")
+    'How long does a refund take?'
+    >>> _standalone_reply("How do I request a refund?", "How long does it take?")
+    Traceback (most recent call last):
+    rag.RagError: the rewrite 'How do I request a refund?' leaves out the question's own words
+    """
+    line = next((l for l in clean_text(text).splitlines() if l.strip()), "").strip()
+    line = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "",
+                  line, flags=re.I)
+    line = line.strip().strip('"\'“”').strip()
+    if not line:
+        raise RagError("the rewrite was empty")
+    if len(line) > MAX_QUESTION:
+        raise RagError(f"the rewrite was {len(line)} characters long")
+    own = {stem(w) for w in content_words(question)}
+    if own and len(own & {stem(w) for w in content_words(line)}) < _REWRITE_KEEPS * len(own):
+        raise RagError(f"the rewrite {shortened(line, 80)!r} leaves out the question's own words")
+    return line
+
+
+def _sse_events(lines):
+    """JSON objects from server-sent event lines, then None for data: [DONE].
+
+    >>> list(_sse_events([b': ping', b'data: {"a": 1}', b'', b'data: [DONE]', b'data: {"b": 2}']))
+    [{'a': 1}, None]
+    """
+    for raw in lines:
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line.startswith("data:"):
+            continue  # blank separators, ': keep-alive' comments, event: names
+        data = line[5:].strip()
+        if data == "[DONE]":
+            yield None
+            return
+        if data:
+            yield json.loads(data)
+
+
+# ---------------------------------------------------------------------------
+# Check: each statement of an answer against the passages it cites
+# ---------------------------------------------------------------------------
+# Public: is_refusal, normalized, Claim, dates_in, ground, unsupported, Settled, settled, joined
+
+def is_refusal(answer: str) -> bool:
+    """True when an answer is the refusal sentence (ignoring case and punctuation)."""
+    return normalized(answer) == normalized(REFUSAL)
+
+
+def normalized(text: str) -> str:
+    """Words only, lowercased, single-spaced: text as is_refusal compares it."""
+    return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of an answer, the passages it cites, and whether they hold it (or why)."""
+
+    text: str
+    cites: tuple
+    supported: bool
+    why: str = ""
+
+    def json(self) -> dict:
+        """As ask --json, the servers and eval give it."""
+        return {"text": self.text, "cites": list(self.cites), "supported": self.supported,
+                "why": self.why or None}
+
+
+# A list item's number or bullet ('2.', '-'): a label, not a claim.
+_LIST_MARKER = LazyPattern(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
+_LEADING_CITATIONS = LazyPattern(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
+# A number, whole: digits with the separators inside it ('1.5', '12:30', '3.9.1').
+_NUMBER = LazyPattern(r"\d+(?:[.,:]\d+)*")
+# Thousands grouped by a comma or a space ('1,000,000', '1 000', '12\u202f500'): one number.
+_THOUSANDS = LazyPattern(r"(?<![\d.,])\d{1,3}([, \u00a0\u2009\u202f])\d{3}(?:\1\d{3})*(?!\d|,\d)")
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = (r"(jan(?:uary|\.)?|feb(?:ruary|\.)?|mar(?:ch|\.)?|apr(?:il|\.)?|may|jun(?:e|\.)?"
+          r"|jul(?:y|\.)?|aug(?:ust|\.)?|sep(?:tember|t\.?|\.)?|oct(?:ober|\.)?|nov(?:ember|\.)?"
+          r"|dec(?:ember|\.)?)")
+_DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:(?:,?\s+|-)(\d{4})(?!\d))?"
+# A date in the common forms, compared as a whole day, each with its groups' order: d day,
+# m month, y year, n the month or the day ('03/04/2024': 3 April or March 4).
+_DATE_FORMS = (
+    (LazyPattern(rf"\b{_MONTH}(?:\s+|-){_DAY}{_YEAR}", re.I), "mdy"),          # March 3, 2024
+    (LazyPattern(rf"\b{_DAY}(?:\s+(?:of\s+)?|-){_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March
+    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), "ymd"),         # 2024-03-03
+    (LazyPattern(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b"), "nny"),         # 03/03/2024
+    (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))           # 3/3/24
+_INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
+_NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
+# The share of a sentence's words (weighed by rarity) the passages it cites must hold, beside
+# all its numbers, names and quoted code (README, "How an answer is checked").
+_GROUNDED_SHARE = 0.5
+
+
+def _answer_statements(text: str) -> list[str]:
+    """An answer's statements: each code block, each sentence (a lone citation joins the last).
+
+    >>> _answer_statements("Refunds take 5 days. [1] Cards [2].\\n```\\nx = 1\\n```\\n[2]")
+    ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
+    """
+    out = []
+    for i, part in enumerate(CODE_BLOCK.split(text)):
+        pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
+        for piece in pieces:
+            # '[1]' after the full stop it ends
+            lead = _LEADING_CITATIONS.match(piece).group() if out else ""
+            if lead.strip():
+                out[-1] += " " + lead.strip()
+            if piece[len(lead):].strip():
+                out.append(piece[len(lead):].strip())
+    return out
+
+
+class _Date(NamedTuple):
+    """A date as written (text, span), the days it may be ((month, day) readings), its year."""
+
+    text: str
+    span: tuple
+    days: frozenset
+    year: int | None
+
+
+# A two-digit year below this is in the 2000s ('3/3/24'), else the 1900s, as POSIX strptime's %y.
+_CENTURY_PIVOT = 69
+
+
+def dates_in(text: str) -> list[_Date]:
+    """The dates of a text in the common forms (_DATE_FORMS), none inside another.
+
+    >>> [(d.text, sorted(d.days), d.year) for d in dates_in("May 3, 2024; 3 May; 4/3/24")]
+    [('May 3, 2024', [(5, 3)], 2024), ('3 May', [(5, 3)], None), ('4/3/24', [(3, 4), (4, 3)], 2024)]
+    """
+    found: list[_Date] = []
+    for pattern, order in _DATE_FORMS:
+        for m in pattern.finditer(text):
+            if not any(m.start() < d.span[1] and d.span[0] < m.end() for d in found):
+                found += [d for d in [_date_read(m, order)] if d]
+    return sorted(found, key=lambda d: d.span)
+
+
+def _date_read(m: re.Match, order: str) -> _Date | None:
+    """A date form's match as a _Date; None when no reading of it is a day of the calendar."""
+    got = m.groups()
+    year = next((int(v) for k, v in zip(order, got) if k == "y" and v), None)
+    if year is not None and year < 100:
+        year += 2000 if year < _CENTURY_PIVOT else 1900
+    if order == "nny":
+        pairs = {(int(got[0]), int(got[1])), (int(got[1]), int(got[0]))}
+    else:
+        month = got[order.index("m")]
+        month = int(month) if month.isdigit() else _MONTHS.index(month[:3].lower()) + 1
+        pairs = {(month, int(got[order.index("d")]))}
+    days = frozenset((mo, d) for mo, d in pairs if 1 <= mo <= 12 and 1 <= d <= 31)
+    return _Date(m.group(), m.span(), days, year) if days else None
+
+
+def _numbers(text: str, spaced_apart: bool = False) -> list[str]:
+    """The numbers of a text, whole, in order: '1,000' is 1000, '1,5' 1.5, '09:30' 9:30;
+    spaced_apart: a number grouped by spaces is also read as its groups ('3 100' may be two).
+
+    >>> _numbers("417 million, 1,000,000 or 1 000 at 09:30 (v3.9.1, 1,5)")
+    ['417', '1000000', '1000', '9:30', '3.9.1', '1.5']
+    """
+    def joined(m: re.Match) -> str:
+        return m.group() if spaced_apart and m.group(1) != "," else re.sub(r"\D", "", m.group())
+    return [re.sub(r"^0+(?=\d)", "", n.replace(",", "."))
+            for n in _NUMBER.findall(_THOUSANDS.sub(joined, text))]
+
+
+def _number_held(n: str, numbers: set[str]) -> bool:
+    """Whether a statement's number n is among a passage's numbers, whole; a version or a time
+    also by a longer one it begins at a separator (3.9 by 3.9.1), never 41 by 417."""
+    return n in numbers or (("." in n or ":" in n) and any(
+        d.startswith(n) and d[len(n):len(n) + 1] in (".", ":") for d in numbers))
+
+
+def _numbers_missing(body: str, source: str) -> str:
+    """Why the dates and numbers of a statement are not all in source ('' when they are): a
+    date must be a day source names (and its year, if given), each other number one of its."""
+    numbers = set(_numbers(source)) | set(_numbers(source, spaced_apart=True))
+    dates, claimed = dates_in(source), dates_in(body)
+    for c in claimed:
+        if not any(c.days & s.days and (c.year in (None, s.year) or
+                                        (s.year is None and str(c.year) in numbers))
+                   for s in dates):
+            return f"{c.text} is not in [?]"
+    return next((f"{n} is not in [?]" for n in _numbers(_undated(body, claimed))
+                 if not _number_held(n, numbers)), "")
+
+
+def _undated(text: str, dates: list[_Date]) -> str:
+    """text without its dates (checked as days, not number by number)."""
+    for start, end in reversed([d.span for d in dates]):
+        text = text[:start] + " " + text[end:]
+    return text
+
+
+def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, ...]:
+    """Check each statement of an answer against the passages it cites: what it claims (rare
+    words, numbers, names, quoted code) must be there. One citing nothing given is
+    unsupported; its why names a passage that holds it all the same, if one does."""
+    claims = []
+    for s in _answer_statements(text):
+        cites = tuple(n for n, _ in citations(s, len(hits)))
+        body = s if CODE_BLOCK.match(s) else _LIST_MARKER.sub("", CITATION.sub("\n", s)).strip()
+        if not re.search(r"[^\W\d_]", body):
+            continue  # punctuation, a list's number, a stray label: nothing claimed
+        given = [n for n in cites if 1 <= n <= len(hits)]
+        if given:
+            why = unsupported(body, [hits[n - 1] for n in given], idf).replace(
+                "[?]", "".join(f"[{n}]" for n in given))
+        else:
+            why = ("cites no passage" if not cites else
+                   f"cites {', '.join(f'[{n}]' for n in cites)}, which was not given")
+            holder = next((n for n, h in enumerate(hits, 1) if not unsupported(body, [h], idf)),
+                          None)
+            spread = unsupported(body, list(hits), idf).replace("[?]", "any passage given") or \
+                "no one passage holds what it says"
+            why += f" ([{holder}] holds what it says)" if holder else f", and {spread}"
+        claims.append(Claim(s, cites, not why, why))
+    return tuple(claims)
+
+
+def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
+    """Why the passages do not hold a statement ('' when they do; '[?]': what it cites)."""
+    source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
+    if CODE_BLOCK.match(body):
+        lines = {l.strip() for l in source.splitlines()}
+        code = CODE_BLOCK.match(body).group()[3:-3]
+        missing = [l.strip() for l in code.splitlines()
+                   if l.strip() and l.strip() not in lines and l.strip() != "…"]
+        return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
+    source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
+    if why := _numbers_missing(body, source):
+        return why
+    flat = " ".join(source.split()).lower()
+    for code in _INLINE_CODE.findall(body):
+        if " ".join(code.split()).lower() not in flat:
+            return f"`{shortened(code, 40)}` is not in [?]"
+    stems = set(map(stem, lexical_words(source)))
+    words = _undated(body, dates_in(body))  # a date's month and day are checked as a day
+    for name in _NAME.findall(words):
+        if name.lower() not in STOPWORDS and not all(stem(w) in stems for w in lexical_words(name)):
+            return f"{name!r} is not in [?]"
+    weights = {w: max(idf(w), 0.0) for w in content_words(words)}
+    missing = sorted((w for w in weights if stem(w) not in stems), key=lambda w: -weights[w])
+    if sum(weights[w] for w in missing) > (1 - _GROUNDED_SHARE) * sum(weights.values()):
+        return f"most of its words are not in [?] ({', '.join(missing[:3])})"
+    return ""
+
+
+@dataclass(frozen=True)
+class Settled:
+    """An answer as shown: text, passages as it numbers them, checked statements, refusal."""
+
+    text: str
+    hits: tuple
+    claims: tuple
+    refusal: str = ""
+
+
+def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> Settled:
+    """A reply as shown: citations numbered from [1] (unless renumber is False: one streamed
+    keeps its numbers), each statement checked; with drop, unsupported ones left out."""
+    text = text.strip()
+    if is_refusal(text):
+        return Settled(REFUSAL, given, (), "the answerer found no answer in the passages")
+    claims = ground(text, given, idf) if drop else ()
+    if drop and not all(c.supported for c in claims):
+        if not any(c.supported for c in claims):
+            return Settled(REFUSAL, given, claims,
+                           "no statement of the answer is supported by what it cites")
+        text = joined([c.text for c in claims if c.supported])
+    if renumber:
+        text, given = _renumbered(text, given)
+    return Settled(text, given, ground(text, given, idf))
+
+
+def joined(statements: list[str]) -> str:
+    """Statements as one answer: sentences after a space, a code block on lines of its own."""
+    out = statements[:1]
+    for prev, s in zip(statements, statements[1:]):
+        out.append(("\n" if "```" in prev or s.startswith("```") else " ") + s)
+    return "".join(out)
+
+
+def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
+    """The answer with its citations numbered in order of appearance, and the passages so.
+
+    >>> hits = ("h1", "h2", "h3")
+    >>> _renumbered("A [3]. B [1, 3]. C [9].", hits)
+    ('A [1]. B [2, 1]. C [9].', ('h3', 'h1', 'h2'))
+    """
+    order = [n for n, ok in citations(text, len(hits)) if ok]
+    order += [n for n in range(1, len(hits) + 1) if n not in order]
+    new = {old: i for i, old in enumerate(order, 1)}
+
+    def relabel(m):
+        return "[" + ", ".join(str(new.get(int(p), int(p))) for p in m.group(1).split(",")) + "]"
+    parts = CODE_BLOCK.split(text)  # code (odd parts) as written
+    return "".join(p if i % 2 else CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
+        tuple(hits[n - 1] for n in order)
+
+
+# ---------------------------------------------------------------------------
+# Extract: the offline answerer (pieces of passages, weighed as laid out)
+# ---------------------------------------------------------------------------
+# Public: ExtractiveGenerator
 
 @dataclass(frozen=True)
 class _Piece:
@@ -10777,7 +11352,7 @@ def _as_written_number(text: str) -> str:
     >>> _as_written_number("HTTP/\u27e623\u27e7") == "HTTP/[\u206023]"
     True
     """
-    return _DEFUSED.sub(lambda m: "[" + _WORD_JOINER + m.group(1) + "]", text)
+    return DEFUSED.sub(lambda m: "[" + WORD_JOINER + m.group(1) + "]", text)
 
 
 class ExtractiveGenerator(Generator):
@@ -10965,7 +11540,7 @@ _ASKS_TIME = LazyPattern(r"^\W*when\b|\b(?:what|which) (?:date|day|year|month)\b
                          re.I)
 _ASKS_NUMBER = LazyPattern(r"\bhow (?:many|much|long|old|far|big|large|wide|tall)\b", re.I)
 _A_TIME = LazyPattern(r"\b(?:1[5-9]|20)\d\d\b|\b(?:hourly|daily|weekly|monthly|yearly|annually)\b",
-                      re.I)  # a year, or how often ('OnCalendar=weekly'); a date: _dates
+                      re.I)  # a year, or how often ('OnCalendar=weekly'); a date: dates_in
 _DIGIT = LazyPattern(r"\d")
 
 
@@ -10973,7 +11548,7 @@ def _of_kind(question: str) -> Callable[[_Piece], bool]:
     """Whether a piece holds a value of the kind the question asks for (any, if it asks for
     none): a date or a year for a time, a number (in digits or a word) for a number."""
     if _ASKS_TIME.search(question):
-        return lambda p: bool(_dates(p.text) or _A_TIME.search(p.text))
+        return lambda p: bool(dates_in(p.text) or _A_TIME.search(p.text))
     if _ASKS_NUMBER.search(question):
         return lambda p: bool(_DIGIT.search(p.text)) or any(
             w in NUMBER_WORDS for w in lexical_words(p.text))
@@ -11257,36 +11832,9 @@ _CRYPTIC = LazyPattern(r"(?:it|its|this|these|that|those|they|their|he|she|his|h
                        r"there)\b", re.I)
 # Lines that are markup, not prose: reST directives ('.. note::'), Markdown refs, HTML comments.
 _MARKUP_LINE = LazyPattern(r"^\s*(?:\.\.(?:\s|$)|\[[^\]\n]+\]:\s+\S|<!--)")
-# Inline markup reduced to its text: reST and Markdown links, roles, literals, bold, HTML tags.
-_INLINE_MARKUP = (
-    (LazyPattern(r":[\w.+-]+(?::[\w.+-]+)*:`~?!?([^`<\n]*?)\s*(?:<[^>`\n]*>)?`"), r"`\1`"),
-    (LazyPattern(r"`([^`<\n]+?)\s*<[^>\n]+>`__?"), r"\1"),
-    (LazyPattern(r"(?<!`)`([^`\n]+)`__?(?![\w`])"), r"\1"),
-    (LazyPattern(r"``([^`\n]+)``"), r"`\1`"),
-    (LazyPattern(r"!?\[([^\]\n]*)\]\((?:[^()\s]|\([^()\s]*\))*"
-                 r"(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\)"), r"\1"),
-    (LazyPattern(r"\[([^\]\n]+)\]\[[^\]\n]*\]"), r"\1"),
-    (LazyPattern(r"(\*\*|__)(?=\S)([^\n]+?)(?<=\S)\1"), r"\2"),
-    (LazyPattern(r"\|([\w][\w -]*)\|(?!\w)"), r"\1"),
-    (LazyPattern(r"</?(?:a|abbr|b|big|br|code|del|div|em|font|i|img|ins|kbd|mark|p|s|small|"
-                 r"span|strong|sub|sup|tt|u|var)(?:\s[^<>\n]*)?/?>", re.I), ""),
-)
 # a line this short with no closing punctuation, before more text, is a title, not a sentence
 _HEADING_WORDS = 8
 _MAX_CODE_LINES = 15  # lines of a code block shown; a longer block is cut there
-
-
-def plain(text: str) -> str:
-    """Prose with its inline markup reduced to the text a reader sees.
-
-    >>> plain("Use :meth:`Flask.run`, see `the guide <https://x.org>`_ and [docs](http://d 'x').")
-    'Use `Flask.run`, see the guide and docs.'
-    """
-    # a document's '[2]' never passes for a citation, nor for a link's brackets
-    text = _defuse_citations(text)
-    for pattern, repl in _INLINE_MARKUP:
-        text = pattern.sub(repl, text)
-    return text
 
 
 def _is_code_path(path: str) -> bool:
@@ -11414,7 +11962,7 @@ def _answer_pieces(h: Hit, n: int) -> list[_Piece]:
         before = before if before.endswith(":") else ""
     # a heading that dates its section ('5.0.0 / 2024-09-10') says when what is under it was
     title = h.chunk.heading.rpartition(" > ")[2]
-    when = _dates(title) or _A_TIME.search(title)
+    when = dates_in(title) or _A_TIME.search(title)
     dated = [_Piece(n, len(out), title)] if title and when else []
     return _with_lists(out) + _drawn_rows(h.chunk.text, n, len(out)) + dated
 
@@ -11743,7 +12291,7 @@ def _holds_refusal(text: str) -> bool:
     >>> _holds_refusal("Policy: I could NOT find the answer in the provided documents!")
     True
     """
-    return _normalized(REFUSAL) in _normalized(text)
+    return normalized(REFUSAL) in normalized(text)
 
 
 def _prose_sentences(lines: list[str]) -> list[str]:
@@ -11769,139 +12317,14 @@ def _piece_stems(p: _Piece) -> set[str]:
     """The stems of a piece's words, and its dotted numbers whole ('#1.12')."""
     text = p.before + "\n" + p.text if p.code or p.leans() else p.text  # with what it is read with
     text += "\n" + p.about if p.about else ""
-    return set(map(stem, lexical_words(text))) | {"#" + v for v in _VERSION.findall(text)}
+    return set(map(stem, lexical_words(text))) | {"#" + v for v in VERSION.findall(text)}
 
 
-# a version or section number: 1.12, 3.9
-_VERSION = LazyPattern(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.]*\d|-[A-Za-z])")
-
-
-def shortened(sentence: str, limit: int) -> str:
-    """A sentence cut at a word before limit characters, with an ellipsis."""
-    if len(sentence) <= limit:
-        return sentence
-    cut = sentence.rfind(" ", 0, limit)
-    return sentence[:cut if cut > 0 else limit].rstrip(",;:") + " …"  # no space: cut in the word
-
-
-def _message_content(resp) -> str:
-    """The text of a chat completion (a non-streamed reply, or a rewrite's)."""
-    try:
-        return resp["choices"][0]["message"]["content"] or ""
-    except (KeyError, IndexError, TypeError):
-        raise RagError("chat response has no choices[0].message.content") from None
-
-
-class ChatGenerator(Generator):
-    """Answers from POST {base}/chat/completions, streamed to out when given."""
-
-    def __init__(self, client: HttpClient, model: str, out, rewriter: HttpClient):
-        self.client, self.model, self.out, self.rewriter = client, model, out, rewriter
-
-    @classmethod
-    def from_config(cls, cfg: Config, stream_to=None, warn=None) -> ChatGenerator:
-        # a rewrite is not worth a wait
-        quick = replace(cfg, timeout=min(cfg.timeout, _REWRITE_TIMEOUT), retries=0)
-        return cls(HttpClient(cfg.chat, cfg, warn=warn), cfg.llm_model, stream_to,
-                   HttpClient(cfg.chat, quick))
-
-    def rewrite(self, question: str, history: tuple[Turn, ...]) -> str | None:
-        """The follow-up as one standalone question: one short call, no retry."""
-        lines = [f"{m['role'].title()}: {m['content']}" for m in history_messages(history)]
-        payload = {"model": self.model, "temperature": 0, "max_tokens": _REWRITE_TOKENS,
-                   "messages": [{"role": "system", "content": _REWRITE_PROMPT},
-                                {"role": "user", "content": "\n".join(
-                                    ["Conversation:", *lines, "",
-                                     "Last question: " + fenced(one_line(question)),
-                                     "", "Standalone question:"])}]}
-        return _standalone_reply(_message_content(self.rewriter.post("/chat/completions", payload)),
-                                 question)
-
-    def generate(self, system: str, prompt: str, history: list[dict] = (), evidence=None) -> Reply:
-        """Send the system rules, the conversation's turns and the prompt at temperature 0."""
-        payload = {"model": self.model, "temperature": 0,
-                   "messages": [{"role": "system", "content": system}, *history,
-                                {"role": "user", "content": prompt}]}
-        if self.out is None:
-            resp = self.client.post("/chat/completions", payload)
-            reply = Reply(_message_content(resp), resp.get("usage"))
-        else:
-            payload.update(stream=True, stream_options={"include_usage": True})
-            parts: list[str] = []
-            try:
-                reply = self._stream(self.client.post("/chat/completions", payload, stream=True),
-                                     parts)
-            except RagError:
-                if "".join(parts):  # end the half-written line: the fallback's note comes next
-                    self.out.write(" [broken off]\n")
-                    self.out.flush()
-                raise
-        if not reply.text.strip():
-            raise RagError("the model returned an empty answer")
-        return reply
-
-    def _stream(self, resp, parts: list[str]) -> Reply:
-        usage, finished = None, False
-        try:
-            with resp:
-                for event in _sse_events(resp):
-                    if event is None:  # data: [DONE]
-                        finished = True
-                        break
-                    if isinstance(event.get("error"), (dict, str)):
-                        raise RagError("chat stream error: "
-                                       f"{provider_message(json.dumps(event).encode())}")
-                    for choice in event.get("choices") or []:
-                        piece = (choice.get("delta") or {}).get("content") or ""
-                        parts.append(piece)
-                        self.out.write(clean_text(piece))
-                        self.out.flush()
-                        finished = finished or bool(choice.get("finish_reason"))
-                    usage = event.get("usage") or usage
-        except (OSError, http_modules()[0].HTTPException, ValueError) as e:
-            raise RagError(f"chat stream broke off: {e}") from None
-        if not finished:  # the connection closed early: what arrived may be half an answer
-            raise RagError("chat stream broke off before the answer was complete")
-        self.out.write("\n")
-        return Reply("".join(parts), usage)
-
-
-# A follow-up rewritten by the chat model: a short call, or the offline rewrite instead.
-_REWRITE_TIMEOUT = 15.0  # seconds: a small CPU model's 60 tokens, yet less than a person waits
-_REWRITE_TOKENS = 60     # a standalone question is one sentence
-_REWRITE_KEEPS = 0.5     # of the question's own words a rewrite keeps (fewer: another question)
-_REWRITE_PROMPT = ("Rewrite the user's last question so that it can be understood without the "
-                   "conversation: replace words like 'it', 'those' or 'there' by what they stand "
-                   "for. Reply with the rewritten question only, on one line: no answer, no "
-                   "explanation. If it already stands alone, repeat it.")
-
-
-def _standalone_reply(text: str, question: str) -> str:
-    """The question in a rewriting model's reply: its first line, without a
-    label or quotes; a RagError when there is none, it is too long to be one,
-    or it dropped the question's own words (a small model may answer, or echo
-    an earlier turn: _REWRITE_KEEPS).
-
-    >>> _standalone_reply('Standalone question: "How long does a refund take?"',
-    ...                  "How long does it take?")
-    'How long does a refund take?'
-    >>> _standalone_reply("How do I request a refund?", "How long does it take?")
-    Traceback (most recent call last):
-    rag.RagError: the rewrite 'How do I request a refund?' leaves out the question's own words
-    """
-    line = next((l for l in clean_text(text).splitlines() if l.strip()), "").strip()
-    line = re.sub(r"^(standalone question|rewritten question|question)\s*:\s*", "",
-                  line, flags=re.I)
-    line = line.strip().strip('"\'“”').strip()
-    if not line:
-        raise RagError("the rewrite was empty")
-    if len(line) > MAX_QUESTION:
-        raise RagError(f"the rewrite was {len(line)} characters long")
-    own = {stem(w) for w in content_words(question)}
-    if own and len(own & {stem(w) for w in content_words(line)}) < _REWRITE_KEEPS * len(own):
-        raise RagError(f"the rewrite {shortened(line, 80)!r} leaves out the question's own words")
-    return line
-
+# ---------------------------------------------------------------------------
+# Answer: the answerers, answer_question, the ask log
+# ---------------------------------------------------------------------------
+# Public: GENERATORS, make_generator, NO_MODEL, Answer, AskOptions, answer_question, system_prompt,
+#         generate
 
 # The answerers by kind: a chat model when a chat server is configured, else extracted.
 GENERATORS: dict[str, type[Generator]] = {"chat": ChatGenerator, "extractive": ExtractiveGenerator}
@@ -11910,233 +12333,6 @@ GENERATORS: dict[str, type[Generator]] = {"chat": ChatGenerator, "extractive": E
 def make_generator(cfg: Config, stream_to=None, warn=None) -> Generator:
     """The chat client when a chat server is configured, else the extractive answerer."""
     return GENERATORS["extractive" if cfg.offline else "chat"].from_config(cfg, stream_to, warn)
-
-
-def _sse_events(lines):
-    """JSON objects from server-sent event lines, then None for data: [DONE].
-
-    >>> list(_sse_events([b': ping', b'data: {"a": 1}', b'', b'data: [DONE]', b'data: {"b": 2}']))
-    [{'a': 1}, None]
-    """
-    for raw in lines:
-        line = raw.decode("utf-8").rstrip("\r\n")
-        if not line.startswith("data:"):
-            continue  # blank separators, ': keep-alive' comments, event: names
-        data = line[5:].strip()
-        if data == "[DONE]":
-            yield None
-            return
-        if data:
-            yield json.loads(data)
-
-
-def is_refusal(answer: str) -> bool:
-    """True when an answer is the refusal sentence (ignoring case and punctuation)."""
-    return _normalized(answer) == _normalized(REFUSAL)
-
-
-def _normalized(text: str) -> str:
-    """Words only, lowercased, single-spaced: text as is_refusal compares it."""
-    return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One statement of an answer, the passages it cites, and whether they hold it (or why)."""
-
-    text: str
-    cites: tuple
-    supported: bool
-    why: str = ""
-
-    def json(self) -> dict:
-        """As ask --json, the servers and eval give it."""
-        return {"text": self.text, "cites": list(self.cites), "supported": self.supported,
-                "why": self.why or None}
-
-
-# A list item's number or bullet ('2.', '-'): a label, not a claim.
-_LIST_MARKER = LazyPattern(r"(?m)^\s*(?:\d{1,3}[.)]|[-*+\u2022])(?=\s|$)")
-_LEADING_CITATIONS = LazyPattern(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;]?)*")
-# A number, whole: digits with the separators inside it ('1.5', '12:30', '3.9.1').
-_NUMBER = LazyPattern(r"\d+(?:[.,:]\d+)*")
-# Thousands grouped by a comma or a space ('1,000,000', '1 000', '12\u202f500'): one number.
-_THOUSANDS = LazyPattern(r"(?<![\d.,])\d{1,3}([, \u00a0\u2009\u202f])\d{3}(?:\1\d{3})*(?!\d|,\d)")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MONTH = (r"(jan(?:uary|\.)?|feb(?:ruary|\.)?|mar(?:ch|\.)?|apr(?:il|\.)?|may|jun(?:e|\.)?"
-          r"|jul(?:y|\.)?|aug(?:ust|\.)?|sep(?:tember|t\.?|\.)?|oct(?:ober|\.)?|nov(?:ember|\.)?"
-          r"|dec(?:ember|\.)?)")
-_DAY, _YEAR = r"(\d{1,2})(?:st|nd|rd|th)?(?!\d)", r"(?:(?:,?\s+|-)(\d{4})(?!\d))?"
-# A date in the common forms, compared as a whole day, each with its groups' order: d day,
-# m month, y year, n the month or the day ('03/04/2024': 3 April or March 4).
-_DATE_FORMS = (
-    (LazyPattern(rf"\b{_MONTH}(?:\s+|-){_DAY}{_YEAR}", re.I), "mdy"),          # March 3, 2024
-    (LazyPattern(rf"\b{_DAY}(?:\s+(?:of\s+)?|-){_MONTH}{_YEAR}", re.I), "dmy"),  # 3rd of March
-    (LazyPattern(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), "ymd"),         # 2024-03-03
-    (LazyPattern(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b"), "nny"),         # 03/03/2024
-    (LazyPattern(r"\b(\d{1,2})[/-](\d{1,2})[/-](\d{2})\b"), "nny"))           # 3/3/24
-_INLINE_CODE = LazyPattern(r"`([^`\n]+)`")
-_NAME = LazyPattern(r"(?<=[\w,;:)] )[A-Z][\w-]*")  # a capitalised word inside a sentence: a name
-# The share of a sentence's words (weighed by rarity) the passages it cites must hold, beside
-# all its numbers, names and quoted code (README, "How an answer is checked").
-_GROUNDED_SHARE = 0.5
-
-
-def _answer_statements(text: str) -> list[str]:
-    """An answer's statements: each code block, each sentence (a lone citation joins the last).
-
-    >>> _answer_statements("Refunds take 5 days. [1] Cards [2].\\n```\\nx = 1\\n```\\n[2]")
-    ['Refunds take 5 days. [1]', 'Cards [2].', '```\\nx = 1\\n``` [2]']
-    """
-    out = []
-    for i, part in enumerate(CODE_BLOCK.split(text)):
-        pieces = [part.strip()] if i % 2 else [part[a:b] for a, b in sentence_spans(part)]
-        for piece in pieces:
-            # '[1]' after the full stop it ends
-            lead = _LEADING_CITATIONS.match(piece).group() if out else ""
-            if lead.strip():
-                out[-1] += " " + lead.strip()
-            if piece[len(lead):].strip():
-                out.append(piece[len(lead):].strip())
-    return out
-
-
-class _Date(NamedTuple):
-    """A date as written (text, span), the days it may be ((month, day) readings), its year."""
-
-    text: str
-    span: tuple
-    days: frozenset
-    year: int | None
-
-
-# A two-digit year below this is in the 2000s ('3/3/24'), else the 1900s, as POSIX strptime's %y.
-_CENTURY_PIVOT = 69
-
-
-def _dates(text: str) -> list[_Date]:
-    """The dates of a text in the common forms (_DATE_FORMS), none inside another.
-
-    >>> [(d.text, sorted(d.days), d.year) for d in _dates("May 3, 2024; 3 May; 4/3/24")]
-    [('May 3, 2024', [(5, 3)], 2024), ('3 May', [(5, 3)], None), ('4/3/24', [(3, 4), (4, 3)], 2024)]
-    """
-    found: list[_Date] = []
-    for pattern, order in _DATE_FORMS:
-        for m in pattern.finditer(text):
-            if not any(m.start() < d.span[1] and d.span[0] < m.end() for d in found):
-                found += [d for d in [_date_read(m, order)] if d]
-    return sorted(found, key=lambda d: d.span)
-
-
-def _date_read(m: re.Match, order: str) -> _Date | None:
-    """A date form's match as a _Date; None when no reading of it is a day of the calendar."""
-    got = m.groups()
-    year = next((int(v) for k, v in zip(order, got) if k == "y" and v), None)
-    if year is not None and year < 100:
-        year += 2000 if year < _CENTURY_PIVOT else 1900
-    if order == "nny":
-        pairs = {(int(got[0]), int(got[1])), (int(got[1]), int(got[0]))}
-    else:
-        month = got[order.index("m")]
-        month = int(month) if month.isdigit() else _MONTHS.index(month[:3].lower()) + 1
-        pairs = {(month, int(got[order.index("d")]))}
-    days = frozenset((mo, d) for mo, d in pairs if 1 <= mo <= 12 and 1 <= d <= 31)
-    return _Date(m.group(), m.span(), days, year) if days else None
-
-
-def _numbers(text: str, spaced_apart: bool = False) -> list[str]:
-    """The numbers of a text, whole, in order: '1,000' is 1000, '1,5' 1.5, '09:30' 9:30;
-    spaced_apart: a number grouped by spaces is also read as its groups ('3 100' may be two).
-
-    >>> _numbers("417 million, 1,000,000 or 1 000 at 09:30 (v3.9.1, 1,5)")
-    ['417', '1000000', '1000', '9:30', '3.9.1', '1.5']
-    """
-    def joined(m: re.Match) -> str:
-        return m.group() if spaced_apart and m.group(1) != "," else re.sub(r"\D", "", m.group())
-    return [re.sub(r"^0+(?=\d)", "", n.replace(",", "."))
-            for n in _NUMBER.findall(_THOUSANDS.sub(joined, text))]
-
-
-def _number_held(n: str, numbers: set[str]) -> bool:
-    """Whether a statement's number n is among a passage's numbers, whole; a version or a time
-    also by a longer one it begins at a separator (3.9 by 3.9.1), never 41 by 417."""
-    return n in numbers or (("." in n or ":" in n) and any(
-        d.startswith(n) and d[len(n):len(n) + 1] in (".", ":") for d in numbers))
-
-
-def _numbers_missing(body: str, source: str) -> str:
-    """Why the dates and numbers of a statement are not all in source ('' when they are): a
-    date must be a day source names (and its year, if given), each other number one of its."""
-    numbers = set(_numbers(source)) | set(_numbers(source, spaced_apart=True))
-    dates, claimed = _dates(source), _dates(body)
-    for c in claimed:
-        if not any(c.days & s.days and (c.year in (None, s.year) or
-                                        (s.year is None and str(c.year) in numbers))
-                   for s in dates):
-            return f"{c.text} is not in [?]"
-    return next((f"{n} is not in [?]" for n in _numbers(_undated(body, claimed))
-                 if not _number_held(n, numbers)), "")
-
-
-def _undated(text: str, dates: list[_Date]) -> str:
-    """text without its dates (checked as days, not number by number)."""
-    for start, end in reversed([d.span for d in dates]):
-        text = text[:start] + " " + text[end:]
-    return text
-
-
-def ground(text: str, hits: tuple, idf: Callable[[str], float]) -> tuple[Claim, ...]:
-    """Check each statement of an answer against the passages it cites: what it claims (rare
-    words, numbers, names, quoted code) must be there. One citing nothing given is
-    unsupported; its why names a passage that holds it all the same, if one does."""
-    claims = []
-    for s in _answer_statements(text):
-        cites = tuple(n for n, _ in citations(s, len(hits)))
-        body = s if CODE_BLOCK.match(s) else _LIST_MARKER.sub("", CITATION.sub("\n", s)).strip()
-        if not re.search(r"[^\W\d_]", body):
-            continue  # punctuation, a list's number, a stray label: nothing claimed
-        given = [n for n in cites if 1 <= n <= len(hits)]
-        if given:
-            why = unsupported(body, [hits[n - 1] for n in given], idf).replace(
-                "[?]", "".join(f"[{n}]" for n in given))
-        else:
-            why = ("cites no passage" if not cites else
-                   f"cites {', '.join(f'[{n}]' for n in cites)}, which was not given")
-            holder = next((n for n, h in enumerate(hits, 1) if not unsupported(body, [h], idf)),
-                          None)
-            spread = unsupported(body, list(hits), idf).replace("[?]", "any passage given") or \
-                "no one passage holds what it says"
-            why += f" ([{holder}] holds what it says)" if holder else f", and {spread}"
-        claims.append(Claim(s, cites, not why, why))
-    return tuple(claims)
-
-
-def unsupported(body: str, hits: list[Hit], idf: Callable[[str], float]) -> str:
-    """Why the passages do not hold a statement ('' when they do; '[?]': what it cites)."""
-    source = "\n".join(h.chunk.heading + "\n" + h.chunk.text for h in hits)
-    if CODE_BLOCK.match(body):
-        lines = {l.strip() for l in source.splitlines()}
-        code = CODE_BLOCK.match(body).group()[3:-3]
-        missing = [l.strip() for l in code.splitlines()
-                   if l.strip() and l.strip() not in lines and l.strip() != "…"]
-        return f"its code line {shortened(missing[0], 60)!r} is not in [?]" if missing else ""
-    source += "\n" + plain(source)  # as written, and as an extract shows it (markup reduced)
-    if why := _numbers_missing(body, source):
-        return why
-    flat = " ".join(source.split()).lower()
-    for code in _INLINE_CODE.findall(body):
-        if " ".join(code.split()).lower() not in flat:
-            return f"`{shortened(code, 40)}` is not in [?]"
-    stems = set(map(stem, lexical_words(source)))
-    words = _undated(body, _dates(body))  # a date's month and day are checked as a day
-    for name in _NAME.findall(words):
-        if name.lower() not in STOPWORDS and not all(stem(w) in stems for w in lexical_words(name)):
-            return f"{name!r} is not in [?]"
-    weights = {w: max(idf(w), 0.0) for w in content_words(words)}
-    missing = sorted((w for w in weights if stem(w) not in stems), key=lambda w: -weights[w])
-    if sum(weights[w] for w in missing) > (1 - _GROUNDED_SHARE) * sum(weights.values()):
-        return f"most of its words are not in [?] ({', '.join(missing[:3])})"
-    return ""
 
 
 NO_MODEL = "none"  # an Answer's model when the floor refused before any was called
@@ -12257,59 +12453,6 @@ def answer_question(retriever: Retriever, generator: Generator, asked: str | Con
     return result
 
 
-@dataclass(frozen=True)
-class Settled:
-    """An answer as shown: text, passages as it numbers them, checked statements, refusal."""
-
-    text: str
-    hits: tuple
-    claims: tuple
-    refusal: str = ""
-
-
-def settled(text: str, given: tuple, idf, drop: bool, renumber: bool = True) -> Settled:
-    """A reply as shown: citations numbered from [1] (unless renumber is False: one streamed
-    keeps its numbers), each statement checked; with drop, unsupported ones left out."""
-    text = text.strip()
-    if is_refusal(text):
-        return Settled(REFUSAL, given, (), "the answerer found no answer in the passages")
-    claims = ground(text, given, idf) if drop else ()
-    if drop and not all(c.supported for c in claims):
-        if not any(c.supported for c in claims):
-            return Settled(REFUSAL, given, claims,
-                           "no statement of the answer is supported by what it cites")
-        text = joined([c.text for c in claims if c.supported])
-    if renumber:
-        text, given = _renumbered(text, given)
-    return Settled(text, given, ground(text, given, idf))
-
-
-def joined(statements: list[str]) -> str:
-    """Statements as one answer: sentences after a space, a code block on lines of its own."""
-    out = statements[:1]
-    for prev, s in zip(statements, statements[1:]):
-        out.append(("\n" if "```" in prev or s.startswith("```") else " ") + s)
-    return "".join(out)
-
-
-def _renumbered(text: str, hits: tuple) -> tuple[str, tuple]:
-    """The answer with its citations numbered in order of appearance, and the passages so.
-
-    >>> hits = ("h1", "h2", "h3")
-    >>> _renumbered("A [3]. B [1, 3]. C [9].", hits)
-    ('A [1]. B [2, 1]. C [9].', ('h3', 'h1', 'h2'))
-    """
-    order = [n for n, ok in citations(text, len(hits)) if ok]
-    order += [n for n in range(1, len(hits) + 1) if n not in order]
-    new = {old: i for i, old in enumerate(order, 1)}
-
-    def relabel(m):
-        return "[" + ", ".join(str(new.get(int(p), int(p))) for p in m.group(1).split(",")) + "]"
-    parts = CODE_BLOCK.split(text)  # code (odd parts) as written
-    return "".join(p if i % 2 else CITATION.sub(relabel, p) for i, p in enumerate(parts)), \
-        tuple(hits[n - 1] for n in order)
-
-
 def system_prompt(instructions: str = "") -> str:
     """rag.py's rules, then a client's own instructions, after them and unable to change them."""
     if not instructions.strip():
@@ -12353,6 +12496,7 @@ def _record_ask(store: Store, question: str, a: Answer, log: Log,
 # ---------------------------------------------------------------------------
 # Eval: retrieval metrics on labelled questions
 # ---------------------------------------------------------------------------
+# Public: load_cases, evaluate, share, print_report
 
 _GOLD_FIELDS = ("sources", "source", "chunk_ids", "quote", "unanswerable")
 
@@ -12751,9 +12895,74 @@ def _summarize(rows: list[dict], mode: str, k: int, model: str) -> dict:
     }
 
 
+def _figure(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def print_report(r: dict, k: int) -> None:
+    for m in r["misses"]:
+        where = f"first gold at rank {m['first_gold_rank']}" if m["first_gold_rank"] else \
+            f"gold not in top {EVAL_DEPTH}"
+        if m["gold"] > 1:  # a miss with some of its gold found: recall@k counts each gold item
+            where = f"{m['gold_found']} of {m['gold']} gold in the top {k}; {where}"
+        print(f"miss  {m['id']}: {first_line(m['question'], 70)}  ({where})")
+    if r["misses"]:
+        print()
+    print(f"cases           {r['cases']} ({r['answerable']} answerable, {r['unanswerable']} "
+          "unanswerable)")
+    print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
+    for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention",
+                "false_refusals"):
+        print(f"{key:<16}{_figure(r[key])}")
+    print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only "
+          "as the copy of a passage shown: some of it, for a case with several)")
+    refused_on = ", ".join(f"{side} {n} on the {on}" for side, counts in r["refused_on"].items()
+                           for on, n in sorted(counts.items()))
+    print(f"{'refused on':<16}{refused_on or 'none refused'}")
+    if r["answers_judged"]:
+        _print_answer_figures(r)
+    if r.get("groups"):  # per group: answerable, right, refused; unanswerable answered
+        print(f"\n{'group':<16}{'answerable':>11}{'right':>7}{'refused':>8}{'unanswerable':>13}"
+              f"{'answered':>9}")
+    for name, g in r.get("groups", {}).items():
+        right = "n/a" if g["right"] is None else str(g["right"])
+        print(f"{shortened(shown(name), 15):<16}{g['answerable']:>11}{right:>7}{g['refused']:>8}"
+              f"{g['unanswerable']:>13}{g['unanswerable_answered']:>9}")
+
+
+def _print_answer_figures(r: dict) -> None:
+    """eval --generate's lines: every failed answer, then the figures."""
+    print()
+    for f in r["answer_failures"]:
+        print(f"answer  {f['id']}: {first_line(f['question'], 60)} -> "
+              f"{first_line(f['answer'], 60)}  ({f['why']})")
+    if r["answer_failures"]:
+        print()
+
+    lines = (("answer_accuracy", f"{r['answers_judged']} answers judged: holding a gold answer, "
+                                 "or refused when unanswerable"),
+             ("answers_with_gold", "answerable cases answered with an accepted answer in the text"),
+             ("answers_refused",
+              "answerable cases refused (by the floor, the evidence or the answerer)"),
+             ("statements_grounded", "statements of the answers that what they cite holds"),
+             ("answers_citing", "answers that cite a passage they were given"),
+             ("citations_gold", "of those, citing a gold passage"),
+             ("citing_top_gold", "answers citing the best-ranked gold passage they were given"),
+             ("unanswerable_answered", "unanswerable cases answered anyway"),
+             ("reference_recall", "words of the reference answers found in the answers"))
+    for key, what in lines:
+        if r.get(key) is not None:
+            print(f"{key:<22}{_figure(r[key])}  {what}")
+    if r.get("median_answer_chars") is not None:
+        print(f"{'median answer':<22}{r['median_answer_chars']} characters")
+
+
 # ---------------------------------------------------------------------------
 # Wiring: configuration and the parts it chooses
 # ---------------------------------------------------------------------------
+# Public: QUERY_TIMEOUT, QUERY_RETRIES, INDEX_TIMEOUT, INDEX_RETRIES, header_safe, CONFIG_GIVEN,
+#         config_from_env, mode_label, open_store, index_name, query_embedder, make_retriever,
+#         open_for_query, check_question, ask_options
 # Every caller (the command line, both servers, bench, the tests) builds its parts here:
 # config_from_env (flags as overrides), QueryOptions, then the builders below and make_*.
 
@@ -12940,8 +13149,10 @@ def ask_options(q: QueryOptions, retriever: Retriever) -> tuple[AskOptions, Floo
 
 
 # ---------------------------------------------------------------------------
-# Serve: one warm index for agents (MCP over stdio) and apps (HTTP)
+# Serve: JSON shapes, Service (warm retrievers, per-key restriction), MCP over stdio
 # ---------------------------------------------------------------------------
+# Public: hit_json, answer_json, index_info, MAX_BODY, request_args, Caller, load_keys, Service,
+#         serve_mcp
 
 def hit_json(h: Hit, n: int, ids: Callable[[int], int | str] = int) -> dict:
     """A passage as search --json, ask --json and the servers give it; also_in: the sources
@@ -12996,19 +13207,6 @@ def index_info(store, db: str) -> dict:
 
 
 MAX_BODY = 1 << 20     # bytes in one request (HTTP body, MCP line): far above a long question
-_REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requests, or one read)
-# Seconds from a request's first byte to the end of its body: a per-read timeout alone lets
-# a client sending a byte a second hold a worker for ever (30 s: MAX_BODY at 35 KB/s).
-_REQUEST_DEADLINE = 30
-# Connections the kernel queues before accepting: with the default 5, many clients connecting
-# at once waited on SYN retries (bench/README.md, "Serving"); the kernel caps it at somaxconn.
-_ACCEPT_BACKLOG = 128
-# Seconds a stopping server lets requests in flight finish: a chat call may take its 30 s
-# (QUERY_TIMEOUT); a service manager waits longer before it kills (systemd: 90 s).
-_DRAIN_TIMEOUT = 30
-_WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
-# bytes of a too-large body read before the 413; beyond it, the connection is cut
-_DRAIN_LIMIT = 8 * MAX_BODY
 _MAX_K = 50             # passages one request may ask for
 # A restricted caller's chunk ids (Service.chunk_ids): the hex digits kept of an HMAC-SHA256
 # (64 bits: no two of an index's chunks alike in practice), under a key of this many random
@@ -13016,7 +13214,7 @@ _MAX_K = 50             # passages one request may ask for
 _SHOWN_ID_HEX, _ID_KEY_BYTES = 16, 16
 
 
-def _request_args(params, defaults) -> dict:
+def request_args(params, defaults) -> dict:
     """A search or ask request's fields, checked (a RagError names it), over defaults'."""
     if not isinstance(params, dict):
         raise RagError("the request must be a JSON object")
@@ -13099,7 +13297,7 @@ class _ServedRetriever(Retriever):
 
 
 @dataclass(frozen=True)
-class _Caller:
+class Caller:
     """Whom a request's key names: its --keys entry's name (None for the single --api-key),
     the key's SHA-256, and the globs it may read (none: what --source allows)."""
 
@@ -13111,7 +13309,7 @@ class _Caller:
 _KEY_FIELDS = {"name", "key", "sha256", "source"}
 
 
-def load_keys(path: str) -> tuple[_Caller, ...]:
+def load_keys(path: str) -> tuple[Caller, ...]:
     """The entries of a serve --keys file: a JSON list of {name, key or sha256, source}, or an
     object of them by name. A fault is a usage error naming the entry, never showing a key."""
     where = f"--keys {shown(path)}"
@@ -13134,7 +13332,7 @@ def load_keys(path: str) -> tuple[_Caller, ...]:
     return callers
 
 
-def _key_entry(e, where: str) -> _Caller:
+def _key_entry(e, where: str) -> Caller:
     """One entry of a --keys file, checked."""
     import hashlib
     if not isinstance(e, dict):
@@ -13156,7 +13354,7 @@ def _key_entry(e, where: str) -> _Caller:
     if "source" in e and not (isinstance(globs, list) and globs
                               and all(isinstance(g, str) and g for g in globs)):
         raise UsageError(f"{where}: 'source' must be a glob or a non-empty list of globs")
-    return _Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest),
+    return Caller(name, hashlib.sha256(key.encode()).digest() if key else bytes.fromhex(digest),
                    tuple(globs or ()))
 
 
@@ -13211,7 +13409,7 @@ class Service:
         return make_retriever(store, embedder, self.opts, kind=_ServedRetriever)
 
     @contextlib.contextmanager
-    def retriever(self, source: str | None = None, caller: _Caller | None = None):
+    def retriever(self, source: str | None = None, caller: Caller | None = None):
         """A warm retriever for one request, narrowed to source and to the caller's globs."""
         with self.lock:
             item = self.idle.pop() if self.idle else None
@@ -13246,9 +13444,9 @@ class Service:
             self.idle.clear()
             self.latest = None
 
-    def search(self, params, caller: _Caller | None = None) -> tuple[list[dict], str, list]:
+    def search(self, params, caller: Caller | None = None) -> tuple[list[dict], str, list]:
         """A request's (passages as JSON, what was searched, warnings for the caller)."""
-        a = _request_args(params, self.opts)
+        a = request_args(params, self.opts)
         asked = a["asked"]
         with self.retriever(a["source"], caller) as r:
             # a first question needs none
@@ -13259,11 +13457,11 @@ class Service:
         ids = self.chunk_ids(caller)
         return [hit_json(h, n, ids) for n, h in enumerate(hits, 1)], query, warnings
 
-    def sees_all(self, caller: _Caller | None) -> bool:
+    def sees_all(self, caller: Caller | None) -> bool:
         """Whether a caller may read the whole index: no key's globs, no --source."""
         return not (caller and caller.globs) and not self.opts.source
 
-    def chunk_ids(self, caller: _Caller | None) -> Callable[[int], int | str]:
+    def chunk_ids(self, caller: Caller | None) -> Callable[[int], int | str]:
         """A caller's chunk ids: as stored when it may read the whole index; else an opaque
         HMAC-SHA256 keyed by this server (the same in every worker), so that no id tells how
         many chunks the index holds, nor what came before the caller's own."""
@@ -13282,9 +13480,9 @@ class Service:
         return [f"warning: source {source!r} matches no document you may search (a pattern matches "
                 "the path relative to the folder indexed, e.g. 'guides/*.md')"]
 
-    def ask(self, params, stream_to=None, caller: _Caller | None = None) -> tuple[Answer, Floor]:
+    def ask(self, params, stream_to=None, caller: Caller | None = None) -> tuple[Answer, Floor]:
         """Answer like ask, logged with the caller's name; stream_to gets a model's text live."""
-        a = _request_args(params, self.opts)
+        a = request_args(params, self.opts)
         with self.retriever(a["source"], caller) as r:
             opts, floor = ask_options(self.opts, r)
             opts = replace(opts, mode=a["mode"], k=a["k"], drop_unsupported=a["drop_unsupported"])
@@ -13310,7 +13508,7 @@ class Service:
                       f"{clean_text(str(e))[:MAX_PROVIDER_MESSAGE]}")
         return f"internal error ({type(e).__name__}); the server's log says more"
 
-    def stats(self, caller: _Caller | None = None) -> dict:
+    def stats(self, caller: Caller | None = None) -> dict:
         """index_info as a client may see it: its counts, the database by its file name; the
         folders indexed by their names (no server path) only to one who may read them all."""
         with self.retriever(None, caller) as r:
@@ -13495,6 +13693,27 @@ def serve_mcp(service: Service, stdin, stdout) -> None:
                 stdout.flush()
 
 
+# ---------------------------------------------------------------------------
+# HTTP: routes, the Host rule, keys, deadlines, drain; server processes
+# ---------------------------------------------------------------------------
+# Public: LOOPBACK, HttpApi, Route, ROUTES, http_server, run_server, stop_serving, watch_index,
+#         start_watch
+
+_REQUEST_TIMEOUT = 30   # seconds a connection may stay silent (idle between requests, or one read)
+# Seconds from a request's first byte to the end of its body: a per-read timeout alone lets
+# a client sending a byte a second hold a worker for ever (30 s: MAX_BODY at 35 KB/s).
+_REQUEST_DEADLINE = 30
+# Connections the kernel queues before accepting: with the default 5, many clients connecting
+# at once waited on SYN retries (bench/README.md, "Serving"); the kernel caps it at somaxconn.
+_ACCEPT_BACKLOG = 128
+# Seconds a stopping server lets requests in flight finish: a chat call may take its 30 s
+# (QUERY_TIMEOUT); a service manager waits longer before it kills (systemd: 90 s).
+_DRAIN_TIMEOUT = 30
+_WORKER_MIN_LIFE = 1.0  # seconds: a worker that dies sooner is replaced no faster (no fork storm)
+# bytes of a too-large body read before the 413; beyond it, the connection is cut
+_DRAIN_LIMIT = 8 * MAX_BODY
+
+
 # HTTP: an OpenAI-compatible chat endpoint, a JSON API and one page.
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 # the model name /v1/models lists: any name a client sends is answered the same
@@ -13535,11 +13754,11 @@ class HttpApi:
     def __init__(self, service: Service, api_key: str | None = None, keys: tuple = ()):
         import hashlib
         self.service = service
-        self.callers = tuple(keys) or ((_Caller(None, hashlib.sha256(api_key.encode()).digest()),)
+        self.callers = tuple(keys) or ((Caller(None, hashlib.sha256(api_key.encode()).digest()),)
                                        if api_key else ())
         self.started = int(time.time())
 
-    def caller(self, header: str | None) -> _Caller | None:
+    def caller(self, header: str | None) -> Caller | None:
         """The entry whose key the Authorization header carries (None: no key needed), else a
         401. The key's SHA-256 is compared with every entry's in constant time."""
         if not self.callers:
@@ -13558,10 +13777,10 @@ class HttpApi:
         return found
 
     # The endpoints: each takes the JSON body (None for a GET) and the caller.
-    def page(self, body=None, caller: _Caller | None = None):
+    def page(self, body=None, caller: Caller | None = None):
         return 200, "text/html; charset=utf-8", PAGE.encode("utf-8")
 
-    def health(self, body=None, caller: _Caller | None = None):
+    def health(self, body=None, caller: Caller | None = None):
         info = self.service.stats(caller)  # counted under --source and the caller's key
         # when the index last changed: only to one who may read all (a change may be elsewhere)
         whole = self.service.sees_all(caller)
@@ -13572,23 +13791,23 @@ class HttpApi:
                                    "folders": info["folders"]} if whole else {}),
                                "version": __version__})
 
-    def models(self, body=None, caller: _Caller | None = None):
+    def models(self, body=None, caller: Caller | None = None):
         return self.json(200, {"object": "list", "data": [{"id": _SERVED_MODEL, "object": "model",
                                                            "created": self.started,
                                                            "owned_by": "rag.py"}]})
 
-    def search(self, body, caller: _Caller | None = None):
+    def search(self, body, caller: Caller | None = None):
         passages, query, warnings = self.service.search(body, caller)
         if isinstance(body, dict) and body.get("conversation") is not None:
             return self.json(200, {"search_query": query, "passages": passages,
                                    **({"warnings": warnings} if warnings else {})})
         return self.json(200, passages) + ((None, _NO_MATCH) if warnings else ())
 
-    def ask(self, body, caller: _Caller | None = None):
+    def ask(self, body, caller: Caller | None = None):
         return self.json(200, answer_json(*self.service.ask(body, caller=caller),
                                           self.service.chunk_ids(caller)))
 
-    def chat(self, body, caller: _Caller | None = None):
+    def chat(self, body, caller: Caller | None = None):
         """An OpenAI chat completion; for a stream, the function that writes it (every field
         checked first: a bad request gets its 4xx before the stream starts)."""
         if isinstance(body, dict) and body.get("stream"):
@@ -13629,13 +13848,13 @@ class HttpApi:
                              "{\"include_usage\": true}")
         try:
             # k, mode, source and the messages before: a RagError, a 400
-            _request_args(params, self.service.opts)
+            request_args(params, self.service.opts)
         except RagError as e:  # named as this client sent them
             raise RagError(str(e).replace("'conversation': ", "'messages': ", 1)
                            .replace("'question' ", "the last user message ", 1)) from None
         return params
 
-    def stream_chat(self, body, params: dict, wfile, caller: _Caller | None = None) -> None:
+    def stream_chat(self, body, params: dict, wfile, caller: Caller | None = None) -> None:
         """A streamed chat completion: answer, sources, the result under "rag", [DONE]."""
         ident, created = f"chatcmpl-rag-{os.urandom(8).hex()}", int(time.time())
 
@@ -13944,7 +14163,7 @@ class _HttpHandler:
         except (ValueError, RecursionError):
             raise _HttpError(400, "the request body is not valid JSON") from None
 
-    def admit(self) -> _Caller | None:
+    def admit(self) -> Caller | None:
         """Whom the request comes from, once its Host, framing and key are checked."""
         from email.errors import MissingHeaderBodySeparatorDefect
         # 400 for headers a proxy could read another way (RFC 9112 5.1, 9110 7.2): a line that
@@ -14246,6 +14465,7 @@ def _fork_worker(server, told: int | None = None) -> int:
 # ---------------------------------------------------------------------------
 # Command line
 # ---------------------------------------------------------------------------
+# Public: ignore_line, Command, COMMANDS, build_parser, main
 
 def _number(kind=float, low=None, low_open=False):
     """An argparse type: a finite number of kind, at least low (more than low when low_open)."""
@@ -14712,15 +14932,10 @@ def _cmd_search(args, cfg: Config, closer) -> int:
         print("no matching passages")
     for n, h in enumerate(hits, 1):
         heading = f"  [{h.chunk.heading}]" if h.chunk.heading else ""
-        print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {_first_line(h.chunk.text)}")
+        print(f"{n:>2}  {h.score:.4f}  {h.source}{heading}\n    {first_line(h.chunk.text)}")
         if h.copies:
             print(f"    {also_in(*h.also())}")
     return 0
-
-
-def _first_line(text: str, width: int = 80) -> str:
-    line = next((l for l in text.splitlines() if l.strip()), "")
-    return line if len(line) <= width else line[:width - 3] + "..."
 
 
 def _stream_arguments(p: argparse.ArgumentParser, what: str) -> None:
@@ -14860,68 +15075,6 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
                         "without labels is used again")
 
 
-def _figure(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
-
-
-def _print_report(r: dict, k: int) -> None:
-    for m in r["misses"]:
-        where = f"first gold at rank {m['first_gold_rank']}" if m["first_gold_rank"] else \
-            f"gold not in top {EVAL_DEPTH}"
-        if m["gold"] > 1:  # a miss with some of its gold found: recall@k counts each gold item
-            where = f"{m['gold_found']} of {m['gold']} gold in the top {k}; {where}"
-        print(f"miss  {m['id']}: {_first_line(m['question'], 70)}  ({where})")
-    if r["misses"]:
-        print()
-    print(f"cases           {r['cases']} ({r['answerable']} answerable, {r['unanswerable']} "
-          "unanswerable)")
-    print(f"retrieval       {r['mode']}, k={k}, embeddings {r['embed_model']}")
-    for key in (f"recall@{k}", "recall@100", "mrr", "ndcg@10", "hit@1", "abstention",
-                "false_refusals"):
-        print(f"{key:<16}{_figure(r[key])}")
-    print(f"{'through copies':<16}{r['found_through_copies']} (cases with gold in the top {k} only "
-          "as the copy of a passage shown: some of it, for a case with several)")
-    refused_on = ", ".join(f"{side} {n} on the {on}" for side, counts in r["refused_on"].items()
-                           for on, n in sorted(counts.items()))
-    print(f"{'refused on':<16}{refused_on or 'none refused'}")
-    if r["answers_judged"]:
-        _print_answer_figures(r)
-    if r.get("groups"):  # per group: answerable, right, refused; unanswerable answered
-        print(f"\n{'group':<16}{'answerable':>11}{'right':>7}{'refused':>8}{'unanswerable':>13}"
-              f"{'answered':>9}")
-    for name, g in r.get("groups", {}).items():
-        right = "n/a" if g["right"] is None else str(g["right"])
-        print(f"{shortened(shown(name), 15):<16}{g['answerable']:>11}{right:>7}{g['refused']:>8}"
-              f"{g['unanswerable']:>13}{g['unanswerable_answered']:>9}")
-
-
-def _print_answer_figures(r: dict) -> None:
-    """eval --generate's lines: every failed answer, then the figures."""
-    print()
-    for f in r["answer_failures"]:
-        print(f"answer  {f['id']}: {_first_line(f['question'], 60)} -> "
-              f"{_first_line(f['answer'], 60)}  ({f['why']})")
-    if r["answer_failures"]:
-        print()
-
-    lines = (("answer_accuracy", f"{r['answers_judged']} answers judged: holding a gold answer, "
-                                 "or refused when unanswerable"),
-             ("answers_with_gold", "answerable cases answered with an accepted answer in the text"),
-             ("answers_refused",
-              "answerable cases refused (by the floor, the evidence or the answerer)"),
-             ("statements_grounded", "statements of the answers that what they cite holds"),
-             ("answers_citing", "answers that cite a passage they were given"),
-             ("citations_gold", "of those, citing a gold passage"),
-             ("citing_top_gold", "answers citing the best-ranked gold passage they were given"),
-             ("unanswerable_answered", "unanswerable cases answered anyway"),
-             ("reference_recall", "words of the reference answers found in the answers"))
-    for key, what in lines:
-        if r.get(key) is not None:
-            print(f"{key:<22}{_figure(r[key])}  {what}")
-    if r.get("median_answer_chars") is not None:
-        print(f"{'median answer':<22}{r['median_answer_chars']} characters")
-
-
 def _cmd_eval(args, cfg: Config, closer) -> int:
     """Score retrieval on labelled questions."""
     if args.uncalibrate:
@@ -14940,7 +15093,7 @@ def _cmd_eval(args, cfg: Config, closer) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        _print_report(report, args.k)
+        print_report(report, args.k)
     if args.calibrate:
         measured = question_floor(retriever, q.mode)
         _store_calibration(store, retriever.embedder.model, report["cases_detail"], args.cases,
@@ -14970,7 +15123,7 @@ def _store_calibration(store: Store, model: str, rows: list[dict], cases: str,
     source = f"calibrated on {len(rows)} cases of {os.path.basename(cases)}, {now_iso()[:10]}"
     try:
         keep_floor(store, model, chosen, source)
-    # a write by intent: read-only, a full disk, a writer for _BUSY_TIMEOUT
+    # a write by intent: read-only, a full disk, a writer for BUSY_TIMEOUT
     except sqlite3.OperationalError as e:
         raise RagError(f"cannot store the calibrated floor: {cannot_write(e) or e}") from None
     print(f"stored: {program()} ask uses the floor {chosen:.4f} for this index from now on")
@@ -15462,6 +15615,7 @@ def main(argv: list[str] | None = None) -> int:
 # ---------------------------------------------------------------------------
 # Data: the refusal probes and the page
 # ---------------------------------------------------------------------------
+# Public: PROBES, PAGE
 
 # Everyday questions about everything, which an index should not answer (see the comment
 # above PROBE_QUANTILE in Refuse): the floor is measured on how they score.

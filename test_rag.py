@@ -7,6 +7,7 @@ stop themselves at named points and the fake server holds replies on events."""
 import abc
 import argparse
 import ast
+import importlib.util
 import codecs
 import contextlib
 import http.client
@@ -648,7 +649,19 @@ def rendered(text, fmt, dpi=150):
 # ---------------------------------------------------------------------------
 
 BANNER = re.compile(r"^# -{10,}\n# ([^:\n]+).*\n# -{10,}$", re.M)
-LATE = re.compile(r"\(([A-Z][a-z]+(?: [a-z]+)?) -> ([A-Z][a-z]+(?: [a-z]+)?):\s+([\w,\s]+)\)")
+# A banner's list of its section's public names: '# Public: a, b,' and lines going on '#   c'
+PUBLIC = re.compile(r"^# -{10,}\n# ([^:\n]+).*\n# -{10,}\n((?:# (?:Public:| ) .*\n)*)", re.M)
+LATE = re.compile(r"\(([A-Z][A-Za-z]+(?: [a-z]+)?) -> ([A-Z][A-Za-z]+(?: [a-z]+)?):\s+([\w,\s]+)\)")
+
+
+def _bench_module(name):
+    """A script of bench/ as a module (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(
+        f"bench_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench",
+                                      f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _scope_locals(node):
@@ -732,6 +745,13 @@ def layer_faults(source):
             faults.append(f"line {line}: {name} of {names[defined]} is private, read in {names[at]}")
         elif at < defined and (names[at], names[defined], name) not in late:
             faults.append(f"line {line}: {name} of {names[defined]} read above it, in {names[at]}")
+    public = {m.group(1).strip(): set(re.findall(r"\w+", m.group(2).replace("Public:", "")))
+              for m in PUBLIC.finditer(source)}
+    for k, name in enumerate(names):
+        own = {n for n, at in home.items() if at == k and not n.startswith("_")}
+        if own != public.get(name, set()):
+            faults.append(f"the banner of {name} lists {sorted(public.get(name, set()) - own)} "
+                          f"and leaves out {sorted(own - public.get(name, set()))}")
     listed = [line[4:] for line in
               doc.split("Sections, in pipeline order", 1)[-1].split("\n\n", 1)[0].splitlines()
               if line.startswith("    ") and not line.startswith("     ")]
@@ -753,6 +773,7 @@ Late references: (First -> Second: late)
 # ---------------------------------------------------------------------------
 # First: one
 # ---------------------------------------------------------------------------
+# Public: early
 
 
 def early(x):
@@ -762,6 +783,7 @@ def early(x):
 # ---------------------------------------------------------------------------
 # Second: two
 # ---------------------------------------------------------------------------
+# Public: late
 
 
 def _hidden():
@@ -784,8 +806,9 @@ class LayersTests(unittest.TestCase):
         planted = LAYERED.replace("return late(x)", "return late(x) + _hidden() + late2()")
         planted = planted.replace("def late(y):", "def late2():\n    return 2\n\n\ndef late(y):")
         self.assertEqual(layer_faults(planted), [
-            "line 16: _hidden of Second is private, read in First",
-            "line 16: late2 of Second read above it, in First"])
+            "line 17: _hidden of Second is private, read in First",
+            "line 17: late2 of Second read above it, in First",
+            "the banner of Second lists [] and leaves out ['late2']"])
 
     def test_layers_see_a_local_name_is_not_the_module_level_one(self):
         shadowed = LAYERED.replace("return late(x)", "_hidden = [late for late in [x]]\n"
@@ -795,7 +818,19 @@ class LayersTests(unittest.TestCase):
 
     def test_layers_allow_only_the_late_references_the_docstring_lists(self):
         self.assertEqual(layer_faults(LAYERED.replace("(First -> Second: late)", "")),
-                         ["line 16: late of Second read above it, in First"])
+                         ["line 17: late of Second read above it, in First"])
+
+    def test_layers_banner_lists_the_public_names_of_its_section(self):
+        self.assertEqual(layer_faults(LAYERED.replace("# Public: late", "# Public: late, gone")),
+                         ["the banner of Second lists ['gone'] and leaves out []"])
+
+    def test_layers_sections_keep_their_line_budgets(self):
+        sections = _bench_module("sections")
+        self.assertEqual(sections.over_budget(rag.__file__), [])
+        self.assertEqual(sections.over_budget(rag.__file__, {"Chunk": 10, "Serve": 10 ** 6}),
+                         [f"Chunk: {sections.sections(rag.__file__)[0]['Chunk'].total()} "
+                          "lines, over its budget of 10"])
+        self.assertLessEqual(max(sections.BUDGETS.values()), sections.MOST_LINES)
 
     def test_layers_map_lists_the_sections_in_order(self):
         swapped = LAYERED.replace("    First    reads", "    Firsts   reads")
@@ -898,7 +933,7 @@ class ParseTests(RagTestCase):
         page = ("<html><head><title>T</title><style>p{}</style></head><body>\n"
                 "<nav>Home | Help</nav>\n<h1>Security</h1>\n<p>Use a strong\npassword.</p>\n"
                 "<script>alert(1)</script>\n<h2>Reset</h2>\n<p>Link valid one hour.</p></body></html>")
-        lines = rag._html_lines(page)
+        lines = rag.html_lines(page)
         texts = [l.text for l in lines if l.text]
         self.assertEqual(texts, ["# Security", "Use a strong password.", "## Reset", "Link valid one hour."])
         self.assertEqual([l.no for l in lines if l.text], [3, 4, 7, 8])
@@ -1338,7 +1373,7 @@ class ParseTests(RagTestCase):
             '.SS "Exit status"', ".nf", "# quokka \\-v census.txt", "exit 0", ".fi",  # 28
             ".TS", "tab(;);", "l l.", "Name;Weight", "Quokka;3 kg", ".TE", '.SH "SEE ALSO"',  # 35
             ".BR wallaby (1),", "\\e is a backslash; \\[u00E9]t\\['e], \\(:u."])
-        lines = rag._man_lines(page)
+        lines = rag.man_lines(page)
         self.assertEqual([(l.no, l.text) for l in lines if l.text], [
             (7, "# QUOKKA(1)"), (8, "## NAME"), (9, "quokka - count marsupials"), (10, "## SYNOPSIS"),
             (11, "quokka"), (12, "[-v] [FILE]..."), (13, "## DESCRIPTION"),
@@ -1354,7 +1389,7 @@ class ParseTests(RagTestCase):
 
     def test_man_page_option_tag_is_cited_from_its_own_line(self):
         page = '.TH AR 1\n.SH OPTIONS\n.IP "\\fBS\\fR" 4\n.IX Item "S"\nDo not generate a symbol table.\n'
-        lines = [l for l in rag._man_lines(page) if l.text.startswith("S ")]
+        lines = [l for l in rag.man_lines(page) if l.text.startswith("S ")]
         self.assertEqual([(l.no, l.last, l.text) for l in lines], [(3, 5, "S Do not generate a symbol table.")])
 
     def test_man_page_found_by_its_content_whatever_its_name(self):
@@ -1378,9 +1413,9 @@ class ParseTests(RagTestCase):
         ends = ["\\", "\\(", "\\[", "\\*", "\\*[", "\\s", "\\s+", "\\h'", "\\f", "\\n+", ".if \\{", ".de x", ".TS",
                 ".ds s " + "\\*s" * 50, "\\*s" * 1000]
         for text in [page] + [".TH X 1\n" + e for e in ends]:
-            lines = rag._man_lines(text)
+            lines = rag.man_lines(text)
             self.assertTrue(all(1 <= l.no <= text.count("\n") + 1 for l in lines))
-        self.assertLess(sum(len(l.text) for l in rag._man_lines(".ds s " + "x" * 5000 + "\n" + "\\*s" * 5000)),
+        self.assertLess(sum(len(l.text) for l in rag.man_lines(".ds s " + "x" * 5000 + "\n" + "\\*s" * 5000)),
                         40_000)  # strings expand within the source's own size: never a bomb
 
     def test_xml_read_as_text_without_tags_lines_kept(self):
@@ -1398,7 +1433,7 @@ class ParseTests(RagTestCase):
                          [(3, "Name"), (4, "Quokka")])
         self.assertIs(rag.file_format("feed.weird", b'<?xml version="1.0"?><rss/>'), rag.FORMATS[".xml"])
         for broken in ("<a", "<!-- never closed", "<![CDATA[ open", "<!DOCTYPE x [ <!ENTITY", "<style>x", "a < b"):
-            self.assertIsInstance(rag._xml_lines(broken * 1000), list)
+            self.assertIsInstance(rag.xml_lines(broken * 1000), list)
 
     def test_rtf_read_as_its_text(self):
         rtf = ("{\\rtf1\\ansi\\ansicpg1252{\\fonttbl{\\f0 Times;}}{\\colortbl;\\red0\\green0\\blue0;}\n"
@@ -1512,7 +1547,7 @@ class ParseTests(RagTestCase):
         for text in texts:
             for data in (text.encode("cp1252"), text.upper().encode("cp1252"), (text + " " + text + "\n").encode("cp1252")):
                 with self.subTest(data=data):
-                    self.assertEqual(rag._decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
+                    self.assertEqual(rag.decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
 
     def test_decode_declared_encodings(self):
         russian, greek = "Привет, мир: это проверка.", "Καλημέρα κόσμε, αυτό είναι ένα τεστ."
@@ -1528,16 +1563,16 @@ class ParseTests(RagTestCase):
              "iso-8859-7 (declared in its XML declaration)")]
         for text, enc, note in cases:
             with self.subTest(note):
-                self.assertEqual(rag._decode(text.encode(enc)), (text, "read as " + note))
-        self.assertEqual(rag._decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
+                self.assertEqual(rag.decode(text.encode(enc)), (text, "read as " + note))
+        self.assertEqual(rag.decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
                          "not UTF-8; read as Windows-1252 (Latin-1)")  # line 2 counts only after a comment
         for head in (b"# -*- coding: no-such-codec -*-\n", b"# coding: utf-8\n", b'<meta charset="utf-16">',
                      b"# coding: base64\n"):  # unknown, wrong, not ASCII-compatible, not text: the next step decides
             with self.subTest(head):
-                self.assertEqual(rag._decode(head + "café\n".encode("cp1252")),
+                self.assertEqual(rag.decode(head + "café\n".encode("cp1252")),
                                  ((head + "café\n".encode("cp1252")).decode("cp1252"),
                                   "not UTF-8; read as Windows-1252 (Latin-1)"))
-        self.assertEqual(rag._decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
+        self.assertEqual(rag.decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
                          ("# coding: utf-8\ncafé\n", None))  # declared UTF-8 is plain UTF-8: no note
         self.write("page.xhtml", cases[4][0].encode("iso-8859-7"), mode="wb")
         self.write("tool.py", cases[0][0].encode("koi8-r"), mode="wb")
@@ -1553,10 +1588,10 @@ class ParseTests(RagTestCase):
                                (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE")):
             with self.subTest(name):
                 data = bom + text.encode(enc)
-                self.assertEqual(rag._decode(data), (text, f"read as {name} (byte-order mark)"))
+                self.assertEqual(rag.decode(data), (text, f"read as {name} (byte-order mark)"))
                 self.assertFalse(rag.is_binary(data))
-        self.assertEqual(rag._decode(codecs.BOM_UTF8 + text.encode()), (text, None))
-        self.assertEqual(rag._decode(codecs.BOM_UTF16_LE + b"a\x00b"),
+        self.assertEqual(rag.decode(codecs.BOM_UTF8 + text.encode()), (text, None))
+        self.assertEqual(rag.decode(codecs.BOM_UTF16_LE + b"a\x00b"),
                          ("a\ufffd", "read as UTF-16 LE (byte-order mark); invalid bytes were replaced"))
         self.write("wide.txt", codecs.BOM_UTF32_BE + "The kestrel hovers over Zürich.\n".encode("utf-32-be"), mode="wb")
         code, out, err = self.run_cli("index", self.docs)
@@ -1566,8 +1601,8 @@ class ParseTests(RagTestCase):
     def test_decode_utf8_with_a_few_bad_bytes_stays_utf8(self):
         text = "Ça coûte 5 € à Zürich; naïve café. " * 20
         data = text.encode() + b"\xff" + text.encode()  # one stray byte among 200 accented letters
-        self.assertEqual(rag._decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
-        self.assertEqual(rag._decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
+        self.assertEqual(rag.decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
+        self.assertEqual(rag.decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
                          ("a U+FFFD as written: \ufffd, in UTF-8\n", None))  # a character, not damage
 
 # ---------------------------------------------------------------------------
@@ -1580,7 +1615,7 @@ class ChunkTests(unittest.TestCase):
         for text, first in ((log, "2024-05-01 10:00:01 worker-1 processed batch 111"),
                             ("Call Bob about the lease renewal\nBuy milk and bread\n"
                              "Dentist on Tuesday at three\nPay the gas bill", "Call Bob about the lease renewal")):
-            chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
+            chunks = rag.chunk_lines(rag.text_lines(text), size=80, overlap=0)
             self.assertGreater(len(chunks), 1)
             self.assertTrue(all(line in text.splitlines() for c in chunks for line in c.text.splitlines()),
                             [c.text for c in chunks])  # each line whole, on a line of its own
@@ -1617,7 +1652,7 @@ class ChunkTests(unittest.TestCase):
 
     def test_chunk_packs_paragraphs_within_budget(self):
         text = "\n\n".join(f"Paragraph {i} has some words in it." for i in range(10))
-        chunks = rag.chunk_lines(rag._text_lines(text), size=80, overlap=0)
+        chunks = rag.chunk_lines(rag.text_lines(text), size=80, overlap=0)
         self.assertEqual([c.text for c in chunks][:2],
                          ["Paragraph 0 has some words in it.\n\nParagraph 1 has some words in it.",
                           "Paragraph 2 has some words in it.\n\nParagraph 3 has some words in it."])
@@ -1628,17 +1663,17 @@ class ChunkTests(unittest.TestCase):
     def test_chunk_keeps_the_indentation_of_every_line_as_written(self):
         text = ("A minimal app::\n\n    from flask import Flask\n    app = Flask(__name__)\n\n"
                 "    @app.route('/')\n    def hello():\n        return 'Hello'\n\nThen run it.\n")
-        chunks = rag.chunk_lines(rag._text_lines(text), size=1000, overlap=0)
+        chunks = rag.chunk_lines(rag.text_lines(text), size=1000, overlap=0)
         self.assertEqual([c.text for c in chunks], [text.rstrip("\n")])  # the code as written, not flush left
         long = "    Indented start. " + " ".join(f"Sentence {i} goes on." for i in range(40))
-        pieces = rag.chunk_lines(rag._text_lines(long), size=200, overlap=0)
+        pieces = rag.chunk_lines(rag.text_lines(long), size=200, overlap=0)
         self.assertTrue(pieces[0].text.startswith("    Indented start."))
         self.assertFalse([c for c in pieces[1:] if c.text[:1].isspace()])  # mid-line sentences: no indent
 
     def test_chunk_long_paragraph_cut_at_sentences_with_overlap(self):
         sentences = [f"Sentence number {i} ends here." for i in range(12)]
         text = "\n".join(sentences)  # one paragraph, one sentence per line
-        chunks = rag.chunk_lines(rag._text_lines(text), size=100, overlap=40)
+        chunks = rag.chunk_lines(rag.text_lines(text), size=100, overlap=40)
         self.assertGreater(len(chunks), 3)
         for c in chunks:
             self.assertLessEqual(len(c.text), 100)
@@ -1655,31 +1690,31 @@ class ChunkTests(unittest.TestCase):
 
     def test_chunk_no_overlap_means_disjoint_lines(self):
         text = "\n".join(f"Line {i} is a sentence." for i in range(30))
-        chunks = rag.chunk_lines(rag._text_lines(text), size=60, overlap=0)
+        chunks = rag.chunk_lines(rag.text_lines(text), size=60, overlap=0)
         for a, b in zip(chunks, chunks[1:]):
             self.assertEqual(b.start_line, a.end_line + 1)
 
     def test_chunk_heading_path_tracked(self):
         text = "# Billing\n\nIntro.\n\n## Refunds\n\nFive days.\n\n# Shipping\n\nTwo days.\n"
-        chunks = rag.chunk_lines(rag._text_lines(text))
+        chunks = rag.chunk_lines(rag.text_lines(text))
         self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
                          [("Billing", 1, 3), ("Billing > Refunds", 5, 7), ("Shipping", 9, 11)])
         self.assertEqual(chunks[1].text, "## Refunds\n\nFive days.")
 
     def test_chunk_document_name_or_header_title_heads_every_path(self):
         text = "# Billing\n\nIntro.\n\n## Refunds\n\nFive days.\n\n# Shipping\n\nTwo days.\n"
-        lines = rag._text_lines(text)  # two titles at the top level: neither is the document's
+        lines = rag.text_lines(text)  # two titles at the top level: neither is the document's
         self.assertEqual([c.heading for c in rag.chunk_lines(lines, name="shop/terms")],
                          ["shop/terms > Billing", "shop/terms > Billing > Refunds",
                           "shop/terms > Shipping"])
-        titled = rag._text_lines("# Guide\n\nIntro.\n\n## Refunds\n\nFive days.\n")
+        titled = rag.text_lines("# Guide\n\nIntro.\n\n## Refunds\n\nFive days.\n")
         self.assertEqual([c.heading for c in rag.chunk_lines(titled, 30, 0, name="x/guide")],
                          ["Guide", "Guide > Refunds"])  # it opens with its title
-        code = rag._text_lines("import os\n\n\ndef merge(a, b):\n    return a + b\n")
+        code = rag.text_lines("import os\n\n\ndef merge(a, b):\n    return a + b\n")
         self.assertEqual([c.heading for c in rag.chunk_lines(code, 40, 0, rag.re.compile(
             rag.DEFINITIONS["python"]), name=rag.document_name("heapq.py"))],
             ["heapq", "heapq > def merge(a, b):"])
-        pep = rag._text_lines("PEP: 8\nTitle: Style Guide for Python Code\nStatus: Active\n\n"
+        pep = rag.text_lines("PEP: 8\nTitle: Style Guide for Python Code\nStatus: Active\n\n"
                               "Maximum Line Length\n===================\n\nLimit all lines to "
                               "a maximum of 79 characters.\n")
         self.assertEqual(rag.header_title(pep), "PEP 8 – Style Guide for Python Code")
@@ -1688,24 +1723,24 @@ class ChunkTests(unittest.TestCase):
 
     def test_chunk_setext_and_rst_headings_shown_as_written(self):
         text = "Guide\n=====\n\nHello.\n\nInstall\n-------\n\nRun it.\n"
-        chunks = rag.chunk_lines(rag._text_lines(text))
+        chunks = rag.chunk_lines(rag.text_lines(text))
         self.assertEqual([c.heading for c in chunks], ["Guide", "Guide > Install"])
         self.assertEqual([c.text for c in chunks], ["Guide\n=====\n\nHello.", "Install\n-------\n\nRun it."])
         self.assertEqual(rag.embed_text(chunks[1]), "Guide\n" + chunks[1].text)  # the path, not repeated
 
     def test_chunk_code_fence_hash_is_not_heading(self):
         text = "# Doc\n\n```\n# not a heading\nx = 1\n```\n"
-        chunks = rag.chunk_lines(rag._text_lines(text))
+        chunks = rag.chunk_lines(rag.text_lines(text))
         self.assertEqual([c.heading for c in chunks], ["Doc"])
         self.assertIn("# not a heading", chunks[0].text)
 
     def test_chunk_empty_text_gives_no_chunks(self):
-        self.assertEqual(rag.chunk_lines(rag._text_lines("\n\n   \n")), [])
-        self.assertEqual(rag.chunk_lines(rag._text_lines("# Only a heading\n")),
+        self.assertEqual(rag.chunk_lines(rag.text_lines("\n\n   \n")), [])
+        self.assertEqual(rag.chunk_lines(rag.text_lines("# Only a heading\n")),
                          [rag.Chunk(0, "# Only a heading", "Only a heading", 1, 1)])
 
     def test_chunk_giant_word_is_hard_cut(self):
-        chunks = rag.chunk_lines(rag._text_lines("x" * 250), size=100, overlap=10)
+        chunks = rag.chunk_lines(rag.text_lines("x" * 250), size=100, overlap=10)
         self.assertEqual([len(c.text) for c in chunks], [100, 100, 50])
 
     def assert_chunks_keep_text(self, text, chunks, size):
@@ -1724,12 +1759,12 @@ class ChunkTests(unittest.TestCase):
         page = f"<html><body>{toc}<p>{'word ' * 600}</p></body></html>"
         for size in (1200, 300, 100, 40):
             with self.subTest(size=size):
-                lines = rag._html_lines(page)
+                lines = rag.html_lines(page)
                 chunks = rag.chunk_lines(lines, size, size // 6)
                 self.assert_chunks_keep_text("\n".join(l.text for l in lines), chunks, size)
                 self.assertLess(len(chunks), len(page))
         md = "".join(f"## Heading {i} with a longer title\n" for i in range(30)) + "\n" + "Text goes on. " * 300
-        chunks = rag.chunk_lines(rag._text_lines(md), 200, 30)
+        chunks = rag.chunk_lines(rag.text_lines(md), 200, 30)
         self.assert_chunks_keep_text(md, chunks, 200)
         self.assertTrue(chunks[-1].heading.endswith("Heading 29 with a longer title"))
 
@@ -1746,16 +1781,16 @@ class ChunkTests(unittest.TestCase):
             size = rnd.choice([1, 2, 5, 6, 13, 40, 100, 300, 1200])
             overlap = rnd.randint(0, size - 1)
             with self.subTest(trial=trial, size=size, overlap=overlap):
-                chunks = rag.chunk_lines(rag._text_lines(text), size, overlap)
+                chunks = rag.chunk_lines(rag.text_lines(text), size, overlap)
                 self.assert_chunks_keep_text(text, chunks, size)
                 self.assertLessEqual(sum(len(c.text) for c in chunks), 2 * len(text) + len(chunks) * (overlap + 2))
-                code = rag.chunk_lines(rag._text_lines(text), size, overlap, rag.file_format("a.py").pattern())
+                code = rag.chunk_lines(rag.text_lines(text), size, overlap, rag.file_format("a.py").pattern())
                 self.assert_chunks_keep_text(text, code, size)
 
     def test_chunk_code_keeps_line_breaks_and_indentation(self):
         body = "\n".join(f"    total = total + item_{i}  # step {i}" for i in range(40))
         src = f"def add_all(items):\n{body}\n    return total\n"
-        chunks = rag.chunk_lines(rag._text_lines(src), 300, 0, rag.file_format("m.py").pattern())
+        chunks = rag.chunk_lines(rag.text_lines(src), 300, 0, rag.file_format("m.py").pattern())
         self.assertGreater(len(chunks), 5)
         source_lines = src.splitlines()
         for c in chunks:
@@ -1763,10 +1798,10 @@ class ChunkTests(unittest.TestCase):
                 self.assertIn(line, source_lines)  # whole lines, indentation kept, never joined
             self.assertEqual(c.text.split("\n"), source_lines[c.start_line - 1:c.end_line])
         md = "# Doc\n\n```python\n" + body + "\n```\n"
-        for c in rag.chunk_lines(rag._text_lines(md), 250, 0):
+        for c in rag.chunk_lines(rag.text_lines(md), 250, 0):
             self.assertTrue(all(l in md.splitlines() for l in c.text.split("\n") if l), c.text)
         page = "<h1>API</h1><pre>\n" + body + "\n</pre>"
-        lines = rag._html_lines(page)
+        lines = rag.html_lines(page)
         self.assertIn("    total = total + item_3  # step 3", [l.text for l in lines])
         self.assertNotIn("#", [c.heading[:1] for c in rag.chunk_lines(lines, 200, 0)])
 
@@ -1774,15 +1809,15 @@ class ChunkTests(unittest.TestCase):
         src = ("#!/usr/bin/env python\n# Helpers for refunds\nimport os\n\n\ndef refund(order):\n"
                "    # not a heading\n    return order.total\n\n    # still refund\n\n"
                "class Ledger:\n    def add(self, x):\n        pass\n")
-        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag.file_format("m.py").pattern())
+        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.file_format("m.py").pattern())
         self.assertEqual([(c.heading, c.start_line, c.end_line) for c in chunks],
                          [("", 1, 3), ("def refund(order):", 6, 10), ("class Ledger:", 12, 14)])
         self.assertTrue(chunks[1].text.startswith("def refund(order):\n    # not a heading\n    return"))
         self.assertEqual(rag.embed_text(chunks[1]), chunks[1].text)  # its heading is its first line
-        go = rag.chunk_lines(rag._text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
+        go = rag.chunk_lines(rag.text_lines("package x\n\nfunc A() {\n}\n\nfunc B() {\n}\n"), 1200, 0,
                              rag.file_format("x.go").pattern())
         self.assertEqual([c.heading for c in go], ["", "func A() {", "func B() {"])
-        c_file = rag.chunk_lines(rag._text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
+        c_file = rag.chunk_lines(rag.text_lines("#include <x.h>\n\nstatic int add(int a, int b)\n{\n  return a + b;\n}\n"),
                                  1200, 0, rag.file_format("x.c").pattern())
         self.assertEqual([c.heading for c in c_file], ["", "static int add(int a, int b)"])
         self.assertIsNone(rag.file_format("notes.md").pattern())
@@ -1790,9 +1825,9 @@ class ChunkTests(unittest.TestCase):
     def test_chunk_docstring_line_is_not_a_definition(self):
         src = ('def parse(x):\n    """Read x.\n\ninterface between the parser and the lexer.\ntype checks happen later.\n'
                'class of inputs we accept: text.\n"""\n    return x\n\nclass Parser:\n    pass\n')
-        chunks = rag.chunk_lines(rag._text_lines(src), 1200, 0, rag.file_format("p.py").pattern())
+        chunks = rag.chunk_lines(rag.text_lines(src), 1200, 0, rag.file_format("p.py").pattern())
         self.assertEqual([c.heading for c in chunks], ["def parse(x):", "class Parser:"])
-        go = rag.chunk_lines(rag._text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
+        go = rag.chunk_lines(rag.text_lines("package x\n\ntype Shape interface {\n}\n"), 1200, 0,
                              rag.file_format("x.go").pattern())
         self.assertEqual([c.heading for c in go], ["", "type Shape interface {"])
 
@@ -2218,7 +2253,7 @@ class StoreTests(RagTestCase):
 
     def test_database_error_for_a_lock_held_by_another_program_says_so(self):
         e = rag.database_error(sqlite3.OperationalError("database is locked"), "/tmp/x.db")
-        self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag._BUSY_TIMEOUT} s", str(e))
+        self.assertIn(f"another process kept /tmp/x.db locked for writing for over {rag.BUSY_TIMEOUT} s", str(e))
         self.assertEqual(str(rag.database_error(sqlite3.OperationalError("disk I/O error"), "x.db")),
                          "the index database failed: disk I/O error")
 
@@ -2608,7 +2643,7 @@ class StoreTests(RagTestCase):
                                       for b in range(48)))
                           for p in parts for j, cid in enumerate(p.ids))
         rows = sorted(store.conn.execute("SELECT chunk_id, sig FROM sigs"))
-        with mock.patch.object(rag, "_SIG_PACK_ROWS", 7):  # parts that end mid-byte
+        with mock.patch.object(rag, "SIG_PACK_ROWS", 7):  # parts that end mid-byte
             store._pack_signatures()
         self.assertTrue(store.pack_is_fresh())
         self.assertEqual(unpacked(store.signature_parts()), rows)
@@ -2893,8 +2928,8 @@ class StoreTests(RagTestCase):
         with open(path, "wb") as f:
             f.write(bytes(data[:3030]))
         with mock.patch.object(rag, "_READ_BLOCK", 1024):
-            left = rag._runs_left(path, runs, set())
-            kept = rag._runs_left(path, runs, {text[:40].encode()})
+            left = rag.runs_left(path, runs, set())
+            kept = rag.runs_left(path, runs, {text[:40].encode()})
         self.assertEqual(left, ["file at byte 0", "file at byte 1021", "file at byte 2990"])
         self.assertEqual(kept, ["file at byte 1021", "file at byte 2990"])  # a kept copy's run stays
         self.assertFalse(runs.holds(text[:39] + "!"))  # 39 bytes of it are no run
@@ -2965,7 +3000,7 @@ class StoreTests(RagTestCase):
         reader = sqlite3.connect(self.db)
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM chunks").fetchone()  # a search under way
-        with mock.patch.object(rag, "_FORGET_PATIENCE", 0):
+        with mock.patch.object(rag, "FORGET_PATIENCE", 0):
             line = self.error_line("forget", "plans/merger.md")
         self.assertIn("another process is reading the index", line)
         self.assertIn("nothing was removed", line)
@@ -3067,7 +3102,7 @@ class StoreTests(RagTestCase):
         with open(path, "wb") as f:
             f.write(b"x" * 1020 + b"Bluebird" + b"y" * 2000 + b"Bluebird")
         with mock.patch.object(rag, "_READ_BLOCK", 1024):  # across two blocks read, then inside one
-            self.assertEqual(rag._needles_left(path, ["Bluebird", "Zorblax"]),
+            self.assertEqual(rag.needles_left(path, ["Bluebird", "Zorblax"]),
                              ["blocks at byte 1020", "blocks at byte 3028"])
 
     def test_forget_removes_refused_asks_asking_with_a_word_only_they_held(self):
@@ -3513,8 +3548,8 @@ class EngineTests(RagTestCase):
         self.assertEqual((service.stats()["documents"], service.stats()["database"]), (3, "docs"))  # not the engine's address
         answer, _ = service.ask({"question": "how long do refunds take"})
         self.assertIn("5 to 7 business days", answer.text)
-        billing = rag._Caller("billing", b"", ("refunds.md", "errors.md"))
-        garden = rag._Caller("garden", b"", ("garden.txt",))
+        billing = rag.Caller("billing", b"", ("refunds.md", "errors.md"))
+        garden = rag.Caller("garden", b"", ("garden.txt",))
         for caller, allowed in ((billing, {"refunds.md", "errors.md"}), (garden, {"garden.txt"})):
             for q in ("refunds card", "tomatoes sun watering"):
                 for mode in ("hybrid", "keyword", "dense"):
@@ -4545,7 +4580,7 @@ class IndexTests(RagTestCase):
                                     "kelpnote four": "Handbook > Install > Disks"})  # was Install > Disks
         texts = " ".join(t for (t,) in self.rows("SELECT text FROM chunks"))
         self.assertIn("== not a heading", texts)  # in a listing block: as written
-        blocks = rag._markdown_blocks(rag._text_lines("# Project\n\nInstall\n-------\nRun it.\n"))
+        blocks = rag._markdown_blocks(rag.text_lines("# Project\n\nInstall\n-------\nRun it.\n"))
         self.assertEqual([(b.level, b.title) for b in blocks if b.level], [(1, "Project"), (2, "Install")])  # setext
         self.assertIn("* not a heading", texts)
 
@@ -5078,7 +5113,7 @@ class IndexTests(RagTestCase):
     def test_redactor_secret_scanners_own_examples(self):
         for text in self.SCANNER_POSITIVES:
             with self.subTest(text):
-                out = rag._redact_lines([rag.Line(1, text)])[0].text
+                out = rag.redact_lines([rag.Line(1, text)])[0].text
                 self.assertIn("[redacted: ", out)
                 for word in re.findall(r"[A-Za-z0-9_$@!{}()\[\]>#~-]{10,}", text):
                     if any(c.isdigit() for c in word) and word not in out:
@@ -5087,13 +5122,13 @@ class IndexTests(RagTestCase):
                     self.assertNotEqual(out, text)
         for text in self.SCANNER_NEGATIVES:
             with self.subTest(text):
-                self.assertEqual(rag._redact_lines([rag.Line(1, text)])[0].text, text)
+                self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
 
     def test_redactor_value_continued_below_its_name(self):
-        lines = rag._text_lines("[db]\nsecrets =\n    hunter2\n    password123\n    BEEF0123456789a\nport = 5\n"
+        lines = rag.text_lines("[db]\nsecrets =\n    hunter2\n    password123\n    BEEF0123456789a\nport = 5\n"
                                "k8s:\n  password: |\n    Sup3r-Long\n    Pass\n"
                                "token:\n  description: The token to use, v2\n  required: true\n")
-        self.assertEqual([(l.no, l.text) for l in rag._redact_lines(lines)],
+        self.assertEqual([(l.no, l.text) for l in rag.redact_lines(lines)],
                          [(1, "[db]"), (2, "secrets ="), (3, "    [redacted: secret]"), (4, ""), (5, ""),
                           (6, "port = 5"), (7, "k8s:"), (8, "  password: |"), (9, "    [redacted: password]"),
                           (10, ""), (11, "token:"), (12, "  description: The token to use, v2"),
@@ -5108,24 +5143,24 @@ class IndexTests(RagTestCase):
         for _ in range(300):
             text = "\n".join("".join(rnd.choice(parts) for _ in range(rnd.randint(0, 14)))
                              for _ in range(rnd.randint(1, 6)))
-            lines = rag._text_lines(text)
-            once = rag._redact_lines(lines)
+            lines = rag.text_lines(text)
+            once = rag.redact_lines(lines)
             self.assertEqual([l.no for l in once], [l.no for l in lines])
             for before, after in zip(lines, once):
                 self.assertTrue(after.text == before.text or "[redacted: " in after.text or not after.text
                                 or len(after.text) < len(before.text), (before.text, after.text))
-            self.assertEqual([l.text for l in rag._redact_lines(once)], [l.text for l in once], text)
+            self.assertEqual([l.text for l in rag.redact_lines(once)], [l.text for l in once], text)
             self.assertIsNone(rag._TEMPLATE_TOKEN.search(rag.fenced(text)), text)
 
     def test_index_redacted_private_key_keeps_line_numbers(self):
         self.write("keys.md", "# Keys\n\nThe deploy key:\n\n" + self.PEM + "\n# Walrus\n\nWalrus colonies rest on ice.\n")
         self.ok("index", self.docs)
         self.assertIn("keys.md:10-12", self.ok("search", "walrus colonies", "-k", "1"))
-        lines = rag._text_lines("a\n" + self.PEM + "b\n")
-        redacted = rag._redact_lines(lines)
+        lines = rag.text_lines("a\n" + self.PEM + "b\n")
+        redacted = rag.redact_lines(lines)
         self.assertEqual([(l.no, l.text) for l in redacted],
                          [(1, "a"), (2, "[redacted: private-key]"), (3, ""), (4, ""), (5, ""), (6, "b")])
-        one_line = rag._redact_lines([rag.Line(1, "key: " + self.PEM.replace("\n", "\\n") + " done")])
+        one_line = rag.redact_lines([rag.Line(1, "key: " + self.PEM.replace("\n", "\\n") + " done")])
         self.assertEqual(one_line[0].text, "key: [redacted: private-key]\\n done")
 
     def test_redactor_each_kind_and_placeholders(self):
@@ -5141,7 +5176,7 @@ class IndexTests(RagTestCase):
                  "SECRET_KEY = 'django-insecure-8f#k2@x!q9z(p0)l3j6h'": "secret", 'password = "Hunter2(x)yz"': "password"}
         for text, kind in cases.items():
             with self.subTest(text):
-                out = rag._redact_lines([rag.Line(1, f"see {text} here")])[0].text
+                out = rag.redact_lines([rag.Line(1, f"see {text} here")])[0].text
                 self.assertIn(f"[redacted: {kind}]", out)
                 self.assertTrue(out.startswith("see ") and out.endswith(" here"), out)
         kept = ("sk-learn-compatible-estimators", "password: changeme", 'api_key: "<your-key>"', "TOKEN=${TOKEN}",
@@ -5153,7 +5188,7 @@ class IndexTests(RagTestCase):
                 "api_key_file: /etc/app/api.key", "secret_name: MyAppSecret2", "PASSWORD_FILE=/run/secrets/Db2")
         for text in kept:
             with self.subTest(text):
-                self.assertEqual(rag._redact_lines([rag.Line(1, text)])[0].text, text)
+                self.assertEqual(rag.redact_lines([rag.Line(1, text)])[0].text, text)
 
     def test_redactor_private_key_pasted_after_any_comment_mark_or_continued(self):
         body = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
@@ -5163,7 +5198,7 @@ class IndexTests(RagTestCase):
             for kind in ("", "RSA "):  # PKCS#8's and PKCS#1's
                 key = [f"-----BEGIN {kind}PRIVATE KEY-----", body, body, f"-----END {kind}PRIVATE KEY-----"]
                 lines = [rag.Line(i, pre + t + post) for i, t in enumerate(key, 1)] + [rag.Line(5, "after it")]
-                out = [l.text for l in rag._redact_lines(lines)]
+                out = [l.text for l in rag.redact_lines(lines)]
                 with self.subTest(prefix=pre, suffix=post, kind=kind):
                     self.assertFalse([t for t in out if "MIIE" in t or "END" in t], out)
                     self.assertEqual(out[-1], "after it")
@@ -5222,17 +5257,17 @@ class IndexTests(RagTestCase):
     def test_redactor_secret_in_every_layout(self):
         for text, secret in self.LAYOUTS:
             with self.subTest(text):
-                lines = rag._text_lines(rag._redacted_markup(text))
-                once = rag._redact_lines(lines)
+                lines = rag.text_lines(rag.redacted_markup(text))
+                once = rag.redact_lines(lines)
                 out = "\n".join(l.text for l in once)
                 self.assertNotIn(secret, out)
                 self.assertIn("[redacted: ", out)
                 self.assertEqual([l.no for l in once], list(range(1, text.count("\n") + 2)))
-                self.assertEqual(rag._redact_lines(once), once)  # a marker is never judged again
+                self.assertEqual(rag.redact_lines(once), once)  # a marker is never judged again
         for text in self.NAMES_A_SECRET:
             with self.subTest(text):
-                lines = rag._text_lines(rag._redacted_markup(text))
-                self.assertEqual("\n".join(l.text for l in rag._redact_lines(lines)), text)
+                lines = rag.text_lines(rag.redacted_markup(text))
+                self.assertEqual("\n".join(l.text for l in rag.redact_lines(lines)), text)
 
     def test_index_secrets_in_every_reader_never_stored(self):
         pem = "-----BEGIN PRIVATE KEY-----\n% MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n% -----END PRIVATE KEY-----\n"
@@ -5279,12 +5314,12 @@ class IndexTests(RagTestCase):
         for seed in seeds:
             with self.subTest(seed):
                 text = seed * (size // len(seed))
-                out = rag._redact_lines([rag.Line(1, text)])
+                out = rag.redact_lines([rag.Line(1, text)])
                 self.assertEqual(len(out), 1)
-                once = rag._redacted_markup(text)  # read before a markup reader's tags go
-                self.assertEqual(rag._redacted_markup(once), once)
+                once = rag.redacted_markup(text)  # read before a markup reader's tags go
+                self.assertEqual(rag.redacted_markup(once), once)
         key = ["-----BEGIN PRIVATE KEY-----"] + ["QUJD" * 16] * 20000  # a key with no END line
-        out = rag._redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
+        out = rag.redact_lines([rag.Line(i, t) for i, t in enumerate(key, 1)] + [rag.Line(20002, "after the key")])
         self.assertEqual(out[-1].text, "after the key")
         self.assertEqual({l.text for l in out[1:-1]}, {""})
 
@@ -5316,7 +5351,7 @@ class FilterTests(RagTestCase):
         self.assertEqual(self.indexed(), ["a.md"])
 
     def test_glob_patterns(self):
-        f = rag._PathFilter(include=["*.md"], exclude=["build/"], ignore_lines=["/top.md", "sec[0-9].md"])
+        f = rag.PathFilter(include=["*.md"], exclude=["build/"], ignore_lines=["/top.md", "sec[0-9].md"])
         cases = {("a.md", False): False, ("x/y/a.md", False): False, ("a.txt", False): True,
                  ("build", True): True, ("x/build", True): True, ("top.md", False): True,
                  ("x/top.md", False): False, ("sec1.md", False): True, ("secx.md", False): False}
@@ -5907,7 +5942,7 @@ class AskTests(RagTestCase):
         logged, then are answered unlogged, with one note a run (ask, chat,
         a server's many requests); check and the rest do not wait."""
         self.ok("index", self.docs)
-        wait = mock.patch.object(rag, "_ASK_LOG_WAIT", 0.01)  # the lock is held throughout: any wait ends unlogged
+        wait = mock.patch.object(rag, "ASK_LOG_WAIT", 0.01)  # the lock is held throughout: any wait ends unlogged
         wait.start()
         self.addCleanup(wait.stop)
         writer = sqlite3.connect(self.db, isolation_level=None)
@@ -7111,7 +7146,7 @@ class AnswerTests(RagTestCase):
         self.assertEqual(answer.replace("\u2060", ""), "The client speaks HTTP/[23] to servers that offer it. [1]")
         self.assertEqual(rag.citations(answer, 30), [(1, True)])  # '[23]' is no citation
         self.assertEqual([c.supported for c in rag.ground(answer, (h,), lambda w: 1.0)], [True])
-        self.assertNotIn("[\u2060", rag._defuse_citations(answer))  # defused again in a later prompt
+        self.assertNotIn("[\u2060", rag.defuse_citations(answer))  # defused again in a later prompt
 
     def test_extractive_answer_keeps_code_as_a_block(self):
         rst = ("Quickstart\n==========\n\nA minimal application looks like this::\n\n"
