@@ -843,6 +843,11 @@ class ApiTests(unittest.TestCase):
 
     maxDiff = None  # a failure names every use outside __all__
 
+    def test_api_bench_fakes_read_words_as_rag_does(self):
+        import bench.fakes  # its own copies (bench reaches only __all__): the vectors stay rag's
+        self.assertEqual(bench.fakes.STOPWORDS, rag.STOPWORDS)
+        self.assertEqual(bench.fakes.WORD.pattern, rag.WORD.pattern)
+
     @staticmethod
     def rag_uses(source, first=1):
         """(line, name) of each name of the rag module a script reads or sets, however it
