@@ -20,12 +20,12 @@ MOST_LINES = 1200  # no section over this: past it, a section is a library, not 
 # Each section's budget in lines: what it holds now, with room for a small change. A change
 # that needs more first looks for what its lines replace, or raises the budget here, in review.
 BUDGETS = {
-    "Module docstring, imports": 250, "Constants": 200, "Helpers": 300, "Words and citations": 150,
-    "Errors and records": 250, "Read text": 750, "Read documents": 750, "Read markup": 600,
-    "Secrets": 650, "Parse": 200, "Chunk": 600, "Embed": 600, "Dense index": 400, "SQLite": 750,
-    "Store": 950, "Engine store": 950, "Walk": 400, "Index": 900, "Watch": 200, "Retrieve": 800,
-    "Converse": 200, "Refuse": 550, "Generate": 450, "Check": 300, "Extract": 1050, "Answer": 200,
-    "Eval": 500, "Wiring": 250, "Serve": 600, "HTTP": 800, "Command line": 1200, "Data": 450,
+    "Module docstring, imports": 250, "Constants": 175, "Helpers": 250, "Words and citations": 150,
+    "Errors and records": 225, "Read text": 725, "Read documents": 750, "Read markup": 600,
+    "Secrets": 600, "Parse": 175, "Chunk": 575, "Embed": 600, "Dense index": 375, "SQLite": 750,
+    "Store": 925, "Engine store": 950, "Walk": 400, "Index": 875, "Watch": 200, "Retrieve": 775,
+    "Converse": 175, "Refuse": 525, "Generate": 400, "Check": 275, "Extract": 1050, "Answer": 200,
+    "Eval": 475, "Wiring": 200, "Serve": 550, "HTTP": 775, "Command line": 1175, "Data": 425,
 }
 
 
