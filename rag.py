@@ -168,11 +168,13 @@ Where a change goes (one section, and one table entry where there is a table):
                      subclass of EngineStore in Engine store, its records, put, remove, nearest)
     an HTTP route    a method of HttpApi in HTTP, one entry in ROUTES (an MCP tool: a tool_
                      method of _McpServer and one entry in _MCP_TOOLS)
-    the refusal rule the Refuse section (judge_question, refuses, relevance, floor_in_force); the
-                     default floors are Embedder attributes, their numbers in Constants
+    the refusal rule the Refuse section (judge_question, refuses, relevance, floor_in_force; its
+                     shares, _EVIDENCE_SHARE and _JOINT_SHARE, beside it); the default floors
+                     are Embedder attributes (floor), their numbers in Constants
     a subcommand     _cmd_X and _X_arguments in Command line, one entry in COMMANDS; an option
-                     of one: its _X_arguments, and a field of the record that carries it to
-                     its stage (IndexOptions, QueryOptions, Config)
+                     of one: its _X_arguments (of several: their group in _OPTION_GROUPS), and
+                     a field of the record that carries it to its stage (IndexOptions,
+                     QueryOptions, Config); a new limit on what a search sees: Scope (Store)
 """
 
 from __future__ import annotations
