@@ -6017,7 +6017,7 @@ def _tokens(size: bytes) -> int:
     return total
 
 
-# The ask log's columns, as Generate's _record_ask gives them (log_ask).
+# The ask log's columns, as Answer's _record_ask gives them (log_ask).
 ASK_COLUMNS = ("at", "question", "chunk_ids", "scores", "answer", "refused", "model",
                "prompt_tokens", "completion_tokens", "latency_ms", "caller")
 
