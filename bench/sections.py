@@ -55,10 +55,10 @@ def sections(path):
     return out, len(lines)
 
 
-def over_budget(path, budgets=None):
-    """'Section: N lines, over its budget of M', one per section over it (none: [])."""
+def over_budget(table, budgets=None):
+    """'Section: N lines, over its budget of M', one per section of a sections() table over
+    it (none: [])."""
     budgets = BUDGETS if budgets is None else budgets
-    table, _ = sections(path)
     return [f"{name}: {sum(c.values())} lines, over its budget of {budgets[name]}"
             for name, c in table.items() if sum(c.values()) > budgets.get(name, MOST_LINES)]
 
