@@ -978,10 +978,10 @@ class QueryOptions:
 # ---------------------------------------------------------------------------
 # Read text: encodings, compressed files, HTML, headings, tables, JSON, notebooks
 # ---------------------------------------------------------------------------
-# Public: DEFINITIONS, Format, NO_END_TAG, html_lines, text_lines, decode, clean_text, is_binary,
-#         Unreadable, MissingTool, NotText, TooLarge, inner_name, unpacked, compression, unpack,
-#         title_as_heading, markup_heading_lines, Outline, table_rows, delimited_lines, json_lines,
-#         jsonl_lines, notebook_lines
+# Public: DEFINITIONS, Format, NO_END_TAG, html_lines, text_lines, decode_text, clean_text,
+#         is_binary, Unreadable, MissingTool, NotText, TooLarge, inner_name, unpacked, compression,
+#         unpack, title_as_heading, markup_heading_lines, Outline, table_rows, delimited_lines,
+#         json_lines, jsonl_lines, notebook_lines
 
 # Top-level definitions (at column 0) that start a chunk of source code, per language: a keyword
 # another language uses ('interface', 'type') starts prose lines in comments just as often.
@@ -1197,13 +1197,13 @@ _READ_AS = {"iso8859-1": "cp1252", "ascii": "cp1252", "iso8859-9": "cp1254", "gb
 _ASCII_PROBE = b"<?xml encoding='a+b'?> # -*- coding: x -*-\n"
 
 
-def decode(data: bytes) -> tuple[str, str | None]:
+def decode_text(data: bytes) -> tuple[str, str | None]:
     """Text from bytes, and a note when it was not plain UTF-8. Tried in order: a byte-order
     mark; a declared encoding that decodes; UTF-8; UTF-8 with a few bad bytes; a CJK encoding its
     text looks like; Windows-1252 when that reads as text ('café' stays findable); else UTF-8 with
     the bad bytes replaced.
 
-    >>> decode("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
+    >>> decode_text("# -*- coding: koi8-r -*-\\nпривет\\n".encode("koi8-r"))
     ('# -*- coding: koi8-r -*-\\nпривет\\n', 'read as koi8-r (declared in its coding line)')
     """
     if data.isascii():
@@ -3731,7 +3731,7 @@ def parse_document(path: str, data: bytes, fmt: Format | None = None, ocr_lang: 
         lines, warning = (fmt.from_bytes(path, data, ocr_lang) if fmt.ocr
                           else (fmt.from_bytes(path, data, max_bytes), None))
     else:
-        text, warning = decode(data)
+        text, warning = decode_text(data)
         data = None  # (a caller that let go of them too: _load_document) its bytes go now
         text = redacted_markup(text) if "</" in text else text  # before tags go
         lines = fmt.text(text, max_bytes) if fmt.grows else fmt.text(text)
@@ -5233,7 +5233,7 @@ class SignatureIndex:
 #         convention_mismatch, model_mismatch, text_key, content_digest, PendingDoc, stored_chunk,
 #         source_filter, source_warnings, DAMAGE_SHOWN, BAD_VECTOR, FORGOT_MEANWHILE, FORGET_RUN,
 #         FORGET_PATIENCE, Forgotten, Runs, runs_batches, runs_left, quoting, Sought, only_theirs,
-#         needles_left, next_forget, Damage, decoded, vector_problem, EDGE_TABLES, NO_ROWID,
+#         needles_left, next_forget, Damage, column_text, vector_problem, EDGE_TABLES, NO_ROWID,
 #         ROWS_FAILED, index_damaged, database_error
 
 # The schema of a new index. Each vector is stored once: in its chunk row while some chunk
@@ -5906,7 +5906,7 @@ class Damage:
                 "and reads those files again")
 
 
-def decoded(value, what: str, problems: list) -> str:
+def column_text(value, what: str, problems: list) -> str:
     """A text column read as bytes, decoded; a problem noted when it is not UTF-8."""
     if not isinstance(value, bytes):
         return "" if value is None else str(value)
@@ -6817,8 +6817,8 @@ class SqliteStore(Store, Admin):
     def _scan_settings(self, d: Damage) -> None:
         for key, value in self.conn.execute("SELECT key, value FROM meta"):
             problems: list[str] = []
-            name = decoded(key, "name", problems)
-            value = decoded(value, "value", problems)
+            name = column_text(key, "name", problems)
+            value = column_text(value, "value", problems)
             d.settings += [f"the setting {name!r}: {p}" for p in problems]
             if name == "dim":
                 try:
@@ -6830,8 +6830,9 @@ class SqliteStore(Store, Admin):
         for doc_id, path, rel, digest in self.conn.execute("SELECT id, path, rel, digest "
                                                            "FROM documents"):
             problems: list[str] = []
-            path, rel = decoded(path, "path", problems), decoded(rel, "relative path", problems)
-            decoded(digest, "digest", problems)
+            path = column_text(path, "path", problems)
+            rel = column_text(rel, "relative path", problems)
+            column_text(digest, "digest", problems)
             d.paths[doc_id] = path
             if rel and path.endswith(os.sep + rel):
                 d.roots.add(path[:-len(rel) - 1] or os.sep)
@@ -6841,7 +6842,7 @@ class SqliteStore(Store, Admin):
                                                   "answer, model FROM asks"):
             problems = []
             for value in texts:
-                decoded(value, "text", problems)
+                column_text(value, "text", problems)
             d.asks += [ask_id] if problems else []
 
     def _scan_chunks(self, d: Damage, full: bool) -> None:
@@ -6851,9 +6852,9 @@ class SqliteStore(Store, Admin):
                 f"SELECT {columns} FROM chunks"):
             chunks += 1
             problems: list[str] = []
-            decoded(text, "text", problems), decoded(heading, "heading", problems)
+            column_text(text, "text", problems), column_text(heading, "heading", problems)
             d.texts = d.texts or bool(problems)
-            decoded(loc, "location", problems), decoded(key, "key", problems)
+            column_text(loc, "location", problems), column_text(key, "key", problems)
             problems += [p for p in [vector and vector_problem(vector[0], d.dim)] if p]
             if problems:
                 d.docs.setdefault(doc_id, []).extend(f"chunk {cid}: {p}" for p in problems)
@@ -11034,14 +11035,14 @@ def _sse_events(lines):
 # ---------------------------------------------------------------------------
 # Check: each statement of an answer against the passages it cites
 # ---------------------------------------------------------------------------
-# Public: is_refusal, normalized, Claim, dates_in, ground, unsupported, Settled, settled, joined
+# Public: is_refusal, bare_words, Claim, dates_in, ground, unsupported, Settled, settled, joined
 
 def is_refusal(answer: str) -> bool:
     """True when an answer is the refusal sentence (ignoring case and punctuation)."""
-    return normalized(answer) == normalized(REFUSAL)
+    return bare_words(answer) == bare_words(REFUSAL)
 
 
-def normalized(text: str) -> str:
+def bare_words(text: str) -> str:
     """Words only, lowercased, single-spaced: text as is_refusal compares it."""
     return " ".join(re.sub(r"[^\w\s]", "", text).lower().split())
 
@@ -12293,7 +12294,7 @@ def _holds_refusal(text: str) -> bool:
     >>> _holds_refusal("Policy: I could NOT find the answer in the provided documents!")
     True
     """
-    return normalized(REFUSAL) in normalized(text)
+    return bare_words(REFUSAL) in bare_words(text)
 
 
 def _prose_sentences(lines: list[str]) -> list[str]:

@@ -843,11 +843,6 @@ class ApiTests(unittest.TestCase):
 
     maxDiff = None  # a failure names every use outside __all__
 
-    def test_api_bench_fakes_read_words_as_rag_does(self):
-        import bench.fakes  # its own copies (bench reaches only __all__): the vectors stay rag's
-        self.assertEqual(bench.fakes.STOPWORDS, rag.STOPWORDS)
-        self.assertEqual(bench.fakes.WORD.pattern, rag.WORD.pattern)
-
     @staticmethod
     def rag_uses(source, first=1):
         """(line, name) of each name of the rag module a script reads or sets, however it
@@ -1552,7 +1547,7 @@ class ParseTests(RagTestCase):
         for text in texts:
             for data in (text.encode("cp1252"), text.upper().encode("cp1252"), (text + " " + text + "\n").encode("cp1252")):
                 with self.subTest(data=data):
-                    self.assertEqual(rag.decode(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
+                    self.assertEqual(rag.decode_text(data), (data.decode("cp1252"), "not UTF-8; read as Windows-1252 (Latin-1)"))
 
     def test_decode_declared_encodings(self):
         russian, greek = "Привет, мир: это проверка.", "Καλημέρα κόσμε, αυτό είναι ένα τεστ."
@@ -1568,16 +1563,16 @@ class ParseTests(RagTestCase):
              "iso-8859-7 (declared in its XML declaration)")]
         for text, enc, note in cases:
             with self.subTest(note):
-                self.assertEqual(rag.decode(text.encode(enc)), (text, "read as " + note))
-        self.assertEqual(rag.decode("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
+                self.assertEqual(rag.decode_text(text.encode(enc)), (text, "read as " + note))
+        self.assertEqual(rag.decode_text("x = 1\n# -*- coding: koi8-r -*-\n# café\n".encode("cp1252"))[1],
                          "not UTF-8; read as Windows-1252 (Latin-1)")  # line 2 counts only after a comment
         for head in (b"# -*- coding: no-such-codec -*-\n", b"# coding: utf-8\n", b'<meta charset="utf-16">',
                      b"# coding: base64\n"):  # unknown, wrong, not ASCII-compatible, not text: the next step decides
             with self.subTest(head):
-                self.assertEqual(rag.decode(head + "café\n".encode("cp1252")),
+                self.assertEqual(rag.decode_text(head + "café\n".encode("cp1252")),
                                  ((head + "café\n".encode("cp1252")).decode("cp1252"),
                                   "not UTF-8; read as Windows-1252 (Latin-1)"))
-        self.assertEqual(rag.decode("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
+        self.assertEqual(rag.decode_text("# coding: latin-1\ncafé\n".encode("utf-8").replace(b"latin-1", b"utf-8")),
                          ("# coding: utf-8\ncafé\n", None))  # declared UTF-8 is plain UTF-8: no note
         self.write("page.xhtml", cases[4][0].encode("iso-8859-7"), mode="wb")
         self.write("tool.py", cases[0][0].encode("koi8-r"), mode="wb")
@@ -1593,10 +1588,10 @@ class ParseTests(RagTestCase):
                                (codecs.BOM_UTF32_LE, "utf-32-le", "UTF-32 LE"), (codecs.BOM_UTF32_BE, "utf-32-be", "UTF-32 BE")):
             with self.subTest(name):
                 data = bom + text.encode(enc)
-                self.assertEqual(rag.decode(data), (text, f"read as {name} (byte-order mark)"))
+                self.assertEqual(rag.decode_text(data), (text, f"read as {name} (byte-order mark)"))
                 self.assertFalse(rag.is_binary(data))
-        self.assertEqual(rag.decode(codecs.BOM_UTF8 + text.encode()), (text, None))
-        self.assertEqual(rag.decode(codecs.BOM_UTF16_LE + b"a\x00b"),
+        self.assertEqual(rag.decode_text(codecs.BOM_UTF8 + text.encode()), (text, None))
+        self.assertEqual(rag.decode_text(codecs.BOM_UTF16_LE + b"a\x00b"),
                          ("a\ufffd", "read as UTF-16 LE (byte-order mark); invalid bytes were replaced"))
         self.write("wide.txt", codecs.BOM_UTF32_BE + "The kestrel hovers over Zürich.\n".encode("utf-32-be"), mode="wb")
         code, out, err = self.run_cli("index", self.docs)
@@ -1606,8 +1601,8 @@ class ParseTests(RagTestCase):
     def test_decode_utf8_with_a_few_bad_bytes_stays_utf8(self):
         text = "Ça coûte 5 € à Zürich; naïve café. " * 20
         data = text.encode() + b"\xff" + text.encode()  # one stray byte among 200 accented letters
-        self.assertEqual(rag.decode(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
-        self.assertEqual(rag.decode("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
+        self.assertEqual(rag.decode_text(data), (text + "\ufffd" + text, "invalid UTF-8 bytes were replaced"))
+        self.assertEqual(rag.decode_text("a U+FFFD as written: \ufffd, in UTF-8\n".encode()),
                          ("a U+FFFD as written: \ufffd, in UTF-8\n", None))  # a character, not damage
 
 # ---------------------------------------------------------------------------
